@@ -1,0 +1,82 @@
+"""Input checks shared by every module: one home for the book's error messages.
+
+Each check raises ``ValueError`` (or ``TypeError``) naming the argument and what was expected,
+so that bad input never surfaces as a silent NaN or a traceback from deep inside numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+
+def as_matrix(name: str, value: object, shape: Sequence[int | None] | None = None,
+              ndim: int = 2) -> np.ndarray:
+    """Return ``value`` as a finite float64 array with ``ndim`` axes and the given shape.
+
+    ``shape`` entries that are ``None`` are free. Raises ``ValueError`` naming ``name``
+    when the number of axes or a fixed dimension differs or when an entry is NaN or infinite.
+    """
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real numeric array, got {type(value).__name__}") from exc
+    if array.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} axes, got shape {array.shape}")
+    if shape is not None:
+        for axis, (got, want) in enumerate(zip(array.shape, shape)):
+            if want is not None and got != want:
+                expected = "(" + ", ".join("*" if w is None else str(w) for w in shape) + ")"
+                raise ValueError(f"{name} must have shape {expected}, got {array.shape} "
+                                 f"(axis {axis} is {got}, expected {want})")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    return array
+
+
+def check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float after checking it is finite and > 0 (or >= 0)."""
+    number = float(value)
+    if not np.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return number
+
+
+def check_int(name: str, value: int, *, minimum: int) -> int:
+    """Return ``value`` as an int after checking it is an integer >= ``minimum``."""
+    if isinstance(value, bool) or int(value) != value:
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def check_spd(name: str, matrix: object, *, rtol: float = 1e-10) -> np.ndarray:
+    """Return ``matrix`` as a float64 symmetric positive definite array.
+
+    Raises ``ValueError`` when it is not square, not symmetric (relative tolerance ``rtol``)
+    or not positive definite (Cholesky fails or the smallest eigenvalue is not positive
+    relative to the largest).
+    """
+    array = as_matrix(name, matrix)
+    if array.shape[0] != array.shape[1]:
+        raise ValueError(f"{name} must be square, got shape {array.shape}")
+    scale = max(np.abs(array).max(), np.finfo(float).tiny)
+    if np.abs(array - array.T).max() > rtol * scale:
+        raise ValueError(f"{name} must be symmetric")
+    eigenvalues = np.linalg.eigvalsh(array)
+    if eigenvalues[0] <= rtol * max(eigenvalues[-1], 0.0) or eigenvalues[0] <= 0:
+        raise ValueError(f"{name} must be positive definite (smallest eigenvalue "
+                         f"{eigenvalues[0]:.3g}, largest {eigenvalues[-1]:.3g}); "
+                         "it is singular or nearly so")
+    return 0.5 * (array + array.T)
+
+
+def check_generator(name: str, rng: object) -> np.random.Generator:
+    """Check that ``rng`` is a ``numpy.random.Generator`` (no global seeding in attnlib)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{name} must be a numpy.random.Generator "
+                        f"(e.g. numpy.random.default_rng(0)), got {type(rng).__name__}")
+    return rng
