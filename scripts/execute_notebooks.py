@@ -8,6 +8,7 @@ that the built book can show the widgets frozen. Prints the wall time of each no
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,11 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
+# The same single-threaded BLAS as the test command (scripts/setup.sh), so that the stored
+# outputs are what nbval reproduces there.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
 
 
 def execute(path: Path, timeout: int = 600) -> float:

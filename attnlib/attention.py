@@ -1,0 +1,292 @@
+"""Paper 1's softmax self-attention layer (chapter 1): predictions, loss, exact gradient.
+
+Parameters ``A`` (p x d, value/output map) and ``B`` (d x d, merged key-query matrix). The n
+samples attend to each other: with logits ``s_ji = x_j^T B x_i``,
+
+    w_ji = exp(s_ji) / sum_{k in C(j)} exp(s_jk)   for i in C(j),  w_ji = 0 otherwise,
+    h_j  = sum_i w_ji x_i ,        y_hat_j = A h_j ,
+
+where the context ``C(j)`` is every sample except j (``mask="loo"``, leave-one-out, the
+book's default [choice]) or every sample (``mask="all"``). The empirical loss is
+
+    L_hat(A, B) = 1/(2n) sum_j || y_j - A h_j ||^2 .
+
+Exact gradient (reverse mode, derived in chapter 1): with residuals ``r_j = A h_j - y_j``,
+``g_j = A^T r_j / n`` and ``c_j = g_j . h_j``,
+
+    dL/dA = (1/n) sum_j r_j h_j^T ,
+    dL/dB = sum_j x_j [ sum_i w_ji (g_j . x_i - c_j) x_i ]^T = X^T (W o (G X^T - c 1^T)) X .
+
+Memory (chapter 1 and the benchmarks appendix): query rows are processed in blocks of
+``block_size`` rows; each block holds two ``block_size x n`` arrays and nothing else of size
+n x n, so the peak memory is O(n * block_size + n (d + p)). One block (``block_size >= n``)
+is the direct computation; the block size is chosen automatically from n
+(:func:`auto_block_size`) unless given. Every path computes the softmax in
+:func:`_softmax_rows` (row-maximum subtraction), float64 by default; ``dtype=np.float32``
+runs the block arithmetic in single precision (results returned in float64).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+from ._validation import as_matrix, check_int
+
+__all__ = [
+    "Mask",
+    "BLOCK_ELEMENTS",
+    "auto_block_size",
+    "attention_weights",
+    "attend",
+    "predict",
+    "predict_new",
+    "loss",
+    "loss_and_grad",
+    "deployed_risk",
+]
+
+Mask = Literal["loo", "all"]
+
+#: Entries of one ``block_size x n`` work array chosen by :func:`auto_block_size`
+#: (2**18 float64 entries = 2 MB; measured in ``benchmarks/bench_attention.py``).
+BLOCK_ELEMENTS = 2 ** 18
+
+
+# ----------------------------------------------------------------------------- checks
+def _check_mask(mask: str) -> None:
+    if mask not in ("loo", "all"):
+        raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
+
+
+def _check_dtype(dtype: DTypeLike) -> np.dtype:
+    kind = np.dtype(dtype)
+    if kind not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be float64 or float32, got {kind}")
+    return kind
+
+
+def _check_tokens(name: str, X: object, *, d: int | None = None, minimum: int = 2) -> np.ndarray:
+    array = as_matrix(name, X, shape=(None, d))
+    if array.shape[0] < minimum:
+        raise ValueError(f"{name} must have at least {minimum} rows (samples), "
+                         f"got shape {array.shape}")
+    return array
+
+
+def _check_layer(A: object | None, B: object, d: int) -> tuple[np.ndarray | None, np.ndarray]:
+    b = as_matrix("B", B, shape=(d, d))
+    a = None if A is None else as_matrix("A", A, shape=(None, d))
+    return a, b
+
+
+def _check_rows(rows: object | None, n: int) -> np.ndarray | None:
+    if rows is None:
+        return None
+    index = np.asarray(rows)
+    if index.ndim != 1 or index.size == 0:
+        raise ValueError(f"rows must be a non-empty 1-D array of row indices, got shape "
+                         f"{index.shape}")
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"rows must hold integers, got dtype {index.dtype}")
+    if index.min() < 0 or index.max() >= n:
+        raise ValueError(f"rows must lie in [0, {n}), got range [{index.min()}, {index.max()}]")
+    return index.astype(np.intp, copy=False)
+
+
+def auto_block_size(n_queries: int, n_keys: int) -> int:
+    """Rows per block: all ``n_queries`` when ``n_queries * n_keys <= BLOCK_ELEMENTS``
+    (the direct computation), else ``max(1, BLOCK_ELEMENTS // n_keys)``."""
+    if n_queries * n_keys <= BLOCK_ELEMENTS:
+        return n_queries
+    return max(1, BLOCK_ELEMENTS // n_keys)
+
+
+def _resolve_block(block_size: int | None, n_queries: int, n_keys: int) -> int:
+    if block_size is None:
+        return auto_block_size(n_queries, n_keys)
+    return min(check_int("block_size", block_size, minimum=1), n_queries)
+
+
+# ---------------------------------------------------------------------------- softmax
+def _softmax_rows(logits: np.ndarray, self_columns: np.ndarray | None) -> tuple[np.ndarray,
+                                                                                np.ndarray]:
+    """Overwrite ``logits`` (b, n) with ``exp(s_ji - max_i s_ji)`` and return it with the row
+    sums ``z_j``, so that ``w_ji = E_ji / z_j``.
+
+    ``self_columns[k]`` is the column of query row k's own token, excluded from its context
+    (leave-one-out): that logit is set to -inf, so its weight is exactly 0. Raises
+    ``ValueError`` when a row maximum is not finite (logits overflowing float64).
+    """
+    if self_columns is not None:
+        logits[np.arange(logits.shape[0]), self_columns] = -np.inf
+    row_max = logits.max(axis=1, keepdims=True)
+    if not np.all(np.isfinite(row_max)):
+        raise ValueError("attention logits x_j^T B x_i overflow (not finite); B or X is too "
+                         "large in magnitude")
+    np.subtract(logits, row_max, out=logits)
+    np.exp(logits, out=logits)
+    return logits, logits.sum(axis=1)
+
+
+def _blocks(n_queries: int, block: int):
+    for start in range(0, n_queries, block):
+        yield start, min(start + block, n_queries)
+
+
+def _query_block(X: np.ndarray, rows: np.ndarray | None, start: int, stop: int,
+                 loo: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Query tokens of one block and, for leave-one-out, their own columns."""
+    if rows is None:
+        index = np.arange(start, stop) if loo else None
+        return X[start:stop], index
+    index = rows[start:stop]
+    return X[index], (index if loo else None)
+
+
+# ------------------------------------------------------------------------------ public
+def attention_weights(B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo") -> np.ndarray:
+    """Return the (n, n) row-stochastic matrix ``W`` with ``w_ji`` as in the module docstring.
+
+    Row j holds the weights query j puts on the tokens; masked entries (the diagonal for
+    ``mask="loo"``) are exactly 0. Builds the whole n x n matrix: meant for inspection at
+    small n.
+    """
+    _check_mask(mask)
+    x = _check_tokens("X", X)
+    _, b = _check_layer(None, B, x.shape[1])
+    n = x.shape[0]
+    weights, z = _softmax_rows((x @ b) @ x.T, np.arange(n) if mask == "loo" else None)
+    weights /= z[:, None]
+    return weights
+
+
+def _hidden(b: np.ndarray, keys: np.ndarray, queries: np.ndarray, loo: bool,
+            block_size: int | None, dtype: np.dtype) -> np.ndarray:
+    """``h`` for each query row (m, d): softmax-weighted averages of ``keys``, in blocks."""
+    m = queries.shape[0]
+    block = _resolve_block(block_size, m, keys.shape[0])
+    keys_t = keys.astype(dtype, copy=False)
+    queries_b = (queries @ b).astype(dtype, copy=False)
+    hidden = np.empty((m, keys.shape[1]))
+    for start, stop in _blocks(m, block):
+        self_columns = np.arange(start, stop) if loo else None
+        e, z = _softmax_rows(queries_b[start:stop] @ keys_t.T, self_columns)
+        hidden[start:stop] = (e @ keys_t) / z[:, None]
+    return hidden
+
+
+def attend(B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo", block_size: int | None = None,
+           dtype: DTypeLike = np.float64) -> np.ndarray:
+    """Return the (n, d) attention outputs ``h_j = sum_i w_ji x_i`` of the n samples.
+
+    Computed in blocks of query rows (``block_size``; automatic when None), never building an
+    n x n array; ``dtype`` sets the precision of the block arithmetic.
+    """
+    _check_mask(mask)
+    x = _check_tokens("X", X)
+    _, b = _check_layer(None, B, x.shape[1])
+    return _hidden(b, x, x, mask == "loo", block_size, _check_dtype(dtype))
+
+
+def predict(A: np.ndarray, B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo",
+            block_size: int | None = None, dtype: DTypeLike = np.float64) -> np.ndarray:
+    """Return the (n, p) in-sample predictions ``y_hat_j = A h_j`` (see :func:`attend`)."""
+    _check_mask(mask)
+    x = _check_tokens("X", X)
+    a, b = _check_layer(A, B, x.shape[1])
+    return _hidden(b, x, x, mask == "loo", block_size, _check_dtype(dtype)) @ a.T
+
+
+def predict_new(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_query: np.ndarray, *,
+                block_size: int | None = None, dtype: DTypeLike = np.float64) -> np.ndarray:
+    """Predict at new points: ``A sum_i softmax_i(x^T B x_i) x_i`` over all context tokens.
+
+    ``X_context`` (n, d) holds the context samples (n >= 1), ``X_query`` (m, d) the new
+    points; returns (m, p). This is the deployed in-context predictor. With ``A = I_d`` it
+    returns the attention outputs themselves, whose infinite-context limit is
+    ``Sigma B^T x`` for Gaussian context ``N(0, Sigma)`` (exponential tilting, chapter 2).
+    """
+    context = _check_tokens("X_context", X_context, minimum=1)
+    d = context.shape[1]
+    query = _check_tokens("X_query", X_query, d=d, minimum=1)
+    a, b = _check_layer(A, B, d)
+    return _hidden(b, context, query, False, block_size, _check_dtype(dtype)) @ a.T
+
+
+def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
+                  mask: Mask = "loo", rows: np.ndarray | None = None,
+                  block_size: int | None = None,
+                  dtype: DTypeLike = np.float64) -> tuple[float, np.ndarray, np.ndarray]:
+    """Return ``(L_hat, dL_hat/dA, dL_hat/dB)`` (formulas in the module docstring).
+
+    ``rows`` (optional integer index array, repeats allowed) restricts the loss to those query
+    rows, each still attending over all n tokens (minus itself for ``"loo"``):
+    ``L = 1/(2|rows|) sum_{j in rows} ||y_j - A h_j||^2`` (a minibatch of queries for SGD).
+    Query rows are processed in blocks of ``block_size`` (automatic when None); peak memory is
+    two ``block_size x n`` arrays plus O(n (d + p)). ``dtype=np.float32`` runs the block
+    arithmetic in single precision; the loss and gradients are accumulated and returned in
+    float64.
+    """
+    _check_mask(mask)
+    x = _check_tokens("X", X)
+    n, d = x.shape
+    a, b = _check_layer(A, B, d)
+    p = a.shape[0]
+    y = as_matrix("Y", Y, shape=(n, p))
+    index = _check_rows(rows, n)
+    kind = _check_dtype(dtype)
+    loo = mask == "loo"
+
+    m = n if index is None else index.size
+    block = _resolve_block(block_size, m, n)
+    keys = x.astype(kind, copy=False)
+    a_t = a.astype(kind, copy=False)
+    xb = (x @ b).astype(kind, copy=False)
+    total = 0.0
+    grad_a = np.zeros((p, d))
+    grad_b = np.zeros((d, d))
+    for start, stop in _blocks(m, block):
+        queries, self_columns = _query_block(x, index, start, stop, loo)
+        targets = y[start:stop] if index is None else y[index[start:stop]]
+        queries_b = xb[start:stop] if index is None else xb[index[start:stop]]
+        e, z = _softmax_rows(queries_b @ keys.T, self_columns)          # E = z W
+        hidden = (e @ keys) / z[:, None]                                  # h_j
+        residual = hidden @ a_t.T - targets                               # r_j
+        total += float(np.einsum("ij,ij->", residual, residual, dtype=np.float64))
+        grad_a += residual.T.astype(np.float64) @ hidden
+        g = residual @ a_t                                                # A^T r_j
+        c = np.einsum("ij,ij->i", g, hidden)                              # g_j . h_j
+        t = (g / z[:, None]) @ keys.T                                     # (g_j . x_i) / z_j
+        t *= e                                                            # w_ji g_j . x_i
+        ds_x = t @ keys - c[:, None] * hidden                             # (dS X)_j
+        grad_b += queries.T @ ds_x.astype(np.float64)
+    return total / (2 * m), grad_a / m, grad_b / m
+
+
+def loss(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *, mask: Mask = "loo",
+         block_size: int | None = None, dtype: DTypeLike = np.float64) -> float:
+    """Return the empirical loss ``L_hat = 1/(2n) sum_j ||y_j - A h_j||^2``."""
+    x = _check_tokens("X", X)
+    a, _ = _check_layer(A, B, x.shape[1])
+    y = as_matrix("Y", Y, shape=(x.shape[0], a.shape[0]))
+    residual = predict(a, B, x, mask=mask, block_size=block_size, dtype=dtype) - y
+    return float(np.einsum("ij,ij->", residual, residual)) / (2 * x.shape[0])
+
+
+def deployed_risk(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_test: np.ndarray,
+                  Y_test: np.ndarray, *, block_size: int | None = None) -> float:
+    """Deployed test risk ``1/(2m) sum_k ||y_k - y_hat(x_k)||^2`` of the in-context predictor.
+
+    ``y_hat(x) = A sum_i softmax_i(x^T B x_i) x_i`` attends over the n context samples
+    ``X_context`` (:func:`predict_new`); ``(X_test, Y_test)`` are m fresh test pairs. Its
+    expectation over the test pairs is the population risk of the deployed predictor, whose
+    excess over ``L* = p noise_std^2 / 2`` the book reports beside the infinite-context
+    excess risk.
+    """
+    prediction = predict_new(A, B, X_context, X_test, block_size=block_size)
+    y = as_matrix("Y_test", Y_test, shape=prediction.shape)
+    residual = y - prediction
+    return float(np.einsum("ij,ij->", residual, residual)) / (2 * y.shape[0])

@@ -1,0 +1,172 @@
+"""Attention regression trained in W_Q and W_K (chapter 8; used in chapters 10 and 11).
+
+The model of Part II ([choice]: the source's Definitions 2.4 and 2.5 are not available to the
+book): an input is a token matrix ``X_i`` (N tokens x d), the target ``Y_i`` is N x d_out,
+
+    Yhat(X) = RowSoftmax( X W_Q W_K^T X^T / sqrt(d_k) ) X W_V,
+
+with ``W_V`` (d x d_out) fixed and ``W_Q, W_K`` (d x d_k) trained. The regularized loss is
+
+    f(W_Q, W_K) = 1/(2n) sum_i ||Yhat(X_i) - Y_i||_F^2 + R(W_Q) + R(W_K).
+
+The data loss depends on ``(W_Q, W_K)`` only through ``P = W_Q W_K^T``, so it is invariant under
+``(W_Q, W_K) -> (W_Q G, W_K G^{-T})`` for every invertible d_k x d_k matrix G (the GL(d_k)
+symmetry), and it is bounded: each output row is a convex combination of the rows of
+``X W_V``.
+
+Exact derivatives (with ``A = X P X^T / sqrt(d_k)``, ``S`` its row-softmax, ``Z = X W_V``,
+``E = S Z - Y``):
+
+* ``dL/dS_i = E_i Z_i^T / n``; ``dL/dA = S o (dL/dS - rowsum(S o dL/dS))``;
+  ``M = dL/dP = sum_i X_i^T (dL/dA_i) X_i / sqrt(d_k)``; ``grad_{W_Q} = M W_K``,
+  ``grad_{W_K} = M^T W_Q``.
+* Along a direction ``(dW_Q, dW_K)``: ``dP = dW_Q W_K^T + W_Q dW_K^T``,
+  ``d2P = 2 dW_Q dW_K^T``; per row of the softmax with ``c = dA - <S, dA>``:
+  ``dS = S o c``, ``d2S = S o (c^2 - <S, c^2>) + S o (d2A - <S, d2A>)``; and
+  ``d^2 L = (1/n) sum_i (||dS_i Z_i||^2 + <E_i, d2S_i Z_i>)``.
+
+The flat parameter is ``theta = (vec W_Q, vec W_K)`` (row-major), D = 2 d d_k.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validation import as_matrix, check_generator, check_int, check_positive
+from .regularizers import Regularizer
+from .villani import FactorizedLoss
+
+__all__ = ["AttentionProblem", "make_problem", "row_softmax"]
+
+
+def row_softmax(logits: np.ndarray) -> np.ndarray:
+    """Softmax along the last axis, with the row maximum subtracted first."""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    weights = np.exp(shifted)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionProblem(FactorizedLoss):
+    """The attention regression loss in ``(W_Q, W_K)`` for data ``X (n, N, d)``, ``Y (n, N, d_out)``.
+
+    ``W_V`` is ``(d, d_out)``; ``regularizer`` acts on each of ``W_Q`` and ``W_K``;
+    ``theta_teacher`` (optional) records the parameters that generated ``Y``.
+    """
+
+    X: np.ndarray
+    Y: np.ndarray
+    W_V: np.ndarray
+    d_k: int
+    regularizer: Regularizer = field(default_factory=Regularizer)
+    theta_teacher: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        X = as_matrix("X", self.X, ndim=3)
+        n, N, d = X.shape
+        W_V = as_matrix("W_V", self.W_V, shape=(d, None))
+        Y = as_matrix("Y", self.Y, shape=(n, N, W_V.shape[1]), ndim=3)
+        object.__setattr__(self, "X", X)
+        object.__setattr__(self, "Y", Y)
+        object.__setattr__(self, "W_V", W_V)
+        object.__setattr__(self, "d_k", check_int("d_k", self.d_k, minimum=1))
+        if not isinstance(self.regularizer, Regularizer):
+            raise TypeError("regularizer must be a Regularizer, got "
+                            f"{type(self.regularizer).__name__}")
+        object.__setattr__(self, "_Z", X @ W_V)
+        object.__setattr__(self, "_XT", np.swapaxes(X, 1, 2))
+
+    @property
+    def block_shapes(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """``W_Q`` and ``W_K`` are both ``(d, d_k)``."""
+        d = self.X.shape[2]
+        return (d, self.d_k), (d, self.d_k)
+
+    @property
+    def n(self) -> int:
+        """Number of inputs."""
+        return self.X.shape[0]
+
+    def _softmax(self, P: np.ndarray) -> np.ndarray:
+        """Attention weights ``S`` of shape ``(c, n, N, N)`` for ``P (c, d, d)``."""
+        logits = (self.X[None] @ P[:, None]) @ self._XT[None] / math.sqrt(self.d_k)
+        return row_softmax(logits)
+
+    def predict(self, theta: np.ndarray) -> np.ndarray:
+        """Outputs ``Yhat(X_i)``, shape ``(n, N, d_out)`` for theta ``(D,)``
+        (``(c, n, N, d_out)`` for theta ``(c, D)``)."""
+        theta = self._theta(theta, batched=None)
+        W_Q, W_K = self.unpack(np.atleast_2d(theta))
+        out = self._softmax(W_Q @ np.swapaxes(W_K, 1, 2)) @ self._Z[None]
+        return out[0] if theta.ndim == 1 else out
+
+    def _data_loss_and_grad(self, W1: np.ndarray, W2: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        P = W1 @ np.swapaxes(W2, 1, 2)
+        S = self._softmax(P)
+        E = S @ self._Z[None] - self.Y[None]
+        loss = 0.5 * np.sum(E * E, axis=(1, 2, 3)) / self.n
+        G_S = E @ np.swapaxes(self._Z, 1, 2)[None] / self.n
+        G_A = S * (G_S - np.sum(G_S * S, axis=-1, keepdims=True))
+        M = np.sum(self._XT[None] @ G_A @ self.X[None], axis=1) / math.sqrt(self.d_k)
+        return loss, M @ W2, np.swapaxes(M, 1, 2) @ W1
+
+    def _data_second_derivative(self, W1: np.ndarray, W2: np.ndarray, dW1: np.ndarray,
+                                dW2: np.ndarray) -> np.ndarray:
+        P = (W1 @ W2.T)[None]
+        S = self._softmax(P)[0]
+        E = S @ self._Z - self.Y
+        dP = dW1 @ W2.T + W1 @ np.swapaxes(dW2, 1, 2)
+        d2P = 2 * dW1 @ np.swapaxes(dW2, 1, 2)
+        scale = 1 / math.sqrt(self.d_k)
+        dA = (self.X[None] @ dP[:, None]) @ self._XT[None] * scale
+        d2A = (self.X[None] @ d2P[:, None]) @ self._XT[None] * scale
+        centred = dA - np.sum(S * dA, axis=-1, keepdims=True)
+        dS = S * centred
+        sq = centred * centred
+        d2S = S * (sq - np.sum(S * sq, axis=-1, keepdims=True)) \
+            + S * (d2A - np.sum(S * d2A, axis=-1, keepdims=True))
+        dF = dS @ self._Z[None]
+        d2F = d2S @ self._Z[None]
+        return (np.sum(dF * dF, axis=(1, 2, 3)) + np.sum(E[None] * d2F, axis=(1, 2, 3))) / self.n
+
+    def act(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
+        """``(W_Q G, W_K G^{-T})`` for an invertible ``G (d_k, d_k)``; theta ``(D,)`` or ``(c, D)``."""
+        G = as_matrix("G", G, shape=(self.d_k, self.d_k))
+        if np.linalg.cond(G) > 1e12:
+            raise ValueError("G must be invertible (its condition number exceeds 1e12)")
+        W_Q, W_K = self.unpack(theta)
+        return self.pack(W_Q @ G, W_K @ np.linalg.inv(G).T)
+
+
+def make_problem(*, rng: np.random.Generator, n: int = 6, N: int = 5, d: int = 3,
+                 d_k: int = 2, d_out: int | None = None, noise_std: float = 0.5,
+                 teacher_scale: float = 1.0,
+                 regularizer: Regularizer | None = None) -> AttentionProblem:
+    """A seeded synthetic attention regression problem.
+
+    ``X_i`` has i.i.d. N(0, 1) entries, ``W_V`` i.i.d. N(0, 1/d) entries (d x d_out, d_out = d
+    by default), a teacher ``(W_Q*, W_K*)`` has i.i.d. N(0, teacher_scale^2 / d) entries, and
+    ``Y_i = Yhat_teacher(X_i) + noise_std * xi_i`` with standard normal ``xi_i``. The teacher is
+    stored in ``theta_teacher``. All draws come from ``rng`` in this order.
+    """
+    rng = check_generator("rng", rng)
+    n = check_int("n", n, minimum=1)
+    N = check_int("N", N, minimum=1)
+    d = check_int("d", d, minimum=1)
+    d_k = check_int("d_k", d_k, minimum=1)
+    d_out = d if d_out is None else check_int("d_out", d_out, minimum=1)
+    noise_std = check_positive("noise_std", noise_std, allow_zero=True)
+    teacher_scale = check_positive("teacher_scale", teacher_scale, allow_zero=True)
+    X = rng.standard_normal((n, N, d))
+    W_V = rng.standard_normal((d, d_out)) / math.sqrt(d)
+    teacher = rng.standard_normal(2 * d * d_k) * teacher_scale / math.sqrt(d)
+    noise = rng.standard_normal((n, N, d_out))
+    clean = AttentionProblem(X=X, Y=np.zeros((n, N, d_out)), W_V=W_V, d_k=d_k)
+    Y = clean.predict(teacher) + noise_std * noise
+    return AttentionProblem(X=X, Y=Y, W_V=W_V, d_k=d_k,
+                            regularizer=regularizer if regularizer is not None else Regularizer(),
+                            theta_teacher=teacher)

@@ -1,0 +1,409 @@
+"""Symbolic derivations of chapter 2: the infinite-data limit of the attention layer.
+
+Every function here *derives* an object with sympy and returns it together with the closed
+form it is claimed to equal, as an :class:`Identity`; ``Identity.holds()`` decides the claim
+exactly (``expand(lhs - rhs) == 0`` after clearing denominators), so a wrong formula fails the
+tests and the chapter. The chain of derivations (chapter 2, [derived]):
+
+1. The standard normal moment generating function ``E exp(t z) = exp(t^2 / 2)``, by
+   integrating the density once in one dimension (:func:`standard_normal_mgf`).
+2. With ``Sigma = L L^T`` (L lower triangular, symbolic) and ``x = L z``, the Gaussian MGF
+   ``E exp(u.x) = prod_i E exp((L^T u)_i z_i) = exp(u^T Sigma u / 2)`` (:func:`mgf_identity`).
+3. Exponential tilting by the MGF-derivative route: ``E[x exp(u.x)] = grad_u E exp(u.x)``, so
+   ``E[x exp(u.x)] / E[exp(u.x)] = grad_u log E exp(u.x) = Sigma u``
+   (:func:`tilting_identity` for explicit d, :func:`tilting_identity_general_d` for symbolic d).
+4. With ``u = B^T x_j`` the attention output tends to ``h(x) = Sigma B^T x`` and the population
+   loss is ``1/2 tr(F Sigma F^T) + p sigma^2 / 2`` with ``F = A Sigma B^T - M``, i.e.
+   ``1/2 ||(A Sigma B^T - M) Sigma^{1/2}||_F^2 + p sigma^2 / 2``
+   (:func:`population_loss_identity`, an exact Gaussian expectation of a polynomial).
+5. The change of variables ``U = A R``, ``V = R B R``, ``X* = M R`` with ``R = Sigma^{1/2}``
+   (written ``Sigma = R R`` with R symmetric symbolic) gives ``1/2 ||U V^T - X*||_F^2``
+   (:func:`factorization_identities`), invariant under ``(U, V) -> (U G, V G^{-T})``
+   (:func:`symmetry_identities`).
+6. The chain rule ``grad_A = grad_U R``, ``grad_B = R grad_V R``: the preconditioned step
+   ``A - eta grad_A Sigma^{-1}``, ``B - eta Sigma^{-1} grad_B Sigma^{-1}`` is *exactly* gradient
+   descent on (U, V), and the plain step is not (:func:`gradient_identities`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from math import prod
+from typing import Mapping, Sequence
+
+import numpy as np
+import sympy as sp
+
+from ._validation import check_int
+
+__all__ = [
+    "Identity",
+    "matrix_symbols",
+    "symmetric_symbols",
+    "lower_triangular_symbols",
+    "standard_normal_mgf",
+    "gaussian_moment",
+    "gaussian_mgf",
+    "mgf_identity",
+    "tilting_ratio",
+    "tilting_identity",
+    "tilting_identity_general_d",
+    "gaussian_expectation",
+    "attention_limit",
+    "population_loss_identity",
+    "factorization_identities",
+    "symmetry_identities",
+    "regularizer_identities",
+    "gradient_identities",
+    "evaluate",
+]
+
+_T = sp.Symbol("t", real=True)
+
+
+def _is_zero(expr: sp.Expr) -> bool:
+    """Exact zero test: ``expand(expr) == 0``, clearing denominators first if there are any."""
+    if sp.expand(expr) == 0:
+        return True
+    numerator, _ = sp.fraction(sp.cancel(sp.together(expr)))
+    return sp.expand(numerator) == 0
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A claimed exact identity ``lhs == rhs`` between sympy scalars or matrices.
+
+    ``lhs`` is the derived object, ``rhs`` the stated closed form. Matrix expressions of
+    symbolic size (``MatrixSymbol`` algebra) are compared after ``doit()``/``simplify``.
+    """
+
+    name: str
+    lhs: object
+    rhs: object
+
+    def difference(self) -> object:
+        """``lhs - rhs`` (entrywise for matrices)."""
+        return self.lhs - self.rhs
+
+    def holds(self) -> bool:
+        """True iff ``lhs - rhs`` is exactly zero (every entry, for explicit matrices)."""
+        diff = self.difference()
+        if isinstance(diff, sp.MatrixExpr) and not isinstance(diff, sp.MatrixBase):
+            simplified = sp.simplify(diff.doit())
+            return bool(simplified == sp.ZeroMatrix(*diff.shape) or simplified == 0
+                        or getattr(simplified, "is_ZeroMatrix", False))
+        if isinstance(diff, sp.MatrixBase):
+            return all(_is_zero(entry) for entry in diff)
+        return _is_zero(diff)
+
+    def assert_holds(self) -> "Identity":
+        """Raise ``AssertionError`` naming the identity if it does not hold; return self."""
+        if not self.holds():
+            raise AssertionError(f"identity '{self.name}' does not hold")
+        return self
+
+
+# ----------------------------------------------------------------------------- symbols
+def matrix_symbols(name: str, rows: int, cols: int) -> sp.Matrix:
+    """A ``rows x cols`` matrix of independent real symbols ``name_ij`` (1-based)."""
+    rows = check_int("rows", rows, minimum=1)
+    cols = check_int("cols", cols, minimum=1)
+    return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i + 1}{j + 1}", real=True))
+
+
+def symmetric_symbols(name: str, d: int) -> sp.Matrix:
+    """A ``d x d`` symmetric matrix of real symbols ``name_ij`` with ``i <= j``."""
+    d = check_int("d", d, minimum=1)
+    return sp.Matrix(d, d, lambda i, j: sp.Symbol(f"{name}_{min(i, j) + 1}{max(i, j) + 1}",
+                                                  real=True))
+
+
+def lower_triangular_symbols(name: str, d: int) -> sp.Matrix:
+    """A ``d x d`` lower-triangular matrix of real symbols with positive diagonal.
+
+    Every symmetric positive definite Sigma is ``L L^T`` for exactly one such L (Cholesky),
+    so identities proved for symbolic ``L L^T`` hold for every positive definite Sigma.
+    """
+    d = check_int("d", d, minimum=1)
+    return sp.Matrix(d, d, lambda i, j: sp.Symbol(f"{name}_{i + 1}{j + 1}", real=True,
+                                                  positive=(i == j)) if i >= j else 0)
+
+
+# -------------------------------------------------------------------- Gaussian MGF route
+def standard_normal_mgf() -> Identity:
+    """Derive ``E exp(t z) = integral exp(t z) exp(-z^2/2) / sqrt(2 pi) dz`` for z ~ N(0, 1).
+
+    The one integral of the chapter (one-dimensional); the result is compared with
+    ``exp(t^2 / 2)`` after ``simplify`` (sympy returns erfc terms that cancel).
+    """
+    z = sp.Symbol("z", real=True)
+    integral = sp.integrate(sp.exp(_T * z - z ** 2 / 2) / sp.sqrt(2 * sp.pi), (z, -sp.oo, sp.oo))
+    return Identity("standard normal MGF", sp.simplify(integral), sp.exp(_T ** 2 / 2))
+
+
+@lru_cache(maxsize=1)
+def _scalar_mgf() -> sp.Expr:
+    """The derived (simplified) standard normal MGF as an expression in ``t``."""
+    return standard_normal_mgf().lhs
+
+
+def gaussian_moment(k: int) -> sp.Integer:
+    """``E z^k`` for z ~ N(0, 1) as the k-th derivative of the derived MGF at t = 0."""
+    k = check_int("k", k, minimum=0)
+    return sp.Integer(sp.diff(_scalar_mgf(), _T, k).subs(_T, 0))
+
+
+def gaussian_mgf(L: sp.Matrix, u: sp.Matrix) -> sp.Expr:
+    """``E exp(u.x)`` for ``x = L z``, z ~ N(0, I): ``prod_i mgf((L^T u)_i)`` (independence)."""
+    w = L.T * u
+    mgf = _scalar_mgf()
+    return sp.Mul(*[mgf.subs(_T, w[i]) for i in range(w.shape[0])])
+
+
+def mgf_identity(d: int) -> Identity:
+    """Derived ``E exp(u.x)`` against ``exp(u^T Sigma u / 2)``, Sigma = L L^T symbolic, size d.
+
+    Both sides are exponentials, so the identity is checked on their logarithms (exponents).
+    """
+    L = lower_triangular_symbols("l", d)
+    u = matrix_symbols("u", d, 1)
+    exponent = sp.expand_log(sp.log(gaussian_mgf(L, u)), force=True)
+    return Identity(f"Gaussian MGF exponent (d={d})", exponent,
+                    ((u.T * L * L.T * u)[0, 0] / 2))
+
+
+def tilting_ratio(L: sp.Matrix, u: sp.Matrix) -> sp.Matrix:
+    """``E[x exp(u.x)] / E[exp(u.x)]`` for ``x = L z``, by differentiating the MGF in u.
+
+    ``E[x_i exp(u.x)] = d/du_i E[exp(u.x)]`` (differentiation under the expectation, valid
+    because the MGF is finite everywhere), so the ratio is ``grad_u log MGF(u)``.
+    """
+    mgf = gaussian_mgf(L, u)
+    return sp.Matrix([sp.simplify(sp.diff(mgf, u[i]) / mgf) for i in range(u.shape[0])])
+
+
+def tilting_identity(d: int) -> Identity:
+    """The exponential-tilting identity ``E[x e^{u.x}] / E[e^{u.x}] = Sigma u`` in dimension d."""
+    L = lower_triangular_symbols("l", d)
+    u = matrix_symbols("u", d, 1)
+    return Identity(f"exponential tilting (d={d})", tilting_ratio(L, u), L * L.T * u)
+
+
+def tilting_identity_general_d() -> Identity:
+    """The tilting identity for a symbolic dimension d (``MatrixSymbol`` algebra).
+
+    With ``MGF(u) = exp(f(u))``, ``f(u) = u^T L L^T u / 2`` (item 2 of the module docstring),
+    the chain rule gives ``grad MGF / MGF = grad f``; sympy differentiates f in the d-vector u.
+    """
+    d = sp.Symbol("d", integer=True, positive=True)
+    u = sp.MatrixSymbol("u", d, 1)
+    L = sp.MatrixSymbol("L", d, d)
+    exponent = (u.T * L * L.T * u) / 2
+    return Identity("exponential tilting (general d)", exponent.diff(u), L * L.T * u)
+
+
+# ---------------------------------------------------------------- expectations, the loss
+def gaussian_expectation(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> sp.Expr:
+    """Exact ``E[expr]`` for a polynomial in independent N(0, 1) ``variables``.
+
+    Each monomial ``prod_i v_i^{k_i}`` is replaced by ``prod_i E z^{k_i}`` (moments from
+    :func:`gaussian_moment`); other symbols are treated as constants.
+    """
+    poly = sp.Poly(sp.expand(expr), *variables)
+    degree = max((max(monomial) for monomial in poly.monoms()), default=0)
+    moments = [gaussian_moment(k) for k in range(degree + 1)]
+    return sp.Add(*[coeff * prod(moments[k] for k in monomial)
+                    for monomial, coeff in poly.terms()])
+
+
+def attention_limit(L: sp.Matrix, B: sp.Matrix, x: sp.Matrix) -> sp.Matrix:
+    """Infinite-context attention output ``h(x)`` from the tilting ratio with ``u = B^T x``.
+
+    ``sum_i softmax_i(x^T B x_i) x_i -> E[x' e^{(B^T x).x'}] / E[e^{(B^T x).x'}]`` (law of
+    large numbers in numerator and denominator), which :func:`tilting_ratio` evaluates.
+    """
+    d = L.shape[0]
+    u = matrix_symbols("w", d, 1)
+    ratio = tilting_ratio(L, u)
+    return ratio.subs({u[i]: (B.T * x)[i] for i in range(d)}, simultaneous=True)
+
+
+def population_loss_identity(p: int, d: int) -> Identity:
+    """Derived ``E 1/2 ||M x + sigma e - A h(x)||^2`` against the closed form.
+
+    x = L z and e ~ N(0, I_p) (so eps = sigma e), h(x) from :func:`attention_limit`; the
+    expectation is exact (:func:`gaussian_expectation`). The closed form is
+    ``1/2 tr(F Sigma F^T) + p sigma^2 / 2``, ``F = A Sigma B^T - M``, which equals
+    ``1/2 ||F Sigma^{1/2}||_F^2 + p sigma^2/2`` since ``Sigma^{1/2} Sigma^{1/2} = Sigma``.
+    """
+    p = check_int("p", p, minimum=1)
+    d = check_int("d", d, minimum=1)
+    A, B, M = matrix_symbols("a", p, d), matrix_symbols("b", d, d), matrix_symbols("m", p, d)
+    L = lower_triangular_symbols("l", d)
+    sigma = sp.Symbol("sigma", positive=True)
+    z, e = matrix_symbols("z", d, 1), matrix_symbols("e", p, 1)
+    x = L * z
+    residual = M * x + sigma * e - A * attention_limit(L, B, x)
+    derived = gaussian_expectation((residual.T * residual)[0, 0] / 2, list(z) + list(e))
+    Sigma = L * L.T
+    F = A * Sigma * B.T - M
+    return Identity(f"population loss (p={p}, d={d})", derived,
+                    (F * Sigma * F.T).trace() / 2 + p * sigma ** 2 / 2)
+
+
+# ------------------------------------------------------- factorization and its symmetry
+def _square_root_setup(p: int, d: int) -> dict[str, sp.Matrix]:
+    """Symbols for the factorization: A, B, M and a symmetric R with ``Sigma = R R``."""
+    p = check_int("p", p, minimum=1)
+    d = check_int("d", d, minimum=1)
+    A, B, M = matrix_symbols("a", p, d), matrix_symbols("b", d, d), matrix_symbols("m", p, d)
+    R = symmetric_symbols("r", d)
+    return {"A": A, "B": B, "M": M, "R": R, "Sigma": R * R,
+            "U": A * R, "V": R * B * R, "Xstar": M * R}
+
+
+def factorization_identities(p: int, d: int) -> list[Identity]:
+    """``U V^T - X* = (A Sigma B^T - M) Sigma^{1/2}`` and the two loss forms agree.
+
+    ``R`` stands for ``Sigma^{1/2}``: a symmetric symbolic matrix with ``Sigma = R R``.
+    """
+    s = _square_root_setup(p, d)
+    F = s["A"] * s["Sigma"] * s["B"].T - s["M"]
+    E = s["U"] * s["V"].T - s["Xstar"]
+    return [Identity("U V^T - X* = F Sigma^{1/2}", E, F * s["R"]),
+            Identity("1/2||U V^T - X*||^2 = 1/2 tr(F Sigma F^T)",
+                     (E * E.T).trace() / 2, (F * s["Sigma"] * F.T).trace() / 2)]
+
+
+def symmetry_identities(p: int, d: int) -> list[Identity]:
+    """The GL(d) symmetry in both coordinate systems.
+
+    * ``(U G)(V G^{-T})^T = U V^T`` for every invertible G;
+    * ``(A K) Sigma (B Sigma K^{-T} Sigma^{-1})^T = A Sigma B^T`` for every invertible K;
+    * with ``K = R G R^{-1}`` (``R = Sigma^{1/2}``) the (A, B) action maps to the (U, V) one:
+      ``(A K) R = U G`` and ``R (B Sigma K^{-T} Sigma^{-1}) R = V G^{-T}``.
+    """
+    s = _square_root_setup(p, d)
+    G = matrix_symbols("g", d, d)
+    G_inv_T = G.inv().T
+    K = s["R"] * G * s["R"].inv()
+    Sigma, Sigma_inv = s["Sigma"], s["Sigma"].inv()
+    K_inv_T = K.inv().T
+    B_new = s["B"] * Sigma * K_inv_T * Sigma_inv
+    return [Identity("U V^T invariant under (U G, V G^-T)",
+                     (s["U"] * G) * (s["V"] * G_inv_T).T, s["U"] * s["V"].T),
+            Identity("A Sigma B^T invariant under (A K, B Sigma K^-T Sigma^-1)",
+                     (s["A"] * K) * Sigma * B_new.T, s["A"] * Sigma * s["B"].T),
+            Identity("(A K) Sigma^{1/2} = U G", s["A"] * K * s["R"], s["U"] * G),
+            Identity("Sigma^{1/2} B' Sigma^{1/2} = V G^-T", s["R"] * B_new * s["R"],
+                     s["V"] * G_inv_T)]
+
+
+def _cayley_rotation(t: sp.Symbol, *, reflect: bool) -> sp.Matrix:
+    """A rational parametrization of SO(2) (``reflect=False``) or of O(2) minus SO(2)."""
+    c, s = (1 - t ** 2) / (1 + t ** 2), 2 * t / (1 + t ** 2)
+    if reflect:
+        return sp.Matrix([[c, s], [s, -c]])
+    return sp.Matrix([[c, -s], [s, c]])
+
+
+def regularizer_identities(p: int) -> list[Identity]:
+    """The balancing regularizer ``R = lambda/8 ||U^T U - V^T V||_F^2`` (d = 2).
+
+    * In (A, B) coordinates it needs no square root: ``lambda/8 tr((Sigma D)^2)`` with
+      ``D = A^T A - B^T Sigma B``;
+    * it is invariant under ``(U O, V O)`` for O in both components of O(2) (rotations and
+      reflections, rationally parametrized);
+    * it is *not* invariant under the GL(2) element ``G = diag(c, 1)``: the returned identity
+      for that case is expected to fail (``holds() is False``), which is the point.
+    """
+    s = _square_root_setup(p, 2)
+    lam, t, c = sp.symbols("lambda t c", positive=True)
+    U, V, Sigma = s["U"], s["V"], s["Sigma"]
+
+    def reg(U_: sp.Matrix, V_: sp.Matrix) -> sp.Expr:
+        W = U_.T * U_ - V_.T * V_
+        return lam / 8 * (W * W.T).trace()
+
+    D = s["A"].T * s["A"] - s["B"].T * Sigma * s["B"]
+    identities = [Identity("regularizer in (A, B): lambda/8 tr((Sigma D)^2)",
+                           reg(U, V), lam / 8 * ((Sigma * D) ** 2).trace())]
+    for reflect in (False, True):
+        O = _cayley_rotation(t, reflect=reflect)
+        label = "reflection" if reflect else "rotation"
+        identities.append(Identity(f"regularizer invariant under a {label}",
+                                   reg(U * O, V * O), reg(U, V)))
+    G = sp.diag(c, 1)
+    identities.append(Identity("regularizer invariant under G = diag(c, 1) [fails]",
+                               reg(U * G, V * G.inv().T), reg(U, V)))
+    return identities
+
+
+def gradient_identities(p: int, d: int) -> list[Identity]:
+    """Gradients of ``Q = L + R`` (population loss plus balancing regularizer), derived.
+
+    Derived by differentiating Q entrywise in A and B (``L`` without the constant):
+    * closed forms ``grad_A Q = F Sigma B Sigma + lambda/2 A Sigma D Sigma`` and
+      ``grad_B Q = Sigma F^T A Sigma - lambda/2 Sigma B Sigma D Sigma``
+      (``F = A Sigma B^T - M``, ``D = A^T A - B^T Sigma B``);
+    * chain rule ``grad_A Q = grad_U q R`` and ``grad_B Q = R grad_V q R`` with
+      ``grad_U q = E V + lambda/2 U W``, ``grad_V q = E^T U - lambda/2 V W``
+      (``E = U V^T - X*``, ``W = U^T U - V^T V``, ``R = Sigma^{1/2}``);
+    * hence one preconditioned step is one gradient step in (U, V):
+      ``(A - eta grad_A Q Sigma^{-1}) R = U - eta grad_U q`` and
+      ``R (B - eta Sigma^{-1} grad_B Q Sigma^{-1}) R = V - eta grad_V q``;
+    * the plain step is not: ``(A - eta grad_A Q) R = U - eta grad_U q`` is returned as an
+      identity that fails unless Sigma = I (``holds() is False``).
+    """
+    s = _square_root_setup(p, d)
+    A, B, M, R, Sigma = s["A"], s["B"], s["M"], s["R"], s["Sigma"]
+    U, V, Xstar = s["U"], s["V"], s["Xstar"]
+    lam, eta = sp.symbols("lambda eta", positive=True)
+    F = A * Sigma * B.T - M
+    D = A.T * A - B.T * Sigma * B
+    Q = (F * Sigma * F.T).trace() / 2 + lam / 8 * ((Sigma * D) ** 2).trace()
+    grad_A = sp.Matrix(A.shape[0], A.shape[1], lambda i, j: sp.diff(Q, A[i, j]))
+    grad_B = sp.Matrix(B.shape[0], B.shape[1], lambda i, j: sp.diff(Q, B[i, j]))
+    E, W = U * V.T - Xstar, U.T * U - V.T * V
+    grad_U = E * V + lam / 2 * U * W
+    grad_V = E.T * U - lam / 2 * V * W
+    Sigma_inv = Sigma.inv()
+    return [
+        Identity("grad_A Q closed form", grad_A, F * Sigma * B * Sigma + lam / 2 * A * Sigma * D * Sigma),
+        Identity("grad_B Q closed form", grad_B,
+                 Sigma * F.T * A * Sigma - lam / 2 * Sigma * B * Sigma * D * Sigma),
+        Identity("grad_A Q = grad_U q Sigma^{1/2}", grad_A, grad_U * R),
+        Identity("grad_B Q = Sigma^{1/2} grad_V q Sigma^{1/2}", grad_B, R * grad_V * R),
+        Identity("preconditioned A step = U step",
+                 (A - eta * grad_A * Sigma_inv) * R, U - eta * grad_U),
+        Identity("preconditioned B step = V step",
+                 R * (B - eta * Sigma_inv * grad_B * Sigma_inv) * R, V - eta * grad_V),
+        Identity("plain A step = U step [fails unless Sigma = I]",
+                 (A - eta * grad_A) * R, U - eta * grad_U),
+    ]
+
+
+# ---------------------------------------------------------------------- numeric bridge
+def evaluate(expr: object, values: Mapping[object, object]) -> np.ndarray | float:
+    """Evaluate a sympy scalar or matrix at numbers: ``values`` maps symbols or symbolic
+    matrices (from :func:`matrix_symbols` etc.) to floats or numpy arrays of the same shape.
+
+    Returns a float for a scalar and a float64 array for a matrix.
+    """
+    substitutions: dict[sp.Symbol, float] = {}
+    for key, value in values.items():
+        if isinstance(key, sp.MatrixBase):
+            array = np.asarray(value, dtype=float)
+            if array.shape != key.shape:
+                raise ValueError(f"value for a symbolic {key.shape} matrix has shape {array.shape}")
+            for i in range(key.shape[0]):
+                for j in range(key.shape[1]):
+                    if isinstance(key[i, j], sp.Symbol):
+                        substitutions[key[i, j]] = float(array[i, j])
+        else:
+            substitutions[key] = float(value)
+    result = sp.sympify(expr).xreplace(substitutions)
+    if isinstance(result, sp.MatrixBase):
+        return np.array(result.evalf(), dtype=float)
+    return float(result.evalf())

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# README command 2: set everything up and run every test:
+#   1. unit and property tests of attnlib, the executed-in-order check, and nbval, which
+#      re-executes every notebook on a fresh kernel and compares it with its stored outputs;
+#   2. the book build (-W -n: warnings and broken references fail), rendering the stored
+#      outputs (nbval has just executed every notebook; executing them again would double
+#      the run time);
+#   3. the browser check: headless chromium opens every built page with no network.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+start=$SECONDS
+
+if [ ! -x /usr/bin/chromium ]; then
+  echo "== installing Debian chromium for the browser check"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium > /dev/null
+fi
+
+echo "== 1/3 unit tests, notebook checks and nbval"
+.venv/bin/python -m pytest tests notebooks --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
+  --nbval-cell-timeout=600 -n "${ATTNBOOK_WORKERS:-2}" --dist loadfile -q
+
+echo "== 2/3 building the book from the stored outputs (-W -n)"
+rm -rf _build/html
+.venv/bin/python - <<'PY'
+import yaml
+config = yaml.safe_load(open("_config.yml"))
+config["execute"]["execute_notebooks"] = "off"
+open("_build_config_test.yml", "w").write(yaml.safe_dump(config, sort_keys=False))
+PY
+trap 'rm -f _build_config_test.yml' EXIT
+.venv/bin/jupyter-book build . -W -n --keep-going --config _build_config_test.yml
+
+echo "== 3/3 browser check of every page (offline)"
+ATTNBOOK_HTML="$ROOT/_build/html" .venv/bin/python -m pytest tests/test_rendered_book.py -q
+echo "== all tests passed in $((SECONDS - start)) s"

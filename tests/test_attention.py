@@ -1,0 +1,285 @@
+"""Tests of attnlib.attention: gradients against finite differences, properties, blocking,
+and the infinite-context (population) limit ``h(x) -> Sigma B^T x``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from attnlib import attention, data
+
+MASKS = ("loo", "all")
+
+
+def _layer(n: int, d: int, p: int, seed: int, scale: float = 0.5):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    y = rng.standard_normal((n, p))
+    a = scale * rng.standard_normal((p, d))
+    b = scale * rng.standard_normal((d, d))
+    return a, b, x, y
+
+
+def _reference_predict(a, b, x, mask):
+    """One query at a time, straight from the definition (independent of the library)."""
+    n = x.shape[0]
+    out = np.empty((n, a.shape[0]))
+    for j in range(n):
+        context = [i for i in range(n) if mask == "all" or i != j]
+        logits = np.array([x[j] @ b @ x[i] for i in context])
+        weights = np.exp(logits - logits.max())
+        weights /= weights.sum()
+        out[j] = a @ (weights @ x[context])
+    return out
+
+
+def _central_difference(f, theta: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    grad = np.zeros_like(theta)
+    for index in np.ndindex(theta.shape):
+        plus, minus = theta.copy(), theta.copy()
+        plus[index] += h
+        minus[index] -= h
+        grad[index] = (f(plus) - f(minus)) / (2 * h)
+    return grad
+
+
+def _relative_error(approx: np.ndarray, exact: np.ndarray) -> float:
+    return float(np.abs(approx - exact).max() / max(np.abs(exact).max(), 1e-300))
+
+
+# ------------------------------------------------------------------ gradients (float64)
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("n,d,p", [(2, 1, 1), (3, 2, 3), (9, 4, 2), (25, 10, 20)])
+@pytest.mark.parametrize("use_rows", [False, True])
+def test_gradient_matches_central_differences(mask: str, n: int, d: int, p: int,
+                                              use_rows: bool) -> None:
+    a, b, x, y = _layer(n, d, p, seed=n * 100 + d)
+    rows = np.array([n - 1, 0, n - 1]) if use_rows else None
+
+    def loss_at(a_, b_):
+        return attention.loss_and_grad(a_, b_, x, y, mask=mask, rows=rows)[0]
+
+    value, grad_a, grad_b = attention.loss_and_grad(a, b, x, y, mask=mask, rows=rows)
+    fd_a = _central_difference(lambda t: loss_at(t, b), a)
+    fd_b = _central_difference(lambda t: loss_at(a, t), b)
+    # Central differences with h = 1e-6 have truncation error O(h^2) and rounding error
+    # O(eps |L| / h) ~ 1e-10 relative: 1e-6 leaves a wide margin (observed: below 1e-8).
+    assert _relative_error(fd_a, grad_a) < 1e-6
+    assert _relative_error(fd_b, grad_b) < 1e-6
+    if not use_rows:
+        assert value == pytest.approx(attention.loss(a, b, x, y, mask=mask), rel=1e-13)
+
+
+def test_rows_loss_is_average_over_selected_queries() -> None:
+    a, b, x, y = _layer(8, 3, 2, seed=11)
+    rows = np.array([1, 5, 5])
+    value = attention.loss_and_grad(a, b, x, y, rows=rows)[0]
+    residual = attention.predict(a, b, x) - y
+    expected = np.sum(residual[rows] ** 2) / (2 * rows.size)
+    assert value == pytest.approx(expected, rel=1e-13)
+
+
+# ------------------------------------------------------------- the layer's definition
+@pytest.mark.parametrize("mask", MASKS)
+def test_predict_matches_definition_and_weights(mask: str) -> None:
+    a, b, x, _ = _layer(7, 3, 2, seed=5)
+    np.testing.assert_allclose(attention.predict(a, b, x, mask=mask),
+                               _reference_predict(a, b, x, mask), rtol=1e-12, atol=1e-14)
+    weights = attention.attention_weights(b, x, mask=mask)
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=1e-14)
+    assert np.all(weights >= 0)
+    if mask == "loo":
+        assert np.all(np.diag(weights) == 0.0)
+    np.testing.assert_allclose(attention.attend(b, x, mask=mask), weights @ x, rtol=1e-12)
+
+
+def test_predict_new_with_training_points_equals_all_mask() -> None:
+    a, b, x, _ = _layer(6, 3, 4, seed=8)
+    np.testing.assert_allclose(attention.predict_new(a, b, x, x),
+                               attention.predict(a, b, x, mask="all"), rtol=1e-12)
+
+
+def test_deployed_risk_is_half_mean_squared_error_of_predict_new() -> None:
+    a, b, x, _ = _layer(9, 3, 2, seed=4)
+    _, _, x_test, y_test = _layer(5, 3, 2, seed=6)
+    expected = 0.5 * np.mean(np.sum((y_test - attention.predict_new(a, b, x, x_test)) ** 2,
+                                    axis=1))
+    assert attention.deployed_risk(a, b, x, x_test, y_test) == pytest.approx(expected, rel=1e-13)
+    with pytest.raises(ValueError, match="Y_test must have shape"):
+        attention.deployed_risk(a, b, x, x_test, y_test[:, :1])
+
+
+# ------------------------------------------------------------------------- properties
+shapes = st.tuples(st.integers(2, 12), st.integers(1, 5), st.integers(1, 4),
+                   st.integers(0, 10_000))
+
+
+@settings(deadline=None, max_examples=25)
+@given(shape=shapes, mask=st.sampled_from(MASKS), data_=st.data())
+def test_permuting_samples_permutes_predictions(shape, mask, data_) -> None:
+    n, d, p, seed = shape
+    a, b, x, y = _layer(n, d, p, seed)
+    perm = np.array(data_.draw(st.permutations(range(n))))
+    np.testing.assert_allclose(attention.predict(a, b, x[perm], mask=mask),
+                               attention.predict(a, b, x, mask=mask)[perm],
+                               rtol=1e-11, atol=1e-13)
+    original = attention.loss_and_grad(a, b, x, y, mask=mask)
+    permuted = attention.loss_and_grad(a, b, x[perm], y[perm], mask=mask)
+    assert permuted[0] == pytest.approx(original[0], rel=1e-12)
+    np.testing.assert_allclose(permuted[1], original[1], rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(permuted[2], original[2], rtol=1e-10, atol=1e-13)
+
+
+@settings(deadline=None, max_examples=20)
+@given(shape=shapes, mask=st.sampled_from(MASKS))
+def test_huge_logits_stay_finite(shape, mask) -> None:
+    n, d, p, seed = shape
+    a, b, x, y = _layer(n, d, p, seed)
+    b = 1e6 * b
+    weights = attention.attention_weights(b, x, mask=mask)
+    assert np.all(np.isfinite(weights))
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=1e-12)
+    value, grad_a, grad_b = attention.loss_and_grad(a, b, x, y, mask=mask)
+    assert np.isfinite(value) and np.all(np.isfinite(grad_a)) and np.all(np.isfinite(grad_b))
+    assert np.all(np.isfinite(attention.predict_new(a, b, x, x[:2] + 1.0)))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+def test_overflowing_logits_raise() -> None:
+    a, b, x, y = _layer(4, 2, 2, seed=1)
+    with pytest.raises(ValueError, match="overflow"):
+        attention.loss_and_grad(a, 1e305 * np.ones((2, 2)), 1e3 * x, y)
+
+
+BAD_INPUTS = [
+    # (description, keyword overrides, error type, message fragment)
+    ("A wrong d", dict(A=np.ones((3, 5))), ValueError, "A must have shape"),
+    ("B not square", dict(B=np.ones((4, 3))), ValueError, "B must have shape"),
+    ("Y wrong p", dict(Y=np.ones((6, 2))), ValueError, "Y must have shape"),
+    ("Y wrong n", dict(Y=np.ones((5, 3))), ValueError, "Y must have shape"),
+    ("X one sample", dict(X=np.ones((1, 4)), Y=np.ones((1, 3))), ValueError, "at least 2"),
+    ("X 1-D", dict(X=np.ones(4)), ValueError, "X must have 2 axes"),
+    ("X with NaN", dict(X=np.full((6, 4), np.nan)), ValueError, "NaN"),
+    ("B with inf", dict(B=np.full((4, 4), np.inf)), ValueError, "NaN or infinite"),
+    ("unknown mask", dict(mask="causal"), ValueError, "mask"),
+    ("rows out of range", dict(rows=np.array([0, 6])), ValueError, "rows"),
+    ("rows not integer", dict(rows=np.array([0.5])), TypeError, "rows"),
+    ("block_size 0", dict(block_size=0), ValueError, "block_size"),
+    ("dtype int", dict(dtype=np.int64), ValueError, "dtype"),
+]
+
+
+@settings(deadline=None, max_examples=len(BAD_INPUTS))
+@given(case=st.sampled_from(BAD_INPUTS))
+def test_bad_input_raises_documented_error(case) -> None:
+    _, overrides, error, fragment = case
+    a, b, x, y = _layer(6, 4, 3, seed=0)
+    kwargs = dict(A=a, B=b, X=x, Y=y) | overrides
+    with pytest.raises(error, match=fragment):
+        attention.loss_and_grad(kwargs.pop("A"), kwargs.pop("B"), kwargs.pop("X"),
+                                kwargs.pop("Y"), **kwargs)
+
+
+def test_predict_new_rejects_dimension_mismatch() -> None:
+    a, b, x, _ = _layer(6, 4, 3, seed=0)
+    with pytest.raises(ValueError, match="X_query must have shape"):
+        attention.predict_new(a, b, x, np.ones((2, 3)))
+
+
+# ------------------------------------------------------------- blocked == direct
+@settings(deadline=None, max_examples=30)
+@given(shape=shapes, mask=st.sampled_from(MASKS), block=st.integers(1, 13),
+       use_rows=st.booleans())
+def test_blocked_equals_direct(shape, mask, block, use_rows) -> None:
+    n, d, p, seed = shape
+    a, b, x, y = _layer(n, d, p, seed)
+    rows = np.random.default_rng(seed).integers(0, n, size=n + 3) if use_rows else None
+    m = n + 3 if use_rows else n
+    direct = attention.loss_and_grad(a, b, x, y, mask=mask, rows=rows, block_size=m)
+    blocked = attention.loss_and_grad(a, b, x, y, mask=mask, rows=rows, block_size=block)
+    assert blocked[0] == pytest.approx(direct[0], rel=1e-12)
+    # Relative to the gradient's overall scale (grad_B is exactly 0 in theory for n = 2, "loo").
+    scale = max(np.abs(direct[1]).max(), np.abs(direct[2]).max())
+    for got, want in zip(blocked[1:], direct[1:]):
+        assert np.abs(got - want).max() <= 1e-12 * scale
+    for fn in (lambda bs: attention.predict(a, b, x, mask=mask, block_size=bs),
+               lambda bs: attention.predict_new(a, b, x[: n // 2 + 1], x, block_size=bs)):
+        want = fn(None if n * n <= attention.BLOCK_ELEMENTS else n)
+        assert np.abs(fn(block) - want).max() <= 1e-12 * np.abs(want).max()
+
+
+def test_auto_block_size_bounds_the_work_array() -> None:
+    assert attention.auto_block_size(500, 500) == 500
+    block = attention.auto_block_size(20_000, 20_000)
+    assert block * 20_000 <= attention.BLOCK_ELEMENTS and block >= 1
+
+
+# ------------------------------------------------------------------ float32 option
+@pytest.mark.parametrize("mask", MASKS)
+def test_float32_is_close_to_float64(mask: str) -> None:
+    problem = data.default_problem(rng=np.random.default_rng(7))
+    x, y = problem.sample(300, rng=np.random.default_rng(8))
+    rng = np.random.default_rng(9)
+    a = 0.3 / np.sqrt(10) * rng.standard_normal((20, 10))
+    b = 0.3 / np.sqrt(10) * rng.standard_normal((10, 10))
+    exact = attention.loss_and_grad(a, b, x, y, mask=mask)
+    single = attention.loss_and_grad(a, b, x, y, mask=mask, dtype=np.float32, block_size=64)
+    assert all(part.dtype == np.float64 for part in single[1:])
+    # float32 unit roundoff is 6e-8; sums over n = 300 terms lose a few digits (observed
+    # ~1e-6 relative); 1e-4 is a loose bound that still catches a wrong formula.
+    assert single[0] == pytest.approx(exact[0], rel=1e-4)
+    assert _relative_error(single[1], exact[1]) < 1e-4
+    assert _relative_error(single[2], exact[2]) < 1e-4
+
+
+# ------------------------------------------------------------- population limit
+def _tilted_mean_covariance(sigma: np.ndarray, u: np.ndarray, n: int) -> np.ndarray:
+    """Asymptotic covariance of the self-normalised estimate of ``E_u[x] = Sigma u``.
+
+    For ``w = exp(u.x)``, ``x ~ N(0, Sigma)``, the delta method gives
+    ``Cov ~ E[w^2 (x - Sigma u)(x - Sigma u)^T] / (n E[w]^2)``; Gaussian tilting evaluates
+    it to ``exp(u^T Sigma u) (Sigma + Sigma u u^T Sigma) / n``.
+    """
+    su = sigma @ u
+    return np.exp(u @ su) * (sigma + np.outer(su, su)) / n
+
+
+def test_tilted_standard_error_formula_matches_replicates() -> None:
+    sigma = data.covariance(3, kappa=4.0, rng=np.random.default_rng(10))
+    rng = np.random.default_rng(11)
+    b = 0.4 * rng.standard_normal((3, 3))
+    query = rng.standard_normal((1, 3))
+    n, replicates = 2000, 400
+    chol = np.linalg.cholesky(sigma)
+    outputs = np.array([attention.predict_new(np.eye(3), b, rng.standard_normal((n, 3)) @ chol.T,
+                                              query)[0] for _ in range(replicates)])
+    predicted = np.diag(_tilted_mean_covariance(sigma, b.T @ query[0], n))
+    observed = outputs.var(axis=0, ddof=1)
+    # Sample variance of 400 replicates: relative standard error sqrt(2/399) ~ 0.07.
+    np.testing.assert_allclose(observed, predicted, rtol=0.3)
+
+
+def test_population_limit_sigma_b_transpose_x() -> None:
+    """With n = 20,000 Gaussian context tokens, ``h(x)`` is within Monte Carlo error of
+    ``Sigma B^T x``: the Mahalanobis distance in the asymptotic covariance above must lie
+    below the chi^2_d quantile 1 - 1e-4 for each of five queries (bias is O(1/n), far below
+    the O(n^{-1/2}) standard error)."""
+    rng = np.random.default_rng(12)
+    problem = data.default_problem(rng=rng)
+    d, n = problem.d, 20_000
+    context, _ = problem.sample(n, rng=rng)
+    queries, _ = problem.sample(5, rng=rng)
+    b = 0.3 / np.sqrt(d) * rng.standard_normal((d, d))
+    outputs = attention.predict_new(np.eye(d), b, context, queries)
+    threshold = stats.chi2.ppf(1 - 1e-4, d)
+    for query, output in zip(queries, outputs):
+        u = b.T @ query
+        limit = problem.Sigma @ u
+        covariance = _tilted_mean_covariance(problem.Sigma, u, n)
+        error = output - limit
+        assert error @ np.linalg.solve(covariance, error) < threshold
+        # and the relative error is small in absolute terms (standard error ~ n^{-1/2})
+        assert np.linalg.norm(error) < 0.05 * max(np.linalg.norm(limit), 1.0)

@@ -1,0 +1,123 @@
+"""Tests of attnlib.darcy: the flux-form solver, its convergence, and the random coefficients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from attnlib import darcy
+
+
+def _grid(size: int) -> tuple[np.ndarray, np.ndarray]:
+    x = np.linspace(0.0, 1.0, size)
+    return np.meshgrid(x, x, indexing="ij")
+
+
+def test_discrete_residual_is_round_off() -> None:
+    data = darcy.generate(3, 24, seed=5)
+    for a, u in zip(data.a, data.u):
+        residual = darcy.flux_residual(a, u)
+        # the equation's terms are of size a u / h^2 ~ 12 * 0.01 * 529 ~ 60
+        assert np.abs(residual).max() < 1e-10
+        assert np.all(u[0] == 0) and np.all(u[-1] == 0) and np.all(u[:, 0] == 0)
+        assert np.all(u[:, -1] == 0)
+
+
+def test_operator_is_symmetric_positive_definite() -> None:
+    data = darcy.generate(1, 12, seed=1)
+    matrix = darcy.assemble_operator(data.a[0]).toarray()
+    np.testing.assert_allclose(matrix, matrix.T, rtol=0, atol=1e-12)
+    assert np.linalg.eigvalsh(matrix).min() > 0
+
+
+def test_flux_form_differs_from_non_divergence_form() -> None:
+    """-div(a grad u) is not -a Laplacian(u) for a discontinuous a: the solver uses the former."""
+    data = darcy.generate(1, 32, seed=2)
+    a, u = data.a[0], data.u[0]
+    h2 = (1.0 / 31) ** 2
+    laplacian = (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4 * u[1:-1, 1:-1]) / h2
+    wrong = -a[1:-1, 1:-1] * laplacian - 1.0
+    assert np.abs(wrong).max() > 0.5
+
+
+def _manufactured() -> tuple:
+    x, y = sp.symbols("x y")
+    u = sp.sin(sp.pi * x) * sp.sin(sp.pi * y) * (1 + x * y)
+    a = 2 + sp.sin(2 * sp.pi * x) * sp.cos(sp.pi * y)
+    f = -(sp.diff(a * sp.diff(u, x), x) + sp.diff(a * sp.diff(u, y), y))
+    return tuple(sp.lambdify((x, y), expr, "numpy") for expr in (u, a, f))
+
+
+def test_second_order_on_manufactured_solution() -> None:
+    u_exact, a_fn, f_fn = _manufactured()
+    errors = []
+    for size in (17, 33, 65):
+        xx, yy = _grid(size)
+        u = darcy.solve(a_fn(xx, yy), f_fn(xx, yy))
+        errors.append(np.abs(u - u_exact(xx, yy)).max())
+    ratios = np.array(errors[:-1]) / np.array(errors[1:])
+    assert np.all(ratios > 3.6) and np.all(ratios < 4.4), ratios
+
+
+def test_constant_coefficient_matches_poisson_series() -> None:
+    errors = []
+    for size in (33, 65):
+        xx, yy = _grid(size)
+        u = darcy.solve(np.full((size, size), 2.0))
+        errors.append(np.abs(u - darcy.poisson_series(xx, yy, a=2.0, terms=401)).max())
+    assert errors[1] < 1e-5                      # max of u is about 0.037
+    assert 3.6 < errors[0] / errors[1] < 4.4
+
+
+def test_poisson_series_satisfies_the_equation_at_the_centre() -> None:
+    # the classical value u(1/2, 1/2) = 0.0736713... for -Laplacian u = 1 on the unit square
+    assert darcy.poisson_series(0.5, 0.5, terms=801) == pytest.approx(0.07367135, abs=1e-7)
+
+
+def test_field_statistics_match_the_recipe() -> None:
+    size, count = 32, 400
+    g = darcy.sample_grf(size, count, rng=np.random.default_rng(11))
+    # L[0, 0] = 0: every field has zero pixel mean exactly
+    np.testing.assert_allclose(g.mean(axis=(1, 2)), 0.0, atol=1e-12)
+    # Parseval: the pixel average of E[g^2] is sum_{k != 0} coef^2
+    coef = darcy.grf_spectrum(size)
+    expected = (coef**2).sum() - coef[0, 0] ** 2
+    per_sample = (g**2).mean(axis=(1, 2))
+    standard_error = per_sample.std(ddof=1) / np.sqrt(count)
+    assert abs(per_sample.mean() - expected) < 5 * standard_error
+    # g and -g have the same law: the fraction at 12 is about one half, the mean about 7.5
+    a = darcy.threshold(g)
+    fraction = (a == 12.0).mean(axis=(1, 2))
+    fraction_error = fraction.std(ddof=1) / np.sqrt(count)
+    assert abs(fraction.mean() - 0.5) < 5 * fraction_error
+    assert abs(a.mean() - 7.5) < 9 * 5 * fraction_error
+    assert set(np.unique(a)) == {3.0, 12.0}
+    skew = (g**3).mean(axis=(1, 2)) / per_sample**1.5
+    assert abs(skew.mean()) < 5 * skew.std(ddof=1) / np.sqrt(count)
+    np.testing.assert_array_equal(coef, coef.T)
+
+
+def test_generate_prefix_and_save_load(tmp_path) -> None:
+    full = darcy.generate(6, 16, seed=3)
+    prefix = darcy.generate(2, 16, seed=3)
+    np.testing.assert_array_equal(full.a[:2], prefix.a)
+    np.testing.assert_array_equal(full.u[:2], prefix.u)
+    path = darcy.save(full, tmp_path / "darcy.npz")
+    loaded = darcy.load(path)
+    np.testing.assert_allclose(loaded.u, full.u, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(loaded.a, full.a)
+    assert (loaded.seed, loaded.a_plus, loaded.a_minus, loaded.size) == (3, 12.0, 3.0, 16)
+
+
+def test_input_errors_name_the_argument() -> None:
+    with pytest.raises(ValueError, match="a must be strictly positive"):
+        darcy.solve(np.zeros((8, 8)))
+    with pytest.raises(ValueError, match="a must have shape|a must be a square"):
+        darcy.solve(np.ones((8, 9)))
+    with pytest.raises(ValueError, match="f must have shape"):
+        darcy.solve(np.ones((8, 8)), np.ones((7, 7)))
+    with pytest.raises(TypeError, match="rng"):
+        darcy.sample_grf(8, 2, rng=0)
+    with pytest.raises(ValueError, match="size"):
+        darcy.generate(2, 2, seed=0)

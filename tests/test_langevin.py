@@ -1,0 +1,216 @@
+"""Tests of attnlib.langevin (Euler-Maruyama chains, Gibbs helpers) and attnlib.potentials."""
+
+from functools import partial
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from attnlib import langevin as L
+from attnlib import potentials as P
+
+A, S, T, M0 = 1.0, 1.0, 1.0, 2.0
+OU = partial(P.quadratic, curvature=A)
+
+
+def _ou_moments(t: float) -> tuple[float, float]:
+    """Closed-form mean and variance of d x = -a x dt + sqrt(s) dB from x_0 = m0."""
+    return M0 * np.exp(-A * t), S / (2 * A) * (1 - np.exp(-2 * A * t))
+
+
+def _em_moments(h: float, n: int) -> tuple[float, float]:
+    """Exact mean and variance of the Euler-Maruyama chain x_{k+1} = (1 - a h) x_k + sqrt(s h) xi."""
+    rho = 1 - A * h
+    return M0 * rho**n, S * h * (1 - rho ** (2 * n)) / (1 - rho**2)
+
+
+def _ou_final(h: float, chains: int, seed: int) -> np.ndarray:
+    n = int(round(T / h))
+    run = L.euler_maruyama(OU, np.full((chains, 1), M0), step=h, temperature=S, n_steps=n,
+                           rng=np.random.default_rng(seed), record_every=n)
+    return run.theta[:, 0]
+
+
+def test_weak_order_one_on_ornstein_uhlenbeck():
+    """Errors of mean and variance at time T against the closed form shrink linearly in h."""
+    steps = np.array([0.25, 0.125, 0.0625, 0.03125])
+    chains = 400_000
+    mean_err, var_err = [], []
+    for h in steps:
+        x = _ou_final(h, chains, seed=1)
+        m, v = _ou_moments(T)
+        mean_err.append(abs(x.mean() - m))
+        var_err.append(abs(x.var() - v))
+        # the Monte Carlo estimate agrees with the exact moments of the discrete chain
+        m_h, v_h = _em_moments(h, int(round(T / h)))
+        assert abs(x.mean() - m_h) < 5 * np.sqrt(v_h / chains)
+        assert abs(x.var() - v_h) < 5 * v_h * np.sqrt(2 / chains)
+    for err in (mean_err, var_err):
+        slope = np.polyfit(np.log(steps), np.log(err), 1)[0]
+        assert 0.8 < slope < 1.2, (slope, err)
+
+
+def test_stationary_law_matches_gibbs_measure():
+    """A long OU run is N(0, s / (2a - a^2 h)) (the EM stationary law), close to exp(-2f/s)."""
+    h, chains = 0.01, 20_000
+    run = L.euler_maruyama(OU, np.zeros((chains, 1)), step=h, temperature=S, n_steps=1000,
+                           rng=np.random.default_rng(2), record_every=1000)
+    var_em = S / (2 * A - A * A * h)
+    assert abs(run.theta.var() - var_em) < 5 * var_em * np.sqrt(2 / chains)
+    edges = [np.linspace(-4, 4, 41)]
+    probs = L.gibbs_bin_probabilities(OU, edges, S)
+    tv = L.histogram_tv(run.theta, edges, probs)
+    # an exact sample of the same size from the Gibbs law sets the noise level
+    exact = np.random.default_rng(3).normal(0, np.sqrt(S / (2 * A)), (chains, 1))
+    tv_exact = L.histogram_tv(exact, edges, probs)
+    assert tv < 3 * tv_exact + 0.01
+    far = L.histogram_tv(np.full((chains, 1), 1.0), edges, probs)
+    assert far > 0.5
+
+
+def test_determinism_and_records():
+    kwargs = dict(step=0.05, temperature=0.5, n_steps=20, record_every=5,
+                  blocks={"first": slice(0, 2), "last": slice(2, 3)}, record_states=True)
+    theta0 = np.ones((7, 3))
+    run1 = L.euler_maruyama(OU, theta0, rng=np.random.default_rng(4), **kwargs)
+    run2 = L.euler_maruyama(OU, theta0, rng=np.random.default_rng(4), **kwargs)
+    run3 = L.euler_maruyama(OU, theta0, rng=np.random.default_rng(5), **kwargs)
+    np.testing.assert_array_equal(run1.loss, run2.loss)
+    np.testing.assert_array_equal(run1.theta, run2.theta)
+    assert not np.allclose(run1.theta, run3.theta)
+    assert run1.loss.shape == (5, 7) and run1.block_norms.shape == (5, 7, 2)
+    np.testing.assert_allclose(run1.times, [0, 0.25, 0.5, 0.75, 1.0])
+    np.testing.assert_allclose(run1.states[-1], run1.theta)
+    np.testing.assert_allclose(run1.loss[-1], OU(run1.theta)[0])
+    np.testing.assert_allclose(run1.block_norms[2, :, 0],
+                               np.linalg.norm(run1.states[2][:, :2], axis=1))
+    np.testing.assert_array_equal(theta0, 1.0)  # the input is not modified
+
+
+def test_one_step_is_the_euler_maruyama_formula():
+    theta0 = np.array([[0.3, -1.2], [2.0, 0.5]])
+    h, s = 0.1, 0.7
+    run = L.euler_maruyama(P.double_well_2d, theta0, step=h, temperature=s, n_steps=1,
+                           rng=np.random.default_rng(6))
+    xi = np.random.default_rng(6).standard_normal((2, 2))
+    expected = theta0 - h * P.double_well_2d(theta0)[1] + np.sqrt(s * h) * xi
+    np.testing.assert_allclose(run.theta, expected, rtol=1e-14)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(step=0.0), "step"),
+    (dict(step=-1.0), "step"),
+    (dict(temperature=0.0), "temperature"),
+    (dict(temperature=np.inf), "temperature"),
+    (dict(n_steps=0), "n_steps"),
+    (dict(n_steps=10, record_every=3), "multiple of record_every"),
+    (dict(blocks={"b": slice(5, 9)}), "blocks"),
+])
+def test_bad_arguments(kwargs, message):
+    base = dict(step=0.1, temperature=1.0, n_steps=4, rng=np.random.default_rng(0))
+    base.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        L.euler_maruyama(OU, np.zeros((3, 2)), **base)
+
+
+def test_bad_shapes_and_rng():
+    with pytest.raises(ValueError, match="theta0"):
+        L.euler_maruyama(OU, np.zeros(3), step=0.1, temperature=1.0, n_steps=1,
+                         rng=np.random.default_rng(0))
+    with pytest.raises(TypeError, match="rng"):
+        L.euler_maruyama(OU, np.zeros((3, 1)), step=0.1, temperature=1.0, n_steps=1, rng=0)
+    with pytest.raises(ValueError, match="gradient of shape"):
+        L.euler_maruyama(lambda t: (t[:, 0], t[:, :1]), np.zeros((3, 2)), step=0.1,
+                         temperature=1.0, n_steps=1, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="loss of shape"):
+        L.euler_maruyama(lambda t: (t, t), np.zeros((3, 2)), step=0.1,
+                         temperature=1.0, n_steps=1, rng=np.random.default_rng(0))
+
+
+def test_blow_up_stops_with_clear_error():
+    """f = x^4 with a large step: the explicit scheme diverges and the run stops."""
+    def quartic(t):
+        return np.sum(t**4, axis=1), 4 * t**3
+    with np.errstate(over="ignore", invalid="ignore"), \
+            pytest.raises(L.LangevinDivergenceError, match="step"):
+        L.euler_maruyama(quartic, np.full((4, 1), 3.0), step=0.5, temperature=0.1,
+                         n_steps=50, rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("potential, dim", [
+    (P.double_well, 1), (partial(P.double_well, tilt=0.3), 1), (P.double_well_2d, 2),
+    (partial(P.double_well_2d, tilt=-0.2, stiffness=3.0, bend=0.8), 2),
+    (P.bounded_well, 3), (partial(P.log_well, alpha=0.7), 2), (OU, 4),
+])
+def test_potential_gradients_against_finite_differences(potential, dim):
+    theta = np.random.default_rng(7).normal(size=(5, dim))
+    loss, grad = potential(theta)
+    eps = 1e-6
+    for j in range(dim):
+        e = np.zeros(dim)
+        e[j] = eps
+        fd = (potential(theta + e)[0] - potential(theta - e)[0]) / (2 * eps)
+        np.testing.assert_allclose(grad[:, j], fd, rtol=1e-7, atol=1e-8)
+
+
+def test_spectral_gap_of_ornstein_uhlenbeck():
+    """-L for f = (a/2) x^2 has eigenvalues 0, a, 2a, ... in 1-D (and a twice in 2-D)."""
+    a = 3.0
+    f = partial(P.quadratic, curvature=a)
+    eig = L.spectral_gap(f, [np.linspace(-4, 4, 401)], 1.0, n_eigenvalues=3)
+    np.testing.assert_allclose(eig, [0, a, 2 * a], atol=2e-3 * a)
+    axis = np.linspace(-4, 4, 121)
+    eig2 = L.spectral_gap(f, [axis, axis], 1.0, n_eigenvalues=3)
+    np.testing.assert_allclose(eig2, [0, a, a], atol=1e-2 * a)
+
+
+def test_gibbs_helpers_on_a_gaussian():
+    s = 0.5
+    axis = np.linspace(-5, 5, 2001)
+    density = L.gibbs_density(OU, [axis], s)
+    np.testing.assert_allclose(density, np.exp(-axis**2 / s) / np.sqrt(np.pi * s), atol=1e-10)
+    # E f = s D / 4 exactly for a quadratic (equipartition)
+    assert L.gibbs_expectation(OU, [axis], s) == pytest.approx(s / 4, rel=1e-8)
+    grid2 = [np.linspace(-4, 4, 201), np.linspace(-4, 4, 201)]
+    assert L.gibbs_expectation(OU, grid2, s) == pytest.approx(s / 2, rel=1e-8)
+    from scipy.stats import norm
+    cdf = norm(scale=np.sqrt(s / 2)).cdf
+    expected_x = np.diff(cdf(np.linspace(-4, 4, 9)))
+    expected_x /= expected_x.sum()
+    errors = []
+    for refine in (16, 64):  # midpoint rule: error O(refine^-2)
+        probs = L.gibbs_bin_probabilities(
+            OU, [np.linspace(-4, 4, 9), np.linspace(-4, 4, 5)], s, refine=refine)
+        assert probs.shape == (8, 4) and probs.sum() == pytest.approx(1.0)
+        errors.append(np.abs(probs.sum(axis=1) - expected_x).max())
+    assert errors[1] < 1e-5 and 10 < errors[0] / errors[1] < 20
+
+
+@settings(deadline=None, max_examples=20)
+@given(st.lists(st.floats(-3, 3), min_size=2, max_size=30))
+def test_tv_is_a_distance_in_unit_interval(values):
+    x = np.array(values)[:, None]
+    edges = [np.linspace(-2, 2, 9)]
+    probs = L.gibbs_bin_probabilities(OU, edges, 1.0)
+    tv = L.histogram_tv(x, edges, probs)
+    assert 0.0 <= tv <= 1.0
+    inside = x[(x[:, 0] >= -2) & (x[:, 0] <= 2)]
+    if inside.shape[0]:
+        counts, _ = np.histogram(inside[:, 0], bins=edges[0])
+        assert L.histogram_tv(inside, edges, counts / counts.sum()) == pytest.approx(0.0)
+
+
+def test_summaries():
+    values = np.array([[1.0, 3.0], [2.0, 2.0]])
+    mean, err = L.chain_mean(values)
+    np.testing.assert_allclose(mean, [2.0, 2.0])
+    np.testing.assert_allclose(err, [1.0, 0.0])
+    loss = np.vstack([np.full((2, 3), 5.0), np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])])
+    assert L.tail_mean(loss, fraction=0.5) == pytest.approx((2.0, 1 / np.sqrt(3)))
+    times = np.arange(6.0)
+    gap = np.array([1.0, 0.5, 0.05, 0.2, 0.01, 0.005])
+    np.testing.assert_allclose(L.hitting_times(times, gap, [0.6, 0.1, 0.001]), [1, 4, np.nan])
+    with pytest.raises(ValueError, match="fraction"):
+        L.tail_mean(loss, fraction=0)
+    with pytest.raises(ValueError, match="two chains"):
+        L.chain_mean(np.ones((3, 1)))

@@ -1,0 +1,114 @@
+"""Tests of attnlib.lora: exact derivatives against finite differences, the (U G, G^{-1} V)
+symmetry, the flat set V = 0, batching and input checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnlib import lora
+from attnlib.regularizers import Regularizer
+
+REGS = [Regularizer(), Regularizer("weight_decay", 0.05), Regularizer("log", 0.05),
+        Regularizer("power", 0.05, eps=0.5)]
+
+
+def problem(seed: int = 0, **kwargs) -> lora.LoRAProblem:
+    return lora.make_problem(rng=np.random.default_rng(seed), n=10, d=3, width=5, rank=2,
+                             **kwargs)
+
+
+@pytest.mark.parametrize("reg", REGS, ids=lambda r: r.name)
+def test_gradient_matches_finite_differences(reg: Regularizer) -> None:
+    p = problem(regularizer=reg)
+    theta = np.random.default_rng(1).standard_normal(p.dim)
+    h = 1e-6
+    fd = np.array([(p.loss(theta + h * e) - p.loss(theta - h * e)) / (2 * h)
+                   for e in np.eye(p.dim)])
+    np.testing.assert_allclose(p.gradient(theta), fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("reg", REGS, ids=lambda r: r.name)
+def test_second_derivative_and_laplacian_match_finite_differences(reg: Regularizer) -> None:
+    p = problem(regularizer=reg)
+    rng = np.random.default_rng(2)
+    theta = rng.standard_normal(p.dim)
+    h = 1e-5
+    directions = rng.standard_normal((3, p.dim))
+    fd = [u @ (p.gradient(theta + h * u) - p.gradient(theta - h * u)) / (2 * h)
+          for u in directions]
+    np.testing.assert_allclose(p.second_derivative(theta, directions), fd, rtol=1e-6, atol=1e-7)
+    fd_trace = sum((p.gradient(theta + h * e) - p.gradient(theta - h * e))[i] / (2 * h)
+                   for i, e in enumerate(np.eye(p.dim)))
+    assert p.laplacian(theta) == pytest.approx(fd_trace, rel=1e-6, abs=1e-7)
+
+
+@settings(deadline=None, max_examples=15)
+@given(seed=st.integers(0, 10_000))
+def test_gl_symmetry_leaves_data_loss_unchanged(seed: int) -> None:
+    p = problem()
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(p.dim)
+    G = rng.standard_normal((2, 2)) + 2 * np.eye(2)
+    moved = p.act(theta, G)
+    assert p.data_loss(moved) == pytest.approx(p.data_loss(theta), rel=1e-10)
+    U, V = p.unpack(theta)
+    MU, MV = p.unpack(moved)
+    np.testing.assert_allclose(MU @ MV, U @ V, rtol=1e-9, atol=1e-12)
+
+
+def test_flat_set_v_zero() -> None:
+    p = problem()
+    rng = np.random.default_rng(3)
+    U = 10 * rng.standard_normal((8, 5, 2))
+    thetas = p.pack(U, np.zeros((8, 2, 3)))
+    base = 0.5 * np.mean((p.a @ np.tanh(p.W_pre @ p.x.T) - p.y) ** 2)
+    np.testing.assert_allclose(p.data_loss(thetas), base, rtol=1e-13)
+    grad_U, grad_V = p.unpack(p.gradient(thetas))
+    assert np.all(grad_U == 0)
+    assert np.all(np.abs(grad_V).max(axis=(1, 2)) > 0)
+
+
+def test_loss_is_bounded_by_the_output_weights() -> None:
+    p = problem()
+    thetas = 50 * np.random.default_rng(4).standard_normal((20, p.dim))
+    assert np.all(np.abs(p.predict(thetas)) <= np.abs(p.a).sum() + 1e-12)
+
+
+def test_batched_equals_unbatched_and_pack_roundtrips() -> None:
+    p = problem(regularizer=Regularizer("log", 0.1))
+    thetas = np.random.default_rng(5).standard_normal((6, p.dim))
+    loss, grad = p.loss_and_grad_flat(thetas)
+    for c in range(6):
+        assert loss[c] == pytest.approx(p.loss(thetas[c]), rel=1e-13)
+        np.testing.assert_allclose(grad[c], p.gradient(thetas[c]), rtol=1e-12)
+    U, V = p.unpack(thetas)
+    assert U.shape == (6, 5, 2) and V.shape == (6, 2, 3)
+    np.testing.assert_array_equal(p.pack(U, V), thetas)
+    np.testing.assert_allclose(p.act(thetas, 2 * np.eye(2))[3], p.act(thetas[3], 2 * np.eye(2)))
+
+
+def test_make_problem_is_seeded_and_realizable_without_noise() -> None:
+    np.testing.assert_array_equal(problem(seed=9).y, problem(seed=9).y)
+    clean = problem(seed=9, noise_std=0.0)
+    assert clean.data_loss(clean.theta_teacher) == pytest.approx(0.0, abs=1e-25)
+
+
+def test_bad_inputs() -> None:
+    p = problem()
+    with pytest.raises(ValueError, match=r"theta must have shape \(chains, 16\)"):
+        p.loss_and_grad_flat(np.zeros(16))
+    with pytest.raises(ValueError, match="invertible"):
+        p.act(np.zeros(16), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="W_pre must have shape"):
+        lora.LoRAProblem(x=np.zeros((4, 3)), y=np.zeros(4), a=np.ones(5), W_pre=np.zeros((5, 2)),
+                         rank=1)
+    with pytest.raises(ValueError, match="y must have shape"):
+        lora.LoRAProblem(x=np.zeros((4, 3)), y=np.zeros(3), a=np.ones(5), W_pre=np.zeros((5, 3)),
+                         rank=1)
+    with pytest.raises(ValueError, match="rank must be at least 1"):
+        lora.make_problem(rng=np.random.default_rng(0), rank=0)
+    with pytest.raises(ValueError, match="blocks must have shapes"):
+        p.pack(np.zeros((5, 2)), np.zeros((3, 2)))

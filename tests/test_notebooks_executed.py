@@ -1,0 +1,49 @@
+"""Every chapter notebook must have been executed once, in order, on a fresh kernel.
+
+nbval never compares a cell whose ``execution_count`` is null, so an unexecuted notebook
+would pass silently; these tests close that gap and also require stored outputs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+TOC = (Path(__file__).resolve().parents[1] / "_toc.yml").read_text()
+
+
+def code_cells(path: Path) -> list[dict]:
+    notebook = json.loads(path.read_text())
+    return [cell for cell in notebook["cells"]
+            if cell["cell_type"] == "code" and "".join(cell["source"]).strip()]
+
+
+def test_there_are_notebooks() -> None:
+    assert NOTEBOOKS, "no notebooks found under notebooks/"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_executed_once_in_order(path: Path) -> None:
+    counts = [cell.get("execution_count") for cell in code_cells(path)]
+    unexecuted = sum(count is None for count in counts)
+    assert unexecuted == 0, f"{path.name}: {unexecuted} code cell(s) never executed"
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{path.name}: execution counts {counts} are not 1..{len(counts)}; "
+        "run `python scripts/execute_notebooks.py` on it")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_has_stored_outputs(path: Path) -> None:
+    with_output = [cell for cell in code_cells(path) if cell.get("outputs")]
+    assert len(with_output) >= 1, f"{path.name}: no cell has a stored output"
+    figures = sum("image/png" in output.get("data", {})
+                  for cell in code_cells(path) for output in cell.get("outputs", []))
+    assert figures >= 1, f"{path.name}: no stored figure"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_in_table_of_contents(path: Path) -> None:
+    assert f"notebooks/{path.stem}" in TOC, f"{path.name} is not listed in _toc.yml"
