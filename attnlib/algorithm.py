@@ -79,6 +79,7 @@ __all__ = [
     "spectral_init",
     "renormalize",
     "default_step",
+    "empirical_objective_and_grad",
     "train",
 ]
 
@@ -164,6 +165,23 @@ def default_step(A0: np.ndarray, B0: np.ndarray, Sigma_hat: np.ndarray, M_hat: n
         top = float(np.linalg.eigvalsh(manifold.Sigma)[-1])
         curvature *= max(top, top ** 2)
     return step_scale / curvature
+
+
+def empirical_objective_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray,
+                                 Sigma_hat: np.ndarray, *, lam: float = 1.0,
+                                 mask: attention.Mask = "loo", rows: np.ndarray | None = None
+                                 ) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """Return ``(L_hat + R_hat, L_hat, gradient in A, gradient in B)``.
+
+    ``L_hat`` is the attention layer's empirical loss (:func:`attnlib.attention.loss_and_grad`;
+    ``rows`` restricts it to a minibatch of query rows attending to all keys) and
+    ``R_hat = lambda/8 ||U^T U - V^T V||_F^2`` with ``(U, V)`` built from ``Sigma_hat``.
+    """
+    loss, grad_a, grad_b = attention.loss_and_grad(A, B, X, Y, mask=mask, rows=rows)
+    if check_positive("lam", lam, allow_zero=True) == 0:
+        return loss, loss, grad_a, grad_b
+    reg, reg_a, reg_b = regularizer_and_grad(A, B, Sigma_hat, lam=lam)
+    return loss + reg, loss, grad_a + reg_a, grad_b + reg_b
 
 
 def train(X: np.ndarray | None = None, Y: np.ndarray | None = None, *,
@@ -287,9 +305,9 @@ def train(X: np.ndarray | None = None, Y: np.ndarray | None = None, *,
     def evaluate(a_: np.ndarray, b_: np.ndarray, rows: np.ndarray | None = None
                  ) -> tuple[float, float, np.ndarray, np.ndarray]:
         if objective == "empirical":
-            loss, grad_a, grad_b = attention.loss_and_grad(a_, b_, x, y, mask=mask, rows=rows)
-        else:
-            loss, grad_a, grad_b = population_loss_and_grad(a_, b_, sigma_hat, m_hat)
+            return empirical_objective_and_grad(a_, b_, x, y, sigma_hat, lam=lam, mask=mask,
+                                                rows=rows)
+        loss, grad_a, grad_b = population_loss_and_grad(a_, b_, sigma_hat, m_hat)
         if lam > 0:
             reg, reg_a, reg_b = regularizer_and_grad(a_, b_, sigma_hat, lam=lam)
             return loss + reg, loss, grad_a + reg_a, grad_b + reg_b

@@ -24,11 +24,24 @@ is the direct computation; the block size is chosen automatically from n
 (:func:`auto_block_size`) unless given. Every path computes the softmax in
 :func:`_softmax_rows` (row-maximum subtraction), float64 by default; ``dtype=np.float32``
 runs the block arithmetic in single precision (results returned in float64).
+
+Threads: when there are several blocks, ``workers`` threads (default: up to 2, the number of
+cores) process them concurrently, numpy releasing the GIL in ``exp`` and in BLAS. The products
+here have an inner dimension of only d, too skinny for a multithreaded BLAS to pay, and a
+threaded BLAS inside threaded blocks oversubscribes the cores; so every block runs with a
+single BLAS thread (a thread-local setting of numpy's bundled OpenBLAS, a no-op where numpy
+uses another BLAS). Each block's partial sums are added in block order, so results do not
+depend on ``workers``.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import ctypes
+import glob
+import os
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Callable, Iterator, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -49,6 +62,7 @@ __all__ = [
 ]
 
 Mask = Literal["loo", "all"]
+T = TypeVar("T")
 
 #: Entries of one ``block_size x n`` work array chosen by :func:`auto_block_size`
 #: (2**18 float64 entries = 2 MB; measured in ``benchmarks/bench_attention.py``).
@@ -110,6 +124,57 @@ def _resolve_block(block_size: int | None, n_queries: int, n_keys: int) -> int:
     return min(check_int("block_size", block_size, minimum=1), n_queries)
 
 
+def _resolve_workers(workers: int | None, n_blocks: int) -> int:
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1)
+    return min(check_int("workers", workers, minimum=1), n_blocks)
+
+
+def _openblas_local_threads() -> Callable[[int], int] | None:
+    """``openblas_set_num_threads_local`` of numpy's bundled OpenBLAS (>= 0.3.27), if any."""
+    folder = os.path.dirname(np.__file__) + ".libs"
+    for path in sorted(glob.glob(os.path.join(folder, "libscipy_openblas*"))):
+        try:
+            setter = ctypes.CDLL(path).openblas_set_num_threads_local
+        except (OSError, AttributeError):
+            continue
+        setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
+        return setter
+    return None
+
+
+_SET_LOCAL_BLAS_THREADS = _openblas_local_threads()
+
+
+@contextmanager
+def _single_blas_thread() -> Iterator[None]:
+    """Run the enclosed BLAS calls of this thread on one BLAS thread, then restore."""
+    if _SET_LOCAL_BLAS_THREADS is None:
+        yield
+        return
+    previous = _SET_LOCAL_BLAS_THREADS(1)
+    try:
+        yield
+    finally:
+        _SET_LOCAL_BLAS_THREADS(previous)
+
+
+def _run_blocks(work: Callable[[int, int], T], n_queries: int, block: int,
+                workers: int | None) -> list[T]:
+    """``[work(start, stop) for each block]`` in block order, on ``workers`` threads."""
+    spans = list(_blocks(n_queries, block))
+    threads = _resolve_workers(workers, len(spans))
+
+    def run(span: tuple[int, int]) -> T:
+        with _single_blas_thread():
+            return work(*span)
+
+    if threads == 1:
+        return [run(span) for span in spans]
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(run, spans))
+
+
 # ---------------------------------------------------------------------------- softmax
 def _softmax_rows(logits: np.ndarray, self_columns: np.ndarray | None) -> tuple[np.ndarray,
                                                                                 np.ndarray]:
@@ -164,44 +229,50 @@ def attention_weights(B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo") -> np
 
 
 def _hidden(b: np.ndarray, keys: np.ndarray, queries: np.ndarray, loo: bool,
-            block_size: int | None, dtype: np.dtype) -> np.ndarray:
+            block_size: int | None, dtype: np.dtype, workers: int | None) -> np.ndarray:
     """``h`` for each query row (m, d): softmax-weighted averages of ``keys``, in blocks."""
     m = queries.shape[0]
     block = _resolve_block(block_size, m, keys.shape[0])
     keys_t = keys.astype(dtype, copy=False)
     queries_b = (queries @ b).astype(dtype, copy=False)
     hidden = np.empty((m, keys.shape[1]))
-    for start, stop in _blocks(m, block):
+
+    def work(start: int, stop: int) -> None:
         self_columns = np.arange(start, stop) if loo else None
         e, z = _softmax_rows(queries_b[start:stop] @ keys_t.T, self_columns)
         hidden[start:stop] = (e @ keys_t) / z[:, None]
+
+    _run_blocks(work, m, block, workers)
     return hidden
 
 
 def attend(B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo", block_size: int | None = None,
-           dtype: DTypeLike = np.float64) -> np.ndarray:
+           dtype: DTypeLike = np.float64, workers: int | None = None) -> np.ndarray:
     """Return the (n, d) attention outputs ``h_j = sum_i w_ji x_i`` of the n samples.
 
     Computed in blocks of query rows (``block_size``; automatic when None), never building an
-    n x n array; ``dtype`` sets the precision of the block arithmetic.
+    n x n array; ``dtype`` sets the precision of the block arithmetic, ``workers`` the number
+    of threads over blocks (module docstring).
     """
     _check_mask(mask)
     x = _check_tokens("X", X)
     _, b = _check_layer(None, B, x.shape[1])
-    return _hidden(b, x, x, mask == "loo", block_size, _check_dtype(dtype))
+    return _hidden(b, x, x, mask == "loo", block_size, _check_dtype(dtype), workers)
 
 
 def predict(A: np.ndarray, B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo",
-            block_size: int | None = None, dtype: DTypeLike = np.float64) -> np.ndarray:
+            block_size: int | None = None, dtype: DTypeLike = np.float64,
+            workers: int | None = None) -> np.ndarray:
     """Return the (n, p) in-sample predictions ``y_hat_j = A h_j`` (see :func:`attend`)."""
     _check_mask(mask)
     x = _check_tokens("X", X)
     a, b = _check_layer(A, B, x.shape[1])
-    return _hidden(b, x, x, mask == "loo", block_size, _check_dtype(dtype)) @ a.T
+    return _hidden(b, x, x, mask == "loo", block_size, _check_dtype(dtype), workers) @ a.T
 
 
 def predict_new(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_query: np.ndarray, *,
-                block_size: int | None = None, dtype: DTypeLike = np.float64) -> np.ndarray:
+                block_size: int | None = None, dtype: DTypeLike = np.float64,
+                workers: int | None = None) -> np.ndarray:
     """Predict at new points: ``A sum_i softmax_i(x^T B x_i) x_i`` over all context tokens.
 
     ``X_context`` (n, d) holds the context samples (n >= 1), ``X_query`` (m, d) the new
@@ -213,13 +284,13 @@ def predict_new(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_query: np
     d = context.shape[1]
     query = _check_tokens("X_query", X_query, d=d, minimum=1)
     a, b = _check_layer(A, B, d)
-    return _hidden(b, context, query, False, block_size, _check_dtype(dtype)) @ a.T
+    return _hidden(b, context, query, False, block_size, _check_dtype(dtype), workers) @ a.T
 
 
 def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
                   mask: Mask = "loo", rows: np.ndarray | None = None,
-                  block_size: int | None = None,
-                  dtype: DTypeLike = np.float64) -> tuple[float, np.ndarray, np.ndarray]:
+                  block_size: int | None = None, dtype: DTypeLike = np.float64,
+                  workers: int | None = None) -> tuple[float, np.ndarray, np.ndarray]:
     """Return ``(L_hat, dL_hat/dA, dL_hat/dB)`` (formulas in the module docstring).
 
     ``rows`` (optional integer index array, repeats allowed) restricts the loss to those query
@@ -228,7 +299,7 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
     Query rows are processed in blocks of ``block_size`` (automatic when None); peak memory is
     two ``block_size x n`` arrays plus O(n (d + p)). ``dtype=np.float32`` runs the block
     arithmetic in single precision; the loss and gradients are accumulated and returned in
-    float64.
+    float64. ``workers`` threads process the blocks (module docstring).
     """
     _check_mask(mask)
     x = _check_tokens("X", X)
@@ -245,39 +316,44 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
     keys = x.astype(kind, copy=False)
     a_t = a.astype(kind, copy=False)
     xb = (x @ b).astype(kind, copy=False)
-    total = 0.0
-    grad_a = np.zeros((p, d))
-    grad_b = np.zeros((d, d))
-    for start, stop in _blocks(m, block):
+
+    def work(start: int, stop: int) -> tuple[float, np.ndarray, np.ndarray]:
         queries, self_columns = _query_block(x, index, start, stop, loo)
         targets = y[start:stop] if index is None else y[index[start:stop]]
         queries_b = xb[start:stop] if index is None else xb[index[start:stop]]
         e, z = _softmax_rows(queries_b @ keys.T, self_columns)          # E = z W
         hidden = (e @ keys) / z[:, None]                                  # h_j
         residual = hidden @ a_t.T - targets                               # r_j
-        total += float(np.einsum("ij,ij->", residual, residual, dtype=np.float64))
-        grad_a += residual.T.astype(np.float64) @ hidden
         g = residual @ a_t                                                # A^T r_j
         c = np.einsum("ij,ij->i", g, hidden)                              # g_j . h_j
         t = (g / z[:, None]) @ keys.T                                     # (g_j . x_i) / z_j
         t *= e                                                            # w_ji g_j . x_i
         ds_x = t @ keys - c[:, None] * hidden                             # (dS X)_j
-        grad_b += queries.T @ ds_x.astype(np.float64)
+        return (float(np.einsum("ij,ij->", residual, residual, dtype=np.float64)),
+                residual.T.astype(np.float64) @ hidden, queries.T @ ds_x.astype(np.float64))
+
+    parts = _run_blocks(work, m, block, workers)
+    total = sum(part[0] for part in parts)
+    grad_a = np.sum([part[1] for part in parts], axis=0)
+    grad_b = np.sum([part[2] for part in parts], axis=0)
     return total / (2 * m), grad_a / m, grad_b / m
 
 
 def loss(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *, mask: Mask = "loo",
-         block_size: int | None = None, dtype: DTypeLike = np.float64) -> float:
+         block_size: int | None = None, dtype: DTypeLike = np.float64,
+         workers: int | None = None) -> float:
     """Return the empirical loss ``L_hat = 1/(2n) sum_j ||y_j - A h_j||^2``."""
     x = _check_tokens("X", X)
     a, _ = _check_layer(A, B, x.shape[1])
     y = as_matrix("Y", Y, shape=(x.shape[0], a.shape[0]))
-    residual = predict(a, B, x, mask=mask, block_size=block_size, dtype=dtype) - y
+    residual = predict(a, B, x, mask=mask, block_size=block_size, dtype=dtype,
+                       workers=workers) - y
     return float(np.einsum("ij,ij->", residual, residual)) / (2 * x.shape[0])
 
 
 def deployed_risk(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_test: np.ndarray,
-                  Y_test: np.ndarray, *, block_size: int | None = None) -> float:
+                  Y_test: np.ndarray, *, block_size: int | None = None,
+                  workers: int | None = None) -> float:
     """Deployed test risk ``1/(2m) sum_k ||y_k - y_hat(x_k)||^2`` of the in-context predictor.
 
     ``y_hat(x) = A sum_i softmax_i(x^T B x_i) x_i`` attends over the n context samples
@@ -286,7 +362,7 @@ def deployed_risk(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_test: n
     excess over ``L* = p noise_std^2 / 2`` the book reports beside the infinite-context
     excess risk.
     """
-    prediction = predict_new(A, B, X_context, X_test, block_size=block_size)
+    prediction = predict_new(A, B, X_context, X_test, block_size=block_size, workers=workers)
     y = as_matrix("Y_test", Y_test, shape=prediction.shape)
     residual = y - prediction
     return float(np.einsum("ij,ij->", residual, residual)) / (2 * y.shape[0])

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import mpmath
 import numpy as np
-from scipy import optimize
+from scipy import optimize, special
 
 from ._validation import as_matrix, check_generator, check_int, check_positive
 from .regularizers import Regularizer
@@ -61,6 +61,7 @@ __all__ = [
     "crossover_log_radius",
     "asymptotic_crossover_log_radius",
     "weight_decay_threshold",
+    "radial_log_partition",
 ]
 
 
@@ -407,8 +408,8 @@ def crossover_log_radius(consts: OrbitConstants, regularizer: Regularizer, s: fl
         def h(u: float) -> mpmath.mpf:
             return _orbit_over_rho2_mp(consts, regularizer, s, mpmath.mpf(u))
 
-        grid = np.concatenate([np.linspace(0.0, 8.0, 161),
-                               np.geomspace(8.0, max_log_rho, 400)[1:]])
+        grid = np.concatenate([np.linspace(0.0, 8.0, 81),
+                               np.geomspace(8.0, max_log_rho, 240)[1:]])
         values = np.array([float(mpmath.sign(h(u))) for u in grid])
         if values[-1] <= 0:
             return math.inf
@@ -445,3 +446,34 @@ def asymptotic_crossover_log_radius(consts: OrbitConstants, regularizer: Regular
         return math.log(s * consts.a / (4 * lam ** 2 * p ** 2 * consts.q ** (1 + eps))) / (2 * eps)
     raise ValueError(f"no asymptotic crossover for regularizer {regularizer.name!r} "
                      "(weight decay has a threshold instead: see weight_decay_threshold)")
+
+
+# ----- the partition function over growing balls ------------------------------------------
+def radial_log_partition(problem: FactorizedLoss, s: float, radii: np.ndarray, *,
+                         n_directions: int, rng: np.random.Generator) -> np.ndarray:
+    """``log Z_R`` with ``Z_R = integral over ||theta|| <= R of exp(-2 f(theta) / s)``.
+
+    In polar coordinates ``Z_R = |S^{D-1}| int_0^R rho^{D-1} m(rho) d rho`` with ``m(rho)`` the
+    mean of ``exp(-2 f(rho u) / s)`` over directions u uniform on the unit sphere;
+    ``m`` is estimated with the same ``n_directions`` random directions at every radius and the
+    radial integral is the trapezoid rule on ``radii`` (increasing, starting at 0), all in
+    log space. Returns ``log Z_R`` at each radius (``-inf`` at R = 0). The Monte Carlo
+    estimate of ``m`` is exact when ``f`` is radially symmetric.
+    """
+    s = check_positive("s", s)
+    radii = as_matrix("radii", radii, ndim=1)
+    if radii.size < 2 or radii[0] != 0 or np.any(np.diff(radii) <= 0):
+        raise ValueError("radii must be increasing, start at 0 and have at least 2 entries")
+    n_directions = check_int("n_directions", n_directions, minimum=1)
+    rng = check_generator("rng", rng)
+    dim = problem.dim
+    directions = rng.standard_normal((n_directions, dim))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    log_integrand = np.full(radii.size, -np.inf)
+    for i, rho in enumerate(radii[1:], start=1):
+        log_mean = special.logsumexp(-2 * problem.loss(rho * directions) / s) \
+            - math.log(n_directions)
+        log_integrand[i] = (dim - 1) * math.log(rho) + log_mean
+    log_sphere = math.log(2) + 0.5 * dim * math.log(math.pi) - special.gammaln(0.5 * dim)
+    pieces = np.logaddexp(log_integrand[:-1], log_integrand[1:]) + np.log(np.diff(radii) / 2)
+    return np.concatenate([[-np.inf], np.logaddexp.accumulate(pieces)]) + log_sphere

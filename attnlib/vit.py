@@ -161,7 +161,7 @@ def forward(params: Mapping[str, np.ndarray], patches: np.ndarray) -> tuple[np.n
     dk = params["W_Q"].shape[1]
     q = x @ params["W_Q"]
     k = x @ params["W_K"]
-    attn = _softmax(q @ k.transpose(0, 2, 1) / np.sqrt(dk))
+    attn = _softmax(q @ k.transpose(0, 2, 1) * float(dk) ** -0.5)
     v = x @ params["W_V"]
     h = x + attn @ v
     cache = {"patches": patches, "x": x, "q": q, "k": k, "attn": attn, "v": v, "h": h}
@@ -188,7 +188,7 @@ def loss_and_gradients(params: Mapping[str, np.ndarray], patches: np.ndarray,
     diff = out - targets
     count = diff.size
     loss = 0.5 * float(np.sum(diff**2)) / count
-    d_out = diff / count
+    d_out = diff * (1.0 / count)
     grads: Params = {}
     if "W_1" in params:
         g = c["g"]
@@ -206,7 +206,7 @@ def loss_and_gradients(params: Mapping[str, np.ndarray], patches: np.ndarray,
     d_attn = d_h @ c["v"].transpose(0, 2, 1)
     d_v = attn.transpose(0, 2, 1) @ d_h
     grads["W_V"] = _flat(x).T @ _flat(d_v)
-    scale = 1.0 / np.sqrt(params["W_Q"].shape[1])
+    scale = float(params["W_Q"].shape[1]) ** -0.5
     d_scores = attn * (d_attn - np.sum(d_attn * attn, axis=-1, keepdims=True)) * scale
     d_q = d_scores @ c["k"]
     d_k = d_scores.transpose(0, 2, 1) @ c["q"]
@@ -259,7 +259,7 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
           betas: tuple[float, float] = (0.9, 0.999), adam_eps: float = 1e-8,
           test: tuple[np.ndarray, np.ndarray] | None = None,
           callback: Callable[[Params], Mapping[str, float]] | None = None,
-          progress: bool = False) -> tuple[Params, dict[str, np.ndarray]]:
+          dtype: type = np.float64, progress: bool = False) -> tuple[Params, dict[str, np.ndarray]]:
     """Minibatch training of ``L + R(W_Q) + R(W_K)``; returns the final parameters and a history.
 
     Each epoch visits the training set in a fresh random order (``rng.permutation``) in batches
@@ -275,7 +275,8 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
     ``W_Q`` and ``W_K`` and requires both to be trainable. The history has one row per epoch, row 0 before training: ``epoch``,
     ``train_loss`` and ``test_loss`` (the data term ``L`` over the whole set), ``reg``
     (``R(W_Q) + R(W_K)``), ``norm_WQ``, ``norm_WK`` (Frobenius), and every key the optional
-    ``callback(params)`` returns.
+    ``callback(params)`` returns. ``dtype`` is the working precision of the parameters, data
+    and optimiser state (float32 is about three times faster on a CPU; float64 by default).
     """
     epochs = check_int("epochs", epochs, minimum=0)
     batch_size = check_int("batch_size", batch_size, minimum=1)
@@ -286,8 +287,10 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
     if noise_std and optimizer != "sgd":
         raise ValueError("noise_std > 0 is the Langevin step and needs optimizer='sgd'")
-    patches = as_matrix("patches", patches, ndim=3)
-    targets = as_matrix("targets", targets, shape=patches.shape[:2] + (None,), ndim=3)
+    patches = as_matrix("patches", patches, ndim=3).astype(dtype)
+    targets = as_matrix("targets", targets, shape=patches.shape[:2] + (None,), ndim=3).astype(dtype)
+    if test is not None:
+        test = (np.asarray(test[0], dtype=dtype), np.asarray(test[1], dtype=dtype))
     names = tuple(params) if trainable is None else tuple(trainable)
     unknown = [name for name in names if name not in params]
     if unknown:
@@ -296,7 +299,7 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
         regularizer = None
     if regularizer is not None and not set(QK) <= set(names):
         raise ValueError("a regularizer on W_Q, W_K needs both of them in trainable")
-    params = {key: np.array(value, dtype=float) for key, value in params.items()}
+    params = {key: np.array(value, dtype=dtype) for key, value in params.items()}
     moments = {name: (np.zeros_like(params[name]), np.zeros_like(params[name])) for name in names}
     history: dict[str, list[float]] = {}
 
@@ -323,7 +326,7 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
             _, grads = loss_and_gradients(params, patches[batch], targets[batch])
             if regularizer is not None:
                 for w in QK:
-                    grads[w] = grads[w] + regularizer.gradient(params[w])
+                    grads[w] = grads[w] + regularizer.gradient(params[w]).astype(dtype)
             step += 1
             for name in names:
                 if optimizer == "adam":
@@ -338,6 +341,7 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
                 else:
                     params[name] -= lr * grads[name]
                     if noise_std:
-                        params[name] += noise_std * rng.standard_normal(params[name].shape)
+                        params[name] += noise_std * rng.standard_normal(params[name].shape,
+                                                                        dtype=dtype)
         record(epoch)
     return params, {key: np.asarray(value) for key, value in history.items()}

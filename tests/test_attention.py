@@ -169,6 +169,7 @@ BAD_INPUTS = [
     ("rows not integer", dict(rows=np.array([0.5])), TypeError, "rows"),
     ("block_size 0", dict(block_size=0), ValueError, "block_size"),
     ("dtype int", dict(dtype=np.int64), ValueError, "dtype"),
+    ("workers 0", dict(workers=0), ValueError, "workers"),
 ]
 
 
@@ -192,23 +193,36 @@ def test_predict_new_rejects_dimension_mismatch() -> None:
 # ------------------------------------------------------------- blocked == direct
 @settings(deadline=None, max_examples=30)
 @given(shape=shapes, mask=st.sampled_from(MASKS), block=st.integers(1, 13),
-       use_rows=st.booleans())
-def test_blocked_equals_direct(shape, mask, block, use_rows) -> None:
+       use_rows=st.booleans(), workers=st.sampled_from([1, 2, None]))
+def test_blocked_equals_direct(shape, mask, block, use_rows, workers) -> None:
     n, d, p, seed = shape
     a, b, x, y = _layer(n, d, p, seed)
     rows = np.random.default_rng(seed).integers(0, n, size=n + 3) if use_rows else None
     m = n + 3 if use_rows else n
     direct = attention.loss_and_grad(a, b, x, y, mask=mask, rows=rows, block_size=m)
-    blocked = attention.loss_and_grad(a, b, x, y, mask=mask, rows=rows, block_size=block)
+    blocked = attention.loss_and_grad(a, b, x, y, mask=mask, rows=rows, block_size=block,
+                                      workers=workers)
     assert blocked[0] == pytest.approx(direct[0], rel=1e-12)
     # Relative to the gradient's overall scale (grad_B is exactly 0 in theory for n = 2, "loo").
     scale = max(np.abs(direct[1]).max(), np.abs(direct[2]).max())
     for got, want in zip(blocked[1:], direct[1:]):
         assert np.abs(got - want).max() <= 1e-12 * scale
-    for fn in (lambda bs: attention.predict(a, b, x, mask=mask, block_size=bs),
-               lambda bs: attention.predict_new(a, b, x[: n // 2 + 1], x, block_size=bs)):
+    for fn in (lambda bs: attention.predict(a, b, x, mask=mask, block_size=bs, workers=workers),
+               lambda bs: attention.predict_new(a, b, x[: n // 2 + 1], x, block_size=bs,
+                                                workers=workers)):
         want = fn(None if n * n <= attention.BLOCK_ELEMENTS else n)
         assert np.abs(fn(block) - want).max() <= 1e-12 * np.abs(want).max()
+
+
+def test_results_do_not_depend_on_workers() -> None:
+    a, b, x, y = _layer(700, 10, 20, seed=21)
+    one = attention.loss_and_grad(a, b, x, y, block_size=64, workers=1)
+    two = attention.loss_and_grad(a, b, x, y, block_size=64, workers=2)
+    assert one[0] == two[0]
+    np.testing.assert_array_equal(one[1], two[1])
+    np.testing.assert_array_equal(one[2], two[2])
+    np.testing.assert_array_equal(attention.attend(b, x, block_size=64, workers=1),
+                                  attention.attend(b, x, block_size=64, workers=2))
 
 
 def test_auto_block_size_bounds_the_work_array() -> None:

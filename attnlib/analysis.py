@@ -1,0 +1,215 @@
+"""Summaries of training histories for Part I's experiment chapters (chapters 4-6).
+
+A training history (:class:`attnlib.algorithm.TrainResult`) is one curve per metric, indexed
+by iteration k = 0, 1, ..., K. The chapters compare methods over several seeds, so they need:
+
+* :func:`pad_histories`: stack curves of unequal length (a run that diverged stops early) into
+  a (runs, K + 1) array, padding with NaN ("no value": the run no longer exists);
+* :func:`seed_summary`: the median over runs and a spread band (the ``lower`` and ``upper``
+  quantiles, default the quartiles) at every iteration, ignoring NaN;
+* :func:`iterations_to_threshold`: the first iteration k with ``curve[k] <= threshold``, or
+  ``inf`` when the curve never gets there ("not reached" within the cap);
+  :func:`format_iterations` prints it;
+* :func:`settling_iteration`: the first iteration after which a curve stays within a relative
+  tolerance of its last value (a convergence criterion that needs no known limit);
+* :func:`geometric_rate`: a least-squares fit ``log(curve[k] - floor) = c + k log mu`` over a
+  window of iterations, the geometric rate mu with a standard error, for statements of the form
+  ``error <~ mu^m`` (Theorem 2 of Goel et al. 2026 as the seeds state it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ._validation import check_int, check_positive
+
+__all__ = [
+    "SeedSummary",
+    "RateFit",
+    "pad_histories",
+    "seed_summary",
+    "iterations_to_threshold",
+    "format_iterations",
+    "settling_iteration",
+    "geometric_rate",
+]
+
+
+@dataclass(frozen=True)
+class SeedSummary:
+    """Pointwise summary of a (runs, iterations) array: ``median``, ``lower``, ``upper`` and
+    ``count`` (how many runs have a finite value there), each of length ``iterations``."""
+
+    median: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    count: np.ndarray
+
+
+@dataclass(frozen=True)
+class RateFit:
+    """Fit of ``log(curve[k] - floor) = intercept + k log(mu)`` for k in ``[start, stop)``.
+
+    ``mu = exp(slope)``; ``slope_stderr`` is the ordinary least-squares standard error of the
+    slope, so ``(mu_low, mu_high) = exp(slope -/+ 2 slope_stderr)`` is an approximate 95% band.
+    ``residual_std`` is the standard deviation of the residuals of the log-linear fit (small
+    when the decay really is geometric over the window).
+    """
+
+    mu: float
+    slope: float
+    slope_stderr: float
+    intercept: float
+    residual_std: float
+    start: int
+    stop: int
+
+    @property
+    def mu_low(self) -> float:
+        """``exp(slope - 2 slope_stderr)``."""
+        return float(np.exp(self.slope - 2.0 * self.slope_stderr))
+
+    @property
+    def mu_high(self) -> float:
+        """``exp(slope + 2 slope_stderr)``."""
+        return float(np.exp(self.slope + 2.0 * self.slope_stderr))
+
+
+def _curve(name: str, curve: object) -> np.ndarray:
+    array = np.asarray(curve, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D history (one value per iteration), "
+                         f"got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{name} is empty: a history has at least the value at iteration 0")
+    return array
+
+
+def pad_histories(curves: Sequence[object], length: int | None = None) -> np.ndarray:
+    """Stack 1-D histories into a ``(len(curves), length)`` array, padding with NaN.
+
+    ``length`` defaults to the longest curve; a curve longer than ``length`` raises
+    ``ValueError`` (truncating silently would hide iterations). NaN entries mean "this run has
+    no value here" (it diverged or stopped); :func:`seed_summary` ignores them.
+    """
+    arrays = [_curve(f"curves[{i}]", c) for i, c in enumerate(curves)]
+    if not arrays:
+        raise ValueError("curves must contain at least one history")
+    longest = max(a.size for a in arrays)
+    length = longest if length is None else check_int("length", length, minimum=1)
+    if longest > length:
+        raise ValueError(f"length = {length} is shorter than the longest curve ({longest})")
+    out = np.full((len(arrays), length), np.nan)
+    for row, array in zip(out, arrays):
+        row[: array.size] = array
+    return out
+
+
+def seed_summary(curves: object, *, lower: float = 0.25, upper: float = 0.75) -> SeedSummary:
+    """Median and ``[lower, upper]`` quantile band over runs (axis 0), ignoring NaN.
+
+    ``curves`` is a ``(runs, iterations)`` array (see :func:`pad_histories`). Where no run has a
+    finite value the summary is NaN and ``count`` is 0. The quantiles use numpy's default
+    (linear) interpolation; with 5 runs the quartiles are the 2nd and 4th smallest values.
+    """
+    array = np.asarray(curves, dtype=np.float64)
+    if array.ndim != 2:
+        raise ValueError(f"curves must have shape (runs, iterations), got {array.shape}")
+    if not 0.0 <= lower <= upper <= 1.0:
+        raise ValueError(f"need 0 <= lower <= upper <= 1, got lower={lower!r}, upper={upper!r}")
+    finite = np.isfinite(array)
+    count = finite.sum(axis=0)
+    cleaned = np.where(finite, array, np.nan)
+    median = np.full(array.shape[1], np.nan)
+    low = np.full(array.shape[1], np.nan)
+    high = np.full(array.shape[1], np.nan)
+    columns = count > 0
+    if np.any(columns):
+        sub = cleaned[:, columns]
+        median[columns] = np.nanmedian(sub, axis=0)
+        low[columns] = np.nanquantile(sub, lower, axis=0)
+        high[columns] = np.nanquantile(sub, upper, axis=0)
+    return SeedSummary(median=median, lower=low, upper=high, count=count)
+
+
+def iterations_to_threshold(curves: object, threshold: float) -> np.ndarray | float:
+    """First iteration k with ``curve[k] <= threshold``; ``inf`` when it is never reached.
+
+    ``curves`` is one history (returns a float) or an array whose last axis is the iteration
+    (returns an array of the leading shape). NaN entries (a diverged run) never count as
+    reached. ``inf`` means "not reached within the run"; the cap is the run's length.
+    """
+    threshold = check_positive("threshold", threshold, allow_zero=True)
+    array = np.asarray(curves, dtype=np.float64)
+    if array.ndim == 0 or array.shape[-1] == 0:
+        raise ValueError(f"curves must have an iteration axis (last axis), got {array.shape}")
+    reached = np.isfinite(array) & (array <= threshold)
+    first = np.where(reached.any(axis=-1), np.argmax(reached, axis=-1), np.inf)
+    return float(first) if array.ndim == 1 else first.astype(np.float64)
+
+
+def format_iterations(value: float, cap: int) -> str:
+    """Format an :func:`iterations_to_threshold` result: ``"123"`` or ``"not reached (> cap)"``."""
+    cap = check_int("cap", cap, minimum=0)
+    if np.isinf(value):
+        return f"not reached (> {cap})"
+    if not np.isfinite(value) or value < 0 or value != int(value):
+        raise ValueError(f"value must be a non-negative integer or inf, got {value!r}")
+    return f"{int(value)}"
+
+
+def settling_iteration(curve: object, *, rtol: float) -> int:
+    """First iteration k such that ``|curve[j] - curve[-1]| <= rtol |curve[-1]|`` for all j >= k.
+
+    A convergence criterion relative to the run's own last value: a curve that is still
+    moving at the end settles late (close to its last index); the last index itself always
+    qualifies, so the result is at most ``len(curve) - 1``. NaN entries raise ``ValueError``.
+    """
+    array = _curve("curve", curve)
+    rtol = check_positive("rtol", rtol, allow_zero=True)
+    if not np.all(np.isfinite(array)):
+        raise ValueError("curve contains NaN or infinite entries (a diverged run has no "
+                         "settling iteration)")
+    outside = np.abs(array - array[-1]) > rtol * abs(array[-1])
+    if not outside.any():
+        return 0
+    return int(np.flatnonzero(outside)[-1] + 1)
+
+
+def geometric_rate(curve: object, *, start: int = 0, stop: int | None = None,
+                   floor: float = 0.0) -> RateFit:
+    """Fit ``curve[k] - floor ~ C mu^k`` by least squares on ``log(curve[k] - floor)``.
+
+    Uses iterations ``start <= k < stop`` (``stop`` defaults to the curve's length). Every
+    value in the window must exceed ``floor`` (else the logarithm is undefined and
+    ``ValueError`` names the first offending iteration); at least 3 points are needed for a
+    standard error.
+    """
+    array = _curve("curve", curve)
+    start = check_int("start", start, minimum=0)
+    stop = array.size if stop is None else check_int("stop", stop, minimum=start + 3)
+    if stop > array.size:
+        raise ValueError(f"stop = {stop} exceeds the curve's length {array.size}")
+    if stop - start < 3:
+        raise ValueError(f"the window [start, stop) = [{start}, {stop}) needs at least 3 points")
+    floor = float(floor)
+    window = array[start:stop] - floor
+    bad = np.flatnonzero(~(np.isfinite(window) & (window > 0)))
+    if bad.size:
+        raise ValueError(f"curve - floor must be finite and > 0 on the window; iteration "
+                         f"{start + int(bad[0])} has curve - floor = {window[bad[0]]:.3g}")
+    k = np.arange(start, stop, dtype=np.float64)
+    logs = np.log(window)
+    design = np.column_stack([np.ones_like(k), k])
+    coef, _, _, _ = np.linalg.lstsq(design, logs, rcond=None)
+    residuals = logs - design @ coef
+    dof = k.size - 2
+    sigma2 = float(residuals @ residuals) / dof
+    centred = k - k.mean()
+    stderr = float(np.sqrt(sigma2 / float(centred @ centred)))
+    return RateFit(mu=float(np.exp(coef[1])), slope=float(coef[1]), slope_stderr=stderr,
+                   intercept=float(coef[0]), residual_std=float(np.sqrt(sigma2)),
+                   start=start, stop=stop)

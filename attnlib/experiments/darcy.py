@@ -1,0 +1,277 @@
+"""Chapter 11: the Darcy-flow experiment with a one-attention-layer ViT regressor.
+
+Phase 1 trains every parameter of :mod:`attnlib.vit` on Darcy data from :mod:`attnlib.darcy`;
+Phase 2 starts from the Phase-1 weights and trains only ``W_Q, W_K`` under three regimes
+(``none``, ``log``, ``power`` regularization of :mod:`attnlib.regularizers`), several seeds,
+with Adam, plain SGD, or SGD with injected Gaussian noise. Every size, optimiser setting,
+epoch count and strength below is a [choice] of this book (the source gives none).
+
+Registered configurations (``python -m attnlib.experiments NAME``):
+
+* ``darcy_phase1``: book scale, Phase 1 (stores the per-epoch history and the final weights);
+* ``darcy_phase2_adam``, ``darcy_phase2_sgd``, ``darcy_phase2_noisy``: book scale, Phase 2
+  from the stored Phase-1 weights (run ``darcy_phase1`` first);
+* ``darcy_large``: a larger configuration (64 x 64 grid, more data, wider model, both phases).
+
+Histories are stored with keys ``"<regime>/seed<k>/<quantity>"`` (one row per epoch) so that a
+chapter can replay one seed per regime and compare it with the stored run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from .. import darcy, vit
+from ..regularizers import Regularizer
+from . import load, register
+
+REGIMES = ("none", "log", "power")
+PHASE1_NAME = "darcy_phase1"
+WEIGHT_PREFIX = "weight/"
+
+
+@dataclass(frozen=True)
+class DarcySetup:
+    """Every [choice] of the Darcy experiment (sizes, optimisers, epochs, strengths, seeds)."""
+
+    size: int = 32                 # grid nodes per side (boundary included)
+    n_train: int = 500
+    n_test: int = 200
+    data_seed: int = 0
+    patch: int = 4                 # 4 x 4 patches: 64 tokens
+    width: int = 32                # token width D
+    key_dim: int = 32              # d_k
+    hidden: int = 64               # per-token decoder width
+    init_seed: int = 1
+    dtype: str = "float32"
+    phase1_epochs: int = 100
+    phase1_lr: float = 2e-3
+    phase1_batch: int = 20
+    phase1_seed: int = 2           # minibatch order of Phase 1
+    phase2_epochs: int = 80
+    phase2_batch: int = 10
+    adam_lr: float = 3e-3
+    sgd_lr: float = 0.05
+    noise_std: float = 3e-3        # per-step Gaussian noise of the Langevin variant
+    lam: float = 1e-5              # regularization strength lambda (log and power)
+    eps: float = 0.5               # exponent of the power form, R = lam ((1 + t)^(1 + eps/2) - 1)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    phase1_prefix: int = 2         # epochs a chapter replays live
+    phase2_prefix: int = 1
+
+
+BOOK = DarcySetup()
+LARGE = DarcySetup(size=64, n_train=1000, n_test=200, patch=8, width=64, key_dim=64,
+                   hidden=128, phase1_epochs=150, phase2_epochs=300)
+
+
+@dataclass(frozen=True)
+class DarcyTask:
+    """The dataset, its standardisers and the patch arrays used for training."""
+
+    data: darcy.DarcyDataset
+    a_scale: vit.Standardizer
+    u_scale: vit.Standardizer
+    train: tuple[np.ndarray, np.ndarray]
+    test: tuple[np.ndarray, np.ndarray]
+    setup: DarcySetup
+
+    @property
+    def test_fields(self) -> tuple[np.ndarray, np.ndarray]:
+        """The test coefficients and solutions, ``(n_test, s, s)`` each."""
+        n = self.setup.n_train
+        return self.data.a[n:], self.data.u[n:]
+
+    def predict(self, params: dict[str, np.ndarray], a: np.ndarray) -> np.ndarray:
+        """Predicted solution fields (physical units) for coefficient fields ``a``."""
+        return self.u_scale.decode(vit.predict_fields(params, self.a_scale.encode(a),
+                                                      patch=self.setup.patch))
+
+    def test_metrics(self, params: dict[str, np.ndarray]) -> dict[str, float]:
+        """Test RMSE and relative L2 error in physical units (keys ``test_rmse``, ``test_rel_l2``)."""
+        a, u = self.test_fields
+        return {f"test_{key}": value
+                for key, value in vit.field_metrics(self.predict(params, a), u).items()}
+
+
+def make_task(setup: DarcySetup, *, progress: bool = False) -> DarcyTask:
+    """Generate the data of ``setup`` and standardise it with training-set statistics."""
+    data = darcy.generate(setup.n_train + setup.n_test, setup.size, seed=setup.data_seed,
+                          progress=progress)
+    n = setup.n_train
+    a_scale = vit.Standardizer.fit(data.a[:n])
+    u_scale = vit.Standardizer.fit(data.u[:n])
+    patches = vit.patchify(a_scale.encode(data.a), setup.patch)
+    targets = vit.patchify(u_scale.encode(data.u), setup.patch)
+    return DarcyTask(data=data, a_scale=a_scale, u_scale=u_scale,
+                     train=(patches[:n], targets[:n]), test=(patches[n:], targets[n:]),
+                     setup=setup)
+
+
+def model_config(setup: DarcySetup) -> vit.ViTConfig:
+    """The ViT sizes of ``setup``."""
+    return vit.ViTConfig(size=setup.size, patch=setup.patch, width=setup.width,
+                         key_dim=setup.key_dim, hidden=setup.hidden)
+
+
+def run_phase1(task: DarcyTask, *, epochs: int, progress: bool = False
+               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Phase 1: Adam on every parameter from the seeded initialisation; (weights, history)."""
+    s = task.setup
+    params = vit.init_params(model_config(s), rng=np.random.default_rng(s.init_seed))
+    return vit.train(params, *task.train, epochs=epochs, batch_size=s.phase1_batch,
+                     lr=s.phase1_lr, rng=np.random.default_rng(s.phase1_seed), optimizer="adam",
+                     test=task.test, callback=task.test_metrics, dtype=np.dtype(s.dtype).type,
+                     progress=progress)
+
+
+def regularizer_for(regime: str, setup: DarcySetup) -> Regularizer:
+    """The regularizer of a regime: none, log-amplified or (smooth) power form, strength lam."""
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
+    return Regularizer(name=regime, lam=0.0 if regime == "none" else setup.lam, eps=setup.eps)
+
+
+def run_phase2(task: DarcyTask, start: dict[str, np.ndarray], *, regime: str, seed: int,
+               optimizer: str, epochs: int, progress: bool = False
+               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Phase 2: train only ``W_Q, W_K`` from ``start`` under ``regime``; (weights, history).
+
+    ``optimizer`` is ``"adam"``, ``"sgd"`` or ``"noisy"`` (SGD plus Gaussian noise of standard
+    deviation ``setup.noise_std`` per step and entry).
+    """
+    s = task.setup
+    kind = {"adam": "adam", "sgd": "sgd", "noisy": "sgd"}[optimizer]
+    return vit.train(start, *task.train, epochs=epochs, batch_size=s.phase2_batch,
+                     lr=s.adam_lr if kind == "adam" else s.sgd_lr,
+                     rng=np.random.default_rng(1000 + seed), optimizer=kind,
+                     trainable=("W_Q", "W_K"), regularizer=regularizer_for(regime, s),
+                     noise_std=s.noise_std if optimizer == "noisy" else 0.0, test=task.test,
+                     callback=task.test_metrics, dtype=np.dtype(s.dtype).type, progress=progress)
+
+
+def _config_json(setup: DarcySetup, **extra: object) -> np.ndarray:
+    return np.asarray(json.dumps({**asdict(setup), **extra}))
+
+
+def phase1_weights(stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The Phase-1 weights saved in a stored ``darcy_phase1`` run."""
+    return {key[len(WEIGHT_PREFIX):]: value for key, value in stored.items()
+            if key.startswith(WEIGHT_PREFIX)}
+
+
+def _phase1_experiment(setup: DarcySetup, full: bool, progress: bool) -> dict[str, np.ndarray]:
+    task = make_task(setup, progress=progress)
+    epochs = setup.phase1_epochs if full else setup.phase1_prefix
+    params, history = run_phase1(task, epochs=epochs, progress=progress)
+    out = {f"phase1/{key}": value for key, value in history.items()}
+    out.update({WEIGHT_PREFIX + key: value for key, value in params.items()})
+    out["config"] = _config_json(setup, epochs=epochs)
+    return out
+
+
+def _phase2_experiment(setup: DarcySetup, start: dict[str, np.ndarray], optimizer: str,
+                       seeds: tuple[int, ...], full: bool, progress: bool) -> dict[str, np.ndarray]:
+    task = make_task(setup)
+    epochs = setup.phase2_epochs if full else setup.phase2_prefix
+    out: dict[str, np.ndarray] = {}
+    for regime in REGIMES:
+        for seed in seeds if full else seeds[:1]:
+            _, history = run_phase2(task, start, regime=regime, seed=seed, optimizer=optimizer,
+                                    epochs=epochs, progress=progress)
+            out.update({f"{regime}/seed{seed}/{key}": value for key, value in history.items()})
+    out["config"] = _config_json(setup, optimizer=optimizer, epochs=epochs, seeds=list(seeds))
+    return out
+
+
+@register(PHASE1_NAME)
+def phase1(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Darcy 32x32, Phase 1: Adam on all ViT parameters (history and final weights)."""
+    return _phase1_experiment(BOOK, full, progress)
+
+
+def _stored_start() -> dict[str, np.ndarray]:
+    return phase1_weights(load(PHASE1_NAME))
+
+
+@register("darcy_phase2_adam")
+def phase2_adam(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Darcy 32x32, Phase 2 with Adam: only W_Q, W_K; none/log/power; three seeds."""
+    return _phase2_experiment(BOOK, _stored_start(), "adam", BOOK.seeds, full, progress)
+
+
+@register("darcy_phase2_sgd")
+def phase2_sgd(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Darcy 32x32, Phase 2 with plain SGD: only W_Q, W_K; none/log/power; one seed."""
+    return _phase2_experiment(BOOK, _stored_start(), "sgd", BOOK.seeds[:1], full, progress)
+
+
+@register("darcy_phase2_noisy")
+def phase2_noisy(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Darcy 32x32, Phase 2 with SGD plus Gaussian noise (Langevin): none/log/power; one seed."""
+    return _phase2_experiment(BOOK, _stored_start(), "noisy", BOOK.seeds[:1], full, progress)
+
+
+@register("darcy_large")
+def large(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Darcy 64x64, 1000 samples, width 64: Phase 1 then Phase 2 with Adam (long; not stored)."""
+    setup = LARGE if full else replace(LARGE, n_train=40, n_test=10)
+    out = _phase1_experiment(setup, full, progress)
+    start = phase1_weights(out)
+    out.update(_phase2_experiment(setup, start, "adam", setup.seeds, full, progress))
+    out["config"] = _config_json(setup)
+    return out
+
+
+def seed_series(stored: dict[str, np.ndarray], regime: str, quantity: str) -> np.ndarray:
+    """Stack ``quantity`` of every stored seed of ``regime``: shape ``(seeds, epochs + 1)``."""
+    keys = sorted(key for key in stored
+                  if key.startswith(f"{regime}/seed") and key.endswith(f"/{quantity}"))
+    if not keys:
+        raise KeyError(f"stored run has no {quantity!r} for regime {regime!r}")
+    return np.stack([stored[key] for key in keys])
+
+
+def log_slope(values: np.ndarray, *, last: int) -> float:
+    """Least-squares slope of ``log(values)`` per epoch over the last ``last`` epochs.
+
+    A norm growing without bound at a steady rate has a positive slope that does not decay;
+    a contained norm has a slope near 0 (or negative while it shrinks).
+    """
+    values = np.asarray(values, dtype=float)
+    epochs = np.arange(values.shape[-1])[-last:]
+    return float(np.polyfit(epochs, np.log(values[-last:]), 1)[0])
+
+
+def summarize_phase2(stored: dict[str, np.ndarray], *, last: int = 20) -> dict[str, dict[str, float]]:
+    """Per regime, the mean over seeds of the Phase-2 measurements the chapter reports.
+
+    Keys: ``rmse``, ``rel_l2`` (final test errors, physical units) with ``*_std`` (spread over
+    seeds; 0 for one seed), ``norm_WQ0``, ``norm_WK0``, ``norm_WQ``, ``norm_WK`` (start and end),
+    ``slope_WQ``, ``slope_WK`` (:func:`log_slope` over the last ``last`` epochs), ``gap0`` and
+    ``gap`` (test minus train data loss at the start and averaged over the last ``last``
+    epochs), ``gap_slope`` (least-squares slope per epoch of the gap over the second half).
+    """
+    summary: dict[str, dict[str, float]] = {}
+    for regime in REGIMES:
+        rmse = seed_series(stored, regime, "test_rmse")[:, -1]
+        rel = seed_series(stored, regime, "test_rel_l2")[:, -1]
+        wq = seed_series(stored, regime, "norm_WQ")
+        wk = seed_series(stored, regime, "norm_WK")
+        gap = seed_series(stored, regime, "test_loss") - seed_series(stored, regime, "train_loss")
+        half = gap.shape[1] // 2
+        summary[regime] = {
+            "rmse": float(rmse.mean()), "rmse_std": float(rmse.std()),
+            "rel_l2": float(rel.mean()), "rel_l2_std": float(rel.std()),
+            "norm_WQ0": float(wq[:, 0].mean()), "norm_WK0": float(wk[:, 0].mean()),
+            "norm_WQ": float(wq[:, -1].mean()), "norm_WK": float(wk[:, -1].mean()),
+            "slope_WQ": float(np.mean([log_slope(row, last=last) for row in wq])),
+            "slope_WK": float(np.mean([log_slope(row, last=last) for row in wk])),
+            "gap0": float(gap[:, 0].mean()), "gap": float(gap[:, -last:].mean()),
+            "gap_slope": float(np.polyfit(np.arange(half, gap.shape[1]),
+                                          gap[:, half:].mean(axis=0), 1)[0]),
+        }
+    return summary

@@ -1,0 +1,219 @@
+"""Tests of attnlib.algorithm: spectral init, preconditioning, contraction, baselines, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnlib import algorithm, attention, data, geometry, population
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(0)
+    problem = data.default_problem(rng=rng, d=4, p=6, kappa=5.0, noise_std=0.1)
+    x, y = problem.sample(60, rng=rng)
+    return problem, x, y
+
+
+def test_empirical_objective_gradient_matches_finite_differences(small) -> None:
+    problem, x, y = small
+    sigma_hat, _ = population.empirical_moments(x, y)
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((6, 4)) / 2, rng.standard_normal((4, 4)) / 2
+    value, loss, grad_a, grad_b = algorithm.empirical_objective_and_grad(a, b, x, y, sigma_hat,
+                                                                         lam=0.8)
+    assert value == pytest.approx(loss + population.regularizer(a, b, sigma_hat, lam=0.8))
+    h = 1e-6
+    for param, grad in ((a, grad_a), (b, grad_b)):
+        fd = np.zeros_like(param)
+        for idx in np.ndindex(param.shape):
+            old = param[idx]
+            param[idx] = old + h
+            plus = algorithm.empirical_objective_and_grad(a, b, x, y, sigma_hat, lam=0.8)[0]
+            param[idx] = old - h
+            minus = algorithm.empirical_objective_and_grad(a, b, x, y, sigma_hat, lam=0.8)[0]
+            param[idx] = old
+            fd[idx] = (plus - minus) / (2 * h)
+        np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_spectral_init_reproduces_m_hat_and_lies_on_s_hat(small) -> None:
+    _, x, y = small
+    sigma_hat, m_hat = population.empirical_moments(x, y)
+    a0, b0 = algorithm.spectral_init(sigma_hat, m_hat)
+    np.testing.assert_allclose(a0 @ sigma_hat @ b0.T, m_hat, atol=1e-10, rtol=0)
+    manifold_hat = geometry.minimizer_manifold(sigma_hat, m_hat)
+    assert manifold_hat.distance(a0, b0) < 1e-10
+    assert np.linalg.det(manifold_hat.project(a0, b0)[2]) > 0          # det = +1 component
+    result = algorithm.train(x, y, iterations=0)
+    np.testing.assert_allclose(result.A, a0, atol=1e-14)
+
+
+def _whitened_gd(u, v, z, y, *, lam, step, iterations, objective, xstar=None):
+    """Plain gradient descent on (U, V), written independently of attnlib.algorithm."""
+    path = [(u, v)]
+    for _ in range(iterations):
+        if objective == "empirical":     # L_hat(U S^-1/2, S^-1/2 V S^-1/2; X) = L_hat(U, V; Z)
+            _, gu, gv = attention.loss_and_grad(u, v, z, y)
+        else:
+            _, gu, gv = population.factor_loss_and_grad(u, v, xstar)
+        _, ru, rv = population.factor_regularizer_and_grad(u, v, lam=lam)
+        u, v = u - step * (gu + ru), v - step * (gv + rv)
+        path.append((u, v))
+    return path
+
+
+@pytest.mark.parametrize("objective", ["empirical", "closed_form"])
+def test_preconditioned_gd_is_plain_gd_in_factor_coordinates(small, objective: str) -> None:
+    _, x, y = small
+    sigma_hat, m_hat = population.empirical_moments(x, y)
+    half, inv_half = population.spd_sqrt(sigma_hat)
+    a0, b0 = algorithm.random_init(4, 6, rng=np.random.default_rng(2))
+    iterates = []
+    algorithm.train(x, y, init=(a0, b0), lam=0.7, step=0.05, iterations=15,
+                    objective=objective,
+                    callback=lambda k, a, b: iterates.append(population.to_factor(a, b, sigma_hat)))
+    path = _whitened_gd(a0 @ half, half @ b0 @ half, x @ inv_half, y, lam=0.7, step=0.05,
+                        iterations=15, objective=objective, xstar=m_hat @ half)
+    assert len(iterates) == len(path) == 16
+    for (u1, v1), (u2, v2) in zip(iterates, path):
+        np.testing.assert_allclose(u1, u2, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(v1, v2, rtol=0, atol=1e-12)
+
+
+def test_algorithm1_contracts_geometrically_on_the_population_objective() -> None:
+    """Rate bound [derived in attnlib.geometry]: near S, one step of preconditioned GD maps the
+    normal offset delta to (I - eta H) delta, H the Hessian at S with the closed-form spectrum
+    of ``minimum_hessian_eigenvalues``; so dist_P contracts per step by at most
+    mu = max_h |1 - eta h| over its nonzero eigenvalues (``gd_contraction_factor``).
+    The fitted rate must not exceed mu (to first order in the distance) and mu must be < 1."""
+    problem = data.default_problem(rng=np.random.default_rng(3), d=5, p=8, kappa=10.0)
+    manifold = geometry.minimizer_manifold(problem.Sigma, problem.M)
+    rng = np.random.default_rng(4)
+    a_s, b_s = manifold.point(data.random_rotation(5, rng=rng))
+    a0 = a_s + 0.05 * rng.standard_normal(a_s.shape)
+    b0 = b_s + 0.05 * rng.standard_normal(b_s.shape)
+    result = algorithm.train(init=(a0, b0), moments=(problem.Sigma, problem.M),
+                             objective="closed_form", iterations=3000, problem=problem)
+    dist = result.history["dist_P"]
+    mu = geometry.gd_contraction_factor(result.step, manifold.singular_values, problem.p, lam=1.0)
+    assert mu < 1
+    window = (dist < 1e-4) & (dist > 1e-11)          # linear regime, above rounding noise
+    steps = np.flatnonzero(window)
+    assert steps.size > 50
+    rate = float(np.exp(np.polyfit(steps, np.log(dist[steps]), 1)[0]))
+    assert rate <= mu * (1 + 1e-6)
+    ratios = dist[steps[1:]] / dist[steps[:-1]]
+    assert np.all(ratios <= mu * (1 + 1e-6))
+    assert rate >= mu - 1e-4                 # a generic start excites the slowest mode: tight
+    assert dist[-1] < 1e-6 * dist[0]
+    assert result.history["excess_risk"][-1] < 1e-12 * result.history["excess_risk"][0]
+
+
+def test_step_rule_curvature_bound_covers_random_points() -> None:
+    """||H(U, V)|| <= s_max + 1.5 (1 + lam) N (the bound behind the step rule)."""
+    rng = np.random.default_rng(5)
+    for trial in range(20):
+        xstar = rng.standard_normal((5, 3)) * rng.uniform(0.1, 3)
+        u = rng.standard_normal((5, 3)) * rng.uniform(0.01, 2)
+        v = rng.standard_normal((3, 3)) * rng.uniform(0.01, 2)
+        lam = rng.uniform(0, 3)
+        top = np.abs(np.linalg.eigvalsh(geometry.factor_hessian(u, v, xstar, lam=lam))).max()
+        size = np.sum(u ** 2) + np.sum(v ** 2)
+        assert top <= np.linalg.norm(xstar, 2) + 1.5 * (1 + lam) * size
+
+
+def test_renormalize_keeps_the_product_and_bounds_the_logit_scale(small) -> None:
+    _, x, y = small
+    sigma_hat, m_hat = population.empirical_moments(x, y)
+    half, _ = population.spd_sqrt(sigma_hat)
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((6, 4)), 5 * rng.standard_normal((4, 4))
+    a2, b2 = algorithm.renormalize(a, b, sigma_hat, 2.0)
+    np.testing.assert_allclose(a2 @ sigma_hat @ b2.T, a @ sigma_hat @ b.T, atol=1e-12)
+    assert np.linalg.norm(half @ b2 @ half) == pytest.approx(2.0, rel=1e-12)
+    a3, b3 = algorithm.renormalize(a, b / 100, sigma_hat, 2.0)     # already inside: unchanged
+    np.testing.assert_array_equal(b3, b / 100)
+    scale = geometry.minimizer_manifold(sigma_hat, m_hat).balanced_scale
+    result = algorithm.train(x, y, tau=scale * 1.5, init="random", rng=rng, iterations=5)
+    for_b = population.to_factor(result.A, result.B, sigma_hat)[1]
+    assert np.linalg.norm(for_b) <= scale * 1.5 * (1 + 1e-12)
+    with pytest.raises(ValueError, match="balanced scale"):
+        algorithm.train(x, y, tau=0.9 * scale, iterations=1)
+
+
+def test_sgd_with_the_full_batch_equals_gd(small) -> None:
+    _, x, y = small
+    common = dict(init="random", precondition=False, lam=0.0, step=0.1, iterations=5)
+    gd = algorithm.train(x, y, optimizer="gd", rng=np.random.default_rng(7), **common)
+    sgd = algorithm.train(x, y, optimizer="sgd", batch_size=x.shape[0],
+                          rng=np.random.default_rng(7), **common)
+    np.testing.assert_allclose(sgd.A, gd.A, atol=1e-13)
+    np.testing.assert_allclose(sgd.history["objective"], gd.history["objective"], rtol=1e-12)
+    small_batch = algorithm.train(x, y, optimizer="sgd", batch_size=8,
+                                  rng=np.random.default_rng(7), **common)
+    assert not np.allclose(small_batch.A, gd.A)
+
+
+def test_adam_first_step_moves_each_entry_by_the_learning_rate(small) -> None:
+    _, x, y = small
+    a0, b0 = algorithm.random_init(4, 6, rng=np.random.default_rng(8))
+    result = algorithm.train(x, y, optimizer="adam", init=(a0, b0), lam=0.0, precondition=False,
+                             step=1e-3, iterations=1)
+    _, grad_a, _ = attention.loss_and_grad(a0, b0, x, y)
+    np.testing.assert_allclose(result.A - a0, -1e-3 * np.sign(grad_a), rtol=1e-4)
+
+
+def test_history_contents_and_deployed_test_risk(small) -> None:
+    problem, x, y = small
+    x_test, y_test = problem.sample(40, rng=np.random.default_rng(9))
+    result = algorithm.train(x, y, iterations=12, problem=problem, test=(x_test, y_test),
+                             test_every=5)
+    h = result.history
+    for key in ("objective", "loss", "grad_norm", "dist_P_hat", "time", "excess_risk", "dist_P"):
+        assert h[key].shape == (13,)
+    np.testing.assert_array_equal(h["test_iteration"], [0, 5, 10, 12])
+    assert h["dist_P_hat"][0] < 1e-10                          # spectral init is on S_hat
+    expected = population.population_loss(result.A, result.B, problem.Sigma, problem.M)
+    assert h["excess_risk"][-1] == pytest.approx(expected, rel=1e-12)
+    prediction = attention.predict_new(result.A, result.B, x, x_test)
+    risk = 0.5 * np.mean(np.sum((x_test @ problem.M.T - prediction) ** 2, axis=1))
+    assert h["test_risk"][-1] == pytest.approx(risk, rel=1e-12)
+    assert np.all(np.diff(h["time"]) >= 0)
+
+
+def test_random_init_scale() -> None:
+    a, b = algorithm.random_init(50, 400, rng=np.random.default_rng(10), scale=0.3)
+    assert a.std() == pytest.approx(0.3 / np.sqrt(50), rel=0.02)
+    assert b.std() == pytest.approx(0.3 / np.sqrt(50), rel=0.05)
+
+
+def test_divergence_and_callback_stop_are_reported(small) -> None:
+    _, x, y = small
+    result = algorithm.train(x, y, step=1e3, iterations=50)
+    assert result.diverged and result.history["objective"].size < 51
+    assert np.all(np.isfinite(result.history["objective"]))
+    stopped = algorithm.train(x, y, iterations=50, callback=lambda k, a, b: k == 3)
+    assert stopped.stopped and stopped.history["objective"].size == 4
+
+
+def test_clear_errors(small) -> None:
+    problem, x, y = small
+    with pytest.raises(ValueError, match="step"):
+        algorithm.train(x, y, step=-0.1, iterations=1)
+    with pytest.raises(ValueError, match="tau"):
+        algorithm.train(x, y, tau=0.0, iterations=1)
+    with pytest.raises(ValueError, match="n >= d"):
+        algorithm.train(x[:3], y[:3], iterations=1)
+    with pytest.raises(ValueError, match="p = 3 rows < d = 4"):
+        algorithm.train(x, y[:, :3], iterations=1)
+    with pytest.raises(ValueError, match="singular"):
+        algorithm.train(np.column_stack([x[:, :3], x[:, 0]]), y, iterations=1)
+    with pytest.raises(ValueError, match="needs rng"):
+        algorithm.train(x, y, init="random", iterations=1)
+    with pytest.raises(ValueError, match="objective='empirical'"):
+        algorithm.train(x, y, optimizer="sgd", objective="closed_form",
+                        rng=np.random.default_rng(0), iterations=1)
+    with pytest.raises(ValueError, match="optimizer"):
+        algorithm.train(x, y, optimizer="lbfgs", iterations=1)

@@ -1,0 +1,95 @@
+"""Tests of attnlib.analysis: summaries of training histories (chapters 4-6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnlib import analysis
+
+
+def test_pad_histories_pads_with_nan_and_rejects_long_curves():
+    out = analysis.pad_histories([np.arange(3.0), np.arange(5.0)])
+    assert out.shape == (2, 5)
+    np.testing.assert_array_equal(out[0, :3], [0.0, 1.0, 2.0])
+    assert np.isnan(out[0, 3:]).all()
+    np.testing.assert_array_equal(out[1], np.arange(5.0))
+    assert analysis.pad_histories([np.ones(2)], length=4).shape == (1, 4)
+    with pytest.raises(ValueError, match="length = 2"):
+        analysis.pad_histories([np.ones(3)], length=2)
+    with pytest.raises(ValueError, match="1-D"):
+        analysis.pad_histories([np.ones((2, 2))])
+
+
+def test_seed_summary_matches_numpy_and_ignores_nan():
+    rng = np.random.default_rng(0)
+    curves = rng.standard_normal((5, 7))
+    summary = analysis.seed_summary(curves)
+    np.testing.assert_allclose(summary.median, np.median(curves, axis=0))
+    np.testing.assert_allclose(summary.lower, np.quantile(curves, 0.25, axis=0))
+    np.testing.assert_allclose(summary.upper, np.quantile(curves, 0.75, axis=0))
+    assert (summary.count == 5).all()
+    curves[0, 3:] = np.nan            # a run that diverged after iteration 2
+    curves[:, 6] = np.nan             # no run has a value at the last iteration
+    summary = analysis.seed_summary(curves, lower=0.1, upper=0.9)
+    np.testing.assert_allclose(summary.median[3], np.median(curves[1:, 3]))
+    np.testing.assert_allclose(summary.upper[4], np.quantile(curves[1:, 4], 0.9))
+    assert summary.count[3] == 4 and summary.count[6] == 0
+    assert np.isnan(summary.median[6]) and np.isnan(summary.lower[6])
+    with pytest.raises(ValueError, match="lower"):
+        analysis.seed_summary(curves, lower=0.8, upper=0.2)
+
+
+def test_iterations_to_threshold_first_crossing_and_not_reached():
+    curve = np.array([1.0, 0.5, 0.2, 0.3, 0.05])
+    assert analysis.iterations_to_threshold(curve, 0.25) == 2.0
+    assert analysis.iterations_to_threshold(curve, 1.0) == 0.0
+    assert analysis.iterations_to_threshold(curve, 0.01) == np.inf
+    many = np.stack([curve, np.full(5, np.nan), curve[::-1]])
+    np.testing.assert_array_equal(analysis.iterations_to_threshold(many, 0.25),
+                                  [2.0, np.inf, 0.0])
+    assert analysis.format_iterations(np.inf, 2000) == "not reached (> 2000)"
+    assert analysis.format_iterations(12.0, 2000) == "12"
+    with pytest.raises(ValueError, match="threshold"):
+        analysis.iterations_to_threshold(curve, -1.0)
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.lists(st.floats(0.0, 10.0), min_size=1, max_size=30), st.floats(0.0, 10.0))
+def test_iterations_to_threshold_property(values, threshold):
+    curve = np.array(values)
+    k = analysis.iterations_to_threshold(curve, threshold)
+    if np.isinf(k):
+        assert (curve > threshold).all()
+    else:
+        assert curve[int(k)] <= threshold and (curve[: int(k)] > threshold).all()
+
+
+def test_settling_iteration():
+    curve = np.array([5.0, 1.0, 2.0, 1.05, 0.99, 1.0])
+    assert analysis.settling_iteration(curve, rtol=0.1) == 3
+    assert analysis.settling_iteration(curve, rtol=0.02) == 4
+    assert analysis.settling_iteration(np.ones(4), rtol=0.0) == 0
+    assert analysis.settling_iteration(np.arange(1.0, 5.0), rtol=0.0) == 3
+    with pytest.raises(ValueError, match="NaN"):
+        analysis.settling_iteration(np.array([1.0, np.nan]), rtol=0.1)
+
+
+def test_geometric_rate_recovers_mu_and_floor():
+    k = np.arange(100)
+    curve = 0.3 + 2.0 * 0.93 ** k
+    fit = analysis.geometric_rate(curve, floor=0.3)
+    assert fit.mu == pytest.approx(0.93, rel=1e-10)
+    assert fit.intercept == pytest.approx(np.log(2.0), rel=1e-8)
+    assert fit.slope_stderr < 1e-10 and fit.residual_std < 1e-10
+    rng = np.random.default_rng(1)
+    noisy = 0.8 ** k[:40] * np.exp(0.05 * rng.standard_normal(40))
+    fit = analysis.geometric_rate(noisy, start=5, stop=40)
+    assert fit.mu_low < 0.8 < fit.mu_high
+    assert fit.mu_high - fit.mu_low < 0.01
+    with pytest.raises(ValueError, match="iteration 3"):
+        analysis.geometric_rate(np.array([1.0, 0.5, 0.25, 0.1, 0.05]), floor=0.1)
+    with pytest.raises(ValueError, match="at least 3"):
+        analysis.geometric_rate(curve, start=98)
