@@ -40,8 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import as_matrix, check_positive, check_spd
-from .population import (factor_loss_and_grad, factor_regularizer_and_grad, objective_and_grad,
-                         spd_sqrt)
+from .population import objective_and_grad, spd_sqrt
 
 __all__ = [
     "MinimizerManifold",

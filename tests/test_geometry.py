@@ -65,7 +65,8 @@ def test_distance_matches_brute_force_minimisation_over_both_components(seed: in
     def squared(w: np.ndarray, flip: bool) -> float:
         skew = np.array([[0, w[0], w[1]], [-w[0], 0, w[2]], [-w[1], -w[2], 0]])
         o = expm(skew) @ (reflection if flip else np.eye(3))
-        return float(np.sum((u - manifold.U_star @ o) ** 2) + np.sum((v - manifold.V_star @ o) ** 2))
+        return float(np.sum((u - manifold.U_star @ o) ** 2)
+                     + np.sum((v - manifold.V_star @ o) ** 2))
 
     brute = min(minimize(squared, rng.uniform(-np.pi, np.pi, 3), args=(flip,),
                          method="BFGS").fun for flip in (False, True) for _ in range(6))
@@ -94,7 +95,8 @@ def test_p_inner_is_the_frobenius_product_of_factor_coordinates() -> None:
 
 def test_factor_hessian_matches_finite_differences_of_the_gradient() -> None:
     rng = np.random.default_rng(7)
-    u, v, xstar = rng.standard_normal((4, 3)), rng.standard_normal((3, 3)), rng.standard_normal((4, 3))
+    u, v = rng.standard_normal((4, 3)), rng.standard_normal((3, 3))
+    xstar = rng.standard_normal((4, 3))
     lam = 0.7
     hessian = geometry.factor_hessian(u, v, xstar, lam=lam)
 

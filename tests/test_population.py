@@ -67,9 +67,11 @@ def test_regularizer_and_objective_gradients_match_finite_differences(lam: float
 
 def test_factor_gradients_match_finite_differences() -> None:
     rng = np.random.default_rng(4)
-    u, v, xstar = rng.standard_normal((5, 3)), rng.standard_normal((3, 3)), rng.standard_normal((5, 3))
+    u, v = rng.standard_normal((5, 3)), rng.standard_normal((3, 3))
+    xstar = rng.standard_normal((5, 3))
     _, gu, gv = population.factor_loss_and_grad(u, v, xstar)
-    fd = _central_difference(lambda u_, v_: population.factor_loss_and_grad(u_, v_, xstar)[0], [u, v])
+    fd = _central_difference(lambda u_, v_: population.factor_loss_and_grad(u_, v_, xstar)[0],
+                             [u, v])
     np.testing.assert_allclose(gu, fd[0], rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(gv, fd[1], rtol=1e-7, atol=1e-9)
     _, gu, gv = population.factor_regularizer_and_grad(u, v, lam=1.5)
