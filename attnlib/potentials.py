@@ -74,7 +74,9 @@ def bounded_well(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def log_well(theta: np.ndarray, *, alpha: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Slowly growing ``f = alpha log(1 + ||theta||^2)``, ``grad f = 2 alpha theta / (1 + ||theta||^2)``.
+    """Slowly growing ``f = alpha log(1 + ||theta||^2)``.
+
+    Gradient ``grad f = 2 alpha theta / (1 + ||theta||^2)``.
 
     f tends to infinity, but ``exp(-2 f / s) = (1 + ||theta||^2)^(-2 alpha / s)`` is integrable
     on R^D only when ``4 alpha / s > D``, and ``||grad f||^2 / s - Laplacian f -> 0``, so

@@ -21,7 +21,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # outputs are what nbval reproduces there.
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-os.environ.setdefault("MPLBACKEND", "Agg")
 
 
 def execute(path: Path, timeout: int = 600) -> float:

@@ -22,4 +22,4 @@ export VENV_PY
 # One BLAS thread per process keeps runs reproducible and avoids oversubscribing 2 cores
 # when notebooks run in parallel; attnlib's benchmarks set their own thread counts.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
-export MPLBACKEND=Agg PYDEVD_DISABLE_FILE_VALIDATION=1
+export PYDEVD_DISABLE_FILE_VALIDATION=1

@@ -19,7 +19,7 @@ def _ou_moments(t: float) -> tuple[float, float]:
 
 
 def _em_moments(h: float, n: int) -> tuple[float, float]:
-    """Exact mean and variance of the Euler-Maruyama chain x_{k+1} = (1 - a h) x_k + sqrt(s h) xi."""
+    """Exact mean and variance of the EM chain x_{k+1} = (1 - a h) x_k + sqrt(s h) xi."""
     rho = 1 - A * h
     return M0 * rho**n, S * h * (1 - rho ** (2 * n)) / (1 - rho**2)
 

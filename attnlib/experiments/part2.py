@@ -9,7 +9,8 @@ the problem seed 0):
   and its standard error, the mean block norms, and (full run only) the long-time average
   over the second half (the estimate of the Gibbs mean) and the lowest loss found by BFGS.
 * ``langevin_norms_<model>``: one temperature, four regularizers (none, weight decay, log,
-  power; lambda = 0.01); records the chain means of both block norms and of the loss.
+  power; lambda = 0.01); records the chain means of both block norms and of the loss; the
+  common start has i.i.d. N(0, 0.5^2) entries.
 
 ``full=False`` runs only the first ``PREFIX_STEPS`` steps of every run with the same seeds, so
 its history is the prefix of the full one (see :func:`attnlib.experiments.assert_prefix_matches`).
@@ -36,7 +37,9 @@ PREFIX_STEPS = 250
 TEMPERATURES = (0.02, 0.05, 0.2)
 TEMPERATURE_CHAINS = 128
 TEMPERATURE_STEPS = 5000        # time 100
-TEMPERATURE_RECORD = 10
+TEMPERATURE_RECORD = 5
+TEMPERATURE_INIT_SCALE = 1.5     # a start far above the Gibbs mean, so the approach is visible
+NORM_INIT_SCALE = 0.5
 
 NORM_REGULARIZERS = ("none", "weight_decay", "log", "power")
 NORM_TEMPERATURE = 0.05
@@ -53,9 +56,9 @@ def problem(model: str, regularizer: str, lam: float = LAM) -> FactorizedLoss:
                          regularizer=make_regularizer(regularizer, lam))
 
 
-def initial_point(prob: FactorizedLoss, chains: int) -> np.ndarray:
-    """All chains start at one point with i.i.d. N(0, 0.25) entries (seed ``INIT_SEED``)."""
-    start = 0.5 * np.random.default_rng(INIT_SEED).standard_normal(prob.dim)
+def initial_point(prob: FactorizedLoss, chains: int, scale: float) -> np.ndarray:
+    """All chains start at one point with i.i.d. N(0, scale^2) entries (seed ``INIT_SEED``)."""
+    start = scale * np.random.default_rng(INIT_SEED).standard_normal(prob.dim)
     return np.tile(start, (chains, 1))
 
 
@@ -85,7 +88,8 @@ def _temperatures(model: str, full: bool, progress: bool) -> dict[str, np.ndarra
     means, sems, norms, tails, tail_sems = [], [], [], [], []
     for i, s in enumerate(TEMPERATURES):
         run = langevin.euler_maruyama(
-            prob.loss_and_grad_flat, initial_point(prob, TEMPERATURE_CHAINS), step=STEP,
+            prob.loss_and_grad_flat,
+            initial_point(prob, TEMPERATURE_CHAINS, TEMPERATURE_INIT_SCALE), step=STEP,
             temperature=s, n_steps=n_steps, record_every=TEMPERATURE_RECORD,
             blocks=blocks(prob), rng=np.random.default_rng(1000 + i), progress=progress)
         mean, sem = langevin.chain_mean(run.loss)
@@ -99,6 +103,7 @@ def _temperatures(model: str, full: bool, progress: bool) -> dict[str, np.ndarra
     config = dict(model=model, regularizer="log", lam=LAM, step=STEP, temperatures=TEMPERATURES,
                   chains=TEMPERATURE_CHAINS, n_steps=TEMPERATURE_STEPS,
                   record_every=TEMPERATURE_RECORD, prefix_steps=PREFIX_STEPS,
+                  init_scale=TEMPERATURE_INIT_SCALE,
                   problem_seed=PROBLEM_SEED, init_seed=INIT_SEED, dim=prob.dim)
     history = {
         "times": run.times,
@@ -118,7 +123,8 @@ def _norms(model: str, full: bool, progress: bool) -> dict[str, np.ndarray]:
     for i, name in enumerate(NORM_REGULARIZERS):
         prob = problem(model, name)
         run = langevin.euler_maruyama(
-            prob.loss_and_grad_flat, initial_point(prob, NORM_CHAINS), step=STEP,
+            prob.loss_and_grad_flat, initial_point(prob, NORM_CHAINS, NORM_INIT_SCALE),
+            step=STEP,
             temperature=NORM_TEMPERATURE, n_steps=n_steps, record_every=NORM_RECORD,
             blocks=blocks(prob), rng=np.random.default_rng(2000 + i), progress=progress)
         means.append(run.loss.mean(axis=1))
@@ -126,6 +132,7 @@ def _norms(model: str, full: bool, progress: bool) -> dict[str, np.ndarray]:
     config = dict(model=model, regularizers=NORM_REGULARIZERS, lam=LAM, step=STEP,
                   temperature=NORM_TEMPERATURE, chains=NORM_CHAINS, n_steps=NORM_STEPS,
                   record_every=NORM_RECORD, prefix_steps=PREFIX_STEPS,
+                  init_scale=NORM_INIT_SCALE,
                   problem_seed=PROBLEM_SEED, init_seed=INIT_SEED)
     history = {
         "times": run.times,
