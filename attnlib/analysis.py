@@ -12,6 +12,8 @@ by iteration k = 0, 1, ..., K. The chapters compare methods over several seeds, 
   :func:`format_iterations` prints it;
 * :func:`settling_iteration`: the first iteration after which a curve stays within a relative
   tolerance of its last value (a convergence criterion that needs no known limit);
+* :func:`balance`: the imbalance ``||U^T U - V^T V||_F`` and the softmax scale ``||V||_F`` of
+  a parameter pair, the two quantities the regularizer and the renormalization act on;
 * :func:`geometric_rate`: a least-squares fit ``log(curve[k] - floor) = c + k log mu`` over a
   window of iterations, the geometric rate mu with a standard error, for statements of the form
   ``error <~ mu^m`` (Theorem 2 of Goel et al. 2026 as the seeds state it).
@@ -25,6 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from ._validation import check_int, check_positive
+from .population import to_factor
 
 __all__ = [
     "SeedSummary",
@@ -35,6 +38,7 @@ __all__ = [
     "format_iterations",
     "settling_iteration",
     "geometric_rate",
+    "balance",
 ]
 
 
@@ -213,3 +217,15 @@ def geometric_rate(curve: object, *, start: int = 0, stop: int | None = None,
     return RateFit(mu=float(np.exp(coef[1])), slope=float(coef[1]), slope_stderr=stderr,
                    intercept=float(coef[0]), residual_std=float(np.sqrt(sigma2)),
                    start=start, stop=stop)
+
+
+def balance(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray) -> tuple[float, float]:
+    """Return ``(||U^T U - V^T V||_F, ||V||_F)`` with ``(U, V) = (A Sigma^{1/2},
+    Sigma^{1/2} B Sigma^{1/2})``.
+
+    The first is the imbalance that the regularizer ``R = lambda/8 ||U^T U - V^T V||_F^2``
+    penalises (zero on S); the second is the softmax scale that renormalization bounds by tau
+    (``sqrt(trace D)`` everywhere on S). Pass ``Sigma_hat`` for the empirical versions.
+    """
+    u, v = to_factor(A, B, Sigma)
+    return float(np.linalg.norm(u.T @ u - v.T @ v)), float(np.linalg.norm(v))

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib import analysis
+from attnlib import analysis, data, geometry, population
 
 
 def test_pad_histories_pads_with_nan_and_rejects_long_curves():
@@ -93,3 +93,16 @@ def test_geometric_rate_recovers_mu_and_floor():
         analysis.geometric_rate(np.array([1.0, 0.5, 0.25, 0.1, 0.05]), floor=0.1)
     with pytest.raises(ValueError, match="at least 3"):
         analysis.geometric_rate(curve, start=98)
+
+
+def test_balance_matches_regularizer_and_is_zero_on_s():
+    rng = np.random.default_rng(2)
+    problem = data.default_problem(rng=rng, d=4, p=6)
+    a, b = rng.standard_normal((6, 4)), rng.standard_normal((4, 4))
+    gap, scale = analysis.balance(a, b, problem.Sigma)
+    assert gap ** 2 == pytest.approx(8.0 * population.regularizer(a, b, problem.Sigma, lam=1.0))
+    u, v = population.to_factor(a, b, problem.Sigma)
+    assert scale == pytest.approx(np.linalg.norm(v))
+    manifold = geometry.minimizer_manifold(problem.Sigma, problem.M)
+    gap, scale = analysis.balance(*manifold.point(), problem.Sigma)
+    assert gap < 1e-12 and scale == pytest.approx(manifold.balanced_scale)
