@@ -44,7 +44,7 @@ import numpy as np
 from .. import algorithm, analysis, attention, data, population
 from ..data import RegressionProblem
 from . import register
-from .part1 import D, ITERATIONS, KAPPA, N, N_TEST, NOISE_STD, P, SEEDS, _grid
+from .part1 import D, ITERATIONS, KAPPA, N, N_TEST, NOISE_STD, P, SEEDS, recorded_iterations
 
 __all__ = [
     "KAPPAS",
@@ -108,7 +108,7 @@ def paper1_condition_sweep(full: bool = True, progress: bool = False) -> dict[st
     """Condition-number sweep (kappa 1..1000, X* fixed): iterations to a fixed excess risk."""
     iterations = SWEEP_ITERATIONS if full else SWEEP_PREFIX
     seeds = SWEEP_SEEDS if full else SWEEP_SEEDS[:1]
-    grid = _grid(iterations)
+    grid = recorded_iterations(iterations)
     history: dict[str, np.ndarray] = {"kappas": np.asarray(KAPPAS),
                                       "thresholds": np.asarray(THRESHOLDS), "iteration": grid}
     for seed in seeds:
@@ -154,7 +154,7 @@ def _balance_recorder(sigma_hat: np.ndarray, grid: np.ndarray, out: dict[str, li
 def ch4_defaults_ablations(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Chapter 4 at the defaults: Algorithm 1, without regularizer, with renormalization."""
     iterations = ITERATIONS if full else ABLATION_PREFIX
-    grid = _grid(iterations)
+    grid = recorded_iterations(iterations)
     problem, (x, y), _ = defaults_data(SEEDS[0])
     sigma_hat, m_hat = population.empirical_moments(x, y)
     tau = float(np.sqrt(np.linalg.svd(population.target(m_hat, sigma_hat),
@@ -193,7 +193,7 @@ def ch4_small_n_renormalization(full: bool = True, progress: bool = False
     """Chapter 4 at n = 20: both masks, renormalization off/on, Algorithm 1 and Adam (lam=0)."""
     iterations = SMALL_ITERATIONS if full else SMALL_PREFIX
     seeds = SEEDS if full else SEEDS[:1]
-    grid = _grid(iterations)
+    grid = recorded_iterations(iterations)
     methods = {"algorithm1": algorithm.METHODS["algorithm1"],
                "adam_no_reg": dict(optimizer="adam", init="spectral", precondition=False,
                                    lam=0.0)}

@@ -38,7 +38,8 @@ TEST_EVERY = 10
 CURVES = ("excess_risk", "objective", "loss", "dist_P", "dist_P_hat", "grad_norm")
 
 
-def _grid(iterations: int) -> np.ndarray:
+def recorded_iterations(iterations: int) -> np.ndarray:
+    """Iterations at which Part I histories are recorded: every one up to 100, then every 10th."""
     return np.unique(np.concatenate([np.arange(min(iterations, 100) + 1),
                                      np.arange(0, iterations + 1, 10)]))
 
@@ -56,7 +57,7 @@ def run_defaults_seed(seed: int, *, iterations: int, progress: bool = False
     problem = data.default_problem(rng=rng, d=D, p=P, kappa=KAPPA, noise_std=NOISE_STD)
     x, y = problem.sample(N, rng=rng)
     test = problem.sample(N_TEST, rng=rng)
-    grid = _grid(iterations)
+    grid = recorded_iterations(iterations)
     out: dict[str, list] = {key: [] for key in CURVES + ("test_risk", "step", "seconds")}
     for options in algorithm.METHODS.values():
         result = algorithm.train(x, y, **options, iterations=iterations, problem=problem,
@@ -83,7 +84,7 @@ def paper1_defaults(full: bool = True, progress: bool = False) -> dict[str, np.n
     iterations = ITERATIONS if full else PREFIX_ITERATIONS
     seeds = SEEDS if full else SEEDS[:1]
     history: dict[str, np.ndarray] = {
-        "iteration": _grid(iterations),
+        "iteration": recorded_iterations(iterations),
         "test_iteration": np.unique(np.r_[np.arange(0, iterations + 1, TEST_EVERY), iterations]),
         "ols_formula": np.asarray(population.ols_excess_risk(N, D, P, NOISE_STD)),
     }
