@@ -1,4 +1,4 @@
-"""Darcy-flow data: random piecewise-constant coefficients and a flux-form sparse solver (Chapter 11).
+"""Darcy-flow data: random two-valued coefficients and a flux-form sparse solver (Chapter 11).
 
 The benchmark of Li et al. (Fourier Neural Operator, ICLR 2021) on the unit square
 ``Omega = (0, 1)^2``:
@@ -56,7 +56,10 @@ __all__ = [
 
 
 def grf_spectrum(size: int, *, alpha: float = 2.0, tau: float = 3.0) -> np.ndarray:
-    """Return ``coef[k1, k2] = tau^(alpha-1) (pi^2 (k1^2 + k2^2) + tau^2)^(-alpha/2)`` (``size x size``)."""
+    """Return ``coef[k1, k2] = tau^(alpha-1) (pi^2 (k1^2 + k2^2) + tau^2)^(-alpha/2)``.
+
+    Shape ``(size, size)``, ``0 <= k1, k2 < size``.
+    """
     size = check_int("size", size, minimum=2)
     alpha = check_positive("alpha", alpha)
     tau = check_positive("tau", tau)
@@ -150,7 +153,7 @@ def flux_residual(a: np.ndarray, u: np.ndarray, f: np.ndarray | float = 1.0) -> 
 
 
 def solve(a: np.ndarray, f: np.ndarray | float = 1.0) -> np.ndarray:
-    """Solve ``-div(a grad u) = f`` with ``u = 0`` on the boundary; return ``u`` on all ``s x s`` nodes.
+    """Solve ``-div(a grad u) = f``, ``u = 0`` on the boundary; return ``u`` on all ``s x s`` nodes.
 
     ``f`` is a scalar or an ``s x s`` array of nodal values (only interior values are used).
     Sparse LU (``splu``) of the flux-form matrix of :func:`assemble_operator`.

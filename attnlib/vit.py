@@ -272,11 +272,12 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
 
     ``trainable`` names the parameters that move (default: all); ``regularizer`` (a
     :class:`attnlib.regularizers.Regularizer`, ``R(W) = lambda g(||W||_F^2)``) is added for
-    ``W_Q`` and ``W_K`` and requires both to be trainable. The history has one row per epoch, row 0 before training: ``epoch``,
-    ``train_loss`` and ``test_loss`` (the data term ``L`` over the whole set), ``reg``
-    (``R(W_Q) + R(W_K)``), ``norm_WQ``, ``norm_WK`` (Frobenius), and every key the optional
-    ``callback(params)`` returns. ``dtype`` is the working precision of the parameters, data
-    and optimiser state (float32 is about three times faster on a CPU; float64 by default).
+    ``W_Q`` and ``W_K`` and requires both to be trainable. The history has one row per epoch,
+    row 0 before training: ``epoch``, ``train_loss`` and ``test_loss`` (the data term ``L``
+    over the whole set), ``reg`` (``R(W_Q) + R(W_K)``), ``norm_WQ``, ``norm_WK`` (Frobenius),
+    and every key the optional ``callback(params)`` returns. ``dtype`` is the working precision
+    of the parameters, data and optimiser state (float32 is about three times faster on a CPU;
+    float64 by default).
     """
     epochs = check_int("epochs", epochs, minimum=0)
     batch_size = check_int("batch_size", batch_size, minimum=1)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from attnlib import darcy
+from attnlib import darcy, vit
 
 
 def _grid(size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,3 +121,72 @@ def test_input_errors_name_the_argument() -> None:
         darcy.sample_grf(8, 2, rng=0)
     with pytest.raises(ValueError, match="size"):
         darcy.generate(2, 2, seed=0)
+
+
+def test_experiment_prefix_replays_the_start_of_a_longer_run() -> None:
+    from dataclasses import replace
+
+    from attnlib import experiments
+    from attnlib.experiments import darcy as dx
+
+    setup = replace(dx.BOOK, size=8, n_train=12, n_test=4, patch=4, width=4, key_dim=4,
+                    hidden=4, phase2_batch=4, seeds=(0, 1))
+    task = dx.make_task(setup)
+    long1 = dx.phase1_history(task, epochs=3)
+    short1 = dx.phase1_history(task, epochs=1)
+    experiments.assert_prefix_matches(long1, short1, rtol=0,
+                                      keys=[k for k in short1 if k.startswith("phase1/")])
+    start = dx.phase1_weights(long1)
+    assert set(start) == set(vit.init_params(dx.model_config(setup), rng=np.random.default_rng(0)))
+    long2 = dx.phase2_history(task, start, optimizer="noisy", seeds=(0, 1), epochs=2)
+    short2 = dx.phase2_history(task, start, optimizer="noisy", seeds=(0,), epochs=1)
+    experiments.assert_prefix_matches(long2, short2, rtol=0,
+                                      keys=[k for k in short2 if k != "config"])
+    assert dx.seed_series(long2, "log", "norm_WQ").shape == (2, 3)
+    # every regime starts from the same Phase-1 weights
+    for regime in dx.REGIMES:
+        np.testing.assert_allclose(long2[f"{regime}/seed1/norm_WQ"][0],
+                                   np.linalg.norm(start["W_Q"]), rtol=1e-6)
+    summary = dx.summarize_phase2(long2, last=2)
+    assert set(summary) == set(dx.REGIMES)
+    assert np.isfinite(summary["power"]["rel_l2"])
+
+
+def test_log_slope_recovers_an_exponential_rate() -> None:
+    from attnlib.experiments import darcy as dx
+
+    values = 3.0 * np.exp(0.02 * np.arange(50))
+    assert dx.log_slope(values, last=10) == pytest.approx(0.02, rel=1e-9)
+    assert dx.log_slope(np.full(30, 4.0), last=10) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_gibbs_mode_norm_solves_the_stationarity_equation() -> None:
+    from attnlib.experiments import darcy as dx
+    from attnlib.regularizers import Regularizer
+
+    # weight decay: t = s (m/2 - 1) / (2 lambda) in closed form
+    decay = Regularizer("weight_decay", lam=0.01)
+    assert dx.gibbs_mode_norm(decay, temperature=0.5, entries=10) ** 2 == pytest.approx(
+        0.5 * 4 / 0.02, rel=1e-9)
+    log = Regularizer("log", lam=1e-3)
+    t = dx.gibbs_mode_norm(log, temperature=0.2, entries=64) ** 2
+    assert t * (np.log1p(t) + t / (1 + t)) == pytest.approx(0.2 * 31 / 2e-3, rel=1e-9)
+    with pytest.raises(ValueError, match="active"):
+        dx.gibbs_mode_norm(Regularizer("none"), temperature=1.0, entries=10)
+
+
+def test_orbit_min_norm_is_reached_by_the_balanced_factorisation() -> None:
+    from attnlib.experiments import darcy as dx
+
+    rng = np.random.default_rng(8)
+    w_q, w_k = rng.standard_normal((6, 3)), 3.0 * rng.standard_normal((6, 3))
+    target = dx.orbit_min_norm(w_q, w_k)
+    u, sigma, vt = np.linalg.svd(w_q @ w_k.T, full_matrices=False)
+    balanced_q, balanced_k = u * np.sqrt(sigma), vt.T * np.sqrt(sigma)
+    np.testing.assert_allclose(balanced_q @ balanced_k.T, w_q @ w_k.T, atol=1e-10)
+    total = np.sum(balanced_q**2) + np.sum(balanced_k**2)
+    assert total == pytest.approx(2 * target**2, rel=1e-9)
+    # any other point of the orbit has a larger total
+    g = np.eye(3) + 0.3 * rng.standard_normal((3, 3))
+    moved = np.sum((w_q @ g) ** 2) + np.sum((w_k @ np.linalg.inv(g).T) ** 2)
+    assert moved >= 2 * target**2 - 1e-9

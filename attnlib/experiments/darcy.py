@@ -11,6 +11,7 @@ Registered configurations (``python -m attnlib.experiments NAME``):
 * ``darcy_phase1``: book scale, Phase 1 (stores the per-epoch history and the final weights);
 * ``darcy_phase2_adam``, ``darcy_phase2_sgd``, ``darcy_phase2_noisy``: book scale, Phase 2
   from the stored Phase-1 weights (run ``darcy_phase1`` first);
+* ``darcy_phase2_noisy_strong``: as ``darcy_phase2_noisy`` with the larger ``STRONG_LAM``;
 * ``darcy_large``: a larger configuration (64 x 64 grid, more data, wider model, both phases).
 
 Histories are stored with keys ``"<regime>/seed<k>/<quantity>"`` (one row per epoch) so that a
@@ -64,6 +65,8 @@ class DarcySetup:
 
 
 BOOK = DarcySetup()
+#: [choice] a strength large enough to confine the noisy-SGD chain within the run (not "low")
+STRONG_LAM = 1e-3
 LARGE = DarcySetup(size=64, n_train=1000, n_test=200, patch=8, width=64, key_dim=64,
                    hidden=128, phase1_epochs=150, phase2_epochs=300)
 
@@ -91,7 +94,7 @@ class DarcyTask:
                                                       patch=self.setup.patch))
 
     def test_metrics(self, params: dict[str, np.ndarray]) -> dict[str, float]:
-        """Test RMSE and relative L2 error in physical units (keys ``test_rmse``, ``test_rel_l2``)."""
+        """Test RMSE and relative L2 error in physical units (``test_rmse``, ``test_rel_l2``)."""
         a, u = self.test_fields
         return {f"test_{key}": value
                 for key, value in vit.field_metrics(self.predict(params, a), u).items()}
@@ -163,28 +166,66 @@ def phase1_weights(stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             if key.startswith(WEIGHT_PREFIX)}
 
 
-def _phase1_experiment(setup: DarcySetup, full: bool, progress: bool) -> dict[str, np.ndarray]:
-    task = make_task(setup, progress=progress)
-    epochs = setup.phase1_epochs if full else setup.phase1_prefix
+def phase1_history(task: DarcyTask, *, epochs: int, progress: bool = False
+                   ) -> dict[str, np.ndarray]:
+    """Run Phase 1 for ``epochs`` epochs; history keys ``phase1/<quantity>`` plus the weights."""
     params, history = run_phase1(task, epochs=epochs, progress=progress)
     out = {f"phase1/{key}": value for key, value in history.items()}
     out.update({WEIGHT_PREFIX + key: value for key, value in params.items()})
-    out["config"] = _config_json(setup, epochs=epochs)
+    out["config"] = _config_json(task.setup, epochs=epochs)
     return out
+
+
+def phase2_history(task: DarcyTask, start: dict[str, np.ndarray], *, optimizer: str,
+                   seeds: tuple[int, ...], epochs: int, progress: bool = False
+                   ) -> dict[str, np.ndarray]:
+    """Run Phase 2 for every regime and seed; history keys ``<regime>/seed<k>/<quantity>``."""
+    out: dict[str, np.ndarray] = {}
+    for regime in REGIMES:
+        for seed in seeds:
+            _, history = run_phase2(task, start, regime=regime, seed=seed, optimizer=optimizer,
+                                    epochs=epochs, progress=progress)
+            out.update({f"{regime}/seed{seed}/{key}": value for key, value in history.items()})
+    out["config"] = _config_json(task.setup, optimizer=optimizer, epochs=epochs,
+                                 seeds=list(seeds))
+    return out
+
+
+#: Stored Phase-2 runs: name -> (optimizer, lambda, seeds).
+PHASE2_RUNS = {
+    "darcy_phase2_adam": ("adam", BOOK.lam, BOOK.seeds),
+    "darcy_phase2_sgd": ("sgd", BOOK.lam, BOOK.seeds[:1]),
+    "darcy_phase2_noisy": ("noisy", BOOK.lam, BOOK.seeds[:1]),
+    "darcy_phase2_noisy_strong": ("noisy", STRONG_LAM, BOOK.seeds[:1]),
+}
+
+
+def phase2_run(name: str, task: DarcyTask, start: dict[str, np.ndarray], *,
+               full: bool, progress: bool = False) -> dict[str, np.ndarray]:
+    """Run the stored Phase-2 configuration ``name`` (see :data:`PHASE2_RUNS`) on ``task``.
+
+    ``full=False`` runs the replayed prefix: the first seed, ``phase2_prefix`` epochs.
+    """
+    optimizer, lam, seeds = PHASE2_RUNS[name]
+    setup = replace(task.setup, lam=lam)
+    return phase2_history(replace(task, setup=setup), start, optimizer=optimizer,
+                          seeds=seeds if full else seeds[:1],
+                          epochs=setup.phase2_epochs if full else setup.phase2_prefix,
+                          progress=progress)
+
+
+def _phase1_experiment(setup: DarcySetup, full: bool, progress: bool) -> dict[str, np.ndarray]:
+    return phase1_history(make_task(setup, progress=progress),
+                          epochs=setup.phase1_epochs if full else setup.phase1_prefix,
+                          progress=progress)
 
 
 def _phase2_experiment(setup: DarcySetup, start: dict[str, np.ndarray], optimizer: str,
                        seeds: tuple[int, ...], full: bool, progress: bool) -> dict[str, np.ndarray]:
-    task = make_task(setup)
-    epochs = setup.phase2_epochs if full else setup.phase2_prefix
-    out: dict[str, np.ndarray] = {}
-    for regime in REGIMES:
-        for seed in seeds if full else seeds[:1]:
-            _, history = run_phase2(task, start, regime=regime, seed=seed, optimizer=optimizer,
-                                    epochs=epochs, progress=progress)
-            out.update({f"{regime}/seed{seed}/{key}": value for key, value in history.items()})
-    out["config"] = _config_json(setup, optimizer=optimizer, epochs=epochs, seeds=list(seeds))
-    return out
+    return phase2_history(make_task(setup), start, optimizer=optimizer,
+                          seeds=seeds if full else seeds[:1],
+                          epochs=setup.phase2_epochs if full else setup.phase2_prefix,
+                          progress=progress)
 
 
 @register(PHASE1_NAME)
@@ -200,19 +241,29 @@ def _stored_start() -> dict[str, np.ndarray]:
 @register("darcy_phase2_adam")
 def phase2_adam(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Darcy 32x32, Phase 2 with Adam: only W_Q, W_K; none/log/power; three seeds."""
-    return _phase2_experiment(BOOK, _stored_start(), "adam", BOOK.seeds, full, progress)
+    return phase2_run("darcy_phase2_adam", make_task(BOOK), _stored_start(), full=full,
+                      progress=progress)
 
 
 @register("darcy_phase2_sgd")
 def phase2_sgd(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Darcy 32x32, Phase 2 with plain SGD: only W_Q, W_K; none/log/power; one seed."""
-    return _phase2_experiment(BOOK, _stored_start(), "sgd", BOOK.seeds[:1], full, progress)
+    return phase2_run("darcy_phase2_sgd", make_task(BOOK), _stored_start(), full=full,
+                      progress=progress)
 
 
 @register("darcy_phase2_noisy")
 def phase2_noisy(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Darcy 32x32, Phase 2 with SGD plus Gaussian noise (Langevin): none/log/power; one seed."""
-    return _phase2_experiment(BOOK, _stored_start(), "noisy", BOOK.seeds[:1], full, progress)
+    return phase2_run("darcy_phase2_noisy", make_task(BOOK), _stored_start(), full=full,
+                      progress=progress)
+
+
+@register("darcy_phase2_noisy_strong")
+def phase2_noisy_strong(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Darcy 32x32, Phase 2 with noisy SGD and a strong lambda = STRONG_LAM; one seed."""
+    return phase2_run("darcy_phase2_noisy_strong", make_task(BOOK), _stored_start(), full=full,
+                      progress=progress)
 
 
 @register("darcy_large")
@@ -246,7 +297,8 @@ def log_slope(values: np.ndarray, *, last: int) -> float:
     return float(np.polyfit(epochs, np.log(values[-last:]), 1)[0])
 
 
-def summarize_phase2(stored: dict[str, np.ndarray], *, last: int = 20) -> dict[str, dict[str, float]]:
+def summarize_phase2(stored: dict[str, np.ndarray], *,
+                     last: int = 20) -> dict[str, dict[str, float]]:
     """Per regime, the mean over seeds of the Phase-2 measurements the chapter reports.
 
     Keys: ``rmse``, ``rel_l2`` (final test errors, physical units) with ``*_std`` (spread over
@@ -275,3 +327,37 @@ def summarize_phase2(stored: dict[str, np.ndarray], *, last: int = 20) -> dict[s
                                           gap[:, half:].mean(axis=0), 1)[0]),
         }
     return summary
+
+
+def gibbs_mode_norm(regularizer: Regularizer, *, temperature: float, entries: int) -> float:
+    """Most likely ``||W||_F`` of one block under ``exp(-2 R(W) / s)`` (the flat-orbit picture).
+
+    Along an orbit where the data loss is constant the Gibbs density ``exp(-2 f / s)`` of a block
+    with ``m = entries`` coordinates is, in ``t = ||W||_F^2``, proportional to
+    ``t^(m/2 - 1) exp(-2 lambda g(t) / s)``; its mode solves
+    ``t g'(t) = s (m/2 - 1) / (2 lambda)`` (``s`` the temperature). Returns ``sqrt(t)``.
+    """
+    from scipy.optimize import brentq
+
+    if not regularizer.active:
+        raise ValueError("regularizer must be active (lam > 0): without it there is no mode")
+    if temperature <= 0 or entries < 3:
+        raise ValueError("temperature must be > 0 and entries >= 3")
+    target = temperature * (entries / 2 - 1) / (2 * regularizer.lam)
+    equation = lambda t: t * float(regularizer.dg(t)) - target  # noqa: E731
+    high = 1.0
+    while equation(high) < 0:
+        high *= 2.0
+    return float(np.sqrt(brentq(equation, 0.0, high, xtol=1e-12, rtol=1e-12)))
+
+
+def orbit_min_norm(w_q: np.ndarray, w_k: np.ndarray) -> float:
+    """Smallest balanced norm on the orbit ``(W_Q G, W_K G^{-T})``: ``sqrt(||W_Q W_K^T||_*)``.
+
+    ``min_G (||W_Q G||_F^2 + ||W_K G^{-T}||_F^2) = 2 ||W_Q W_K^T||_*`` (nuclear norm; reached by
+    the balanced SVD factorisation when ``W_Q, W_K`` have full column rank), so a regularizer can
+    shrink both norms down to this value without changing the model's function.
+    """
+    w_q = np.asarray(w_q, dtype=float)
+    w_k = np.asarray(w_k, dtype=float)
+    return float(np.sqrt(np.linalg.svd(w_q @ w_k.T, compute_uv=False).sum()))
