@@ -18,9 +18,10 @@ Exact gradient (reverse mode, derived in chapter 1): with residuals ``r_j = A h_
     dL/dB = sum_j x_j [ sum_i w_ji (g_j . x_i - c_j) x_i ]^T = X^T (W o (G X^T - c 1^T)) X .
 
 Memory (chapter 1 and the benchmarks appendix): query rows are processed in blocks of
-``block_size`` rows; each block holds two ``block_size x n`` arrays and nothing else of size
-n x n, so the peak memory is O(n * block_size + n (d + p)). One block (``block_size >= n``)
-is the direct computation; the block size is chosen automatically from n
+``block_size`` rows; each thread holds two ``block_size x n`` work arrays, reused from block to
+block, and nothing else of size n x n, so the peak memory is O(n * block_size + n (d + p)).
+One block (``block_size >= n``) is the direct computation, kept as the tested reference of
+the blocked one; the block size is chosen automatically from n
 (:func:`auto_block_size`) unless given. Every path computes the softmax in
 :func:`_softmax_rows` (row-maximum subtraction), float64 by default; ``dtype=np.float32``
 runs the block arithmetic in single precision (results returned in float64).
@@ -39,6 +40,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Iterator, Literal, TypeVar
@@ -124,9 +126,12 @@ def _resolve_block(block_size: int | None, n_queries: int, n_keys: int) -> int:
     return min(check_int("block_size", block_size, minimum=1), n_queries)
 
 
+_DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
+
+
 def _resolve_workers(workers: int | None, n_blocks: int) -> int:
     if workers is None:
-        workers = min(2, os.cpu_count() or 1)
+        workers = _DEFAULT_WORKERS
     return min(check_int("workers", workers, minimum=1), n_blocks)
 
 
@@ -159,20 +164,57 @@ def _single_blas_thread() -> Iterator[None]:
         _SET_LOCAL_BLAS_THREADS(previous)
 
 
-def _run_blocks(work: Callable[[int, int], T], n_queries: int, block: int,
-                workers: int | None) -> list[T]:
-    """``[work(start, stop) for each block]`` in block order, on ``workers`` threads."""
+#: Work arrays up to this many entries per thread are kept between calls (see _scratch).
+_SCRATCH_KEEP = 4 * BLOCK_ELEMENTS
+_THREAD_STATE = threading.local()
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+os.register_at_fork(after_in_child=_POOLS.clear)
+
+
+def _scratch(count: int, block: int, width: int, dtype: np.dtype) -> list[np.ndarray]:
+    """``count`` work arrays of shape ``(block, width)`` for the calling thread.
+
+    Small ones (the automatic block sizes) are cached per thread and reused across blocks and
+    calls: allocating fresh multi-megabyte arrays costs page faults that, measured on the
+    book's machine, took several times longer than the arithmetic done on them.
+    """
+    size = block * width
+    cached = getattr(_THREAD_STATE, "scratch", None)
+    if (cached is None or len(cached) < count or cached[0].dtype != dtype
+            or cached[0].size < size):
+        cached = [np.empty(size, dtype=dtype) for _ in range(count)]
+        if count * size <= _SCRATCH_KEEP:
+            _THREAD_STATE.scratch = cached
+    return [array[:size].reshape(block, width) for array in cached[:count]]
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """A persistent pool per thread count (its threads keep their scratch arrays)."""
+    if threads not in _POOLS:
+        _POOLS[threads] = ThreadPoolExecutor(max_workers=threads,
+                                             thread_name_prefix="attnlib-attention")
+    return _POOLS[threads]
+
+
+def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int, block: int,
+                workers: int | None, *, buffers: int, width: int, dtype: np.dtype) -> list[T]:
+    """``[work(start, stop, scratch) for each block]`` in block order, on ``workers`` threads.
+
+    ``scratch`` holds ``buffers`` work arrays with ``stop - start`` rows and ``width`` columns
+    (from :func:`_scratch`); every block runs with a single BLAS thread.
+    """
     spans = list(_blocks(n_queries, block))
     threads = _resolve_workers(workers, len(spans))
 
     def run(span: tuple[int, int]) -> T:
+        rows = span[1] - span[0]
+        scratch = _scratch(buffers, block, width, dtype)
         with _single_blas_thread():
-            return work(*span)
+            return work(span[0], span[1], [array[:rows] for array in scratch])
 
     if threads == 1:
         return [run(span) for span in spans]
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        return list(pool.map(run, spans))
+    return list(_pool(threads).map(run, spans))
 
 
 # ---------------------------------------------------------------------------- softmax
@@ -196,7 +238,7 @@ def _softmax_rows(logits: np.ndarray, self_columns: np.ndarray | None) -> tuple[
     return logits, logits.sum(axis=1)
 
 
-def _blocks(n_queries: int, block: int):
+def _blocks(n_queries: int, block: int) -> Iterator[tuple[int, int]]:
     for start in range(0, n_queries, block):
         yield start, min(start + block, n_queries)
 
@@ -234,15 +276,17 @@ def _hidden(b: np.ndarray, keys: np.ndarray, queries: np.ndarray, loo: bool,
     m = queries.shape[0]
     block = _resolve_block(block_size, m, keys.shape[0])
     keys_t = keys.astype(dtype, copy=False)
+    keys_tt = np.ascontiguousarray(keys_t.T)
     queries_b = (queries @ b).astype(dtype, copy=False)
     hidden = np.empty((m, keys.shape[1]))
 
-    def work(start: int, stop: int) -> None:
+    def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
         self_columns = np.arange(start, stop) if loo else None
-        e, z = _softmax_rows(queries_b[start:stop] @ keys_t.T, self_columns)
+        logits = np.matmul(queries_b[start:stop], keys_tt, out=scratch[0])
+        e, z = _softmax_rows(logits, self_columns)
         hidden[start:stop] = (e @ keys_t) / z[:, None]
 
-    _run_blocks(work, m, block, workers)
+    _run_blocks(work, m, block, workers, buffers=1, width=keys.shape[0], dtype=dtype)
     return hidden
 
 
@@ -314,25 +358,30 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
     m = n if index is None else index.size
     block = _resolve_block(block_size, m, n)
     keys = x.astype(kind, copy=False)
+    keys_t = np.ascontiguousarray(keys.T)
     a_t = a.astype(kind, copy=False)
+    y_t = y.astype(kind, copy=False)
     xb = (x @ b).astype(kind, copy=False)
 
-    def work(start: int, stop: int) -> tuple[float, np.ndarray, np.ndarray]:
+    def work(start: int, stop: int,
+             scratch: list[np.ndarray]) -> tuple[float, np.ndarray, np.ndarray]:
         queries, self_columns = _query_block(x, index, start, stop, loo)
-        targets = y[start:stop] if index is None else y[index[start:stop]]
+        targets = y_t[start:stop] if index is None else y_t[index[start:stop]]
         queries_b = xb[start:stop] if index is None else xb[index[start:stop]]
-        e, z = _softmax_rows(queries_b @ keys.T, self_columns)          # E = z W
+        logits = np.matmul(queries_b, keys_t, out=scratch[0])
+        e, z = _softmax_rows(logits, self_columns)                       # E = z W
         hidden = (e @ keys) / z[:, None]                                  # h_j
         residual = hidden @ a_t.T - targets                               # r_j
         g = residual @ a_t                                                # A^T r_j
         c = np.einsum("ij,ij->i", g, hidden)                              # g_j . h_j
-        t = (g / z[:, None]) @ keys.T                                     # (g_j . x_i) / z_j
+        t = np.matmul(g / z[:, None], keys_t, out=scratch[1])             # (g_j . x_i) / z_j
         t *= e                                                            # w_ji g_j . x_i
         ds_x = t @ keys - c[:, None] * hidden                             # (dS X)_j
         return (float(np.einsum("ij,ij->", residual, residual, dtype=np.float64)),
-                residual.T.astype(np.float64) @ hidden, queries.T @ ds_x.astype(np.float64))
+                residual.T.astype(np.float64) @ hidden.astype(np.float64),
+                queries.T @ ds_x.astype(np.float64))
 
-    parts = _run_blocks(work, m, block, workers)
+    parts = _run_blocks(work, m, block, workers, buffers=2, width=n, dtype=kind)
     total = sum(part[0] for part in parts)
     grad_a = np.sum([part[1] for part in parts], axis=0)
     grad_b = np.sum([part[2] for part in parts], axis=0)

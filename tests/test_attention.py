@@ -225,6 +225,23 @@ def test_results_do_not_depend_on_workers() -> None:
                                   attention.attend(b, x, block_size=64, workers=2))
 
 
+def test_blocked_loss_and_grad_never_allocates_an_n_by_n_array() -> None:
+    import tracemalloc
+
+    n = 3000
+    a, b, x, y = _layer(n, 2, 1, seed=3)
+    full_array_mb = n * n * 8 / 2 ** 20                      # 68.7 MB
+    tracemalloc.start()
+    try:
+        attention.loss_and_grad(a, b, x, y)
+        attention.predict(a, b, x)
+        peak_mb = tracemalloc.get_traced_memory()[1] / 2 ** 20
+    finally:
+        tracemalloc.stop()
+    # Two work arrays of BLOCK_ELEMENTS float64 entries per thread, two threads: 8 MB.
+    assert peak_mb < 4 * attention.BLOCK_ELEMENTS * 8 / 2 ** 20 + 2 < full_array_mb / 4
+
+
 def test_auto_block_size_bounds_the_work_array() -> None:
     assert attention.auto_block_size(500, 500) == 500
     block = attention.auto_block_size(20_000, 20_000)
