@@ -14,9 +14,8 @@ by iteration k = 0, 1, ..., K. The chapters compare methods over several seeds, 
   tolerance of its last value (a convergence criterion that needs no known limit);
 * :func:`balance`: the imbalance ``||U^T U - V^T V||_F`` and the softmax scale ``||V||_F`` of
   a parameter pair, the two quantities the regularizer and the renormalization act on;
-* :func:`geometric_rate`: a least-squares fit ``log(curve[k] - floor) = c + k log mu`` over a
-  window of iterations, the geometric rate mu with a standard error, for statements of the form
-  ``error <~ mu^m`` (Theorem 2 of Goel et al. 2026 as the seeds state it).
+
+Geometric-rate and power-law fits live in :mod:`attnlib.fitting`.
 """
 
 from __future__ import annotations
@@ -31,13 +30,11 @@ from .population import to_factor
 
 __all__ = [
     "SeedSummary",
-    "RateFit",
     "pad_histories",
     "seed_summary",
     "iterations_to_threshold",
     "format_iterations",
     "settling_iteration",
-    "geometric_rate",
     "balance",
 ]
 
@@ -51,35 +48,6 @@ class SeedSummary:
     lower: np.ndarray
     upper: np.ndarray
     count: np.ndarray
-
-
-@dataclass(frozen=True)
-class RateFit:
-    """Fit of ``log(curve[k] - floor) = intercept + k log(mu)`` for k in ``[start, stop)``.
-
-    ``mu = exp(slope)``; ``slope_stderr`` is the ordinary least-squares standard error of the
-    slope, so ``(mu_low, mu_high) = exp(slope -/+ 2 slope_stderr)`` is an approximate 95% band.
-    ``residual_std`` is the standard deviation of the residuals of the log-linear fit (small
-    when the decay really is geometric over the window).
-    """
-
-    mu: float
-    slope: float
-    slope_stderr: float
-    intercept: float
-    residual_std: float
-    start: int
-    stop: int
-
-    @property
-    def mu_low(self) -> float:
-        """``exp(slope - 2 slope_stderr)``."""
-        return float(np.exp(self.slope - 2.0 * self.slope_stderr))
-
-    @property
-    def mu_high(self) -> float:
-        """``exp(slope + 2 slope_stderr)``."""
-        return float(np.exp(self.slope + 2.0 * self.slope_stderr))
 
 
 def _curve(name: str, curve: object) -> np.ndarray:
@@ -181,42 +149,6 @@ def settling_iteration(curve: object, *, rtol: float) -> int:
     if not outside.any():
         return 0
     return int(np.flatnonzero(outside)[-1] + 1)
-
-
-def geometric_rate(curve: object, *, start: int = 0, stop: int | None = None,
-                   floor: float = 0.0) -> RateFit:
-    """Fit ``curve[k] - floor ~ C mu^k`` by least squares on ``log(curve[k] - floor)``.
-
-    Uses iterations ``start <= k < stop`` (``stop`` defaults to the curve's length). Every
-    value in the window must exceed ``floor`` (else the logarithm is undefined and
-    ``ValueError`` names the first offending iteration); at least 3 points are needed for a
-    standard error.
-    """
-    array = _curve("curve", curve)
-    start = check_int("start", start, minimum=0)
-    stop = array.size if stop is None else check_int("stop", stop, minimum=start + 3)
-    if stop > array.size:
-        raise ValueError(f"stop = {stop} exceeds the curve's length {array.size}")
-    if stop - start < 3:
-        raise ValueError(f"the window [start, stop) = [{start}, {stop}) needs at least 3 points")
-    floor = float(floor)
-    window = array[start:stop] - floor
-    bad = np.flatnonzero(~(np.isfinite(window) & (window > 0)))
-    if bad.size:
-        raise ValueError(f"curve - floor must be finite and > 0 on the window; iteration "
-                         f"{start + int(bad[0])} has curve - floor = {window[bad[0]]:.3g}")
-    k = np.arange(start, stop, dtype=np.float64)
-    logs = np.log(window)
-    design = np.column_stack([np.ones_like(k), k])
-    coef, _, _, _ = np.linalg.lstsq(design, logs, rcond=None)
-    residuals = logs - design @ coef
-    dof = k.size - 2
-    sigma2 = float(residuals @ residuals) / dof
-    centred = k - k.mean()
-    stderr = float(np.sqrt(sigma2 / float(centred @ centred)))
-    return RateFit(mu=float(np.exp(coef[1])), slope=float(coef[1]), slope_stderr=stderr,
-                   intercept=float(coef[0]), residual_std=float(np.sqrt(sigma2)),
-                   start=start, stop=stop)
 
 
 def balance(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray) -> tuple[float, float]:

@@ -63,11 +63,40 @@ _T = sp.Symbol("t", real=True)
 
 
 def _is_zero(expr: sp.Expr) -> bool:
-    """Exact zero test: ``expand(expr) == 0``, clearing denominators first if there are any."""
-    if sp.expand(expr) == 0:
-        return True
-    numerator, _ = sp.fraction(sp.cancel(sp.together(expr)))
-    return sp.expand(numerator) == 0
+    """Exact zero test of a polynomial or rational function of its symbols.
+
+    The expression is converted into sympy's sparse polynomial ring over QQ in its free
+    symbols (an exact, fast ``expand``), or into the field of rational functions when it has
+    symbolic denominators; expressions outside both (exponentials, square roots) fall back to
+    ``expand(expr) == 0``.
+    """
+    expr = sp.sympify(expr)
+    symbols = sorted(expr.free_symbols, key=str)
+    if not symbols:
+        return sp.simplify(expr) == 0
+    try:
+        ring, *_ = sp.ring(symbols, sp.QQ)
+        return ring(expr) == 0
+    except (sp.polys.polyerrors.CoercionFailed, sp.polys.polyerrors.GeneratorsError,
+            ValueError, TypeError):
+        pass
+    try:
+        field, *_ = sp.field(symbols, sp.QQ)
+        return field(expr) == 0
+    except (sp.polys.polyerrors.CoercionFailed, sp.polys.polyerrors.GeneratorsError,
+            ValueError, TypeError):
+        return sp.expand(expr) == 0
+
+
+def _gradient(expr: sp.Expr, variables: sp.Matrix) -> sp.Matrix:
+    """Entrywise derivative ``d expr / d variables[i, j]`` of a polynomial, in sympy's sparse
+    polynomial ring (exact, and much faster than ``sp.diff`` on an unexpanded tree)."""
+    symbols = sorted(sp.sympify(expr).free_symbols | set(variables.free_symbols), key=str)
+    ring, *generators = sp.ring(symbols, sp.QQ)
+    lookup = dict(zip(symbols, generators))
+    poly = ring(expr)
+    return sp.Matrix(variables.shape[0], variables.shape[1],
+                     lambda i, j: poly.diff(lookup[variables[i, j]]).as_expr())
 
 
 @dataclass(frozen=True)
@@ -286,10 +315,10 @@ def symmetry_identities(p: int, d: int) -> list[Identity]:
     """
     s = _square_root_setup(p, d)
     G = matrix_symbols("g", d, d)
-    G_inv_T = G.inv().T
-    K = s["R"] * G * s["R"].inv()
-    Sigma, Sigma_inv = s["Sigma"], s["Sigma"].inv()
-    K_inv_T = K.inv().T
+    G_inv_T = G.inv(method="ADJ").T
+    K = s["R"] * G * s["R"].inv(method="ADJ")
+    Sigma, Sigma_inv = s["Sigma"], s["Sigma"].inv(method="ADJ")
+    K_inv_T = K.inv(method="ADJ").T
     B_new = s["B"] * Sigma * K_inv_T * Sigma_inv
     return [Identity("U V^T invariant under (U G, V G^-T)",
                      (s["U"] * G) * (s["V"] * G_inv_T).T, s["U"] * s["V"].T),
@@ -308,48 +337,57 @@ def _cayley_rotation(t: sp.Symbol, *, reflect: bool) -> sp.Matrix:
     return sp.Matrix([[c, -s], [s, c]])
 
 
+def _balancing(U: sp.Matrix, V: sp.Matrix, lam: sp.Symbol) -> sp.Expr:
+    """``lambda/8 ||U^T U - V^T V||_F^2``."""
+    W = U.T * U - V.T * V
+    return lam / 8 * (W * W.T).trace()
+
+
 def regularizer_identities(p: int) -> list[Identity]:
     """The balancing regularizer ``R = lambda/8 ||U^T U - V^T V||_F^2`` (d = 2).
 
-    * In (A, B) coordinates it needs no square root: ``lambda/8 tr((Sigma D)^2)`` with
-      ``D = A^T A - B^T Sigma B``;
+    * In (A, B) coordinates it needs no square root: ``U^T U - V^T V = R D R`` with
+      ``D = A^T A - B^T Sigma B`` (``R = Sigma^{1/2}``), so the regularizer is
+      ``lambda/8 tr((Sigma D)^2)``;
     * it is invariant under ``(U O, V O)`` for O in both components of O(2) (rotations and
-      reflections, rationally parametrized);
+      reflections, rationally parametrized), with U (p x 2), V (2 x 2) symbolic;
     * it is *not* invariant under the GL(2) element ``G = diag(c, 1)``: the returned identity
       for that case is expected to fail (``holds() is False``), which is the point.
     """
     s = _square_root_setup(p, 2)
     lam, t, c = sp.symbols("lambda t c", positive=True)
-    U, V, Sigma = s["U"], s["V"], s["Sigma"]
-
-    def reg(U_: sp.Matrix, V_: sp.Matrix) -> sp.Expr:
-        W = U_.T * U_ - V_.T * V_
-        return lam / 8 * (W * W.T).trace()
-
+    Sigma = s["Sigma"]
     D = s["A"].T * s["A"] - s["B"].T * Sigma * s["B"]
-    identities = [Identity("regularizer in (A, B): lambda/8 tr((Sigma D)^2)",
-                           reg(U, V), lam / 8 * ((Sigma * D) ** 2).trace())]
+    identities = [
+        Identity("U^T U - V^T V = Sigma^{1/2} D Sigma^{1/2}",
+                 s["U"].T * s["U"] - s["V"].T * s["V"], s["R"] * D * s["R"]),
+        Identity("regularizer in (A, B): lambda/8 tr((Sigma D)^2)",
+                 _balancing(s["U"], s["V"], lam), lam / 8 * ((Sigma * D) ** 2).trace()),
+    ]
+    U, V = matrix_symbols("u", p, 2), matrix_symbols("v", 2, 2)
     for reflect in (False, True):
         O = _cayley_rotation(t, reflect=reflect)
         label = "reflection" if reflect else "rotation"
         identities.append(Identity(f"regularizer invariant under a {label}",
-                                   reg(U * O, V * O), reg(U, V)))
+                                   _balancing(U * O, V * O, lam), _balancing(U, V, lam)))
     G = sp.diag(c, 1)
     identities.append(Identity("regularizer invariant under G = diag(c, 1) [fails]",
-                               reg(U * G, V * G.inv().T), reg(U, V)))
+                               _balancing(U * G, V * G.inv().T, lam), _balancing(U, V, lam)))
     return identities
 
 
 def gradient_identities(p: int, d: int) -> list[Identity]:
     """Gradients of ``Q = L + R`` (population loss plus balancing regularizer), derived.
 
-    Derived by differentiating Q entrywise in A and B (``L`` without the constant):
-    * closed forms ``grad_A Q = F Sigma B Sigma + lambda/2 A Sigma D Sigma`` and
+    Every gradient below is obtained by differentiating entrywise (``L`` without its
+    constant):
+    * in (U, V) (general symbols, X general): ``grad_U q = E V + lambda/2 U W`` and
+      ``grad_V q = E^T U - lambda/2 V W`` with ``E = U V^T - X``, ``W = U^T U - V^T V``;
+    * in (A, B): ``grad_A Q = F Sigma B Sigma + lambda/2 A Sigma D Sigma`` and
       ``grad_B Q = Sigma F^T A Sigma - lambda/2 Sigma B Sigma D Sigma``
       (``F = A Sigma B^T - M``, ``D = A^T A - B^T Sigma B``);
-    * chain rule ``grad_A Q = grad_U q R`` and ``grad_B Q = R grad_V q R`` with
-      ``grad_U q = E V + lambda/2 U W``, ``grad_V q = E^T U - lambda/2 V W``
-      (``E = U V^T - X*``, ``W = U^T U - V^T V``, ``R = Sigma^{1/2}``);
+    * chain rule ``grad_A Q = grad_U q R`` and ``grad_B Q = R grad_V q R`` at
+      ``U = A R``, ``V = R B R``, ``X = M R`` (``R = Sigma^{1/2}``);
     * hence one preconditioned step is one gradient step in (U, V):
       ``(A - eta grad_A Q Sigma^{-1}) R = U - eta grad_U q`` and
       ``R (B - eta Sigma^{-1} grad_B Q Sigma^{-1}) R = V - eta grad_V q``;
@@ -358,29 +396,38 @@ def gradient_identities(p: int, d: int) -> list[Identity]:
     """
     s = _square_root_setup(p, d)
     A, B, M, R, Sigma = s["A"], s["B"], s["M"], s["R"], s["Sigma"]
-    U, V, Xstar = s["U"], s["V"], s["Xstar"]
     lam, eta = sp.symbols("lambda eta", positive=True)
+    # (U, V) coordinates with independent symbols
+    Us, Vs, Xs = matrix_symbols("u", p, d), matrix_symbols("v", d, d), matrix_symbols("x", p, d)
+    Es, Ws = Us * Vs.T - Xs, Us.T * Us - Vs.T * Vs
+    q = (Es * Es.T).trace() / 2 + _balancing(Us, Vs, lam)
+    grad_U, grad_V = _gradient(q, Us), _gradient(q, Vs)
+    at_AB = {**{Us[i, j]: s["U"][i, j] for i in range(p) for j in range(d)},
+             **{Vs[i, j]: s["V"][i, j] for i in range(d) for j in range(d)},
+             **{Xs[i, j]: s["Xstar"][i, j] for i in range(p) for j in range(d)}}
+    grad_U_AB = grad_U.xreplace(at_AB)
+    grad_V_AB = grad_V.xreplace(at_AB)
+    # (A, B) coordinates
     F = A * Sigma * B.T - M
     D = A.T * A - B.T * Sigma * B
     Q = (F * Sigma * F.T).trace() / 2 + lam / 8 * ((Sigma * D) ** 2).trace()
-    grad_A = sp.Matrix(A.shape[0], A.shape[1], lambda i, j: sp.diff(Q, A[i, j]))
-    grad_B = sp.Matrix(B.shape[0], B.shape[1], lambda i, j: sp.diff(Q, B[i, j]))
-    E, W = U * V.T - Xstar, U.T * U - V.T * V
-    grad_U = E * V + lam / 2 * U * W
-    grad_V = E.T * U - lam / 2 * V * W
-    Sigma_inv = Sigma.inv()
+    grad_A, grad_B = _gradient(Q, A), _gradient(Q, B)
+    Sigma_inv = Sigma.inv(method="ADJ")
     return [
-        Identity("grad_A Q closed form", grad_A, F * Sigma * B * Sigma + lam / 2 * A * Sigma * D * Sigma),
+        Identity("grad_U q closed form", grad_U, Es * Vs + lam / 2 * Us * Ws),
+        Identity("grad_V q closed form", grad_V, Es.T * Us - lam / 2 * Vs * Ws),
+        Identity("grad_A Q closed form", grad_A,
+                 F * Sigma * B * Sigma + lam / 2 * A * Sigma * D * Sigma),
         Identity("grad_B Q closed form", grad_B,
                  Sigma * F.T * A * Sigma - lam / 2 * Sigma * B * Sigma * D * Sigma),
-        Identity("grad_A Q = grad_U q Sigma^{1/2}", grad_A, grad_U * R),
-        Identity("grad_B Q = Sigma^{1/2} grad_V q Sigma^{1/2}", grad_B, R * grad_V * R),
+        Identity("grad_A Q = grad_U q Sigma^{1/2}", grad_A, grad_U_AB * R),
+        Identity("grad_B Q = Sigma^{1/2} grad_V q Sigma^{1/2}", grad_B, R * grad_V_AB * R),
         Identity("preconditioned A step = U step",
-                 (A - eta * grad_A * Sigma_inv) * R, U - eta * grad_U),
+                 (A - eta * grad_A * Sigma_inv) * R, s["U"] - eta * grad_U_AB),
         Identity("preconditioned B step = V step",
-                 R * (B - eta * Sigma_inv * grad_B * Sigma_inv) * R, V - eta * grad_V),
+                 R * (B - eta * Sigma_inv * grad_B * Sigma_inv) * R, s["V"] - eta * grad_V_AB),
         Identity("plain A step = U step [fails unless Sigma = I]",
-                 (A - eta * grad_A) * R, U - eta * grad_U),
+                 (A - eta * grad_A) * R, s["U"] - eta * grad_U_AB),
     ]
 
 

@@ -77,24 +77,6 @@ def test_settling_iteration():
         analysis.settling_iteration(np.array([1.0, np.nan]), rtol=0.1)
 
 
-def test_geometric_rate_recovers_mu_and_floor():
-    k = np.arange(100)
-    curve = 0.3 + 2.0 * 0.93 ** k
-    fit = analysis.geometric_rate(curve, floor=0.3)
-    assert fit.mu == pytest.approx(0.93, rel=1e-10)
-    assert fit.intercept == pytest.approx(np.log(2.0), rel=1e-8)
-    assert fit.slope_stderr < 1e-10 and fit.residual_std < 1e-10
-    rng = np.random.default_rng(1)
-    noisy = 0.8 ** k[:40] * np.exp(0.05 * rng.standard_normal(40))
-    fit = analysis.geometric_rate(noisy, start=5, stop=40)
-    assert fit.mu_low < 0.8 < fit.mu_high
-    assert fit.mu_high - fit.mu_low < 0.01
-    with pytest.raises(ValueError, match="iteration 3"):
-        analysis.geometric_rate(np.array([1.0, 0.5, 0.25, 0.1, 0.05]), floor=0.1)
-    with pytest.raises(ValueError, match="at least 3"):
-        analysis.geometric_rate(curve, start=98)
-
-
 def test_balance_matches_regularizer_and_is_zero_on_s():
     rng = np.random.default_rng(2)
     problem = data.default_problem(rng=rng, d=4, p=6)

@@ -118,3 +118,12 @@ def describe(name: str) -> str:
     """Return the stored run's metadata (the JSON string under key ``config``) if present."""
     stored = load(name)
     return json.dumps(json.loads(str(stored["config"])), indent=2) if "config" in stored else "{}"
+
+
+def format_deviation(value: float, *, resolution: float = 1e-12) -> str:
+    """Format a replay deviation (e.g. ``max`` of :func:`assert_prefix_matches`'s result).
+
+    Deviations at round-off level differ between machines and BLAS builds, so a value below
+    ``resolution`` prints as ``"< 1e-12"``; that keeps the stored notebook output reproducible.
+    """
+    return f"< {resolution:.0e}" if value < resolution else f"{value:.1g}"
