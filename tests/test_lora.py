@@ -11,38 +11,9 @@ from hypothesis import strategies as st
 from attnlib import lora
 from attnlib.regularizers import Regularizer
 
-REGS = [Regularizer(), Regularizer("weight_decay", 0.05), Regularizer("log", 0.05),
-        Regularizer("power", 0.05, eps=0.5)]
-
-
 def problem(seed: int = 0, **kwargs) -> lora.LoRAProblem:
     return lora.make_problem(rng=np.random.default_rng(seed), n=10, d=3, width=5, rank=2,
                              **kwargs)
-
-
-@pytest.mark.parametrize("reg", REGS, ids=lambda r: r.name)
-def test_gradient_matches_finite_differences(reg: Regularizer) -> None:
-    p = problem(regularizer=reg)
-    theta = np.random.default_rng(1).standard_normal(p.dim)
-    h = 1e-6
-    fd = np.array([(p.loss(theta + h * e) - p.loss(theta - h * e)) / (2 * h)
-                   for e in np.eye(p.dim)])
-    np.testing.assert_allclose(p.gradient(theta), fd, rtol=1e-6, atol=1e-8)
-
-
-@pytest.mark.parametrize("reg", REGS, ids=lambda r: r.name)
-def test_second_derivative_and_laplacian_match_finite_differences(reg: Regularizer) -> None:
-    p = problem(regularizer=reg)
-    rng = np.random.default_rng(2)
-    theta = rng.standard_normal(p.dim)
-    h = 1e-5
-    directions = rng.standard_normal((3, p.dim))
-    fd = [u @ (p.gradient(theta + h * u) - p.gradient(theta - h * u)) / (2 * h)
-          for u in directions]
-    np.testing.assert_allclose(p.second_derivative(theta, directions), fd, rtol=1e-6, atol=1e-7)
-    fd_trace = sum((p.gradient(theta + h * e) - p.gradient(theta - h * e))[i] / (2 * h)
-                   for i, e in enumerate(np.eye(p.dim)))
-    assert p.laplacian(theta) == pytest.approx(fd_trace, rel=1e-6, abs=1e-7)
 
 
 @settings(deadline=None, max_examples=15)
