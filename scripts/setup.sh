@@ -8,7 +8,9 @@ cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv with $($PYTHON --version)"
-  "$PYTHON" -m venv .venv
+  "$PYTHON" -m venv .venv || {
+    echo "error: '$PYTHON -m venv' failed; on Debian/Ubuntu install python3-venv (apt-get install python3-venv)" >&2
+    rm -rf .venv; exit 1; }
 fi
 stamp=.venv/.attnlib-install-stamp
 want="$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)"
