@@ -23,6 +23,10 @@ tests and the chapter. The chain of derivations (chapter 2, [derived]):
 6. The chain rule ``grad_A = grad_U R``, ``grad_B = R grad_V R``: the preconditioned step
    ``A - eta grad_A Sigma^{-1}``, ``B - eta Sigma^{-1} grad_B Sigma^{-1}`` is *exactly* gradient
    descent on (U, V), and the plain step is not (:func:`gradient_identities`).
+
+Numeric bridge: :func:`evaluate` substitutes numbers into a derived expression (to compare it
+with :mod:`attnlib.population`), and :func:`finite_context_errors` measures by Monte Carlo how
+fast the finite-n attention output and empirical loss approach their limits.
 """
 
 from __future__ import annotations
@@ -30,12 +34,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from math import prod
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import sympy as sp
 
-from ._validation import check_int
+from . import attention
+from ._validation import as_matrix, check_generator, check_int
+from .data import RegressionProblem
+from .population import population_loss
 
 __all__ = [
     "Identity",
@@ -57,6 +64,7 @@ __all__ = [
     "regularizer_identities",
     "gradient_identities",
     "evaluate",
+    "finite_context_errors",
 ]
 
 _T = sp.Symbol("t", real=True)
@@ -209,7 +217,7 @@ def tilting_ratio(L: sp.Matrix, u: sp.Matrix) -> sp.Matrix:
     because the MGF is finite everywhere), so the ratio is ``grad_u log MGF(u)``.
     """
     mgf = gaussian_mgf(L, u)
-    return sp.Matrix([sp.simplify(sp.diff(mgf, u[i]) / mgf) for i in range(u.shape[0])])
+    return sp.Matrix([sp.expand(sp.powsimp(sp.diff(mgf, u[i]) / mgf)) for i in range(u.shape[0])])
 
 
 def tilting_identity(d: int) -> Identity:
@@ -239,11 +247,20 @@ def gaussian_expectation(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> sp.Ex
     Each monomial ``prod_i v_i^{k_i}`` is replaced by ``prod_i E z^{k_i}`` (moments from
     :func:`gaussian_moment`); other symbols are treated as constants.
     """
-    poly = sp.Poly(sp.expand(expr), *variables)
-    degree = max((max(monomial) for monomial in poly.monoms()), default=0)
-    moments = [gaussian_moment(k) for k in range(degree + 1)]
-    return sp.Add(*[coeff * prod(moments[k] for k in monomial)
-                    for monomial, coeff in poly.terms()])
+    expr = sp.sympify(expr)
+    variables = list(variables)
+    others = sorted(expr.free_symbols - set(variables), key=str)
+    ring, *_ = sp.ring(variables + others, sp.QQ)
+    poly = ring(expr)
+    k = len(variables)
+    degree = max((max(monomial[:k]) for monomial in poly.monoms()), default=0)
+    moments = [int(gaussian_moment(j)) for j in range(degree + 1)]
+    expectation = ring.zero
+    for monomial, coeff in poly.terms():
+        weight = prod(moments[j] for j in monomial[:k])
+        if weight:
+            expectation += ring({(0,) * k + monomial[k:]: coeff * weight})
+    return expectation.as_expr()
 
 
 def attention_limit(L: sp.Matrix, B: sp.Matrix, x: sp.Matrix) -> sp.Matrix:
@@ -306,27 +323,29 @@ def factorization_identities(p: int, d: int) -> list[Identity]:
 
 
 def symmetry_identities(p: int, d: int) -> list[Identity]:
-    """The GL(d) symmetry in both coordinate systems.
+    """The GL(d) symmetry in both coordinate systems, free of symbolic inverses.
 
-    * ``(U G)(V G^{-T})^T = U V^T`` for every invertible G;
-    * ``(A K) Sigma (B Sigma K^{-T} Sigma^{-1})^T = A Sigma B^T`` for every invertible K;
-    * with ``K = R G R^{-1}`` (``R = Sigma^{1/2}``) the (A, B) action maps to the (U, V) one:
-      ``(A K) R = U G`` and ``R (B Sigma K^{-T} Sigma^{-1}) R = V G^{-T}``.
+    With ``G^{-1} = adj(G) / det(G)`` (adjugate), the identities are stated multiplied by
+    the determinants so that both sides are polynomials:
+
+    * ``(U G)(V G^{-T})^T = U V^T`` for every invertible G, i.e.
+      ``(U G)(V adj(G)^T)^T = det(G) U V^T``;
+    * ``(A K) Sigma (B Sigma K^{-T} Sigma^{-1})^T = A Sigma B^T`` for every invertible K
+      and symmetric positive definite Sigma (general symmetric symbols), i.e.
+      ``(A K) Sigma (B Sigma adj(K)^T adj(Sigma))^T = det(K) det(Sigma) A Sigma B^T``.
     """
-    s = _square_root_setup(p, d)
-    G = matrix_symbols("g", d, d)
-    G_inv_T = G.inv(method="ADJ").T
-    K = s["R"] * G * s["R"].inv(method="ADJ")
-    Sigma, Sigma_inv = s["Sigma"], s["Sigma"].inv(method="ADJ")
-    K_inv_T = K.inv(method="ADJ").T
-    B_new = s["B"] * Sigma * K_inv_T * Sigma_inv
-    return [Identity("U V^T invariant under (U G, V G^-T)",
-                     (s["U"] * G) * (s["V"] * G_inv_T).T, s["U"] * s["V"].T),
-            Identity("A Sigma B^T invariant under (A K, B Sigma K^-T Sigma^-1)",
-                     (s["A"] * K) * Sigma * B_new.T, s["A"] * Sigma * s["B"].T),
-            Identity("(A K) Sigma^{1/2} = U G", s["A"] * K * s["R"], s["U"] * G),
-            Identity("Sigma^{1/2} B' Sigma^{1/2} = V G^-T", s["R"] * B_new * s["R"],
-                     s["V"] * G_inv_T)]
+    p = check_int("p", p, minimum=1)
+    d = check_int("d", d, minimum=1)
+    U, V = matrix_symbols("u", p, d), matrix_symbols("v", d, d)
+    A, B = matrix_symbols("a", p, d), matrix_symbols("b", d, d)
+    G, K = matrix_symbols("g", d, d), matrix_symbols("k", d, d)
+    Sigma = symmetric_symbols("s", d)
+    B_new = B * Sigma * K.adjugate().T * Sigma.adjugate()
+    return [Identity("U V^T invariant under (U G, V G^-T)  [times det G]",
+                     (U * G) * (V * G.adjugate().T).T, G.det() * U * V.T),
+            Identity("A Sigma B^T invariant under (A K, B Sigma K^-T Sigma^-1)  "
+                     "[times det K det Sigma]",
+                     (A * K) * Sigma * B_new.T, K.det() * Sigma.det() * A * Sigma * B.T)]
 
 
 def _cayley_rotation(t: sp.Symbol, *, reflect: bool) -> sp.Matrix:
@@ -390,7 +409,9 @@ def gradient_identities(p: int, d: int) -> list[Identity]:
       ``U = A R``, ``V = R B R``, ``X = M R`` (``R = Sigma^{1/2}``);
     * hence one preconditioned step is one gradient step in (U, V):
       ``(A - eta grad_A Q Sigma^{-1}) R = U - eta grad_U q`` and
-      ``R (B - eta Sigma^{-1} grad_B Q Sigma^{-1}) R = V - eta grad_V q``;
+      ``R (B - eta Sigma^{-1} grad_B Q Sigma^{-1}) R = V - eta grad_V q``, checked multiplied
+      by ``det Sigma`` (resp. ``det Sigma^2``) with ``Sigma^{-1} = adj(Sigma) / det Sigma`` so
+      that both sides are polynomials;
     * the plain step is not: ``(A - eta grad_A Q) R = U - eta grad_U q`` is returned as an
       identity that fails unless Sigma = I (``holds() is False``).
     """
@@ -412,7 +433,7 @@ def gradient_identities(p: int, d: int) -> list[Identity]:
     D = A.T * A - B.T * Sigma * B
     Q = (F * Sigma * F.T).trace() / 2 + lam / 8 * ((Sigma * D) ** 2).trace()
     grad_A, grad_B = _gradient(Q, A), _gradient(Q, B)
-    Sigma_inv = Sigma.inv(method="ADJ")
+    adj, det = Sigma.adjugate(), Sigma.det()  # Sigma^{-1} = adj / det
     return [
         Identity("grad_U q closed form", grad_U, Es * Vs + lam / 2 * Us * Ws),
         Identity("grad_V q closed form", grad_V, Es.T * Us - lam / 2 * Vs * Ws),
@@ -422,24 +443,26 @@ def gradient_identities(p: int, d: int) -> list[Identity]:
                  Sigma * F.T * A * Sigma - lam / 2 * Sigma * B * Sigma * D * Sigma),
         Identity("grad_A Q = grad_U q Sigma^{1/2}", grad_A, grad_U_AB * R),
         Identity("grad_B Q = Sigma^{1/2} grad_V q Sigma^{1/2}", grad_B, R * grad_V_AB * R),
-        Identity("preconditioned A step = U step",
-                 (A - eta * grad_A * Sigma_inv) * R, s["U"] - eta * grad_U_AB),
-        Identity("preconditioned B step = V step",
-                 R * (B - eta * Sigma_inv * grad_B * Sigma_inv) * R, s["V"] - eta * grad_V_AB),
+        Identity("preconditioned A step = U step  [times det Sigma]",
+                 (det * A - eta * grad_A * adj) * R, det * (s["U"] - eta * grad_U_AB)),
+        Identity("preconditioned B step = V step  [times det Sigma^2]",
+                 R * (det ** 2 * B - eta * adj * grad_B * adj) * R,
+                 det ** 2 * (s["V"] - eta * grad_V_AB)),
         Identity("plain A step = U step [fails unless Sigma = I]",
                  (A - eta * grad_A) * R, s["U"] - eta * grad_U_AB),
     ]
 
 
 # ---------------------------------------------------------------------- numeric bridge
-def evaluate(expr: object, values: Mapping[object, object]) -> np.ndarray | float:
-    """Evaluate a sympy scalar or matrix at numbers: ``values`` maps symbols or symbolic
-    matrices (from :func:`matrix_symbols` etc.) to floats or numpy arrays of the same shape.
+def evaluate(expr: object, values: Sequence[tuple[object, object]]) -> np.ndarray | float:
+    """Evaluate a sympy scalar or matrix at numbers: ``values`` is a sequence of pairs
+    (symbol, float) or (symbolic matrix from :func:`matrix_symbols` etc., numpy array of the
+    same shape); entries of a symbolic matrix that are not symbols (zeros) are skipped.
 
     Returns a float for a scalar and a float64 array for a matrix.
     """
     substitutions: dict[sp.Symbol, float] = {}
-    for key, value in values.items():
+    for key, value in values:
         if isinstance(key, sp.MatrixBase):
             array = np.asarray(value, dtype=float)
             if array.shape != key.shape:
@@ -454,3 +477,45 @@ def evaluate(expr: object, values: Mapping[object, object]) -> np.ndarray | floa
     if isinstance(result, sp.MatrixBase):
         return np.array(result.evalf(), dtype=float)
     return float(result.evalf())
+
+
+def finite_context_errors(problem: RegressionProblem, A: np.ndarray, B: np.ndarray,
+                          ns: Sequence[int], *, reps: int, n_queries: int,
+                          rng: np.random.Generator,
+                          loss_max_n: int | None = None) -> dict[str, np.ndarray]:
+    """Monte Carlo distance of the finite-n layer to its infinite-data limit at fixed (A, B).
+
+    For each n in ``ns`` and each of ``reps`` repetitions, draw a sample (X, Y) of size n from
+    ``problem`` and ``n_queries`` fresh query points x_q ~ N(0, Sigma) (in that order), then
+
+    * ``output_error = sqrt(mean_q ||h_n(x_q) - Sigma B^T x_q||^2)``, with
+      ``h_n(x) = sum_i softmax_i(x^T B x_i) x_i`` over the n samples (``predict_new`` with
+      A = I) and its limit ``Sigma B^T x`` (exponential tilting);
+    * ``loss_error = |L_hat_n(A, B) - L(A, B)|``: the leave-one-out empirical loss on the
+      sample against the population loss (only for n <= ``loss_max_n``, NaN above; the
+      empirical loss costs O(n^2)).
+
+    Returns ``n`` (k,), ``output_error`` and ``loss_error`` (k, reps), and ``population_loss``.
+    """
+    rng = check_generator("rng", rng)
+    reps = check_int("reps", reps, minimum=1)
+    n_queries = check_int("n_queries", n_queries, minimum=1)
+    sizes = np.array([check_int("ns entry", n, minimum=2) for n in ns])
+    d = problem.d
+    a = as_matrix("A", A, shape=(problem.p, d))
+    b = as_matrix("B", B, shape=(d, d))
+    target = population_loss(a, b, problem.Sigma, problem.M, noise_std=problem.noise_std)
+    chol = np.linalg.cholesky(problem.Sigma)
+    output_error = np.empty((sizes.size, reps))
+    loss_error = np.full((sizes.size, reps), np.nan)
+    for i, n in enumerate(sizes):
+        for r in range(reps):
+            x, y = problem.sample(int(n), rng=rng)
+            queries = rng.standard_normal((n_queries, d)) @ chol.T
+            h = attention.predict_new(np.eye(d), b, x, queries)
+            output_error[i, r] = np.sqrt(np.mean(np.sum((h - queries @ b @ problem.Sigma) ** 2,
+                                                        axis=1)))
+            if loss_max_n is None or n <= loss_max_n:
+                loss_error[i, r] = abs(attention.loss(a, b, x, y) - target)
+    return {"n": sizes, "output_error": output_error, "loss_error": loss_error,
+            "population_loss": np.array(target)}

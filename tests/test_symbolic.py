@@ -1,0 +1,130 @@
+"""Tests of attnlib.symbolic: every derivation of chapter 2 holds exactly, wrong claims fail,
+and the derived expressions agree numerically with attnlib.population."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+from scipy.special import factorial2
+
+from attnlib import data, population, symbolic as S
+
+
+def _holds_all(identities: list[S.Identity]) -> dict[str, bool]:
+    return {identity.name: identity.holds() for identity in identities}
+
+
+def test_standard_normal_mgf_derived_by_integration() -> None:
+    assert S.standard_normal_mgf().holds()
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_mgf_and_tilting_in_explicit_dimension(d: int) -> None:
+    assert S.mgf_identity(d).holds()
+    assert S.tilting_identity(d).holds()
+
+
+def test_tilting_in_general_dimension() -> None:
+    assert S.tilting_identity_general_d().holds()
+
+
+def test_moments_match_double_factorial() -> None:
+    for k in range(9):
+        expected = 0 if k % 2 else int(factorial2(k - 1, exact=True)) if k else 1
+        assert S.gaussian_moment(k) == expected
+
+
+def test_gaussian_expectation_of_a_polynomial() -> None:
+    z1, z2, c = sp.symbols("z1 z2 c", real=True)
+    value = S.gaussian_expectation(c * z1 ** 4 * z2 ** 2 + z1 * z2 + 5 * z2 ** 2 + c, [z1, z2])
+    assert sp.expand(value - (3 * c + 5 + c)) == 0
+
+
+@pytest.mark.parametrize("p, d", [(2, 2), (3, 2)])
+def test_population_loss_identity(p: int, d: int) -> None:
+    assert S.population_loss_identity(p, d).holds()
+
+
+def test_a_wrong_population_loss_is_rejected() -> None:
+    identity = S.population_loss_identity(2, 2)
+    sigma = sp.Symbol("sigma", positive=True)
+    wrong = S.Identity("noise counted twice", identity.lhs, identity.rhs + 2 * sigma ** 2 / 2)
+    assert not wrong.holds()
+    with pytest.raises(AssertionError, match="noise counted twice"):
+        wrong.assert_holds()
+
+
+def test_factorization_and_symmetry() -> None:
+    assert all(_holds_all(S.factorization_identities(3, 2)).values())
+    assert all(_holds_all(S.symmetry_identities(3, 2)).values())
+
+
+def test_regularizer_identities_and_the_failing_gl_case() -> None:
+    results = _holds_all(S.regularizer_identities(2))
+    failing = [name for name in results if "[fails]" in name]
+    assert len(failing) == 1 and not results[failing[0]]
+    assert all(value for name, value in results.items() if name not in failing)
+
+
+def test_gradient_identities_and_the_failing_plain_step() -> None:
+    results = _holds_all(S.gradient_identities(2, 2))
+    assert results.pop("plain A step = U step [fails unless Sigma = I]") is False
+    assert all(results.values()), results
+
+
+def _random_numbers(p: int, d: int, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    sigma = data.covariance(d, kappa=5.0, rng=rng)
+    return {"A": rng.standard_normal((p, d)), "B": rng.standard_normal((d, d)),
+            "M": rng.standard_normal((p, d)), "Sigma": sigma}
+
+
+def test_derived_population_loss_matches_population_module() -> None:
+    p, d, noise = 3, 2, 0.3
+    num = _random_numbers(p, d, 0)
+    identity = S.population_loss_identity(p, d)
+    symbols = [(S.matrix_symbols("a", p, d), num["A"]), (S.matrix_symbols("b", d, d), num["B"]),
+               (S.matrix_symbols("m", p, d), num["M"]),
+               (S.lower_triangular_symbols("l", d), np.linalg.cholesky(num["Sigma"])),
+               (sp.Symbol("sigma", positive=True), noise)]
+    derived = S.evaluate(identity.lhs, symbols)
+    expected = population.population_loss(num["A"], num["B"], num["Sigma"], num["M"],
+                                          noise_std=noise)
+    assert derived == pytest.approx(expected, rel=1e-12)
+
+
+def test_derived_gradients_match_population_module() -> None:
+    p, d, lam = 2, 2, 0.7
+    num = _random_numbers(p, d, 1)
+    half, _ = population.spd_sqrt(num["Sigma"])
+    identities = {i.name: i for i in S.gradient_identities(p, d)}
+    symbols = [(S.matrix_symbols("a", p, d), num["A"]), (S.matrix_symbols("b", d, d), num["B"]),
+               (S.matrix_symbols("m", p, d), num["M"]), (S.symmetric_symbols("r", d), half),
+               (sp.Symbol("lambda", positive=True), lam)]
+    grad_a = S.evaluate(identities["grad_A Q closed form"].lhs, symbols)
+    grad_b = S.evaluate(identities["grad_B Q closed form"].lhs, symbols)
+    _, want_a, want_b = population.objective_and_grad(num["A"], num["B"], num["Sigma"],
+                                                      num["M"], lam=lam)
+    np.testing.assert_allclose(grad_a, want_a, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grad_b, want_b, rtol=1e-10, atol=1e-12)
+
+
+def test_evaluate_rejects_a_wrong_shape() -> None:
+    a = S.matrix_symbols("a", 2, 2)
+    with pytest.raises(ValueError, match="shape"):
+        S.evaluate(a[0, 0], [(a, np.zeros((3, 2)))])
+
+
+def test_finite_context_errors_shrink_with_n() -> None:
+    rng = np.random.default_rng(4)
+    problem = data.default_problem(rng=rng, d=3, p=4)
+    a, b = 0.3 * rng.standard_normal((4, 3)), 0.3 * rng.standard_normal((3, 3))
+    result = S.finite_context_errors(problem, a, b, [16, 4096], reps=4, n_queries=50, rng=rng,
+                                     loss_max_n=16)
+    assert result["output_error"].shape == (2, 4)
+    assert result["output_error"][1].mean() < 0.25 * result["output_error"][0].mean()
+    assert np.all(np.isfinite(result["loss_error"][0]))
+    assert np.all(np.isnan(result["loss_error"][1]))
+    with pytest.raises(ValueError, match="ns entry"):
+        S.finite_context_errors(problem, a, b, [1], reps=1, n_queries=1, rng=rng)
