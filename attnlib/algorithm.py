@@ -11,8 +11,8 @@ the population loss with the empirical moments plugged in (fast; chapters 4 and 
 
 Its defaults are Algorithm 1 as this book reconstructs it [seed + choice]:
 
-1. spectral initialization from ``M_hat Sigma_hat^{1/2} = P D Q^T`` [seed; split is a choice]:
-   ``A_0 = P D^{1/2} Sigma_hat^{-1/2}``, ``B_0 = Sigma_hat^{-1/2} Q D^{1/2} Sigma_hat^{-1/2}``,
+1. spectral initialization from ``M_hat Sigma_hat^{1/2} = Phi Gamma Psi^T`` [seed; split is a choice]:
+   ``A_0 = Phi Gamma^{1/2} Sigma_hat^{-1/2}``, ``B_0 = Sigma_hat^{-1/2} Psi Gamma^{1/2} Sigma_hat^{-1/2}``,
    so ``A_0 Sigma_hat B_0^T = M_hat`` and (A_0, B_0) lies on S_hat;
 2. preconditioned gradient steps [seed for B; the A side is this book's completion]
    ``A <- A - eta G_A Sigma_hat^{-1}``, ``B <- B - eta Sigma_hat^{-1} G_B Sigma_hat^{-1}``,
@@ -129,8 +129,8 @@ def random_init(d: int, p: int, *, rng: np.random.Generator,
 def spectral_init(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Spectral initialization: the det = +1 point ``O = I`` of S_hat.
 
-    ``M_hat Sigma_hat^{1/2} = P D Q^T`` (thin SVD), ``A_0 = P D^{1/2} Sigma_hat^{-1/2}``,
-    ``B_0 = Sigma_hat^{-1/2} Q D^{1/2} Sigma_hat^{-1/2}``; then ``A_0 Sigma_hat B_0^T = M_hat``.
+    ``M_hat Sigma_hat^{1/2} = Phi Gamma Psi^T`` (thin SVD), ``A_0 = Phi Gamma^{1/2} Sigma_hat^{-1/2}``,
+    ``B_0 = Sigma_hat^{-1/2} Psi Gamma^{1/2} Sigma_hat^{-1/2}``; then ``A_0 Sigma_hat B_0^T = M_hat``.
     """
     return minimizer_manifold(Sigma_hat, M_hat).point()
 
@@ -141,7 +141,7 @@ def renormalize(A: np.ndarray, B: np.ndarray, Sigma_hat: np.ndarray,
 
     ``A Sigma_hat B^T`` (hence the infinite-data predictor) is unchanged and afterwards
     ``||Sigma_hat^{1/2} B Sigma_hat^{1/2}||_F <= tau``, which bounds the softmax logits.
-    (:func:`train` additionally requires tau >= the balanced scale ``sqrt(trace D_hat)``.)
+    (:func:`train` additionally requires tau >= the balanced scale ``sqrt(trace Gamma_hat)``.)
     """
     tau = check_positive("tau", tau)
     half, _ = spd_sqrt(Sigma_hat)
@@ -211,7 +211,7 @@ def train(X: np.ndarray | None = None, Y: np.ndarray | None = None, *,
         explicit ``(A0, B0)``.
       precondition: multiply the gradients by ``Sigma_hat^{-1}`` as in step 2.
       lam: regularizer weight lambda >= 0 (0 turns R_hat off).
-      tau: renormalization bound (None = off); must be >= ``sqrt(trace D_hat)``.
+      tau: renormalization bound (None = off); must be >= ``sqrt(trace Gamma_hat)``.
       step, step_scale: step size; None uses the rule with c = step_scale (GD, SGD).
       iterations: number of updates; the history has ``iterations + 1`` entries unless
         training diverged or the callback returned True.
@@ -282,7 +282,7 @@ def train(X: np.ndarray | None = None, Y: np.ndarray | None = None, *,
     if tau is not None:
         tau = check_positive("tau", tau)
         if tau < manifold_hat.balanced_scale * (1 - 1e-12):
-            raise ValueError(f"tau = {tau:.4g} is below the balanced scale sqrt(trace D_hat) = "
+            raise ValueError(f"tau = {tau:.4g} is below the balanced scale sqrt(trace Gamma_hat) = "
                              f"{manifold_hat.balanced_scale:.4g}: renormalizing to it would "
                              "unbalance the parameters and move S_hat; use tau >= that value")
         a, b = renormalize(a, b, sigma_hat, tau)

@@ -1,14 +1,14 @@
 """Geometry of Part I's landscape (chapter 3): the manifold S, the P-geometry, Hessians.
 
-Manifold of global minima [derived, checked]. With the thin SVD ``X* = P D Q^T``
+Manifold of global minima [derived, checked]. With the thin SVD ``X* = Phi Gamma Psi^T``
 (``X* = M Sigma^{1/2}`` of full column rank d, which needs p >= d) and lambda > 0, the global
 minima of ``Q = L + R`` (:mod:`attnlib.population`) are exactly
 
-    S = { (U, V) = (P D^{1/2} O, Q D^{1/2} O) : O in O(d) },
+    S = { (U, V) = (Phi Gamma^{1/2} O, Psi Gamma^{1/2} O) : O in O(d) },
 
 two connected components (det O = +1, -1). In (A, B) coordinates
 ``A = U Sigma^{-1/2}``, ``B = Sigma^{-1/2} V Sigma^{-1/2}``. In code the SVD factors are
-called ``left`` (P), ``singular_values`` (diag D) and ``right`` (Q), to keep the letters P and
+called ``left`` (Phi), ``singular_values`` (diag Gamma) and ``right`` (Psi), to keep the letters P and
 Q for the norm and the objective.
 
 P-geometry. ``<(A,B),(A',B')>_P = tr(A Sigma A'^T) + tr(Sigma B Sigma B'^T)``, which is the
@@ -21,7 +21,7 @@ Frobenius inner product of the (U, V) coordinates. The P-gradient of a function 
 is attained at the polar factor O of ``C = U*^T U + V*^T V`` (orthogonal Procrustes: maximise
 ``tr(O^T C)``), over both components of O(d), without a determinant correction.
 
-Hessian at S [derived, chapter 3]. Rotate so that ``U* = [D^{1/2}; 0]``, ``V* = D^{1/2}``
+Hessian at S [derived, chapter 3]. Rotate so that ``U* = [Gamma^{1/2}; 0]``, ``V* = Gamma^{1/2}``
 and write s_i for the singular values. The quadratic form of the Hessian of Q in (U, V) is
 ``||dU V*^T + U* dV^T||^2 + lambda/4 ||dU^T U* + U*^T dU - dV^T V* - V*^T dV||^2``. It splits
 into independent blocks: the (p - d) x d lower block of dU (eigenvalue s_j), each diagonal pair
@@ -75,17 +75,17 @@ class MinimizerManifold:
 
     @property
     def U_star(self) -> np.ndarray:
-        """``P D^{1/2}`` (p x d)."""
+        """``Phi Gamma^{1/2}`` (p x d)."""
         return self.left * np.sqrt(self.singular_values)
 
     @property
     def V_star(self) -> np.ndarray:
-        """``Q D^{1/2}`` (d x d)."""
+        """``Psi Gamma^{1/2}`` (d x d)."""
         return self.right * np.sqrt(self.singular_values)
 
     @property
     def balanced_scale(self) -> float:
-        """``sqrt(trace D)``: the value of ``||V||_F`` (and ``||U||_F``) everywhere on S."""
+        """``sqrt(trace Gamma)``: the value of ``||V||_F`` (and ``||U||_F``) everywhere on S."""
         return float(np.sqrt(self.singular_values.sum()))
 
     def factor(self, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -138,9 +138,9 @@ class MinimizerManifold:
         return self.unfactor(self.U_star @ k, -self.V_star @ k)
 
     def balanced_svd_point(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Return the stationary point ``(P D_J^{1/2}, Q D_J^{1/2})`` as (A, B).
+        """Return the stationary point ``(Phi Gamma_J^{1/2}, Psi Gamma_J^{1/2})`` as (A, B).
 
-        ``D_J`` keeps the singular values with a true entry in the boolean mask ``keep``
+        ``Gamma_J`` keeps the singular values with a true entry in the boolean mask ``keep``
         (length d) and zeroes the rest. For any J this is a stationary point of Q (the
         residual ``-P D_{J^c} Q^T`` is orthogonal to both factors and the factors are
         balanced); it is a global minimum only for J = all, a saddle otherwise (J = none is

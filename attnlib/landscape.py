@@ -4,11 +4,11 @@ The objects (the manifold S, the P-geometry, the Procrustes projection, the one-
 a single point, the exact Hessian in (U, V)) live in :mod:`attnlib.geometry`; this module
 samples them.
 
-Stationary points [derived, chapter 3]. With ``X* = P D Q^T`` (thin SVD), the population loss
+Stationary points [derived, chapter 3]. With ``X* = Phi Gamma Psi^T`` (thin SVD), the population loss
 ``L - L* = 1/2 ||U V^T - X*||^2`` and the regularized ``Q - L* = L - L* + lambda/8
 ||U^T U - V^T V||^2`` have the stationary points
 
-* the origin and the balanced partial-SVD points ``(P D_J^{1/2}, Q D_J^{1/2})`` (J a proper
+* the origin and the balanced partial-SVD points ``(Phi Gamma_J^{1/2}, Psi Gamma_J^{1/2})`` (J a proper
   subset of the singular values): stationary for both, strict saddles (the Hessian has a
   negative eigenvalue) -- the regularizer does not remove them;
 * unbalanced points ``(c U, V / c)``, c != 1, of any stationary point of L with ``U != 0``:

@@ -20,12 +20,12 @@ reached within the cap; ``step_seed{s}`` (K, 5).
 ``ch4_defaults_ablations`` (chapter 4). Seed 0's default data, three runs of ``ITERATIONS``
 iterations from the spectral initialization with the preconditioner: Algorithm 1 as is;
 without the regularizer (lambda = 0); with renormalization at the tightest allowed bound
-``tau = sqrt(trace D_hat)``. Keys ``excess_risk``, ``objective``, ``loss``, ``dist_P_hat``,
+``tau = sqrt(trace Gamma_hat)``. Keys ``excess_risk``, ``objective``, ``loss``, ``dist_P_hat``,
 ``imbalance``, ``scale`` (G, 3), where imbalance and scale are :func:`attnlib.analysis.balance`
 with Sigma_hat.
 
 ``ch4_small_n_renormalization`` (chapter 4). n = ``SMALL_N`` samples of the seed's default
-problem, both masks, renormalization off and at ``tau = sqrt(trace D_hat)``, two methods:
+problem, both masks, renormalization off and at ``tau = sqrt(trace Gamma_hat)``, two methods:
 Algorithm 1 and Adam without regularizer (which moves the scale of B fastest).
 Keys per seed: ``excess_risk_seed{s}``, ``loss_seed{s}``, ``scale_seed{s}``,
 ``self_weight_seed{s}`` (G, 2 methods, 2 masks, 2 taus): self_weight is the mean attention of
