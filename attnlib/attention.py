@@ -43,6 +43,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Callable, Iterator, Literal, TypeVar
 
 import numpy as np
@@ -61,6 +62,8 @@ __all__ = [
     "loss",
     "loss_and_grad",
     "deployed_risk",
+    "EscapeCurves",
+    "memorising_escape",
 ]
 
 Mask = Literal["loo", "all"]
@@ -415,3 +418,42 @@ def deployed_risk(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_test: n
     y = as_matrix("Y_test", Y_test, shape=prediction.shape)
     residual = y - prediction
     return float(np.einsum("ij,ij->", residual, residual)) / (2 * y.shape[0])
+
+
+@dataclass(frozen=True)
+class EscapeCurves:
+    """Result of :func:`memorising_escape`: one value per scale ``c`` (losses, not excesses)."""
+
+    scales: np.ndarray
+    loss_all: np.ndarray
+    loss_loo: np.ndarray
+    deployed: np.ndarray
+    self_top_fraction: float
+
+
+def memorising_escape(X: np.ndarray, Y: np.ndarray, X_test: np.ndarray, Y_test: np.ndarray,
+                      scales: np.ndarray) -> EscapeCurves:
+    """The losses along chapter 1's memorising ray ``B = c Sigma_hat^{-1}``, ``A = A_hat``.
+
+    ``A_hat = Y^T X (X^T X)^{-1}`` is the least-squares fit (what a layer that attends only to
+    itself would need) and ``Sigma_hat = X^T X / n``. For each ``c`` in ``scales`` this returns
+    the empirical loss with both masks and the deployed risk (:func:`deployed_risk`) on the
+    fresh pairs ``(X_test, Y_test)``, plus the fraction of tokens whose largest logit
+    ``x_j^T Sigma_hat^{-1} x_i`` is their own (``i = j``). When that fraction is 1, as
+    ``c -> infinity`` every token attends only to itself under the all-tokens mask and its
+    loss tends to the least-squares residual ``1/(2n) ||Y - X A_hat^T||_F^2``: the escape.
+    """
+    x = as_matrix("X", X)
+    n, d = x.shape
+    if n < d + 1:
+        raise ValueError(f"X must have more rows than columns for the least-squares fit, "
+                         f"got shape {x.shape}")
+    y = as_matrix("Y", Y, shape=(n, None))
+    grid = as_matrix("scales", scales, ndim=1)
+    a_hat = np.linalg.lstsq(x, y, rcond=None)[0].T
+    direction = np.linalg.inv(x.T @ x / n)
+    losses = {mask: np.array([loss(a_hat, c * direction, x, y, mask=mask) for c in grid])
+              for mask in ("all", "loo")}
+    deployed = np.array([deployed_risk(a_hat, c * direction, x, X_test, Y_test) for c in grid])
+    self_top = float(np.mean(np.argmax(x @ direction @ x.T, axis=1) == np.arange(n)))
+    return EscapeCurves(grid, losses["all"], losses["loo"], deployed, self_top)

@@ -314,3 +314,25 @@ def test_population_limit_sigma_b_transpose_x() -> None:
         assert error @ np.linalg.solve(covariance, error) < threshold
         # and the relative error is small in absolute terms (standard error ~ n^{-1/2})
         assert np.linalg.norm(error) < 0.05 * max(np.linalg.norm(limit), 1.0)
+
+
+def test_memorising_escape_saturates_to_each_tokens_top_logit() -> None:
+    rng = np.random.default_rng(7)
+    n, d, p = 20, 10, 3  # n close to d: most tokens' own logit is their largest (chapter 1)
+    X = rng.standard_normal((n, d))
+    Y = X @ rng.standard_normal((d, p)) + 0.1 * rng.standard_normal((n, p))
+    X_test = rng.standard_normal((50, d))
+    Y_test = rng.standard_normal((50, p))
+    curves = attention.memorising_escape(X, Y, X_test, Y_test, np.array([1e-3, 1.0, 1e6]))
+    # Oracle: at a huge scale each token attends only to its largest logit x_j^T S^{-1} x_i.
+    A_hat = np.linalg.lstsq(X, Y, rcond=None)[0].T
+    top = np.argmax(X @ np.linalg.inv(X.T @ X / n) @ X.T, axis=1)
+    limit = np.sum((Y - X[top] @ A_hat.T) ** 2) / (2 * n)
+    assert curves.self_top_fraction == pytest.approx(np.mean(top == np.arange(n)))
+    assert curves.self_top_fraction > 0.5
+    assert curves.loss_all[-1] == pytest.approx(limit, rel=1e-6)
+    assert curves.loss_all[-1] < curves.loss_all[0]
+    assert curves.deployed[1] == pytest.approx(
+        attention.deployed_risk(A_hat, np.linalg.inv(X.T @ X / n), X, X_test, Y_test))
+    with pytest.raises(ValueError, match="more rows than columns"):
+        attention.memorising_escape(X[:10], Y[:10], X_test, Y_test, np.ones(2))
