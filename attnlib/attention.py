@@ -69,9 +69,15 @@ __all__ = [
 Mask = Literal["loo", "all"]
 T = TypeVar("T")
 
-#: Entries of one ``block_size x n`` work array chosen by :func:`auto_block_size`
-#: (2**18 float64 entries = 2 MB; measured in ``benchmarks/bench_attention.py``).
+#: Target entries of one ``block_size x n`` work array (2**18 float64 entries = 2 MB) ...
 BLOCK_ELEMENTS = 2 ** 18
+#: ... but at least this many query rows per block, as long as a work array stays within
+#: ``MAX_BLOCK_ELEMENTS`` (16 MB): blocks of fewer rows run the skinny products below their
+#: speed (measured in ``benchmarks/bench_attention.py``: at n = 8000, 64 to 128 rows took
+#: 0.22 to 0.27 s against 0.34 to 0.45 s for 32 rows; at n = 20,000, 52 rows 1.9 s against 2.6 s
+#: for 26).
+MIN_BLOCK_ROWS = 64
+MAX_BLOCK_ELEMENTS = 2 ** 21
 
 
 # ----------------------------------------------------------------------------- checks
@@ -117,10 +123,12 @@ def _check_rows(rows: object | None, n: int) -> np.ndarray | None:
 
 def auto_block_size(n_queries: int, n_keys: int) -> int:
     """Rows per block: all ``n_queries`` when ``n_queries * n_keys <= BLOCK_ELEMENTS``
-    (the direct computation), else ``max(1, BLOCK_ELEMENTS // n_keys)``."""
+    (the direct computation), else ``BLOCK_ELEMENTS // n_keys`` raised to ``MIN_BLOCK_ROWS``
+    where a work array then stays within ``MAX_BLOCK_ELEMENTS`` (at least one row)."""
     if n_queries * n_keys <= BLOCK_ELEMENTS:
         return n_queries
-    return max(1, BLOCK_ELEMENTS // n_keys)
+    rows = max(1, BLOCK_ELEMENTS // n_keys, min(MIN_BLOCK_ROWS, MAX_BLOCK_ELEMENTS // n_keys))
+    return min(rows, n_queries)
 
 
 def _resolve_block(block_size: int | None, n_queries: int, n_keys: int) -> int:

@@ -245,7 +245,11 @@ def test_blocked_loss_and_grad_never_allocates_an_n_by_n_array() -> None:
 def test_auto_block_size_bounds_the_work_array() -> None:
     assert attention.auto_block_size(500, 500) == 500
     block = attention.auto_block_size(20_000, 20_000)
-    assert block * 20_000 <= attention.BLOCK_ELEMENTS and block >= 1
+    assert block == attention.MIN_BLOCK_ROWS
+    assert block * 20_000 <= attention.MAX_BLOCK_ELEMENTS
+    assert attention.auto_block_size(3000, 3000) == attention.BLOCK_ELEMENTS // 3000
+    huge = attention.auto_block_size(10 ** 7, 10 ** 7)
+    assert huge == 1
 
 
 # ------------------------------------------------------------------ float32 option
