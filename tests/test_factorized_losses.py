@@ -1,11 +1,13 @@
-"""Exact derivatives of Part II's two factorized losses (attention in W_Q, W_K and LoRA) against
-central finite differences in float64, for every regularizer: gradient, second derivatives
-along directions, and the Laplacian (trace of the Hessian)."""
+"""Part II's two factorized losses (attention in W_Q, W_K and LoRA), tested together: the exact
+derivatives against central finite differences in float64 for every regularizer (gradient,
+second derivatives along directions, Laplacian) and the GL(k) symmetry of the data loss."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attnlib import lora
 from attnlib import qk_attention as qa
@@ -50,3 +52,21 @@ def test_second_derivative_and_laplacian_match_finite_differences(model: str,
     fd_trace = sum((p.gradient(theta + h * e) - p.gradient(theta - h * e))[i] / (2 * h)
                    for i, e in enumerate(np.eye(p.dim)))
     assert p.laplacian(theta) == pytest.approx(fd_trace, rel=1e-6, abs=1e-7)
+
+
+#: The product each model's data loss depends on: W_Q W_K^T (attention) and U V (LoRA).
+PRODUCTS = {"attention": lambda W_Q, W_K: W_Q @ W_K.T, "lora": lambda U, V: U @ V}
+
+
+@pytest.mark.parametrize("model", MODELS)
+@settings(deadline=None, max_examples=15)
+@given(seed=st.integers(0, 10_000))
+def test_gl_symmetry_leaves_data_loss_and_product_unchanged(model: str, seed: int) -> None:
+    p: FactorizedLoss = MODELS[model](Regularizer())
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(p.dim)
+    G = rng.standard_normal((2, 2)) + 2 * np.eye(2)
+    moved = p.act(theta, G)
+    assert p.data_loss(moved) == pytest.approx(p.data_loss(theta), rel=1e-10)
+    np.testing.assert_allclose(PRODUCTS[model](*p.unpack(moved)), PRODUCTS[model](*p.unpack(theta)),
+                               rtol=1e-9, atol=1e-12)
