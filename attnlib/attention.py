@@ -62,6 +62,7 @@ __all__ = [
     "loss",
     "loss_and_grad",
     "deployed_risk",
+    "row_softmax",
     "EscapeCurves",
     "memorising_escape",
 ]
@@ -229,6 +230,18 @@ def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int,
 
 
 # ---------------------------------------------------------------------------- softmax
+def row_softmax(logits: np.ndarray) -> np.ndarray:
+    """``softmax`` along the last axis, ``exp(z_i - max z) / sum_k exp(z_k - max z)``.
+
+    Subtracting the row maximum first keeps every exponent <= 0, so huge logits cannot
+    overflow. The general form, used by Part II's models (``qk_attention``, ``vit``); the
+    blocked layer below uses an in-place, masked variant of the same formula.
+    """
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    weights = np.exp(shifted)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
 def _softmax_rows(logits: np.ndarray, self_columns: np.ndarray | None) -> tuple[np.ndarray,
                                                                                 np.ndarray]:
     """Overwrite ``logits`` (b, n) with ``exp(s_ji - max_i s_ji)`` and return it with the row

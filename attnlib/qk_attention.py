@@ -36,17 +36,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import as_matrix, check_generator, check_int, check_positive
+from .attention import row_softmax
 from .regularizers import Regularizer
 from .villani import FactorizedLoss
 
-__all__ = ["AttentionProblem", "make_problem", "row_softmax"]
-
-
-def row_softmax(logits: np.ndarray) -> np.ndarray:
-    """Softmax along the last axis, with the row maximum subtracted first."""
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    weights = np.exp(shifted)
-    return weights / weights.sum(axis=-1, keepdims=True)
+__all__ = ["AttentionProblem", "make_problem"]
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,6 +32,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ._progress import progress as _progress
+from .attention import row_softmax
 from ._validation import as_matrix, check_generator, check_int, check_positive
 from .regularizers import Regularizer
 
@@ -149,19 +150,13 @@ def init_params(config: ViTConfig, *, rng: np.random.Generator) -> Params:
     return params
 
 
-def _softmax(scores: np.ndarray) -> np.ndarray:
-    shifted = scores - scores.max(axis=-1, keepdims=True)
-    weights = np.exp(shifted)
-    return weights / weights.sum(axis=-1, keepdims=True)
-
-
 def forward(params: Mapping[str, np.ndarray], patches: np.ndarray) -> tuple[np.ndarray, dict]:
     """Return the output patches ``Y`` (``B x N x p^2``) and the cache used by the backward pass."""
     x = patches @ params["E"] + params["b_E"] + params["pos"]
     dk = params["W_Q"].shape[1]
     q = x @ params["W_Q"]
     k = x @ params["W_K"]
-    attn = _softmax(q @ k.transpose(0, 2, 1) * float(dk) ** -0.5)
+    attn = row_softmax(q @ k.transpose(0, 2, 1) * float(dk) ** -0.5)
     v = x @ params["W_V"]
     h = x + attn @ v
     cache = {"patches": patches, "x": x, "q": q, "k": k, "attn": attn, "v": v, "h": h}

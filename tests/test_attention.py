@@ -340,3 +340,12 @@ def test_memorising_escape_saturates_to_each_tokens_top_logit() -> None:
         attention.deployed_risk(A_hat, np.linalg.inv(X.T @ X / n), X, X_test, Y_test))
     with pytest.raises(ValueError, match="more rows than columns"):
         attention.memorising_escape(X[:10], Y[:10], X_test, Y_test, np.ones(2))
+
+
+def test_row_softmax_is_stable_and_matches_the_definition() -> None:
+    logits = np.array([[1.0, 2.0, 3.0], [1e300, -1e300, 0.0]])
+    weights = attention.row_softmax(logits)
+    assert np.all(np.isfinite(weights))
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0)
+    np.testing.assert_allclose(weights[0], np.exp([1.0, 2.0, 3.0]) / np.exp([1.0, 2.0, 3.0]).sum())
+    np.testing.assert_array_equal(weights[1], [1.0, 0.0, 0.0])
