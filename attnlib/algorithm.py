@@ -69,6 +69,7 @@ from ._progress import progress as progress_bar
 from ._validation import as_matrix, check_generator, check_int, check_positive
 from .data import RegressionProblem
 from .geometry import minimizer_manifold
+from .optim import adam_increment
 from .population import (empirical_moments, population_loss_and_grad, regularizer_and_grad,
                          spd_sqrt)
 
@@ -368,17 +369,10 @@ def train(X: np.ndarray | None = None, Y: np.ndarray | None = None, *,
         if precondition:
             grad_a, grad_b = grad_a @ sigma_inv, sigma_inv @ grad_b @ sigma_inv
         if optimizer == "adam":
-            grads = (grad_a, grad_b)
-            for m1, m2, g in zip(moment1, moment2, grads):
-                m1 *= beta1
-                m1 += (1 - beta1) * g
-                m2 *= beta2
-                m2 += (1 - beta2) * g ** 2
-            t = k + 1
-            a = a - step * (moment1[0] / (1 - beta1 ** t)) / (
-                np.sqrt(moment2[0] / (1 - beta2 ** t)) + adam_eps)
-            b = b - step * (moment1[1] / (1 - beta1 ** t)) / (
-                np.sqrt(moment2[1] / (1 - beta2 ** t)) + adam_eps)
+            a = a - adam_increment(grad_a, moment1[0], moment2[0], lr=step, t=k + 1,
+                                   betas=(beta1, beta2), eps=adam_eps)
+            b = b - adam_increment(grad_b, moment1[1], moment2[1], lr=step, t=k + 1,
+                                   betas=(beta1, beta2), eps=adam_eps)
         else:
             a = a - step * grad_a
             b = b - step * grad_b

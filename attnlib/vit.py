@@ -32,8 +32,9 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ._progress import progress as _progress
-from .attention import row_softmax
 from ._validation import as_matrix, check_generator, check_int, check_positive
+from .attention import row_softmax
+from .optim import adam_increment
 from .regularizers import Regularizer
 
 __all__ = [
@@ -326,14 +327,8 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
             step += 1
             for name in names:
                 if optimizer == "adam":
-                    m, v = moments[name]
-                    m *= betas[0]
-                    m += (1 - betas[0]) * grads[name]
-                    v *= betas[1]
-                    v += (1 - betas[1]) * grads[name] ** 2
-                    m_hat = m / (1 - betas[0] ** step)
-                    v_hat = v / (1 - betas[1] ** step)
-                    params[name] -= lr * m_hat / (np.sqrt(v_hat) + adam_eps)
+                    params[name] -= adam_increment(grads[name], *moments[name], lr=lr, t=step,
+                                                   betas=betas, eps=adam_eps)
                 else:
                     params[name] -= lr * grads[name]
                     if noise_std:

@@ -217,3 +217,23 @@ def test_clear_errors(small) -> None:
                         rng=np.random.default_rng(0), iterations=1)
     with pytest.raises(ValueError, match="optimizer"):
         algorithm.train(x, y, optimizer="lbfgs", iterations=1)
+
+
+def test_adam_increment_matches_the_textbook_update() -> None:
+    from attnlib.optim import adam_increment
+
+    rng = np.random.default_rng(0)
+    grads = rng.standard_normal((3, 4))
+    m, v = np.zeros(4), np.zeros(4)
+    m_ref, v_ref = np.zeros(4), np.zeros(4)
+    for t, g in enumerate(grads, start=1):
+        step = adam_increment(g, m, v, lr=0.1, t=t, betas=(0.9, 0.99), eps=1e-8)
+        m_ref = 0.9 * m_ref + 0.1 * g
+        v_ref = 0.99 * v_ref + 0.01 * g ** 2
+        expected = 0.1 * (m_ref / (1 - 0.9 ** t)) / (np.sqrt(v_ref / (1 - 0.99 ** t)) + 1e-8)
+        np.testing.assert_allclose(step, expected, rtol=1e-14)
+    np.testing.assert_allclose(m, m_ref, rtol=1e-14)
+    # The first step of Adam has magnitude lr in every coordinate (m_hat / sqrt(v_hat) = sign g).
+    first = adam_increment(grads[0], np.zeros(4), np.zeros(4), lr=0.1, t=1, betas=(0.9, 0.99),
+                           eps=0.0)
+    np.testing.assert_allclose(first, 0.1 * np.sign(grads[0]), rtol=1e-12)
