@@ -150,8 +150,9 @@ def test_local_rate_predicts_measured_contraction(precondition: bool) -> None:
     step = 0.2 / manifold.singular_values[0]
     # without the preconditioner the two slowest modes are close: wait longer for the slowest
     iterations = 400 if precondition else 3000
-    result = algorithm.train(objective="closed_form", moments=(sigma, m), init=(a0, b0),
-                             precondition=precondition, lam=1.0, step=step,
+    method = algorithm.Method(precondition=precondition, lam=1.0,
+                              update=algorithm.GD(step=step))
+    result = algorithm.train(algorithm.closed_form_loss(sigma, m), method, init=(a0, b0),
                              iterations=iterations)
     dist = result.history["dist_P_hat"]
     fit = fit_geometric_rate(np.arange(dist.size), dist, start=iterations - 400)
