@@ -133,7 +133,7 @@ class _FactorProblem:
 
 
 def reference_minimizer(objective: ObjectiveFn, start: tuple[np.ndarray, np.ndarray],
-                        Sigma: np.ndarray, *, gtol: float = 1e-9, max_quasi_newton: int = 20000,
+                        Sigma: np.ndarray, *, gtol: float = 1e-8, max_quasi_newton: int = 20000,
                         max_newton: int = 200, fd_step: float = 1e-5,
                         hessian: bool = True) -> ReferenceOptimum:
     """Minimize ``objective`` from ``start = (A0, B0)`` and certify the result.
@@ -145,6 +145,9 @@ def reference_minimizer(objective: ObjectiveFn, start: tuple[np.ndarray, np.ndar
     coordinates: pass the ``Sigma_hat`` that the objective's regularizer uses.
 
     Raises ``ReferenceNotConverged`` when the final gradient norm in (U, V) exceeds ``gtol``.
+    The default ``gtol = 1e-8`` pins the value: near a minimum with smallest Hessian eigenvalue
+    h_min, ``Q - Q* <= ||g||^2 / (2 h_min)``, about 1e-13 for the h_min of about 5e-4 measured
+    at n = 500, far below every gap the book reports.
     """
     gtol = check_positive("gtol", gtol)
     fd_step = check_positive("fd_step", fd_step)

@@ -173,3 +173,20 @@ def test_local_rate_ignores_sigma_only_with_preconditioner() -> None:
                                                             abs=1e-10)
     assert local_gd_rate(step, sigma2, m2, precondition=False) > local_gd_rate(
         step, sigma2, m2) + 1e-3
+
+
+def test_spectrum_gap_rate_matches_gd_on_a_quadratic() -> None:
+    """GD on f(z) = 1/2 z^T H z: the gap f(z_m) decays at max_h (1 - eta h)^2."""
+    from attnlib.fitting import spectrum_gap_rate
+
+    eigenvalues = np.array([1e-3, 0.05, 0.8])
+    step = 1.0
+    z = np.ones(3)
+    gaps = []
+    for _ in range(3000):
+        gaps.append(0.5 * np.sum(eigenvalues * z ** 2))
+        z = z - step * eigenvalues * z
+    fit = fit_geometric_rate(np.arange(3000), np.array(gaps), start=1000)
+    assert fit.rate == pytest.approx(spectrum_gap_rate(step, eigenvalues), rel=1e-9)
+    with pytest.raises(ValueError, match="positive"):
+        spectrum_gap_rate(step, np.array([0.1, -1.0]))

@@ -53,6 +53,7 @@ __all__ = [
     "fixed_target_problem",
     "defaults_data",
     "explorer_run",
+    "start_excess_risks",
 ]
 
 KAPPAS = (1.0, 10.0, 100.0, 1000.0)
@@ -277,3 +278,25 @@ def explorer_run(*, kappa: float = 10.0, n: int = 200, step_scale: float = 0.5,
     _, m_hat = population.empirical_moments(x, y)
     out["ols"] = np.asarray(population.linear_excess_risk(m_hat, problem.Sigma, problem.M))
     return out
+
+
+def start_excess_risks(seed: int, *, noise_std: float, n: int = N) -> dict[str, float]:
+    """Excess risks at the start of training for ``paper1_defaults``'s seed at another noise level.
+
+    Draws the seed's default problem with ``noise_std`` and n samples from ``default_rng(seed)``
+    (the same standard-normal draws for every noise level) and returns the excess risk of the
+    spectral start (``spectral``), of the random start of ``default_rng(100 + seed)``
+    (``random``, independent of the noise), of the OLS fit on the same samples (``ols_fit``) and
+    the exact expected OLS excess risk ``p sigma^2 d / (2 (n - d - 1))`` (``ols_formula``).
+    """
+    rng = np.random.default_rng(seed)
+    problem = data.default_problem(rng=rng, d=D, p=P, kappa=KAPPA, noise_std=noise_std)
+    x, y = problem.sample(n, rng=rng)
+    sigma_hat, m_hat = population.empirical_moments(x, y)
+    spectral = algorithm.spectral_init(sigma_hat, m_hat)
+    random = algorithm.random_init(D, P, rng=np.random.default_rng(100 + seed))
+    return dict(
+        spectral=population.population_loss(*spectral, problem.Sigma, problem.M),
+        random=population.population_loss(*random, problem.Sigma, problem.M),
+        ols_fit=population.linear_excess_risk(m_hat, problem.Sigma, problem.M),
+        ols_formula=population.ols_excess_risk(n, D, P, noise_std))
