@@ -251,17 +251,18 @@ class BiasEstimate:
 
 
 def bias_statistic(deltas: np.ndarray) -> BiasEstimate:
-    """Estimate ``1/2 ||E Delta||_F^2`` from S >= 3 independent replicates ``Delta_s``.
+    """Estimate ``1/2 ||E Delta||_F^2`` from S >= 2 independent replicates ``Delta_s``.
 
     ``deltas`` (S, ...): e.g. ``U_s V_s^T - X*`` of the minimizers of S independent prompt
     draws, whose excess risk is ``1/2 ||Delta_s||^2`` exactly (sigma = 0, whitened
     coordinates). ``1/2 ||Delta_s||^2`` is biased upward by the fluctuation of one replicate;
     the U-statistic ``1/(S(S-1)) sum_{s != t} 1/2 <Delta_s, Delta_t>`` is unbiased for the
-    squared norm of the mean. Its standard error is the jackknife's.
+    squared norm of the mean. Its standard error is the jackknife's (NaN for S = 2, where the
+    leave-one-out statistic is undefined).
     """
     flat = np.asarray(deltas, dtype=float)
-    if flat.ndim < 2 or flat.shape[0] < 3:
-        raise ValueError(f"deltas must have shape (S, ...) with S >= 3 replicates, got "
+    if flat.ndim < 2 or flat.shape[0] < 2:
+        raise ValueError(f"deltas must have shape (S, ...) with S >= 2 replicates, got "
                          f"{flat.shape}")
     flat = flat.reshape(flat.shape[0], -1)
     s = flat.shape[0]
@@ -272,6 +273,8 @@ def bias_statistic(deltas: np.ndarray) -> BiasEstimate:
         return 0.5 * (float(total @ total) - float(np.sum(rows ** 2))) / (count * (count - 1))
 
     value = ustat(flat)
+    if s == 2:
+        return BiasEstimate(value, float("nan"), 0.5 * float(np.mean(np.sum(flat ** 2, axis=1))))
     leave_out = np.array([ustat(np.delete(flat, i, axis=0)) for i in range(s)])
     stderr = float(np.sqrt((s - 1) / s * np.sum((leave_out - leave_out.mean()) ** 2)))
     return BiasEstimate(value, stderr, 0.5 * float(np.mean(np.sum(flat ** 2, axis=1))))

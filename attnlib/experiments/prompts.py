@@ -39,13 +39,13 @@ from .ablations import defaults_data
 
 __all__ = ["BIAS_N", "BIAS_SCALES", "scaled_task", "bias_task", "map_tasks"]
 
-BIAS_N = (10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5000)
+BIAS_N = (10, 20, 40, 80, 160, 320, 640, 1280, 5000)
 BIAS_SCALES = (1.0, 0.5)
 BIAS_N_SMALL_SCALE = (10, 40, 160, 640)      # scale 0.5: a coarser grid (budget)
 BIAS_TOKENS = 4000
-BIAS_REPLICATES = 4
-BIAS_REPLICATES_LONG = 3          # for n >= BIAS_LONG_N (budget)
-BIAS_LONG_N = 2560
+#: Replicates per context length (fewer at large n: the CPU budget of the stored runs).
+BIAS_REPLICATES = {1280: 3, 5000: 2}
+BIAS_REPLICATES_DEFAULT = 4
 BIAS_GTOL = 1e-6
 BIAS_SEED_BASE = 12
 DEPLOY_PROMPTS, DEPLOY_QUERIES = 40, 100
@@ -101,7 +101,7 @@ def bias_task(scale_index: int, n: int, replicate: int) -> dict[str, np.ndarray]
 
 def bias_replicates(n: int) -> int:
     """Replicates at context length n in ``paper1_prompts_bias``."""
-    return BIAS_REPLICATES_LONG if n >= BIAS_LONG_N else BIAS_REPLICATES
+    return BIAS_REPLICATES.get(n, BIAS_REPLICATES_DEFAULT)
 
 
 def bias_tasks(full: bool = True) -> list[tuple[int, int, int]]:
@@ -133,8 +133,8 @@ def assemble_bias(tasks: Sequence[tuple[int, int, int]],
     history["config"] = np.asarray(json.dumps(dict(
         problem="seed 0 default problem, M scaled, noise_std = 0", scales=list(BIAS_SCALES),
         n_values=list(BIAS_N), n_values_small_scale=list(BIAS_N_SMALL_SCALE),
-        tokens=BIAS_TOKENS, replicates=BIAS_REPLICATES, replicates_long=BIAS_REPLICATES_LONG,
-        long_n=BIAS_LONG_N, gtol=BIAS_GTOL, lam=1.0, mask="loo", whiten=True,
+        tokens=BIAS_TOKENS, replicates={str(n): bias_replicates(n) for n in BIAS_N},
+        gtol=BIAS_GTOL, lam=1.0, mask="loo", whiten=True,
         seed_base=BIAS_SEED_BASE, deploy_prompts=DEPLOY_PROMPTS, deploy_queries=DEPLOY_QUERIES,
         start="spectral (on S)")))
     return history
