@@ -54,11 +54,13 @@ from scipy import optimize
 from . import attention
 from ._validation import as_matrix, check_generator, check_int
 from .data import RegressionProblem
+from .geometry import factor_hessian
 from .population import factor_loss_and_grad, factor_regularizer_and_grad, spd_sqrt
 from .reference import ObjectiveFn
 
 __all__ = ["sample_prompts", "deployed_risk", "context_correction", "first_order_minimizer",
-           "FirstOrderMinimizer", "gauge_fixed", "bias_statistic", "BiasEstimate", "local_slopes"]
+           "FirstOrderMinimizer", "asymptotic_bias_coefficient",
+           "gauge_fixed", "bias_statistic", "BiasEstimate", "local_slopes"]
 
 
 def sample_prompts(problem: RegressionProblem, prompts: int, n: int, *, rng: np.random.Generator,
@@ -170,8 +172,10 @@ def first_order_minimizer(Xstar: np.ndarray, m: float, *, lam: float = 1.0,
     """Minimize ``1/2 ||U V^T - X*||^2 + lam/8 ||U^T U - V^T V||^2 + G(U, V) / m`` (L-BFGS).
 
     This is the delta-method prediction of the minimizer of the prompt-averaged loss with m
-    context tokens per query (m = n - 1 under the leave-one-out mask). ``start`` defaults to
-    the balanced point ``(Phi Gamma^{1/2}, Psi Gamma^{1/2})`` of S. Raises ``ValueError`` when
+    context tokens per query (m = n - 1 under the leave-one-out mask), by continuation: from
+    ``start`` (default: the balanced point ``(Phi Gamma^{1/2}, Psi Gamma^{1/2})`` of S) the
+    minimizer is followed from ``m = 10^6`` down to m in factors of about 2 (from S directly,
+    L-BFGS can step past the barrier ``||V||_2^2 = 1/2`` and stall). Raises ``ValueError`` when
     the start has ``||V||_2^2 >= 1/2`` and ``RuntimeError`` when the gradient norm does not
     reach ``gtol``.
     """
@@ -187,27 +191,50 @@ def first_order_minimizer(Xstar: np.ndarray, m: float, *, lam: float = 1.0,
         raise ValueError("first_order_minimizer needs a start with ||V||_2^2 < 1/2 (on S: "
                          "gamma_1 < 1/2, the largest singular value of X*); G is infinite beyond")
 
-    def value_and_grad(z: np.ndarray) -> tuple[float, np.ndarray]:
+    def value_and_grad(z: np.ndarray, contexts: float) -> tuple[float, np.ndarray]:
         u, v = z[: p * d].reshape(p, d), z[p * d:].reshape(d, d)
         if np.linalg.eigvalsh(v @ v.T)[-1] >= 0.5:
             return np.inf, np.zeros_like(z)
         loss, gu, gv = factor_loss_and_grad(u, v, xstar)
         reg, ru, rv = factor_regularizer_and_grad(u, v, lam=lam)
         corr, cu, cv = context_correction(u, v, xstar)
-        return (loss + reg + corr / m,
-                np.concatenate([(gu + ru + cu / m).ravel(), (gv + rv + cv / m).ravel()]))
+        return (loss + reg + corr / contexts,
+                np.concatenate([(gu + ru + cu / contexts).ravel(),
+                                (gv + rv + cv / contexts).ravel()]))
 
-    result = optimize.minimize(value_and_grad, np.concatenate([u0.ravel(), v0.ravel()]),
-                               jac=True, method="L-BFGS-B",
-                               options=dict(maxiter=20000, maxcor=30, ftol=0.0, gtol=gtol,
-                                            maxfun=10 ** 6))
-    grad_norm = float(np.linalg.norm(value_and_grad(result.x)[1]))
-    if not grad_norm <= 10 * gtol * np.sqrt(result.x.size):
+    z = np.concatenate([u0.ravel(), v0.ravel()])
+    steps = 1 + int(np.ceil(np.log2(1e6 / m))) if m < 1e6 else 1
+    for contexts in np.geomspace(max(float(m), 1e6), float(m), steps):
+        z = optimize.minimize(value_and_grad, z, args=(contexts,), jac=True, method="L-BFGS-B",
+                              options=dict(maxiter=20000, maxcor=30, ftol=0.0, gtol=gtol,
+                                           maxfun=10 ** 6)).x        # continuation in m
+    grad_norm = float(np.linalg.norm(value_and_grad(z, float(m))[1]))
+    if not grad_norm <= 10 * gtol * np.sqrt(z.size):
         raise RuntimeError(f"first_order_minimizer stopped at gradient norm {grad_norm:.3g} "
                            f"(m = {m})")
-    u, v = result.x[: p * d].reshape(p, d), result.x[p * d:].reshape(d, d)
+    u, v = z[: p * d].reshape(p, d), z[p * d:].reshape(d, d)
     excess = 0.5 * float(np.sum((u @ v.T - xstar) ** 2))
     return FirstOrderMinimizer(u, v, excess, context_correction(u, v, xstar)[0], grad_norm)
+
+
+def asymptotic_bias_coefficient(Xstar: np.ndarray, *, lam: float = 1.0) -> float:
+    """``c2 = lim m^2 (excess risk of the minimizer of L + R + G/m)`` by linear response.
+
+    At the balanced point ``(U*, V*)`` of S the minimizer moves by ``-H^+ grad G / m + o(1/m)``
+    (H the Hessian of L + R in (U, V), :func:`attnlib.geometry.factor_hessian`, pseudo-inverse
+    on the complement of the O(d) orbit, which grad G does not see), and the excess risk
+    ``1/2 ||dU V*^T + U* dV^T||^2`` of that displacement is ``c2 / m^2``. Needs gamma_1 < 1/2.
+    """
+    xstar = as_matrix("Xstar", Xstar)
+    p, d = xstar.shape
+    left, values, right_t = np.linalg.svd(xstar, full_matrices=False)
+    u, v = left * np.sqrt(values), right_t.T * np.sqrt(values)
+    _, grad_u, grad_v = context_correction(u, v, xstar)
+    hessian = factor_hessian(u, v, xstar, lam=lam)
+    step = -np.linalg.lstsq(hessian, np.concatenate([grad_u.ravel(), grad_v.ravel()]),
+                            rcond=1e-10)[0]
+    du, dv = step[: p * d].reshape(p, d), step[p * d:].reshape(d, d)
+    return 0.5 * float(np.sum((du @ v.T + u @ dv.T) ** 2))
 
 
 def gauge_fixed(objective: ObjectiveFn, point: tuple[np.ndarray, np.ndarray],

@@ -138,6 +138,8 @@ def test_first_order_minimizer_excess_decays_like_one_over_m_squared() -> None:
     big, bigger = (prompts.first_order_minimizer(xstar, m) for m in (1e5, 1e6))
     assert bigger.grad_norm < 1e-7
     assert bigger.excess_risk * 1e12 == pytest.approx(big.excess_risk * 1e10, rel=0.05)
+    assert prompts.asymptotic_bias_coefficient(xstar) == pytest.approx(
+        bigger.excess_risk * 1e12, rel=0.01)
     with pytest.raises(ValueError, match="gamma_1 < 1/2"):
         prompts.first_order_minimizer(10 * xstar, 1e3)
 
@@ -171,3 +173,28 @@ def test_deployed_risk_of_the_zero_map_is_half_the_signal(task) -> None:
                                           rng=np.random.default_rng(11), prompts=50, queries=40)
     truth = 0.5 * np.trace(task.M @ task.Sigma @ task.M.T)
     assert abs(value - truth) < 4 * stderr
+
+
+def test_experiment_claims_are_computed_from_the_history() -> None:
+    import json
+
+    from attnlib.experiments import prompts as runs
+
+    methods = list(algorithm.METHODS)
+    objective = np.ones((3, 5))
+    objective[:, 0] = [1.0, 0.5, 0.5004]                 # Algorithm 1: gap 1.0 -> 4e-4 (basin 0.5)
+    loss = np.ones((3, 5))
+    loss[:, 3] = [2.0, 1.0, 0.9]                          # SGD: bound (0.9 - 0.8) / 2 = 0.05
+    history = {"config": np.asarray(json.dumps({"methods": methods})),
+               "iteration": np.array([0, 1, 2]),
+               "objective_noise0_seed0": objective, "loss_noise0_seed0": loss,
+               "start_excess_noise0_seed0": np.array([0.01, 10.0]),
+               "L_star_noise0_seed0": np.asarray(0.1), "basin_value_noise0_seed0": np.asarray(0.5),
+               "best_loss_noise0_seed0": np.asarray(0.8)}
+    claims = runs.experiment_claims(history, 0)
+    assert claims["start"].status == "reproduced"             # 0.01 / 0.1 <= 0.1
+    assert claims["orders"].status == "partly reproduced"     # log10(10.1 / 0.11) = 1.96
+    assert claims["alg1"].status == "reproduced"
+    assert claims["sgd"].status == "reproduced"
+    objective[-1, 0] = 0.6
+    assert runs.experiment_claims(history, 0)["alg1"].status == "not reproduced"

@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import algorithm, population, prompts, reference
+from .. import algorithm, population, prompts, reference, verdicts
 from .._progress import progress as progress_bar
 from ..data import RegressionProblem
 from . import register
@@ -190,15 +190,17 @@ def _start_losses(task: RegressionProblem, loss: algorithm.DataLoss, seed: int
 
 def experiment_task(noise_index: int, seed: int, *, iterations: int = EXPERIMENT_ITERATIONS,
                     methods: Sequence[str] = tuple(algorithm.METHODS), scale: float = 1.0,
-                    prompts_count: int = EXPERIMENT_PROMPTS,
-                    deploy: bool = True) -> dict[str, np.ndarray]:
-    """One (noise level, seed) cell of ``paper1_prompts_experiment`` (see that function)."""
+                    prompts_count: int = EXPERIMENT_PROMPTS, deploy: bool = True,
+                    certify: bool = True) -> dict[str, np.ndarray]:
+    """One (noise level, seed) cell of ``paper1_prompts_experiment`` (see that function);
+    ``certify=False`` skips the reference minimizer (basin entries NaN; the live replay)."""
     from .part1 import recorded_iterations
 
     noise = (EXPERIMENT_NOISE + MAP_NOISE)[noise_index] if noise_index >= 0 else 0.0
     task, loss = experiment_data(noise, seed, scale=scale, prompts_count=prompts_count)
-    basin = reference.reference_minimizer(loss.reference_objective(1.0), loss.manifold.point(),
-                                          loss.Sigma_hat, gtol=1e-8, hessian=False)
+    basin = (reference.reference_minimizer(loss.reference_objective(1.0), loss.manifold.point(),
+                                           loss.Sigma_hat, gtol=1e-8, hessian=False)
+             if certify else None)
     grid = recorded_iterations(iterations)
     deploy_grid = np.unique(np.r_[np.arange(0, iterations + 1, DEPLOY_EVERY), iterations])
     curves = {key: np.full((grid.size, len(methods)), np.nan)
@@ -226,10 +228,13 @@ def experiment_task(noise_index: int, seed: int, *, iterations: int = EXPERIMENT
         steps.append(result.step)
     lam_zero = [j for j, name in enumerate(methods) if algorithm.METHODS[name].lam == 0]
     best_loss = float(np.nanmin(curves["loss"])) if lam_zero else np.nan
+    certified = dict(basin_value=np.nan, basin_grad_norm=np.nan, basin_excess=np.nan)
+    if basin is not None:
+        certified = dict(basin_value=basin.value, basin_grad_norm=basin.grad_norm,
+                         basin_excess=population.population_loss(basin.A, basin.B, task.Sigma,
+                                                                  task.M))
     return dict(**curves, deployed=deployed, step=np.asarray(steps),
-                basin_value=np.asarray(basin.value), basin_grad_norm=np.asarray(basin.grad_norm),
-                basin_excess=np.asarray(population.population_loss(basin.A, basin.B, task.Sigma,
-                                                                   task.M)),
+                **{key: np.asarray(value) for key, value in certified.items()},
                 best_loss=np.asarray(best_loss), **_start_losses(task, loss, seed))
 
 
@@ -275,15 +280,13 @@ def paper1_prompts_experiment(full: bool = True, progress: bool = False) -> dict
     ``basin_excess``), ``best_loss`` (the lowest L_hat seen: an upper bound on L_hat*, so
     ``L_hat - best_loss`` is a lower bound on the lambda = 0 methods' gap), ``start_excess``
     (spectral, random) and ``L_star``. ``full=False``: first cell, ``EXPERIMENT_PREFIX``
-    iterations, no deployment.
+    iterations, no deployment and no reference minimizer (NaN).
     """
     tasks = experiment_tasks(full)
     iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
 
-    def cell(i: int, s: int) -> dict[str, np.ndarray]:
-        return experiment_task(i, s, iterations=iterations, deploy=full)
-
-    results = ([experiment_task(i, s) for i, s in tasks] if full else [cell(*tasks[0])])
+    results = [experiment_task(i, s, iterations=iterations, deploy=full, certify=full)
+               for i, s in tasks]
     return assemble_experiment(tasks, results, iterations)
 
 
@@ -369,3 +372,42 @@ def paper1_prompts_variance(full: bool = True, progress: bool = False) -> dict[s
     """Excess risk of the prompts minimizer against the number of prompts N (n = 40, sigma = 0.1)."""
     tasks = variance_tasks(full)
     return assemble_variance(tasks, map_tasks(variance_task, tasks, progress=progress))
+
+
+def experiment_claims(history: dict[str, np.ndarray], noise_index: int, seed: int = 0, *,
+                      converged: float = 1e-3) -> dict[str, verdicts.Verdict]:
+    """Verdicts on the seeds' claims (1)-(4) for one cell of ``paper1_prompts_experiment``.
+
+    Thresholds as in chapter 5's one-set table [choice]: (1) ``(L(theta_0) - L*) / L* <= 0.1``
+    for the spectral start; (2) ``log10`` of the population-loss ratio random / spectral start
+    ``>= 2.5`` (partly from 1.5); (3) Algorithm 1's optimization gap to the certified basin
+    minimizer at the last iteration, relative to the start, ``<= converged``; (4) SGD's gap
+    ratio ``> converged``, with a certified *lower bound* of the ratio,
+    ``(L_hat(theta_last) - best_loss) / L_hat(theta_0)`` (``best_loss`` is the lowest L_hat seen,
+    at least L_hat*, and ``L_hat* >= 0``): no reference minimizer of L_hat is needed.
+    """
+    def get(name: str) -> np.ndarray:
+        return history[f"{name}_noise{noise_index}_seed{seed}"]
+
+    methods = json.loads(str(history["config"]))["methods"]
+    start, l_star = get("start_excess"), float(get("L_star"))
+    objective, loss = get("objective"), get("loss")
+    alg1, sgd = methods.index("algorithm1"), methods.index("sgd")
+    gap = objective[:, alg1] - float(get("basin_value"))
+    sgd_bound = (loss[-1, sgd] - float(get("best_loss"))) / loss[0, sgd]
+    last = int(history["iteration"][-1])
+    return {
+        "start": verdicts.verdict("spectral start close to the optimal population loss",
+                                  start[0] / l_star, 0.1, direction="<=",
+                                  quantity="(L(theta_0) - L*)/L*"),
+        "orders": verdicts.verdict(
+            "random start about three orders of magnitude higher in loss",
+            np.log10((start[1] + l_star) / (start[0] + l_star)), 2.5, direction=">=",
+            partial=1.5, quantity="log10 loss ratio"),
+        "alg1": verdicts.verdict(f"Algorithm 1 converges within {last} iterations",
+                                 gap[-1] / gap[0], converged, direction="<=",
+                                 quantity=f"gap({last})/gap(0)"),
+        "sgd": verdicts.verdict(f"SGD has not converged after {last} iterations", sgd_bound,
+                                converged, direction=">",
+                                quantity=f"lower bound of gap({last})/gap(0)"),
+    }
