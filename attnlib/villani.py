@@ -30,7 +30,10 @@ This module holds
   from ``log rho``, so radii such as ``rho = 10^300`` (where ``rho^2`` overflows float64)
   are fine; :func:`crossover_log_radius` finds the largest root ``log rho*`` numerically and
   :func:`asymptotic_crossover_log_radius` gives the leading-order closed forms derived in
-  chapter 8; :func:`weight_decay_threshold` is ``4 lam^2 q / a``.
+  chapter 8; :func:`weight_decay_threshold` is ``4 lam^2 q / a``. The orbit has two ends:
+  :func:`orbit_crossovers` gives the crossover of each (rho -> infinity, and rho -> 0 read
+  through :meth:`OrbitConstants.swapped`); the Villani quantity is positive on the whole
+  orbit outside the larger of the two, which is therefore the one that decides.
 
 The orbit symbol is ``rho`` (not the design notes' ``r``) because ``r`` is the LoRA rank.
 """
@@ -58,7 +61,10 @@ __all__ = [
     "orbit_constants",
     "orbit_points",
     "orbit_villani_over_rho2",
+    "orbit_villani_scaled",
     "crossover_log_radius",
+    "OrbitCrossovers",
+    "orbit_crossovers",
     "asymptotic_crossover_log_radius",
     "weight_decay_threshold",
     "radial_log_partition",
@@ -384,6 +390,24 @@ def orbit_villani_over_rho2(consts: OrbitConstants, regularizer: Regularizer, s:
                          for u in log_rho])
 
 
+def orbit_villani_scaled(consts: OrbitConstants, regularizer: Regularizer, s: float,
+                         log_rho: np.ndarray, *, precision: int = 40) -> np.ndarray:
+    """``V_s / max(rho^2, rho^-2)`` on the orbit: the sign of ``V_s`` with a finite scale at
+    both ends (for weight decay the limits are ``4 lam^2 q / s - a`` as rho -> infinity and
+    ``4 lam^2 k / s - b`` as rho -> 0). Negative ``log rho`` is read through
+    :meth:`OrbitConstants.swapped` at ``-log rho``."""
+    log_rho = as_matrix("log_rho", np.atleast_1d(log_rho), ndim=1)
+    out = np.empty_like(log_rho)
+    up = log_rho >= 0
+    if up.any():
+        out[up] = orbit_villani_over_rho2(consts, regularizer, s, log_rho[up],
+                                          precision=precision)
+    if (~up).any():
+        out[~up] = orbit_villani_over_rho2(consts.swapped(), regularizer, s, -log_rho[~up],
+                                           precision=precision)
+    return out
+
+
 def weight_decay_threshold(consts: OrbitConstants, lam: float) -> float:
     """``4 lam^2 q / a``: with weight decay the orbit quantity tends to -infinity as
     rho -> infinity when ``s`` exceeds it (to +infinity when ``s`` is below it)."""
@@ -420,6 +444,35 @@ def crossover_log_radius(consts: OrbitConstants, regularizer: Regularizer, s: fl
         root = mpmath.findroot(h, (mpmath.mpf(lo), mpmath.mpf(hi)), solver="bisect",
                                tol=mpmath.mpf(10) ** (-20), maxsteps=200)
         return float(root)
+
+
+@dataclass(frozen=True)
+class OrbitCrossovers:
+    """Both ends of the orbit: ``up = log rho*`` (positive for larger rho), ``down =
+    log(1/rho_*)`` (positive for smaller rho); ``decisive`` is the larger of the two."""
+
+    up: float
+    down: float
+
+    @property
+    def decisive(self) -> float:
+        """``max(up, down)``: the distance (in log rho from rho = 1) beyond which the orbit
+        quantity is positive at both ends."""
+        return max(self.up, self.down)
+
+    @property
+    def decisive_end(self) -> str:
+        """``"rho -> oo"`` or ``"rho -> 0"``: the end whose crossover is further out."""
+        return "rho -> oo" if self.up >= self.down else "rho -> 0"
+
+
+def orbit_crossovers(consts: OrbitConstants, regularizer: Regularizer, s: float,
+                     **options: float) -> OrbitCrossovers:
+    """The crossover of each end of the orbit (:func:`crossover_log_radius` of ``consts`` and
+    of ``consts.swapped()``; ``options`` are passed on)."""
+    return OrbitCrossovers(up=crossover_log_radius(consts, regularizer, s, **options),
+                           down=crossover_log_radius(consts.swapped(), regularizer, s,
+                                                     **options))
 
 
 def asymptotic_crossover_log_radius(consts: OrbitConstants, regularizer: Regularizer,

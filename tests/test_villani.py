@@ -100,6 +100,30 @@ def test_crossover_is_a_sign_change_and_matches_asymptotics(reg: Regularizer) ->
         assert vl.crossover_log_radius(c, reg, 1.0) == pytest.approx(56.3, abs=0.05)
 
 
+def test_orbit_crossovers_cover_both_ends() -> None:
+    c = vl.OrbitConstants(a=32.0, b=5.0, q=6.0, k=2.0, dim1=6, dim2=6)
+    reg = Regularizer("log", 0.01)
+    both = vl.orbit_crossovers(c, reg, 1.0)
+    assert both.up == vl.crossover_log_radius(c, reg, 1.0)
+    # the rho -> 0 end: negative just inside 1/rho_*, positive beyond, read at log rho = -down
+    inside, outside = vl.orbit_villani_over_rho2(c, reg, 1.0,
+                                                 np.array([-both.down + 1e-6, -both.down - 1e-6]))
+    assert inside < 0 < outside
+    assert both.decisive == max(both.up, both.down)
+    assert both.decisive_end == ("rho -> oo" if both.up >= both.down else "rho -> 0")
+    # the scaled quantity is V_s / max(rho^2, rho^-2) at both ends
+    log_rho = np.array([-3.0, -0.5, 0.0, 2.0])
+    scaled = vl.orbit_villani_scaled(c, reg, 1.0, log_rho)
+    over = vl.orbit_villani_over_rho2(c, reg, 1.0, log_rho)
+    np.testing.assert_allclose(scaled, over * np.exp(2 * log_rho) / np.exp(2 * np.abs(log_rho)),
+                               rtol=1e-12)
+    wd = vl.orbit_villani_scaled(c, Regularizer("weight_decay", 1.0), 0.5, np.array([-300.0]))
+    assert wd[0] == pytest.approx(4 * 2 / 0.5 - 5, rel=1e-12)
+    # swapping the blocks swaps the ends
+    mirrored = vl.orbit_crossovers(c.swapped(), reg, 1.0)
+    assert (mirrored.up, mirrored.down) == (both.down, both.up)
+
+
 def test_orbit_evaluation_survives_overflowing_radii() -> None:
     c = vl.OrbitConstants(a=32.0, b=5.0, q=6.0, k=2.0, dim1=6, dim2=6)
     value = vl.orbit_villani_over_rho2(c, Regularizer("log", 0.01), 1.0, np.array([600.0]))[0]
