@@ -18,7 +18,7 @@ This module provides
   loss (and optionally of block norms and states) every ``record_every`` steps;
 * Gibbs-measure helpers on a grid in one or two dimensions: the normalised density
   (:func:`gibbs_density`), bin probabilities (:func:`gibbs_bin_probabilities`), expectations
-  (:func:`gibbs_expectation`), the total variation distance of a histogram of chain states
+  (:func:`gibbs_expectation`), exact samples (:func:`gibbs_sample`), the total variation distance of a histogram of chain states
   (:func:`histogram_tv`) and the spectral gap of the generator (:func:`spectral_gap`);
 * :func:`mala`: the Metropolis-adjusted Langevin algorithm, the same proposal followed by an
   accept/reject step that makes ``mu_s`` exactly stationary (no ``O(h)`` bias);
@@ -56,6 +56,7 @@ __all__ = [
     "gibbs_density",
     "gibbs_bin_probabilities",
     "gibbs_expectation",
+    "gibbs_sample",
     "histogram_tv",
     "spectral_gap",
 ]
@@ -434,6 +435,26 @@ def gibbs_expectation(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray],
     logw = -2.0 * loss / s
     weights = np.exp(logw - logw.max())
     return float(np.sum(weights * g) / weights.sum())
+
+
+def gibbs_sample(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float,
+                 *, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` independent draws from the grid approximation of ``mu_s``, shape ``(size, D)``.
+
+    A grid point is drawn with probability ``exp(-2 f / s) / sum`` (the weights of
+    :func:`gibbs_density`), then moved uniformly within its grid cell (half a spacing each
+    way), so the draws have a density that is piecewise constant on the cells. A starting
+    point for chains that is already (up to the grid) at equilibrium.
+    """
+    s = check_positive("temperature", temperature)
+    size = check_int("size", size, minimum=1)
+    rng = check_generator("rng", rng)
+    checked, points = _grid(axes)
+    logw = _log_weights(loss_and_grad, points, s)
+    weights = np.exp(logw - logw.max())
+    picked = points[rng.choice(points.shape[0], size=size, p=weights / weights.sum())]
+    spacing = np.array([a[1] - a[0] for a in checked])
+    return picked + (rng.uniform(size=picked.shape) - 0.5) * spacing
 
 
 def histogram_tv(samples: np.ndarray, edges: Sequence[np.ndarray],

@@ -275,3 +275,19 @@ def test_autocorrelation_time_of_an_ar1_process():
         L.autocorrelation_time(np.ones((10, 2)))
     with pytest.raises(ValueError, match="at least 8"):
         L.autocorrelation_time(np.ones((5, 2)))
+
+
+def test_gibbs_sample_has_the_gibbs_moments():
+    x = L.gibbs_sample(OU, [np.linspace(-5, 5, 1001)], S, size=50_000,
+                       rng=np.random.default_rng(8))
+    assert x.shape == (50_000, 1)
+    var = S / (2 * A)
+    assert abs(x.mean()) < 5 * np.sqrt(var / x.shape[0])
+    assert abs(x.var() - var) < 5 * var * np.sqrt(2 / x.shape[0])
+    well = partial(P.double_well_2d, tilt=0.2)
+    axes = [np.linspace(-2.5, 2.5, 201), np.linspace(-2.0, 4.0, 241)]
+    y = L.gibbs_sample(well, axes, 0.7, size=40_000, rng=np.random.default_rng(9))
+    f = well(y)[0]
+    assert abs(f.mean() - L.gibbs_expectation(well, axes, 0.7)) < 5 * f.std() / 200
+    with pytest.raises(ValueError, match="size"):
+        L.gibbs_sample(OU, [np.linspace(-5, 5, 11)], S, size=0, rng=np.random.default_rng(0))
