@@ -70,6 +70,18 @@ def test_constant_coefficient_matches_poisson_series() -> None:
     assert 3.6 < errors[0] / errors[1] < 4.4
 
 
+def test_subsampled_solve_error_is_second_order_for_a_constant_coefficient() -> None:
+    """With a = 3 the coarse error is C (h_c^2 - h_f^2): factor 4 against 2 on 129 nodes is 15/3."""
+    a = np.full((129, 129), 3.0)
+    ratio = darcy.subsampled_solve_error(a, 4) / darcy.subsampled_solve_error(a, 2)
+    assert 4.0 < ratio < 6.0
+    assert darcy.subsampled_solve_error(a, 1) == 0.0
+    with pytest.raises(ValueError, match="factor = 3"):
+        darcy.subsampled_solve_error(a, 3)
+    with pytest.raises(ValueError, match="factor = 128"):
+        darcy.subsampled_solve_error(a, 128)
+
+
 def test_poisson_series_satisfies_the_equation_at_the_centre() -> None:
     # the classical value u(1/2, 1/2) = 0.0736713... for -Laplacian u = 1 on the unit square
     assert darcy.poisson_series(0.5, 0.5, terms=801) == pytest.approx(0.07367135, abs=1e-7)
