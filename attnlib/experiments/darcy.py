@@ -176,27 +176,71 @@ def phase1_history(task: DarcyTask, *, epochs: int, progress: bool = False
     return out
 
 
+@dataclass(frozen=True)
+class Phase2Task:
+    """One independent, seeded Phase-2 run: the unit a parallel runner can distribute.
+
+    ``label`` names the condition in the history keys (default: the regime); the λ sweep uses
+    labels such as ``"log@1e-04"``.
+    """
+
+    optimizer: str
+    regime: str
+    lam: float
+    seed: int
+    epochs: int
+    label: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.label or self.regime}/seed{self.seed}"
+
+
+def phase2_task(task: DarcyTask, start: dict[str, np.ndarray], spec: Phase2Task, *,
+                progress: bool = False) -> dict[str, np.ndarray]:
+    """Run one :class:`Phase2Task`; history keys ``<label>/seed<k>/<quantity>``."""
+    setup_task = replace(task, setup=replace(task.setup, lam=spec.lam))
+    _, history = run_phase2(setup_task, start, regime=spec.regime, seed=spec.seed,
+                            optimizer=spec.optimizer, epochs=spec.epochs, progress=progress)
+    return {f"{spec.key}/{key}": value for key, value in history.items()}
+
+
+def combine(parts: list[dict[str, np.ndarray]], config: dict[str, object]
+            ) -> dict[str, np.ndarray]:
+    """Merge the histories of independent tasks (disjoint keys); ``config`` goes to JSON."""
+    out: dict[str, np.ndarray] = {}
+    for part in parts:
+        clash = set(out) & set(part)
+        if clash:
+            raise ValueError(f"tasks write the same keys: {sorted(clash)[:3]}")
+        out.update(part)
+    out["config"] = np.asarray(json.dumps(config))
+    return out
+
+
+def phase2_tasks(optimizer: str, lam: float, seeds: tuple[int, ...], epochs: int
+                 ) -> list[Phase2Task]:
+    """The grid regime x seed of one stored Phase-2 run."""
+    return [Phase2Task(optimizer, regime, 0.0 if regime == "none" else lam, seed, epochs)
+            for regime in REGIMES for seed in seeds]
+
+
 def phase2_history(task: DarcyTask, start: dict[str, np.ndarray], *, optimizer: str,
                    seeds: tuple[int, ...], epochs: int, progress: bool = False
                    ) -> dict[str, np.ndarray]:
     """Run Phase 2 for every regime and seed; history keys ``<regime>/seed<k>/<quantity>``."""
-    out: dict[str, np.ndarray] = {}
-    for regime in REGIMES:
-        for seed in seeds:
-            _, history = run_phase2(task, start, regime=regime, seed=seed, optimizer=optimizer,
-                                    epochs=epochs, progress=progress)
-            out.update({f"{regime}/seed{seed}/{key}": value for key, value in history.items()})
-    out["config"] = _config_json(task.setup, optimizer=optimizer, epochs=epochs,
-                                 seeds=list(seeds))
-    return out
+    parts = [phase2_task(task, start, spec, progress=progress)
+             for spec in phase2_tasks(optimizer, task.setup.lam, seeds, epochs)]
+    return combine(parts, {**asdict(task.setup), "optimizer": optimizer, "epochs": epochs,
+                           "seeds": list(seeds)})
 
 
 #: Stored Phase-2 runs: name -> (optimizer, lambda, seeds).
 PHASE2_RUNS = {
     "darcy_phase2_adam": ("adam", BOOK.lam, BOOK.seeds),
-    "darcy_phase2_sgd": ("sgd", BOOK.lam, BOOK.seeds[:1]),
-    "darcy_phase2_noisy": ("noisy", BOOK.lam, BOOK.seeds[:1]),
-    "darcy_phase2_noisy_strong": ("noisy", STRONG_LAM, BOOK.seeds[:1]),
+    "darcy_phase2_sgd": ("sgd", BOOK.lam, BOOK.seeds),
+    "darcy_phase2_noisy": ("noisy", BOOK.lam, BOOK.seeds),
+    "darcy_phase2_noisy_strong": ("noisy", STRONG_LAM, BOOK.seeds),
 }
 
 
@@ -212,6 +256,24 @@ def phase2_run(name: str, task: DarcyTask, start: dict[str, np.ndarray], *,
                           seeds=seeds if full else seeds[:1],
                           epochs=setup.phase2_epochs if full else setup.phase2_prefix,
                           progress=progress)
+
+
+#: [choice] the lambda sweep that locates the "low-regularization regime": Adam, log and power
+#: forms, three seeds, SWEEP_EPOCHS epochs (half the other runs, to fit the CPU budget; the
+#: chapter compares it with the first SWEEP_EPOCHS epochs of the lambda = 1e-5 runs)
+SWEEP_LAMS = (1e-4, 1e-3, 1e-2)
+SWEEP_EPOCHS = 40
+
+
+def sweep_label(regime: str, lam: float) -> str:
+    """History label of a sweep condition, e.g. ``"log@1e-04"``."""
+    return f"{regime}@{lam:.0e}"
+
+
+def sweep_tasks(seeds: tuple[int, ...], epochs: int) -> list[Phase2Task]:
+    """The grid lambda x form x seed of the sweep (Adam)."""
+    return [Phase2Task("adam", regime, lam, seed, epochs, label=sweep_label(regime, lam))
+            for lam in SWEEP_LAMS for regime in ("log", "power") for seed in seeds]
 
 
 def _phase1_experiment(setup: DarcySetup, full: bool, progress: bool) -> dict[str, np.ndarray]:
@@ -266,6 +328,18 @@ def phase2_noisy_strong(full: bool = True, progress: bool = False) -> dict[str, 
                       progress=progress)
 
 
+@register("darcy_phase2_lambda_sweep")
+def phase2_lambda_sweep(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Darcy 32x32, Phase 2 with Adam, log and power at lambda = 1e-4, 1e-3, 1e-2; 3 seeds."""
+    seeds = BOOK.seeds if full else BOOK.seeds[:1]
+    epochs = SWEEP_EPOCHS if full else BOOK.phase2_prefix
+    task, start = make_task(BOOK), _stored_start()
+    parts = [phase2_task(task, start, spec, progress=progress)
+             for spec in sweep_tasks(seeds, epochs)]
+    return combine(parts, {**asdict(BOOK), "optimizer": "adam", "epochs": epochs,
+                           "lams": list(SWEEP_LAMS), "seeds": list(seeds)})
+
+
 @register("darcy_large")
 def large(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Darcy 64x64, 1000 samples, width 64: Phase 1 then Phase 2 with Adam (long; not stored)."""
@@ -297,35 +371,51 @@ def log_slope(values: np.ndarray, *, last: int) -> float:
     return float(np.polyfit(epochs, np.log(values[-last:]), 1)[0])
 
 
-def summarize_phase2(stored: dict[str, np.ndarray], *,
-                     last: int = 20) -> dict[str, dict[str, float]]:
-    """Per regime, the mean over seeds of the Phase-2 measurements the chapter reports.
+def summarize_phase2(stored: dict[str, np.ndarray], *, last: int = 20,
+                     labels: tuple[str, ...] = REGIMES, epochs: int | None = None
+                     ) -> dict[str, dict[str, float]]:
+    """Per condition, the mean over seeds of the Phase-2 measurements the chapter reports.
 
-    Keys: ``rmse``, ``rel_l2`` (final test errors, physical units) with ``*_std`` (spread over
-    seeds; 0 for one seed), ``norm_WQ0``, ``norm_WK0``, ``norm_WQ``, ``norm_WK`` (start and end),
-    ``slope_WQ``, ``slope_WK`` (:func:`log_slope` over the last ``last`` epochs), ``gap0`` and
-    ``gap`` (test minus train data loss at the start and averaged over the last ``last``
-    epochs), ``gap_slope`` (least-squares slope per epoch of the gap over the second half).
+    ``labels`` are the conditions (the regimes, or sweep labels such as ``"log@1e-04"``);
+    ``epochs`` truncates every history to its first ``epochs`` epochs (to compare runs of
+    different lengths). Keys: ``rmse``, ``rel_l2`` (final test errors, physical units),
+    ``norm_WQ0``, ``norm_WK0``, ``norm_WQ``, ``norm_WK`` (start and end), ``slope_WQ``,
+    ``slope_WK`` (:func:`log_slope` over the last ``last`` epochs), ``gap0`` and ``gap``
+    (test minus train data loss at the start and averaged over the last ``last`` epochs),
+    ``test_loss`` and ``train_loss`` (averaged over the last ``last`` epochs), ``gap_slope``
+    (least-squares slope per epoch of the seed-mean gap over the second half) and
+    ``growth_WQ``, ``growth_WK`` (end minus start norm). Each has a ``*_sem`` companion, the
+    standard error over seeds (standard deviation / sqrt(seeds); 0 for one seed).
     """
     summary: dict[str, dict[str, float]] = {}
-    for regime in REGIMES:
-        rmse = seed_series(stored, regime, "test_rmse")[:, -1]
-        rel = seed_series(stored, regime, "test_rel_l2")[:, -1]
-        wq = seed_series(stored, regime, "norm_WQ")
-        wk = seed_series(stored, regime, "norm_WK")
-        gap = seed_series(stored, regime, "test_loss") - seed_series(stored, regime, "train_loss")
+    cut = slice(None) if epochs is None else slice(0, epochs + 1)
+    for label in labels:
+        def series(quantity: str) -> np.ndarray:
+            return seed_series(stored, label, quantity)[:, cut]
+
+        wq, wk = series("norm_WQ"), series("norm_WK")
+        train, test = series("train_loss"), series("test_loss")
+        gap = test - train
         half = gap.shape[1] // 2
-        summary[regime] = {
-            "rmse": float(rmse.mean()), "rmse_std": float(rmse.std()),
-            "rel_l2": float(rel.mean()), "rel_l2_std": float(rel.std()),
-            "norm_WQ0": float(wq[:, 0].mean()), "norm_WK0": float(wk[:, 0].mean()),
-            "norm_WQ": float(wq[:, -1].mean()), "norm_WK": float(wk[:, -1].mean()),
-            "slope_WQ": float(np.mean([log_slope(row, last=last) for row in wq])),
-            "slope_WK": float(np.mean([log_slope(row, last=last) for row in wk])),
-            "gap0": float(gap[:, 0].mean()), "gap": float(gap[:, -last:].mean()),
-            "gap_slope": float(np.polyfit(np.arange(half, gap.shape[1]),
-                                          gap[:, half:].mean(axis=0), 1)[0]),
+        per_seed = {
+            "rmse": series("test_rmse")[:, -1], "rel_l2": series("test_rel_l2")[:, -1],
+            "norm_WQ0": wq[:, 0], "norm_WK0": wk[:, 0], "norm_WQ": wq[:, -1],
+            "norm_WK": wk[:, -1], "growth_WQ": wq[:, -1] - wq[:, 0],
+            "growth_WK": wk[:, -1] - wk[:, 0],
+            "slope_WQ": np.array([log_slope(row, last=last) for row in wq]),
+            "slope_WK": np.array([log_slope(row, last=last) for row in wk]),
+            "gap0": gap[:, 0], "gap": gap[:, -last:].mean(axis=1),
+            "test_loss": test[:, -last:].mean(axis=1),
+            "train_loss": train[:, -last:].mean(axis=1),
+            "gap_slope": np.array([np.polyfit(np.arange(half, gap.shape[1]), row[half:], 1)[0]
+                                   for row in gap]),
         }
+        seeds = wq.shape[0]
+        entry: dict[str, float] = {}
+        for key, values in per_seed.items():
+            entry[key] = float(values.mean())
+            entry[f"{key}_sem"] = float(values.std(ddof=1) / np.sqrt(seeds)) if seeds > 1 else 0.0
+        summary[label] = entry
     return summary
 
 
