@@ -27,7 +27,9 @@ import numpy as np
 
 from .. import darcy, vit
 from ..regularizers import Regularizer
+from ..verdicts import NOT_REPRODUCED, Verdict, combine as combine_verdicts, not_testable, verdict
 from . import load, register
+from ._tasks import merge_tasks
 
 REGIMES = ("none", "log", "power")
 PHASE1_NAME = "darcy_phase1"
@@ -208,12 +210,7 @@ def phase2_task(task: DarcyTask, start: dict[str, np.ndarray], spec: Phase2Task,
 def combine(parts: list[dict[str, np.ndarray]], config: dict[str, object]
             ) -> dict[str, np.ndarray]:
     """Merge the histories of independent tasks (disjoint keys); ``config`` goes to JSON."""
-    out: dict[str, np.ndarray] = {}
-    for part in parts:
-        clash = set(out) & set(part)
-        if clash:
-            raise ValueError(f"tasks write the same keys: {sorted(clash)[:3]}")
-        out.update(part)
+    out = merge_tasks(parts)
     out["config"] = np.asarray(json.dumps(config))
     return out
 
@@ -451,3 +448,114 @@ def orbit_min_norm(w_q: np.ndarray, w_k: np.ndarray) -> float:
     w_q = np.asarray(w_q, dtype=float)
     w_k = np.asarray(w_k, dtype=float)
     return float(np.sqrt(np.linalg.svd(w_q @ w_k.T, compute_uv=False).sum()))
+
+
+# ----- verdicts on the source's four findings (chapter 11) ---------------------------------
+#: [choice] thresholds of the chapter's verdicts, printed with every verdict
+ACCURACY_TOL = 0.02      # "nearly the same": test relative L2 within 2% (relative) of none's
+ACCURACY_PARTIAL = 0.05  # half credit up to 5%
+GROWTH_MIN = 0.05        # growth: the end norm exceeds the start by 5%, beyond 2 standard errors
+TREND_T = 3.0            # a trend counts when its mean over seeds is 3 standard errors from 0
+CONTAIN_MAX = 0.5        # contained: regularized growth at most half the unregularized growth
+
+
+def accuracy_gap(summary: dict[str, dict[str, float]], label: str, reference: str = "none"
+                 ) -> float:
+    """``|rel_l2(label) - rel_l2(reference)| / rel_l2(reference)`` (final test errors)."""
+    ref = summary[reference]["rel_l2"]
+    return abs(summary[label]["rel_l2"] - ref) / ref
+
+
+def low_regularization_regime(rows: dict[float, dict[str, float]]) -> float:
+    """Largest lambda whose accuracy gaps (``rows[lam][form]``, see :func:`accuracy_gap`) are
+    all within :data:`ACCURACY_TOL`, scanning from the smallest lambda and stopping at the
+    first failure; ``nan`` when even the smallest fails."""
+    found = float("nan")
+    for lam in sorted(rows):
+        if max(rows[lam].values()) > ACCURACY_TOL:
+            break
+        found = lam
+    return found
+
+
+def relative_growth(entry: dict[str, float], block: str = "WQ") -> float:
+    """Norm growth over the run minus two standard errors, relative to the start norm."""
+    return (entry[f"growth_{block}"] - 2 * entry[f"growth_{block}_sem"]) / entry[f"norm_{block}0"]
+
+
+def _t(entry: dict[str, float], key: str) -> float:
+    sem = entry[f"{key}_sem"]
+    return entry[key] / sem if sem > 0 else float("nan")
+
+
+Findings = tuple[Verdict, list[Verdict]]
+
+
+def finding1(summaries: dict[str, dict[str, dict[str, float]]]) -> Findings:
+    """Nearly the same test error: every regularized run within ACCURACY_TOL of none's."""
+    parts = [verdict(run, [accuracy_gap(summary, form) for form in ("log", "power")],
+                     ACCURACY_TOL, partial=ACCURACY_PARTIAL, quantity="rel. L2 difference",
+                     labels=["log", "power"]) for run, summary in summaries.items()]
+    return combine_verdicts("1. same test error", parts), parts
+
+
+def finding2(summaries: dict[str, dict[str, dict[str, float]]]) -> Findings:
+    """Unregularized norms grow: growth beyond 2 SE of at least GROWTH_MIN (per block) and,
+    where they grow, still rising at the end (log-slope TREND_T standard errors above 0)."""
+    parts = []
+    for run, summary in summaries.items():
+        none = summary["none"]
+        grow = verdict(f"{run}: growth", [relative_growth(none, b) for b in ("WQ", "WK")],
+                       GROWTH_MIN, direction=">=", quantity="(end - start - 2 SE) / start",
+                       labels=["W_Q", "W_K"])
+        parts.append(grow)
+        if grow.status != NOT_REPRODUCED:
+            parts.append(verdict(f"{run}: still rising",
+                                 [_t(none, "slope_WQ"), _t(none, "slope_WK")], TREND_T,
+                                 direction=">=", quantity="log-slope / SE",
+                                 labels=["W_Q", "W_K"]))
+    return combine_verdicts("2. unregularized norms grow", parts), parts
+
+
+def grows(parts: list[Verdict], run: str) -> bool:
+    """Whether :func:`finding2` found growth (any credit) for ``run``."""
+    return any(p.claim == f"{run}: growth" and p.status != NOT_REPRODUCED for p in parts)
+
+
+def finding3(summaries: dict[str, dict[str, dict[str, float]]], growing: dict[str, bool]
+             ) -> Findings:
+    """Both regularizers contain the norms: where the unregularized norm grows, each
+    regularized growth of W_Q is at most CONTAIN_MAX of it; elsewhere nothing to contain."""
+    parts = []
+    for run, summary in summaries.items():
+        if not growing[run]:
+            parts.append(not_testable(run, "the unregularized norms do not grow"))
+            continue
+        reference = summary["none"]["growth_WQ"]
+        parts.append(verdict(run, [summary[form]["growth_WQ"] / reference
+                                   for form in ("log", "power")], CONTAIN_MAX,
+                             quantity="growth ratio to none", labels=["log", "power"]))
+    return combine_verdicts("3. regularizers contain the norms", parts), parts
+
+
+def finding4(summaries: dict[str, dict[str, dict[str, float]]]) -> Findings:
+    """The unregularized gap grows (slope TREND_T SE above 0) while the regularized gaps are
+    lower (by 2 SE) at a test loss that is not higher (within 2 SE), per optimizer."""
+    parts = []
+    for run, summary in summaries.items():
+        none = summary["none"]
+        lower, fair = [], []
+        for form in ("log", "power"):
+            reg = summary[form]
+            se = np.hypot(reg["gap_sem"], none["gap_sem"])
+            lower.append((none["gap"] - reg["gap"]) / se if se > 0 else float("nan"))
+            se = np.hypot(reg["test_loss_sem"], none["test_loss_sem"])
+            fair.append((reg["test_loss"] - none["test_loss"]) / se if se > 0 else float("nan"))
+        parts += [
+            verdict(f"{run}: gap of none grows", _t(none, "gap_slope"), TREND_T,
+                    direction=">=", quantity="gap slope / SE"),
+            verdict(f"{run}: gap lower", lower, 2.0, direction=">=",
+                    quantity="(gap of none - gap) / SE", labels=["log", "power"]),
+            verdict(f"{run}: test loss not higher", fair, 2.0, direction="<=",
+                    quantity="(test loss - none's) / SE", labels=["log", "power"])]
+    return combine_verdicts("4. gap grows without, stays lower with", parts), parts
