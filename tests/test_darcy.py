@@ -222,7 +222,7 @@ def test_orbit_min_norm_is_reached_by_the_balanced_factorisation() -> None:
 def _entry(**values: float) -> dict[str, float]:
     """A summarize_phase2-like entry: every key gets a ``_sem`` companion (default 0.01)."""
     base = dict(rel_l2=0.06, norm_WQ0=5.0, norm_WK0=5.0, growth_WQ=0.0, growth_WK=0.0,
-                slope_WQ=0.0, slope_WK=0.0, gap=5e-4, test_loss=5e-3, gap_slope=0.0)
+                slope_WQ=0.0, slope_WK=0.0, gap=5e-4, gap0=5e-4, test_loss=5e-3, gap_slope=0.0)
     base.update(values)
     out = dict(base)
     out.update({f"{key}_sem": 0.01 * abs(value) + 1e-9 for key, value in base.items()})
@@ -231,11 +231,11 @@ def _entry(**values: float) -> dict[str, float]:
 
 def test_finding_verdicts_follow_their_thresholds() -> None:
     from attnlib.experiments import darcy as dx
-    from attnlib.verdicts import NOT_TESTABLE, PARTLY, REPRODUCED
+    from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
     flat = {"none": _entry(), "log": _entry(rel_l2=0.0605), "power": _entry(rel_l2=0.064)}
     growing = {"none": _entry(growth_WQ=2.0, growth_WK=2.0, slope_WQ=3e-3, slope_WK=3e-3,
-                              gap_slope=1e-5, gap=7e-4),
+                              gap_slope=1e-5, gap=7e-4, gap0=5e-4),
                "log": _entry(growth_WQ=1.9, gap=6e-4, test_loss=5.5e-3),
                "power": _entry(growth_WQ=0.5, gap=6e-4, test_loss=4.9e-3)}
     v1, _ = dx.finding1({"flat": flat})
@@ -248,8 +248,12 @@ def test_finding_verdicts_follow_their_thresholds() -> None:
     assert parts3[0].status == NOT_TESTABLE and parts3[1].status == PARTLY  # log 0.95, power 0.25
     v4, parts4 = dx.finding4({"growing": growing})
     statuses = [p.status for p in parts4]
-    assert statuses[0] == REPRODUCED and statuses[1] == REPRODUCED
-    assert statuses[2] == PARTLY                   # log's test loss is higher, power's is not
+    assert statuses[:3] == [REPRODUCED, REPRODUCED, REPRODUCED]  # grows; others stable, lower
+    assert statuses[3] == PARTLY                   # log's test loss is higher, power's is not
+    drifting = dict(growing, log=_entry(gap=6e-4, gap_slope=1e-5))
+    assert dx.finding4({"g": drifting})[1][1].status == PARTLY   # log's gap grows too
+    barely = dict(growing, log=_entry(gap=6.9e-4), power=_entry(gap=6.9e-4))
+    assert dx.finding4({"g": barely})[1][2].status == NOT_REPRODUCED  # 1.4% lower: too small
     assert dx.relative_growth(growing["none"]) == pytest.approx((2.0 - 2 * 0.02) / 5.0)
     rows = {1e-5: {"log": 0.01, "power": 0.005}, 1e-4: {"log": 0.015, "power": 0.01},
             1e-3: {"log": 0.05, "power": 0.01}, 1e-2: {"log": 0.001, "power": 0.001}}
