@@ -59,7 +59,8 @@ from .population import factor_loss_and_grad, factor_regularizer_and_grad, spd_s
 from .reference import ObjectiveFn
 
 __all__ = ["sample_prompts", "deployed_risk", "context_correction", "first_order_minimizer",
-           "FirstOrderMinimizer", "asymptotic_bias_coefficient",
+           "FirstOrderMinimizer", "first_order_curve",
+           "asymptotic_bias_coefficient",
            "gauge_fixed", "bias_statistic", "BiasEstimate", "local_slopes"]
 
 
@@ -172,10 +173,11 @@ def first_order_minimizer(Xstar: np.ndarray, m: float, *, lam: float = 1.0,
     """Minimize ``1/2 ||U V^T - X*||^2 + lam/8 ||U^T U - V^T V||^2 + G(U, V) / m`` (L-BFGS).
 
     This is the delta-method prediction of the minimizer of the prompt-averaged loss with m
-    context tokens per query (m = n - 1 under the leave-one-out mask), by continuation: from
-    ``start`` (default: the balanced point ``(Phi Gamma^{1/2}, Psi Gamma^{1/2})`` of S) the
-    minimizer is followed from ``m = 10^6`` down to m in factors of about 2 (from S directly,
-    L-BFGS can step past the barrier ``||V||_2^2 = 1/2`` and stall). Raises ``ValueError`` when
+    context tokens per query (m = n - 1 under the leave-one-out mask). Without ``start`` it
+    starts at the balanced point ``(Phi Gamma^{1/2}, Psi Gamma^{1/2})`` of S and follows the
+    minimizer from ``m = 10^6`` down to m in factors of about 2 (from S directly, L-BFGS can
+    step past the barrier ``||V||_2^2 = 1/2`` and stall); with ``start`` (e.g. the minimizer at a
+    nearby m, :func:`first_order_curve`) it solves at m directly. Raises ``ValueError`` when
     the start has ``||V||_2^2 >= 1/2`` and ``RuntimeError`` when the gradient norm does not
     reach ``gtol``.
     """
@@ -183,6 +185,7 @@ def first_order_minimizer(Xstar: np.ndarray, m: float, *, lam: float = 1.0,
     p, d = xstar.shape
     if not m > 0:
         raise ValueError(f"m must be positive, got {m!r}")
+    given = start
     if start is None:
         left, values, right_t = np.linalg.svd(xstar, full_matrices=False)
         start = (left * np.sqrt(values), right_t.T * np.sqrt(values))
@@ -203,8 +206,8 @@ def first_order_minimizer(Xstar: np.ndarray, m: float, *, lam: float = 1.0,
                                 (gv + rv + cv / contexts).ravel()]))
 
     z = np.concatenate([u0.ravel(), v0.ravel()])
-    steps = 1 + int(np.ceil(np.log2(1e6 / m))) if m < 1e6 else 1
-    for contexts in np.geomspace(max(float(m), 1e6), float(m), steps):
+    steps = 1 + int(np.ceil(np.log2(1e6 / m))) if m < 1e6 and given is None else 1
+    for contexts in np.geomspace(max(float(m), 1e6) if given is None else m, float(m), steps):
         z = optimize.minimize(value_and_grad, z, args=(contexts,), jac=True, method="L-BFGS-B",
                               options=dict(maxiter=20000, maxcor=30, ftol=0.0, gtol=gtol,
                                            maxfun=10 ** 6)).x        # continuation in m
@@ -215,6 +218,19 @@ def first_order_minimizer(Xstar: np.ndarray, m: float, *, lam: float = 1.0,
     u, v = z[: p * d].reshape(p, d), z[p * d:].reshape(d, d)
     excess = 0.5 * float(np.sum((u @ v.T - xstar) ** 2))
     return FirstOrderMinimizer(u, v, excess, context_correction(u, v, xstar)[0], grad_norm)
+
+
+def first_order_curve(Xstar: np.ndarray, m_values: np.ndarray, *, lam: float = 1.0
+                      ) -> np.ndarray:
+    """Excess risks of :func:`first_order_minimizer` at each m in ``m_values``, computed in
+    decreasing m, each solve started at the previous minimizer (one continuation sweep)."""
+    values = as_matrix("m_values", m_values, ndim=1)
+    out = np.empty(values.size)
+    start = None
+    for i in np.argsort(-values):
+        result = first_order_minimizer(Xstar, float(values[i]), lam=lam, start=start)
+        out[i], start = result.excess_risk, (result.U, result.V)
+    return out
 
 
 def asymptotic_bias_coefficient(Xstar: np.ndarray, *, lam: float = 1.0) -> float:

@@ -138,6 +138,11 @@ def test_first_order_minimizer_excess_decays_like_one_over_m_squared() -> None:
     big, bigger = (prompts.first_order_minimizer(xstar, m) for m in (1e5, 1e6))
     assert bigger.grad_norm < 1e-7
     assert bigger.excess_risk * 1e12 == pytest.approx(big.excess_risk * 1e10, rel=0.05)
+    curve = prompts.first_order_curve(xstar, np.array([1e6, 50.0, 1e5]))
+    assert curve[0] == pytest.approx(bigger.excess_risk, rel=1e-4)
+    assert curve[2] == pytest.approx(big.excess_risk, rel=1e-4)
+    assert curve[1] == pytest.approx(prompts.first_order_minimizer(xstar, 50.0).excess_risk,
+                                     rel=1e-4)
     assert prompts.asymptotic_bias_coefficient(xstar) == pytest.approx(
         bigger.excess_risk * 1e12, rel=0.01)
     with pytest.raises(ValueError, match="gamma_1 < 1/2"):
