@@ -39,12 +39,12 @@ from .ablations import defaults_data
 
 __all__ = ["BIAS_N", "BIAS_SCALES", "scaled_task", "bias_task", "map_tasks"]
 
-BIAS_N = (10, 20, 40, 80, 160, 320, 640, 1280, 5000)
+BIAS_N = (10, 20, 40, 80, 160, 320, 640, 5000)
 BIAS_SCALES = (1.0, 0.5)
-BIAS_N_SMALL_SCALE = (10, 40, 160, 640)      # scale 0.5: a coarser grid (budget)
+BIAS_N_SMALL_SCALE = (10, 40, 160)      # scale 0.5: a coarser grid (budget)
 BIAS_TOKENS = 4000
 #: Replicates per context length (fewer at large n: the CPU budget of the stored runs).
-BIAS_REPLICATES = {1280: 3, 5000: 2}
+BIAS_REPLICATES = {80: 3, 160: 3, 320: 3, 640: 3, 5000: 2}
 BIAS_REPLICATES_DEFAULT = 4
 BIAS_GTOL = 1e-6
 BIAS_SEED_BASE = 12
