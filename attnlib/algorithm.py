@@ -534,7 +534,7 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     if batch_size is not None:
         if data.kind == "closed_form":
             raise ValueError("minibatches (method.batch_size) sample query rows: they need the "
-                             "layer's loss (empirical or prompts), not the closed form")
+                             "empirical loss (or prompts), not the closed form")
         if rng is None:
             raise ValueError("minibatches (method.batch_size) need rng, a numpy.random.Generator")
         batch_size = check_int("method.batch_size", batch_size, minimum=1)
