@@ -12,7 +12,8 @@ wide (desktop, tablet, phone), and fails when
 * an image does not load, has no alt text or a file name as alt text, or (at 1280 px) is
   shown at less than 70% of its natural width (its labels would shrink below ~6 pt);
 * a notebook figure or slider has no caption;
-* a code or output block scrolls sideways (1280 px), or the page does (390 px);
+* a code or output block scrolls sideways (1280 px, on screen or printed), or the page
+  does (390 px);
 * the visible navigation button does nothing: below 992 px it must open the navigation
   drawer, above it must hide the sidebar;
 * an interactive figure does not change its image when its slider moves, or a widget view
@@ -199,6 +200,12 @@ def _check_overflow(page, width: int) -> list[str]:
             .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
             .map(pre => pre.textContent.trim().split('\\n')[0].slice(0, 60))""")
         problems += [f"code/output block scrolls sideways: {first!r}" for first in scrolling]
+        page.emulate_media(media="print")
+        cut = page.evaluate("""() => Array.from(document.querySelectorAll('pre'))
+            .filter(pre => pre.scrollWidth > pre.clientWidth + 1).length""")
+        page.emulate_media(media="screen")
+        if cut:
+            problems.append(f"{cut} code/output block(s) cut off at the edge when printed")
     if width <= 390:
         sizes = page.evaluate("() => [document.documentElement.scrollWidth, "
                               "document.documentElement.clientWidth]")
