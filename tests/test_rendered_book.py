@@ -13,7 +13,7 @@ wide (desktop, tablet, phone), and fails when
   shown at less than 70% of its natural width (its labels would shrink below ~6 pt);
 * a notebook figure or slider has no caption;
 * a code or output block scrolls sideways (1280 px, on screen or printed), or the page
-  does (390 px);
+  does, or inline maths runs past the window edge without a scroll box of its own (390 px);
 * the visible navigation button does nothing: below 992 px it must open the navigation
   drawer, above it must hide the sidebar;
 * an interactive figure does not change its image when its slider moves, or a widget view
@@ -211,6 +211,16 @@ def _check_overflow(page, width: int) -> list[str]:
                               "document.documentElement.clientWidth]")
         if sizes[0] > sizes[1] + 1:
             problems.append(f"page is {sizes[0]} px wide in a {sizes[1]} px window")
+        clipped = page.evaluate("""() => Array.from(document.querySelectorAll(
+                'article mjx-container:not([display="true"])'))
+            .filter(m => { const width = document.documentElement.clientWidth;
+                           const box = m.getBoundingClientRect();
+                           const content = (m.firstElementChild || m).getBoundingClientRect();
+                           const scrolls = ['auto', 'scroll'].includes(getComputedStyle(m).overflowX);
+                           return box.width > 0 && (box.right > width + 1
+                               || (content.right > width + 1 && !scrolls)); })
+            .map(m => m.closest('p, li, td, div').textContent.trim().slice(0, 60))""")
+        problems += [f"inline maths cut off at the window edge: {text!r}" for text in clipped]
     return problems
 
 

@@ -14,3 +14,26 @@ document.addEventListener("DOMContentLoaded", function () {
     }
   });
 });
+
+// Phones: MathJax 3 cannot break inline maths across lines, so a formula wider than the
+// window gets its own horizontally scrolling box instead of running off the page.
+function boxWideMaths() {
+  var width = document.documentElement.clientWidth;
+  document.querySelectorAll("mjx-container:not([display='true'])").forEach(function (math) {
+    math.classList.remove("attn-wide-math");
+    var content = math.firstElementChild;
+    if (content && content.getBoundingClientRect().right > width) {
+      math.classList.add("attn-wide-math");
+    }
+  });
+}
+window.addEventListener("load", function () {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    MathJax.startup.promise.then(boxWideMaths);
+  }
+  var pending;
+  window.addEventListener("resize", function () {
+    clearTimeout(pending);
+    pending = setTimeout(boxWideMaths, 200);
+  });
+});
