@@ -41,13 +41,12 @@ OKABE_ITO = {
     "reddish purple": "#CC79A7",
 }
 
-#: Colours of the default cycle for unnamed curves, with the line styles that pair with them
-#: (yellow is left out: too light on white).
+#: Colours of the default cycle for unnamed curves (yellow is left out: too light on white).
+#: The cycle holds colours only: chapters use solid and dashed lines to mean things (train
+#: and test, first and second block), so line styles come from the code or from SERIES.
 CYCLE_COLOURS = tuple(OKABE_ITO[name] for name in
                       ("blue", "vermillion", "bluish green", "orange", "reddish purple",
                        "sky blue", "black"))
-CYCLE_LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (8, 2)),
-                    (0, (1, 1)))
 
 _MARK_EVERY = 0.1   # one marker per tenth of the axes diagonal, whatever the data density
 
@@ -97,7 +96,7 @@ def use_book_style() -> None:
         "grid.alpha": 0.3,
         "axes.spines.top": False,
         "axes.spines.right": False,
-        "axes.prop_cycle": cycler(color=CYCLE_COLOURS, linestyle=CYCLE_LINESTYLES),
+        "axes.prop_cycle": cycler(color=CYCLE_COLOURS),
         "font.size": 10,
         "axes.titlesize": 10,
         "axes.labelsize": 10,

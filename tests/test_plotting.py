@@ -83,7 +83,6 @@ def test_series_differ_without_colour(group: str) -> None:
         assert style_a["linestyle"] != style_b["linestyle"] or \
             style_a["marker"] != style_b["marker"], (a, b)
         assert style_a["label"] != style_b["label"]
-    assert len(set(map(str, plotting.CYCLE_LINESTYLES))) == len(plotting.CYCLE_LINESTYLES)
 
 
 def test_one_colour_per_method() -> None:
