@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -139,6 +142,33 @@ def build_html(out: Path) -> Path:
     return html
 
 
+def execute_notebooks(paths: list[Path], *, timeout: int = 600) -> dict[str, tuple[float, float]]:
+    """Execute each notebook in place on a fresh kernel, in its own directory, one at a time.
+
+    Returns name -> (wall seconds, CPU seconds of the kernel and this process). Raises
+    ``nbclient.exceptions.CellExecutionError`` naming the cell when one fails.
+    """
+    import nbclient
+    import nbformat
+
+    times = {}
+    for path in paths:
+        notebook = nbformat.read(path, as_version=4)
+        cpu_before = sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+                         for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        start = time.perf_counter()
+        nbclient.NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                                resources={"metadata": {"path": str(path.parent)}}).execute()
+        wall = time.perf_counter() - start
+        cpu = sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+                  for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) - cpu_before
+        nbformat.write(notebook, path)
+        times[path.name] = (wall, cpu)
+        print(f"{path.name}: {wall:.1f} s wall, {cpu:.1f} s CPU "
+              f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+    return times
+
+
 def build(edition: str, out: Path, *, html: bool = False, run_tests: bool = True) -> Path:
     """Write one edition into ``out/edition`` and return that directory."""
     if edition not in EDITIONS:
@@ -161,9 +191,16 @@ def main() -> None:
                         help=f"editions to build, from {EDITIONS} (default: both)")
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "editions")
     parser.add_argument("--html", action="store_true", help="also build each edition's HTML")
+    parser.add_argument("--execute", action="store_true",
+                        help="execute each edition's chapter notebooks (outside the repository) "
+                             "and print their run times")
     args = parser.parse_args()
     for edition in args.editions or EDITIONS:
-        build(edition, args.out.resolve(), html=args.html)
+        target = build(edition, args.out.resolve(), html=args.html)
+        if args.execute:
+            times = execute_notebooks(sorted((target / "notebooks").glob("*.ipynb")))
+            print(f"{edition}: all notebooks {sum(w for w, _ in times.values()):.0f} s wall, "
+                  f"{sum(c for _, c in times.values()):.0f} s CPU")
 
 
 if __name__ == "__main__":

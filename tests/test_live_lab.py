@@ -31,8 +31,9 @@ CHROMIUM = os.environ.get("ATTNBOOK_CHROMIUM", "/usr/bin/chromium")
 CHAPTER = "ch01_model.ipynb"
 RUN_ALL_TIMEOUT_MS = 240_000
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason=f"no Chromium at {CHROMIUM} (set ATTNBOOK_CHROMIUM)")
+pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                 reason=f"no Chromium at {CHROMIUM} (set ATTNBOOK_CHROMIUM)"),
+              pytest.mark.xdist_group("live_lab")]
 
 
 def _free_port() -> int:

@@ -21,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEM_SETS = sorted((ROOT / "notebooks" / "problem_sets").glob("ps*.ipynb"))
 OTTER = str(Path(sys.executable).with_name("otter"))
+pytestmark = pytest.mark.xdist_group("problem_sets")  # one worker: each set is assigned once
 
 # Plausible mistakes: problem set -> question -> (function name, wrong code, expected feedback).
 WRONG = {
