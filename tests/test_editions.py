@@ -88,7 +88,8 @@ def test_student_html_has_no_solutions(student_html) -> None:
     for page in chapters:
         html = page.read_text()
         assert "Exercises" in html or page.stem.startswith("appendix"), page.name
-        assert not re.search(r"admonition[^\"]*dropdown", html), f"{page.name}: dropdown left"
+        assert not re.search(r'class="[^"]*\badmonition\b[^"]*\bdropdown\b', html), (
+            f"{page.name}: a dropdown admonition is left")
         assert ">Solution<" not in html, f"{page.name}: a Solution title is left"
 
 
