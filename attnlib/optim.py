@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["adam_increment"]
+
 
 def adam_increment(grad: np.ndarray, moment1: np.ndarray, moment2: np.ndarray, *, lr: float,
                    t: int, betas: tuple[float, float], eps: float) -> np.ndarray:

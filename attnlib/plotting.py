@@ -5,6 +5,8 @@ from __future__ import annotations
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
+__all__ = ["METHOD_COLOURS", "use_book_style", "new_figure"]
+
 #: Colours for the methods compared across Part I (consistent from chapter to chapter).
 METHOD_COLOURS = {
     "algorithm1": "#0b6e4f",

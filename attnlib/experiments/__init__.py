@@ -37,6 +37,11 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
+__all__ = [
+    "register", "check_name", "registry", "run", "manifest", "save", "load", "add_manifest",
+    "stored_names", "assert_prefix_matches", "describe", "format_deviation",
+]
+
 STORED_DIR = Path(__file__).resolve().parent / "stored"
 MANIFEST_KEY = "__manifest__"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
