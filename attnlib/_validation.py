@@ -9,13 +9,16 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 
 def as_matrix(name: str, value: object, shape: Sequence[int | None] | None = None,
-              ndim: int = 2, *, allow_empty: bool = False) -> np.ndarray:
-    """Return ``value`` as a finite float64 array with ``ndim`` axes and the given shape.
+              ndim: int | tuple[int, ...] = 2, *, allow_empty: bool = False,
+              dtype: DTypeLike = np.float64) -> np.ndarray:
+    """Return ``value`` as a finite ``dtype`` (float64) array with ``ndim`` axes and the shape.
 
-    ``shape`` entries that are ``None`` are free. Raises ``TypeError`` naming ``name`` when the
+    ``ndim`` is a number of axes or a tuple of allowed numbers; ``shape`` entries that are
+    ``None`` are free. Raises ``TypeError`` naming ``name`` when the
     entries are not real numbers (complex, strings, objects: nothing is silently cut to its real
     part or parsed from text), and ``ValueError`` when the number of axes or a fixed dimension
     differs, when the array is empty (unless ``allow_empty``) or an entry is NaN or infinite.
@@ -28,9 +31,11 @@ def as_matrix(name: str, value: object, shape: Sequence[int | None] | None = Non
     if raw.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be a real numeric array, got dtype {raw.dtype} "
                         f"({type(value).__name__})")
-    array = raw.astype(np.float64, copy=False)
-    if array.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} axes, got shape {array.shape}")
+    array = raw.astype(dtype, copy=False)
+    allowed = (ndim,) if isinstance(ndim, int) else ndim
+    if array.ndim not in allowed:
+        axes = " or ".join(map(str, allowed))
+        raise ValueError(f"{name} must have {axes} axes, got shape {array.shape}")
     if shape is not None:
         for axis, (got, want) in enumerate(zip(array.shape, shape)):
             if want is not None and got != want:
@@ -127,3 +132,18 @@ def check_generator(name: str, rng: object) -> np.random.Generator:
         raise TypeError(f"{name} must be a numpy.random.Generator "
                         f"(e.g. numpy.random.default_rng(0)), got {type(rng).__name__}")
     return rng
+
+
+class DivergenceError(FloatingPointError):
+    """A training loop or a sampler left the finite numbers (NaN or infinite loss, gradient or
+    parameters). Raised by :func:`attnlib.vit.train` and :func:`attnlib.langevin.euler_maruyama`
+    with the step at which it happened, so a diverged run never returns a silent NaN."""
+
+
+def check_not_diverged(where: str, *values: object) -> None:
+    """The book's one divergence rule: raise :class:`DivergenceError` naming ``where`` (the loop
+    and step) when any of ``values`` (losses, gradients, parameters) is NaN or infinite."""
+    for value in values:
+        if not np.all(np.isfinite(value)):
+            raise DivergenceError(f"{where}: the run diverged (a loss, gradient or parameter is "
+                                  "NaN or infinite); reduce the step size or learning rate")

@@ -29,15 +29,18 @@ import pkgutil
 import re
 import signal
 import tempfile
-import typing
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import matplotlib
 import numpy as np
 import pytest
 
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
 import attnlib
-from attnlib import (algorithm, analysis, attention, darcy, data, fitting, geometry, landscape,  # noqa: F401
+from attnlib import (algorithm, analysis, attention, darcy, data, fitting, geometry, landscape,
                      langevin, lora, optim, population, potentials, qk_attention, regularizers,
                      symbolic, villani, vit)
 from attnlib import experiments
@@ -338,6 +341,7 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "vit.train": lambda: dict(params=c["params"], patches=c["patches"],
                                   targets=c["targets"], epochs=1, batch_size=2, lr=1e-3,
                                   rng=_rng(), optimizer="adam", adam_eps=1e-8),
+        "optim.check_betas": lambda: dict(betas=(0.9, 0.999)),
         "optim.adam_increment": lambda: dict(grad=np.ones(3), moment1=np.zeros(3),
                                              moment2=np.zeros(3), lr=0.1, t=1,
                                              betas=(0.9, 0.999), eps=1e-8),
@@ -402,11 +406,102 @@ def bad_values(value: Any, default: Any) -> Iterator[tuple[str, Any]]:
         yield "not_generator", 0
 
 
-#: (callable, argument, case) -> why the value is valid (the call must not return NaN).
-ACCEPTED: dict[tuple[str, str, str], str] = {}
+_ANY_AXES = "any number of axes is valid"
+_NEW_NAME = "any new name is valid"
+#: (callable, argument, case) -> why the value is valid (the call must then not return NaN).
+ACCEPTED: dict[tuple[str, str, str], str] = {
+    ("attention.row_softmax", "logits", "inf"): "+inf logits share the weight (the limit)",
+    ("attention.row_softmax", "logits", "extra_axis"): _ANY_AXES,
+    ("attention.row_softmax", "logits", "missing_axis"): _ANY_AXES,
+    ("darcy.threshold", "g", "extra_axis"): _ANY_AXES,
+    ("darcy.threshold", "g", "missing_axis"): _ANY_AXES,
+    ("darcy.poisson_series", "x", "extra_axis"): "x and y broadcast",
+    ("darcy.poisson_series", "x", "missing_axis"): "a scalar point is valid",
+    ("darcy.poisson_series", "y", "extra_axis"): "x and y broadcast",
+    ("darcy.poisson_series", "y", "missing_axis"): "a scalar point is valid",
+    ("darcy.flux_residual", "f", "negative"): "any real source term",
+    ("darcy.solve", "f", "negative"): "any real source term",
+    ("langevin.chain_mean", "values", "extra_axis"): "leading axes are free",
+    ("langevin.chain_mean", "values", "missing_axis"): "one value per chain is valid",
+    ("analysis.format_iterations", "value", "inf"): "inf means 'not reached' (documented)",
+    ("analysis.seed_summary", "curves", "nan"): "NaN marks a diverged run: ignored",
+    ("analysis.seed_summary", "curves", "inf"): "non-finite entries are ignored",
+    ("analysis.iterations_to_threshold", "curves", "nan"): "NaN never counts as reached",
+    ("analysis.iterations_to_threshold", "curves", "inf"): "inf never counts as reached",
+    ("analysis.iterations_to_threshold", "curves", "extra_axis"): _ANY_AXES,
+    ("analysis.iterations_to_threshold", "curves", "missing_axis"): "one history is valid",
+    ("potentials.double_well", "tilt", "negative"): "the tilt has either sign",
+    ("potentials.double_well_2d", "tilt", "negative"): "the tilt has either sign",
+    ("potentials.double_well_2d", "bend", "negative"): "the valley bends either way",
+    ("vit.Standardizer", "mean", "negative"): "a mean has either sign",
+    ("vit.field_metrics", "predicted", "extra_axis"): "fields of any number of axes",
+    ("vit.field_metrics", "true", "extra_axis"): "fields of any number of axes",
+    ("villani.orbit_points", "log_rho", "missing_axis"): "a single log rho is valid",
+    ("villani.orbit_villani_over_rho2", "log_rho", "missing_axis"): "a single log rho is valid",
+    ("symbolic.matrix_symbols", "name", "unknown_option"): _NEW_NAME,
+    ("symbolic.symmetric_symbols", "name", "unknown_option"): _NEW_NAME,
+    ("symbolic.lower_triangular_symbols", "name", "unknown_option"): _NEW_NAME,
+    ("experiments.register", "name", "unknown_option"): _NEW_NAME,
+    ("experiments.check_name", "name", "unknown_option"): _NEW_NAME,
+    ("experiments.save", "name", "unknown_option"): _NEW_NAME,
+}
 
+#: Arguments for which NaN passes through by design (checked by the caller, documented).
+NAN_PASSES_THROUGH = {
+    ("optim.adam_increment", "grad", "nan"): "a non-finite gradient reaches the training "
+                                             "loop's divergence check",
+    ("optim.adam_increment", "grad", "inf"): "a non-finite gradient reaches the training "
+                                             "loop's divergence check",
+}
+
+#: (callable, argument, case) -> the documented exception (other than ValueError/TypeError).
+DOCUMENTED_ERRORS: dict[tuple[str, str, str], type[BaseException]] = {
+    ("experiments.run", "name", "unknown_option"): KeyError,
+    ("experiments.load", "name", "unknown_option"): FileNotFoundError,
+    ("experiments.describe", "name", "unknown_option"): FileNotFoundError,
+    ("experiments.add_manifest", "name", "unknown_option"): FileNotFoundError,
+}
+
+_ARRAY_CASES = ("nan", "inf", "object", "complex", "string", "empty", "extra_axis",
+                "missing_axis")
+_NON_REAL = ("object", "complex", "string")
+#: Not fixed yet, in modules being rewritten in parallel (algorithm, analysis, fitting):
+#: (callable, argument) -> (cases, what goes wrong). Each case runs as a strict xfail, so a
+#: fix shows up as XPASS and fails the test until its entry is removed here.
+_KNOWN_FAILURES_BY_ARGUMENT: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
+    ("algorithm.default_step", "A0"): (_ARRAY_CASES, "errors name 'A', not 'A0'"),
+    ("algorithm.default_step", "B0"): (_ARRAY_CASES, "errors name 'B', not 'B0'"),
+    ("algorithm.default_step", "Sigma_hat"): (_ARRAY_CASES, "errors name 'Sigma'"),
+    ("algorithm.default_step", "M_hat"): (_ARRAY_CASES, "errors name 'M'"),
+    ("algorithm.empirical_objective_and_grad", "Sigma_hat"): (_ARRAY_CASES,
+                                                              "errors name 'Sigma'"),
+    ("algorithm.renormalize", "Sigma_hat"): (_ARRAY_CASES, "errors name 'Sigma'"),
+    ("algorithm.spectral_init", "Sigma_hat"): (_ARRAY_CASES, "errors name 'Sigma'"),
+    ("algorithm.spectral_init", "M_hat"): (_ARRAY_CASES, "errors name 'M'"),
+    ("analysis.iterations_to_threshold", "curves"): (
+        _NON_REAL + ("empty",), "np.asarray(dtype=float): complex cut to the real part, "
+        "strings parsed, object arrays give NaN, an empty array gives an unnamed error"),
+    ("analysis.seed_summary", "curves"): (
+        _NON_REAL + ("empty",), "np.asarray(dtype=float): complex cut, strings parsed, "
+        "object entries become NaN, empty accepted"),
+    ("analysis.seed_summary", "lower"): (("complex", "string", "none"),
+                                         "compared unchecked: TypeError without the name"),
+    ("analysis.seed_summary", "upper"): (("complex", "string", "none"),
+                                         "compared unchecked: TypeError without the name"),
+    ("analysis.format_iterations", "value"): (("complex", "string"),
+                                              "compared unchecked: TypeError without the name"),
+    ("analysis.settling_iteration", "curve"): (("complex", "string"),
+                                               "complex cut to the real part, strings parsed"),
+    ("fitting.fit_geometric_rate", "values"): (("nan", "inf") + _NON_REAL,
+                                               "non-finite and non-real values accepted"),
+    ("fitting.fit_power_law", "y"): (("complex", "string"),
+                                     "complex cut to the real part, strings parsed"),
+}
 #: (callable, argument, case) -> what goes wrong today (xfail, strict: remove when fixed).
-KNOWN_FAILURES: dict[tuple[str, str, str], str] = {}
+KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
+    (qualname, arg, case): reason
+    for (qualname, arg), (cases_, reason) in _KNOWN_FAILURES_BY_ARGUMENT.items()
+    for case in cases_}
 
 
 def _signature_defaults(fn: Callable) -> dict[str, Any]:
@@ -465,6 +560,7 @@ def time_limit() -> Iterator[None]:
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, previous)
+    plt.close("all")
 
 
 @pytest.mark.parametrize("qualname, arg, case", cases())
@@ -474,6 +570,7 @@ def test_bad_input_is_rejected_by_name(qualname: str, arg: str, case: str, sandb
     kwargs = examples(sandbox)[qualname]()
     defaults = _signature_defaults(fn)
     kwargs[arg] = dict(bad_values(kwargs[arg], defaults.get(arg, kwargs[arg])))[case]
+    key = (qualname, arg, case)
     with np.errstate(all="ignore"):
         try:
             result = fn(**kwargs)
@@ -482,8 +579,12 @@ def test_bad_input_is_rejected_by_name(qualname: str, arg: str, case: str, sandb
                 f"{type(exc).__name__} does not name {arg!r}: {exc}")
             return
         except Exception as exc:   # noqa: BLE001 - any other error is the finding
+            if isinstance(exc, DOCUMENTED_ERRORS.get(key, ())):
+                return
             pytest.fail(f"unnamed {type(exc).__name__} for {arg}={case}: {exc}")
-    accepted = ACCEPTED.get((qualname, arg, case))
+    if key in NAN_PASSES_THROUGH:
+        return
+    accepted = ACCEPTED.get(key)
     assert accepted is not None, f"{arg}={case} was accepted silently (returned {result!r:.200})"
     assert not _has_nan(result), f"{arg}={case} is valid ({accepted}) but gave NaN"
 

@@ -37,6 +37,8 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
+from .._validation import check_positive
+
 __all__ = [
     "register", "check_name", "registry", "run", "manifest", "save", "load", "add_manifest",
     "stored_names", "assert_prefix_matches", "describe", "format_deviation",
@@ -161,6 +163,15 @@ def _fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
+def _existing(name: str) -> Path:
+    """The path of the stored run ``name``; ``FileNotFoundError`` with the command if absent."""
+    path = _path(name)
+    if not path.exists():
+        raise FileNotFoundError(f"no stored run {path}; create it with "
+                                f"`python -m attnlib.experiments {name}`")
+    return path
+
+
 def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict[str, object]] | None]:
     """Every array of the npz file ``path`` and its manifest (None when it has none)."""
     try:
@@ -187,10 +198,7 @@ def load(name: str, *, expect: Iterable[str] = ()) -> dict[str, np.ndarray]:
     in ``expect`` (the keys the caller needs) is absent. Files without a manifest (stored
     before manifests existed) are checked only against ``expect``.
     """
-    path = _path(name)
-    if not path.exists():
-        raise FileNotFoundError(f"no stored run {path}; create it with "
-                                f"`python -m attnlib.experiments {name}`")
+    path = _existing(name)
     arrays, listed = _read(path)
     rerun = f"; rerun `python -m attnlib.experiments {name}`"
     if listed is not None:
@@ -219,7 +227,7 @@ def add_manifest(name: str) -> bool:
     For files stored before manifests existed: nothing is rerun, the arrays are rewritten
     unchanged (atomically, by :func:`save`). Returns False when the file already had one.
     """
-    arrays, listed = _read(_path(name))
+    arrays, listed = _read(_existing(name))
     if listed is not None:
         return False
     save(name, arrays)
@@ -241,6 +249,8 @@ def assert_prefix_matches(stored: Mapping[str, np.ndarray], replayed: Mapping[st
     (``|replayed - stored| <= atol + rtol |stored|``). Returns the largest relative deviation
     per key; raises ``AssertionError`` naming the key when a deviation exceeds the tolerance.
     """
+    rtol = check_positive("rtol", rtol, allow_zero=True)
+    atol = check_positive("atol", atol, allow_zero=True)
     deviations: dict[str, float] = {}
     for key in keys if keys is not None else list(replayed):
         if key not in stored:
@@ -271,4 +281,6 @@ def format_deviation(value: float, *, resolution: float = 1e-12) -> str:
     Deviations at round-off level differ between machines and BLAS builds, so a value below
     ``resolution`` prints as ``"< 1e-12"``; that keeps the stored notebook output reproducible.
     """
+    value = check_positive("value", value, allow_zero=True)
+    resolution = check_positive("resolution", resolution)
     return f"< {resolution:.0e}" if value < resolution else f"{value:.1g}"
