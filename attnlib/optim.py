@@ -28,13 +28,13 @@ def adam_increment(grad: np.ndarray, moment1: np.ndarray, moment2: np.ndarray, *
 
     ``moment1`` and ``moment2`` must be float arrays of the gradient's shape (they are
     updated in place). Settings are checked: ``lr > 0``, ``t >= 1``, ``0 <= b1, b2 < 1``,
-    ``eps > 0``. A non-finite gradient is not an input error here: it passes through to the
+    ``eps >= 0``. A non-finite gradient is not an input error here: it passes through to the
     step, where the training loop's divergence check reports it.
     """
     beta1, beta2 = check_betas(betas)
     lr = check_positive("lr", lr)
     t = check_int("t", t, minimum=1)
-    eps = check_positive("eps", eps)
+    eps = check_positive("eps", eps, allow_zero=True)
     grad = np.asarray(grad)
     if grad.dtype.kind not in "biuf" or grad.size == 0:
         raise TypeError(f"grad must be a non-empty real array, got dtype {grad.dtype}, "

@@ -299,7 +299,7 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
     of the parameters, data and optimiser state (float32 is about three times faster on a CPU;
     float64 by default).
 
-    Settings are checked before training (``lr > 0``, ``0 <= betas < 1``, ``adam_eps > 0``,
+    Settings are checked before training (``lr > 0``, ``0 <= betas < 1``, ``adam_eps >= 0``,
     a float ``dtype``). Divergence is checked after every step with the book's one rule
     (:func:`attnlib._validation.check_not_diverged`): a NaN or infinite batch loss, gradient or
     parameter raises :class:`attnlib._validation.DivergenceError` naming the epoch and step,
@@ -311,7 +311,7 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
     noise_std = check_positive("noise_std", noise_std, allow_zero=True)
     rng = check_generator("rng", rng)
     betas = check_betas(betas)
-    adam_eps = check_positive("adam_eps", adam_eps)
+    adam_eps = check_positive("adam_eps", adam_eps, allow_zero=True)
     if optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
     if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):

@@ -89,7 +89,7 @@ def test_vit_train_reports_divergence_and_checks_optimizer_settings() -> None:
                                                   match=r"vit\.train, epoch \d+, step \d+"):
         vit.train(params, patches, targets, lr=10.0, optimizer="sgd", **common)
     for bad, error in [(dict(betas=(1.0, 0.999)), r"betas\[0\] must lie in \[0, 1\)"),
-                       (dict(adam_eps=-1.0), "adam_eps must be a finite number > 0"),
+                       (dict(adam_eps=-1.0), "adam_eps must be a finite number >= 0"),
                        (dict(dtype=np.complex128), "dtype must be float32 or float64"),
                        (dict(lr="0.1"), "lr must be a real number")]:
         kwargs = {**common, "lr": 1e-3, **bad}
