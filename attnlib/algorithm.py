@@ -1,66 +1,69 @@
-"""Algorithm 1 of paper 1 and its baselines (chapters 4-6): one training routine, many options.
+"""Algorithm 1 of paper 1 and its baselines (chapters 4-6), built from named pieces.
 
-:func:`train` runs first-order training of the attention layer (A, B) on
+Every Part I method trains the attention layer (A, B) on an objective
 
-    objective = L_hat(A, B) + R_hat(A, B)                         (objective="empirical")
-    objective = 1/2 ||(A S B^T - M_hat) S^{1/2}||_F^2 + R_hat(A, B)  (objective="closed_form")
+    Q_hat(A, B) = data loss(A, B) + R_hat(A, B)
 
-where L_hat is the layer's empirical loss (:func:`attnlib.attention.loss_and_grad`), R_hat the
-balancing regularizer with ``S = Sigma_hat`` (:mod:`attnlib.population`) and the closed form is
-the population loss with the empirical moments plugged in (fast; chapters 4 and 6).
+with one of two data losses (:class:`DataLoss`): the layer's empirical loss L_hat
+(:func:`empirical_loss`, :func:`attnlib.attention.loss_and_grad`) or its infinite-data limit
+with the empirical moments plugged in, ``1/2 ||(A S B^T - M_hat) S^{1/2}||_F^2`` with
+``S = Sigma_hat`` (:func:`closed_form_loss`, fast; chapters 4 and 6). ``R_hat`` is the balancing
+regularizer ``lambda/8 ||U^T U - V^T V||_F^2`` built from ``Sigma_hat`` (:mod:`attnlib.population`).
 
-Its defaults are Algorithm 1 as this book reconstructs it [seed + choice]:
+A method (:class:`Method`) is a composition of Algorithm 1's ingredients [seed + choice]:
 
-1. spectral initialization from ``M_hat Sigma_hat^{1/2} = Phi Gamma Psi^T`` [seed; split is a choice]:
-   ``A_0 = Phi Gamma^{1/2} Sigma_hat^{-1/2}``, ``B_0 = Sigma_hat^{-1/2} Psi Gamma^{1/2} Sigma_hat^{-1/2}``,
-   so ``A_0 Sigma_hat B_0^T = M_hat`` and (A_0, B_0) lies on S_hat;
-2. preconditioned gradient steps [seed for B; the A side is this book's completion]
-   ``A <- A - eta G_A Sigma_hat^{-1}``, ``B <- B - eta Sigma_hat^{-1} G_B Sigma_hat^{-1}``,
-   which are exactly gradient steps on ``(U, V) = (A S^{1/2}, S^{1/2} B S^{1/2})``;
-3. the regularizer R_hat with weight lambda = 1 [choice: Procrustes-flow balancing term];
-4. optional renormalization ``(A, B) -> (c A, B / c)`` after each step, with c chosen so that
-   ``||Sigma_hat^{1/2} B Sigma_hat^{1/2}||_F <= tau`` [choice standing in for the later
-   version's step]; off by default (tau=None).
+1. initialization: ``"spectral"`` [seed; the split is a choice] from
+   ``M_hat Sigma_hat^{1/2} = Phi Gamma Psi^T``: ``A_0 = Phi Gamma^{1/2} Sigma_hat^{-1/2}``,
+   ``B_0 = Sigma_hat^{-1/2} Psi Gamma^{1/2} Sigma_hat^{-1/2}`` (:func:`spectral_init`), so
+   ``A_0 Sigma_hat B_0^T = M_hat`` and (A_0, B_0) lies on S_hat; or ``"random"``
+   (:func:`random_init`, i.i.d. ``N(0, 0.3^2 / d)`` entries [choice]);
+2. regularizer weight ``lam`` (1 in Algorithm 1 [choice: Procrustes-flow balancing term]; 0 off);
+3. preconditioner [seed for B; the A side is this book's completion]:
+   ``(G_A, G_B) -> (G_A Sigma_hat^{-1}, Sigma_hat^{-1} G_B Sigma_hat^{-1})`` (:func:`precondition`),
+   which makes the step exactly gradient descent on ``(U, V) = (A S^{1/2}, S^{1/2} B S^{1/2})``;
+4. update rule (:class:`GD`, :class:`Momentum`, :class:`Adam`), composed from optax-style
+   gradient transformations (:func:`scale`, :func:`trace`, :func:`scale_by_adam`, :func:`chain`);
+5. gradient estimate: full batch, or a minibatch of ``batch_size`` query rows each attending to
+   all n keys (SGD; minus itself under the leave-one-out mask);
+6. optional renormalization ``(A, B) -> (c A, B / c)`` after each step so that
+   ``||Sigma_hat^{1/2} B Sigma_hat^{1/2}||_F <= tau`` [choice standing in for the later version's
+   step] (:func:`renormalize`).
+
+:data:`METHODS` lists the five methods of chapter 5; each baseline swaps or drops pieces of
+Algorithm 1, so the ablation table reads off that dictionary.
 
 Step-size rule [derived, chapter 4]. With ``N = ||U_0||_F^2 + ||V_0||_F^2`` at the start
 (Sigma_hat coordinates), ``s_max = sigma_max(M_hat Sigma_hat^{1/2})`` and ``c = step_scale``,
 
-    eta = c / ((1 + lambda) max(s_max, N))                        (precondition=True)
-    eta = c / ((1 + lambda) max(s_max, N) max(||S||, ||S||^2))     (precondition=False)
+    eta = c / ((1 + lambda) max(s_max, N))                        (preconditioned)
+    eta = c / ((1 + lambda) max(s_max, N) max(||S||, ||S||^2))     (not preconditioned)
 
 Why: the Hessian of the closed-form objective in (U, V) satisfies
-``||H(U, V)|| <= s_max + 1.5 (1 + lambda) N <= 2.5 (1 + lambda) max(s_max, N)`` (bound each
-second-order term by Cauchy-Schwarz; chapter 4 writes it out), so at the starting point
-``eta ||H|| <= 2.5 c``, below 2 for c < 0.8; on S, ``||H|| = 2 max(1, lambda) s_max``
-(:func:`attnlib.geometry.minimum_hessian_eigenvalues`) and ``eta ||H|| <= 2 c``. Without the
-preconditioner the (A, B) Hessian is ``J^T H J`` with ``||J||^2 = max(||S||, ||S||^2)``,
-hence the extra factor. For the empirical attention objective the bound is that of its
-infinite-data limit, a proxy. ``step`` overrides the rule; ``step_scale`` changes c.
+``||H(U, V)|| <= s_max + 1.5 (1 + lambda) N <= 2.5 (1 + lambda) max(s_max, N)``, so at the
+start ``eta ||H|| <= 2.5 c``, below 2 for c < 0.8; on S, ``||H|| = 2 max(1, lambda) s_max``
+and ``eta ||H|| <= 2 c``. Without the preconditioner the (A, B) Hessian is ``J^T H J`` with
+``||J||^2 = max(||S||, ||S||^2)``, hence the extra factor. For the empirical attention
+objective the bound is that of its infinite-data limit, a proxy (:func:`default_step`).
 
-Baselines (:data:`METHODS`): the same routine with other options: plain gradient descent
-(random init, no preconditioner, no regularizer), minibatch SGD (each step uses the gradient
-of the loss of ``batch_size`` query rows drawn without replacement, each attending over all n
-keys -- minus itself under the leave-one-out mask), Adam (Kingma & Ba 2015, bias-corrected).
-Random initialization draws A then B with i.i.d. ``N(0, init_scale^2 / d)`` entries
-(init_scale = 0.3 [choice]).
-
-History (one entry per iteration k = 0..iterations, recorded before step k+1): ``objective``
-(the full objective, also for SGD), ``loss`` (L_hat or the closed-form loss without R_hat),
-``grad_norm`` (Frobenius norm of the full objective's (A, B) gradient), ``dist_P_hat``
-(dist_P to S_hat), ``time`` (seconds since the start), and when ``problem`` (the truth) is
-given ``excess_risk`` (``L(A, B) - L*`` with the true Sigma, M) and ``dist_P`` (to S). With
+History (:func:`train`; one entry per iteration k = 0..iterations, recorded before step k+1):
+``objective`` (Q_hat, also for SGD), ``loss`` (the data loss), ``grad_norm`` (Frobenius norm of
+Q_hat's (A, B) gradient), ``dist_P_hat`` (dist_P to S_hat), ``time`` (seconds since the start);
+with ``reference`` (a :class:`attnlib.reference.ReferenceOptimum` of the same objective)
+``gap = Q_hat - Q_hat*`` and ``dist_ref``, the Frobenius distance in (U, V) coordinates of
+Sigma_hat to the reference minimizer (no symmetry quotiented out: the finite-data objective
+has none left, its Hessian at the minimizer is positive definite); with ``problem`` (the
+truth) ``excess_risk`` (``L(A, B) - L*`` with the true Sigma, M) and ``dist_P`` (to S). With
 ``test = (X_test, Y_test)`` the deployed predictor (the n training samples as context,
 :func:`attnlib.attention.predict_new`) is evaluated every ``test_every`` iterations and at the
-last one (iterations in ``test_iteration``): ``test_loss = 1/(2m) sum ||y - y_hat||^2`` and, when
-``problem`` is given, ``test_risk = 1/(2m) sum ||M x - y_hat||^2`` (noise-free targets: an
-unbiased estimate of the deployed excess risk with less variance than ``test_loss - L*``).
+last one (iterations in ``test_iteration``): ``test_loss = 1/(2m) sum ||y - y_hat||^2`` and,
+with ``problem``, ``test_risk = 1/(2m) sum ||M x - y_hat||^2`` (noise-free targets).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Any, Callable, Literal, NamedTuple, Union
 
 import numpy as np
 
@@ -68,53 +71,288 @@ from . import attention
 from ._progress import progress as progress_bar
 from ._validation import as_matrix, check_generator, check_int, check_positive
 from .data import RegressionProblem
-from .geometry import minimizer_manifold
+from .geometry import MinimizerManifold, minimizer_manifold
 from .optim import adam_increment
 from .population import (empirical_moments, population_loss_and_grad, regularizer_and_grad,
                          spd_sqrt)
+from .reference import ReferenceOptimum
 
 __all__ = [
-    "METHODS",
-    "TrainResult",
-    "random_init",
-    "spectral_init",
-    "renormalize",
-    "default_step",
-    "empirical_objective_and_grad",
-    "train",
+    "Pair", "Transform", "chain", "scale", "precondition", "trace", "scale_by_adam",
+    "GD", "Momentum", "Adam", "UpdateRule", "Method", "METHODS",
+    "DataLoss", "empirical_loss", "closed_form_loss", "empirical_objective_and_grad",
+    "random_init", "spectral_init", "renormalize", "default_step",
+    "TrainResult", "train",
 ]
 
-Optimizer = Literal["gd", "sgd", "adam"]
-Init = Literal["spectral", "random"]
+#: A pair of arrays shaped like the parameters (A, B): parameters, gradients or updates.
+Pair = tuple[np.ndarray, np.ndarray]
 
-#: Option presets of the methods compared in Part I (keys match ``plotting.METHOD_COLOURS``).
-METHODS: dict[str, dict[str, object]] = {
-    "algorithm1": dict(optimizer="gd", init="spectral", precondition=True, lam=1.0),
-    "random+precond+reg": dict(optimizer="gd", init="random", precondition=True, lam=1.0),
-    "gd": dict(optimizer="gd", init="random", precondition=False, lam=0.0),
-    "sgd": dict(optimizer="sgd", init="random", precondition=False, lam=0.0),
-    "adam": dict(optimizer="adam", init="random", precondition=False, lam=0.0),
+
+# ----------------------------------------------------------------------------------------
+# Gradient transformations (optax style): init(params) -> state,
+# update(grads, state) -> (updates, state); the parameters move by params + updates.
+# ----------------------------------------------------------------------------------------
+
+class Transform(NamedTuple):
+    """A gradient transformation: ``init(params) -> state``, ``update(g, state) -> (u, state)``."""
+
+    init: Callable[[Pair], Any]
+    update: Callable[[Pair, Any], tuple[Pair, Any]]
+
+
+def chain(*transforms: Transform) -> Transform:
+    """Apply ``transforms`` in order, each to the output of the previous one."""
+
+    def init(params: Pair) -> tuple:
+        return tuple(t.init(params) for t in transforms)
+
+    def update(grads: Pair, state: tuple) -> tuple[Pair, tuple]:
+        states = []
+        for t, s in zip(transforms, state):
+            grads, s = t.update(grads, s)
+            states.append(s)
+        return grads, tuple(states)
+
+    return Transform(init, update)
+
+
+def scale(factor: float) -> Transform:
+    """Multiply both components by ``factor`` (``scale(-eta)`` turns a direction into a step)."""
+    factor = float(factor)
+    return Transform(lambda params: None,
+                     lambda grads, state: ((factor * grads[0], factor * grads[1]), state))
+
+
+def precondition(Sigma_hat: np.ndarray) -> Transform:
+    """Algorithm 1's preconditioner: ``(G_A, G_B) -> (G_A S^{-1}, S^{-1} G_B S^{-1})``, S = Sigma_hat."""
+    _, inv_half = spd_sqrt(Sigma_hat)
+    inverse = inv_half @ inv_half
+    return Transform(lambda params: None,
+                     lambda grads, state: ((grads[0] @ inverse, inverse @ grads[1] @ inverse),
+                                           state))
+
+
+def trace(*, decay: float, nesterov: bool = False) -> Transform:
+    """Heavy-ball momentum ``m <- g + decay m``; the update is ``m`` (or ``g + decay m``, Nesterov)."""
+    if not 0 <= decay < 1:
+        raise ValueError(f"decay must lie in [0, 1), got {decay!r}")
+
+    def update(grads: Pair, state: Pair) -> tuple[Pair, Pair]:
+        new = (grads[0] + decay * state[0], grads[1] + decay * state[1])
+        if nesterov:
+            return (grads[0] + decay * new[0], grads[1] + decay * new[1]), new
+        return new, new
+
+    return Transform(lambda params: (np.zeros_like(params[0]), np.zeros_like(params[1])), update)
+
+
+def scale_by_adam(*, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> Transform:
+    """Adam's direction ``m_hat / (sqrt(v_hat) + eps)`` (Kingma & Ba 2015, bias-corrected):
+    ``m <- b1 m + (1 - b1) g``, ``v <- b2 v + (1 - b2) g^2``, ``m_hat = m / (1 - b1^t)``,
+    ``v_hat = v / (1 - b2^t)``, t = 1, 2, ..."""
+    beta1, beta2 = (float(v) for v in betas)
+    if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
+        raise ValueError(f"adam betas must lie in [0, 1), got {betas!r}")
+    eps = check_positive("eps", eps)
+
+    def init(params: Pair) -> tuple[int, list[np.ndarray], list[np.ndarray]]:
+        return 0, [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
+
+    def update(grads: Pair, state: tuple) -> tuple[Pair, tuple]:
+        t, first, second = state
+        t += 1
+        directions = [adam_increment(g, m, v, lr=1.0, t=t, betas=(beta1, beta2), eps=eps)
+                      for g, m, v in zip(grads, first, second)]
+        return (directions[0], directions[1]), (t, first, second)
+
+    return Transform(init, update)
+
+
+# ----------------------------------------------------------------------------------------
+# Update rules: the last piece of a method, turned into a Transform once the step is known.
+# ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GD:
+    """Gradient step ``-eta g``; ``eta`` from the step-size rule with ``c = step_scale`` unless
+    ``step`` is given."""
+
+    step_scale: float = 0.5
+    step: float | None = None
+
+    def transform(self, eta: float) -> Transform:
+        return scale(-eta)
+
+
+@dataclass(frozen=True)
+class Momentum:
+    """Heavy-ball (or Nesterov) momentum ``-eta m``, ``m <- g + decay m`` [choice: a remedy for
+    the slow directions, chapter 5]; step as for :class:`GD`."""
+
+    decay: float = 0.9
+    nesterov: bool = True
+    step_scale: float = 0.5
+    step: float | None = None
+
+    def transform(self, eta: float) -> Transform:
+        return chain(trace(decay=self.decay, nesterov=self.nesterov), scale(-eta))
+
+
+@dataclass(frozen=True)
+class Adam:
+    """Adam with learning rate ``lr`` (its step), ``betas`` and ``eps``."""
+
+    lr: float = 1e-2
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+
+    def transform(self, eta: float) -> Transform:
+        return chain(scale_by_adam(betas=self.betas, eps=self.eps), scale(-eta))
+
+
+UpdateRule = Union[GD, Momentum, Adam]
+
+
+@dataclass(frozen=True)
+class Method:
+    """A training method as a composition of Algorithm 1's ingredients (module docstring).
+
+    ``init`` ("spectral" or "random", the latter with entries ``N(0, init_scale^2 / d)``),
+    ``lam`` (regularizer weight, 0 = off), ``precondition``, ``update`` (:class:`GD`,
+    :class:`Momentum`, :class:`Adam`), ``batch_size`` (None = full batch; otherwise SGD over
+    query rows), ``tau`` (renormalization bound, None = off; must be at least the balanced
+    scale ``sqrt(trace Gamma_hat)``).
+    """
+
+    init: Literal["spectral", "random"] = "spectral"
+    lam: float = 1.0
+    precondition: bool = True
+    update: UpdateRule = field(default_factory=GD)
+    batch_size: int | None = None
+    tau: float | None = None
+    init_scale: float = 0.3
+
+    def describe(self) -> dict[str, object]:
+        """The method's pieces as plain values (for stored runs' JSON config)."""
+        update = {"rule": type(self.update).__name__, **self.update.__dict__}
+        return dict(init=self.init, lam=self.lam, precondition=self.precondition, update=update,
+                    batch_size=self.batch_size, tau=self.tau, init_scale=self.init_scale)
+
+
+#: The five methods of chapter 5 (keys match ``plotting.METHOD_COLOURS``).
+METHODS: dict[str, Method] = {
+    "algorithm1": Method(init="spectral", lam=1.0, precondition=True, update=GD()),
+    "random+precond+reg": Method(init="random", lam=1.0, precondition=True, update=GD()),
+    "gd": Method(init="random", lam=0.0, precondition=False, update=GD()),
+    "sgd": Method(init="random", lam=0.0, precondition=False, update=GD(), batch_size=32),
+    "adam": Method(init="random", lam=0.0, precondition=False, update=Adam(lr=1e-2)),
 }
 
 
-@dataclass
-class TrainResult:
-    """Output of :func:`train`: final parameters, per-iteration history, the step used.
+# ----------------------------------------------------------------------------------------
+# Data losses and the objective.
+# ----------------------------------------------------------------------------------------
 
-    ``history`` maps names to arrays (see the module docstring); ``diverged`` is true when
-    training stopped because the parameters, the attention logits or the objective stopped
-    being finite (or the objective exceeded 1e8 times its initial value); ``stopped`` when
-    the callback asked to stop. ``config`` records every option.
+@dataclass(frozen=True, eq=False)
+class DataLoss:
+    """The data term of Q_hat and the moments (Sigma_hat, M_hat) that the method uses.
+
+    ``kind`` is "empirical" (the attention layer's loss on ``X``, ``Y`` with ``mask``) or
+    "closed_form" (``1/2 ||(A S B^T - M_hat) S^{1/2}||_F^2``). Calling it with ``(A, B)``
+    (and for "empirical" optionally ``rows``, a minibatch of query rows) returns
+    ``(loss, dloss/dA, dloss/dB)``. ``manifold`` is S_hat for (Sigma_hat, M_hat).
     """
 
-    A: np.ndarray
-    B: np.ndarray
-    history: dict[str, np.ndarray]
-    step: float
-    config: dict[str, object] = field(default_factory=dict)
-    diverged: bool = False
-    stopped: bool = False
+    kind: Literal["empirical", "closed_form"]
+    manifold: MinimizerManifold
+    X: np.ndarray | None = None
+    Y: np.ndarray | None = None
+    mask: attention.Mask = "loo"
 
+    @property
+    def Sigma_hat(self) -> np.ndarray:
+        return self.manifold.Sigma
+
+    @property
+    def M_hat(self) -> np.ndarray:
+        return self.manifold.M
+
+    def __call__(self, A: np.ndarray, B: np.ndarray,
+                 rows: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+        if self.kind == "empirical":
+            return attention.loss_and_grad(A, B, self.X, self.Y, mask=self.mask, rows=rows)
+        if rows is not None:
+            raise ValueError("rows (minibatches) need the empirical loss, not the closed form")
+        return population_loss_and_grad(A, B, self.Sigma_hat, self.M_hat)
+
+    def objective(self, lam: float) -> Callable[..., tuple[float, float, np.ndarray, np.ndarray]]:
+        """``(A, B[, rows]) -> (Q_hat, loss, dQ/dA, dQ/dB)`` with ``Q_hat = loss + R_hat``."""
+        lam = check_positive("lam", lam, allow_zero=True)
+
+        def value_and_grad(A: np.ndarray, B: np.ndarray, rows: np.ndarray | None = None
+                           ) -> tuple[float, float, np.ndarray, np.ndarray]:
+            loss, grad_a, grad_b = self(A, B, rows)
+            if lam == 0:
+                return loss, loss, grad_a, grad_b
+            reg, reg_a, reg_b = regularizer_and_grad(A, B, self.Sigma_hat, lam=lam)
+            return loss + reg, loss, grad_a + reg_a, grad_b + reg_b
+
+        return value_and_grad
+
+    def reference_objective(self, lam: float) -> Callable[[np.ndarray, np.ndarray],
+                                                         tuple[float, np.ndarray, np.ndarray]]:
+        """``(A, B) -> (Q_hat, dQ/dA, dQ/dB)``, the form :mod:`attnlib.reference` minimizes."""
+        full = self.objective(lam)
+
+        def value_and_grad(A: np.ndarray, B: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+            value, _, grad_a, grad_b = full(A, B)
+            return value, grad_a, grad_b
+
+        return value_and_grad
+
+
+def empirical_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo",
+                   moments: tuple[np.ndarray, np.ndarray] | None = None) -> DataLoss:
+    """The layer's empirical loss L_hat on ``X`` (n, d), ``Y`` (n, p) with ``mask``.
+
+    ``moments = (Sigma_hat, M_hat)`` overrides the empirical moments (used by R_hat, the
+    preconditioner, the spectral start and the step rule). Raises ``ValueError`` for n < d,
+    singular Sigma_hat or p < d.
+    """
+    if mask not in ("loo", "all"):
+        raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
+    x = as_matrix("X", X)
+    y = as_matrix("Y", Y, shape=(x.shape[0], None))
+    sigma_hat, m_hat = empirical_moments(x, y) if moments is None else moments
+    manifold = minimizer_manifold(sigma_hat, m_hat)       # checks SPD, p >= d, rank
+    p, d = manifold.M.shape
+    if x.shape[1] != d or y.shape[1] != p:
+        raise ValueError(f"X, Y have shapes {x.shape}, {y.shape}; moments imply d = {d}, p = {p}")
+    return DataLoss("empirical", manifold, x, y, mask)
+
+
+def closed_form_loss(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> DataLoss:
+    """The infinite-data loss with ``(Sigma_hat, M_hat)`` plugged in (chapters 4 and 6)."""
+    return DataLoss("closed_form", minimizer_manifold(Sigma_hat, M_hat))
+
+
+def empirical_objective_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray,
+                                 Sigma_hat: np.ndarray, *, lam: float = 1.0,
+                                 mask: attention.Mask = "loo", rows: np.ndarray | None = None
+                                 ) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """Return ``(L_hat + R_hat, L_hat, gradient in A, gradient in B)`` (one evaluation,
+    without building a :class:`DataLoss`; R_hat uses ``Sigma_hat``)."""
+    loss, grad_a, grad_b = attention.loss_and_grad(A, B, X, Y, mask=mask, rows=rows)
+    if check_positive("lam", lam, allow_zero=True) == 0:
+        return loss, loss, grad_a, grad_b
+    reg, reg_a, reg_b = regularizer_and_grad(A, B, Sigma_hat, lam=lam)
+    return loss + reg, loss, grad_a + reg_a, grad_b + reg_b
+
+
+# ----------------------------------------------------------------------------------------
+# Initializations, renormalization, step rule.
+# ----------------------------------------------------------------------------------------
 
 def random_init(d: int, p: int, *, rng: np.random.Generator,
                 scale: float = 0.3) -> tuple[np.ndarray, np.ndarray]:
@@ -149,8 +387,8 @@ def renormalize(A: np.ndarray, B: np.ndarray, Sigma_hat: np.ndarray,
     d = half.shape[0]
     a = as_matrix("A", A, shape=(None, d))
     b = as_matrix("B", B, shape=(d, d))
-    scale = max(1.0, float(np.linalg.norm(half @ b @ half)) / tau)
-    return scale * a, b / scale
+    factor = max(1.0, float(np.linalg.norm(half @ b @ half)) / tau)
+    return factor * a, b / factor
 
 
 def default_step(A0: np.ndarray, B0: np.ndarray, Sigma_hat: np.ndarray, M_hat: np.ndarray, *,
@@ -168,170 +406,139 @@ def default_step(A0: np.ndarray, B0: np.ndarray, Sigma_hat: np.ndarray, M_hat: n
     return step_scale / curvature
 
 
-def empirical_objective_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray,
-                                 Sigma_hat: np.ndarray, *, lam: float = 1.0,
-                                 mask: attention.Mask = "loo", rows: np.ndarray | None = None
-                                 ) -> tuple[float, float, np.ndarray, np.ndarray]:
-    """Return ``(L_hat + R_hat, L_hat, gradient in A, gradient in B)``.
+# ----------------------------------------------------------------------------------------
+# Training.
+# ----------------------------------------------------------------------------------------
 
-    ``L_hat`` is the attention layer's empirical loss (:func:`attnlib.attention.loss_and_grad`;
-    ``rows`` restricts it to a minibatch of query rows attending to all keys) and
-    ``R_hat = lambda/8 ||U^T U - V^T V||_F^2`` with ``(U, V)`` built from ``Sigma_hat``.
+@dataclass
+class TrainResult:
+    """Output of :func:`train`: final parameters, per-iteration history, the step used.
+
+    ``history`` maps names to arrays (module docstring); ``diverged`` is true when training
+    stopped because the parameters, the attention logits or the objective stopped being
+    finite (or the objective exceeded 1e8 times its initial value); ``stopped`` when the
+    callback asked to stop. ``config`` records the method and the options.
     """
-    loss, grad_a, grad_b = attention.loss_and_grad(A, B, X, Y, mask=mask, rows=rows)
-    if check_positive("lam", lam, allow_zero=True) == 0:
-        return loss, loss, grad_a, grad_b
-    reg, reg_a, reg_b = regularizer_and_grad(A, B, Sigma_hat, lam=lam)
-    return loss + reg, loss, grad_a + reg_a, grad_b + reg_b
+
+    A: np.ndarray
+    B: np.ndarray
+    history: dict[str, np.ndarray]
+    step: float
+    config: dict[str, object] = field(default_factory=dict)
+    diverged: bool = False
+    stopped: bool = False
 
 
-def train(X: np.ndarray | None = None, Y: np.ndarray | None = None, *,
-          optimizer: Optimizer = "gd", init: Init | tuple[np.ndarray, np.ndarray] = "spectral",
-          precondition: bool = True, lam: float = 1.0, tau: float | None = None,
-          step: float | None = None, step_scale: float = 0.5, iterations: int = 2000,
-          init_scale: float = 0.3, batch_size: int = 32,
-          adam_betas: tuple[float, float] = (0.9, 0.999), adam_eps: float = 1e-8,
-          objective: Literal["empirical", "closed_form"] = "empirical",
-          moments: tuple[np.ndarray, np.ndarray] | None = None, mask: attention.Mask = "loo",
-          problem: RegressionProblem | None = None,
+def _start(method: Method, data: DataLoss, init: Pair | None,
+           rng: np.random.Generator | None) -> Pair:
+    p, d = data.M_hat.shape
+    if init is not None:
+        return (as_matrix("init[0] (A0)", init[0], shape=(p, d)).copy(),
+                as_matrix("init[1] (B0)", init[1], shape=(d, d)).copy())
+    if method.init == "spectral":
+        return data.manifold.point()
+    if method.init == "random":
+        if rng is None:
+            raise ValueError("init='random' needs rng, a numpy.random.Generator")
+        return random_init(d, p, rng=rng, scale=method.init_scale)
+    raise ValueError(f"method.init must be 'spectral' or 'random', got {method.init!r}")
+
+
+def _step_size(method: Method, data: DataLoss, a: np.ndarray, b: np.ndarray) -> float:
+    rule = method.update
+    if isinstance(rule, Adam):
+        return check_positive("update.lr (Adam)", rule.lr)
+    if rule.step is not None:
+        return check_positive("update.step", rule.step)
+    return default_step(a, b, data.Sigma_hat, data.M_hat, lam=method.lam,
+                        precondition=method.precondition, step_scale=rule.step_scale)
+
+
+def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations: int = 2000,
+          init: Pair | None = None, problem: RegressionProblem | None = None,
+          reference: ReferenceOptimum | None = None,
           test: tuple[np.ndarray, np.ndarray] | None = None, test_every: int = 10,
           rng: np.random.Generator | None = None,
           callback: Callable[[int, np.ndarray, np.ndarray], bool | None] | None = None,
           progress: bool = False) -> TrainResult:
-    """Train the attention layer; the defaults are Algorithm 1 (see the module docstring).
+    """Train the attention layer on ``data`` (:func:`empirical_loss` or :func:`closed_form_loss`)
+    with ``method`` (default: Algorithm 1); the pieces are described in the module docstring.
 
-    Data: ``X`` (n, d) and ``Y`` (n, p) training samples. ``moments = (Sigma_hat, M_hat)``
-    overrides the empirical moments (e.g. the true (Sigma, M) to run on the population
-    objective itself); with ``objective="closed_form"`` X and Y are then optional.
+    Options (keyword only): ``iterations`` (number of updates; the history has
+    ``iterations + 1`` entries unless training diverged or the callback returned True);
+    ``init`` (an explicit ``(A0, B0)`` overriding ``method.init``); ``problem`` (the true task,
+    for ``excess_risk`` and ``dist_P``); ``reference`` (a certified optimum of the same
+    objective, for ``gap`` and ``dist_ref``); ``test``, ``test_every`` (held-out
+    ``(X_test, Y_test)`` for the deployed test risk; needs the empirical loss); ``rng``
+    (random init and SGD minibatches); ``callback(k, A, B)`` after recording iteration k
+    (returning True stops); ``progress`` (a progress bar).
 
-    Options (keyword only):
-      optimizer: "gd" (full-batch), "sgd" (minibatch of ``batch_size`` query rows attending to
-        all keys; empirical objective only) or "adam" (``step`` is its learning rate, default
-        1e-2; ``adam_betas``, ``adam_eps``).
-      init: "spectral", "random" (``N(0, init_scale^2 / d)`` entries, needs ``rng``) or an
-        explicit ``(A0, B0)``.
-      precondition: multiply the gradients by ``Sigma_hat^{-1}`` as in step 2.
-      lam: regularizer weight lambda >= 0 (0 turns R_hat off).
-      tau: renormalization bound (None = off); must be >= ``sqrt(trace Gamma_hat)``.
-      step, step_scale: step size; None uses the rule with c = step_scale (GD, SGD).
-      iterations: number of updates; the history has ``iterations + 1`` entries unless
-        training diverged or the callback returned True.
-      mask: "loo" (leave-one-out, default) or "all", passed to the attention loss.
-      problem: the true task, for ``excess_risk`` and ``dist_P``.
-      test, test_every: held-out ``(X_test, Y_test)`` for the deployed test risk.
-      rng: generator for the random init and the SGD minibatches.
-      callback: ``callback(k, A, B)`` after recording iteration k; returning True stops.
-      progress: show a progress bar.
-
-    Raises ``ValueError`` for a non-positive step, an invalid tau, n < d or singular
-    Sigma_hat, p < d, and inconsistent options.
+    Raises ``ValueError`` for a non-positive step, an invalid tau or batch size, and
+    inconsistent options.
     """
+    if not isinstance(data, DataLoss):
+        raise TypeError("data must be an attnlib.algorithm.DataLoss (empirical_loss(X, Y) or "
+                        f"closed_form_loss(Sigma_hat, M_hat)), got {type(data).__name__}")
+    if not isinstance(method, Method):
+        raise TypeError(f"method must be an attnlib.algorithm.Method, got {type(method).__name__}")
     iterations = check_int("iterations", iterations, minimum=0)
     test_every = check_int("test_every", test_every, minimum=1)
-    lam = check_positive("lam", lam, allow_zero=True)
-    if optimizer not in ("gd", "sgd", "adam"):
-        raise ValueError(f"optimizer must be 'gd', 'sgd' or 'adam', got {optimizer!r}")
-    if objective not in ("empirical", "closed_form"):
-        raise ValueError(f"objective must be 'empirical' or 'closed_form', got {objective!r}")
-    if mask not in ("loo", "all"):
-        raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
-
-    x = y = None
-    if X is not None or Y is not None:
-        if X is None or Y is None:
-            raise ValueError("give both X and Y (or neither, with objective='closed_form' "
-                             "and moments)")
-        x = as_matrix("X", X)
-        y = as_matrix("Y", Y, shape=(x.shape[0], None))
-    if objective == "empirical" and x is None:
-        raise ValueError("objective='empirical' needs the training data X and Y")
-    if optimizer == "sgd" and objective != "empirical":
-        raise ValueError("optimizer='sgd' samples query rows: it needs objective='empirical'")
-    if moments is None:
-        if x is None:
-            raise ValueError("give X and Y or moments=(Sigma_hat, M_hat)")
-        sigma_hat, m_hat = empirical_moments(x, y)
-    else:
-        sigma_hat, m_hat = moments
-    manifold_hat = minimizer_manifold(sigma_hat, m_hat)      # checks SPD, p >= d, rank
-    sigma_hat, m_hat = manifold_hat.Sigma, manifold_hat.M
-    p, d = m_hat.shape
-    if x is not None and (x.shape[1] != d or y.shape[1] != p):
-        raise ValueError(f"X, Y have shapes {x.shape}, {y.shape}; moments imply d = {d}, p = {p}")
-    sigma_inv = manifold_hat.inv_half @ manifold_hat.inv_half
-
-    if isinstance(init, str):
-        if init == "spectral":
-            a, b = manifold_hat.point()
-        elif init == "random":
-            if rng is None:
-                raise ValueError("init='random' needs rng, a numpy.random.Generator")
-            a, b = random_init(d, p, rng=rng, scale=init_scale)
-        else:
-            raise ValueError(f"init must be 'spectral', 'random' or a pair (A0, B0), got {init!r}")
-    else:
-        a = as_matrix("init[0] (A0)", init[0], shape=(p, d)).copy()
-        b = as_matrix("init[1] (B0)", init[1], shape=(d, d)).copy()
-    if optimizer == "sgd":
-        if rng is None:
-            raise ValueError("optimizer='sgd' needs rng, a numpy.random.Generator")
-        batch_size = check_int("batch_size", batch_size, minimum=1)
-        if batch_size > x.shape[0]:
-            raise ValueError(f"batch_size must be at most n = {x.shape[0]}, got {batch_size}")
     if rng is not None:
         check_generator("rng", rng)
+    objective = data.objective(method.lam)
+    sigma_hat = data.Sigma_hat
+    p, d = data.M_hat.shape
+    batch_size = method.batch_size
+    if batch_size is not None:
+        if data.kind != "empirical":
+            raise ValueError("minibatches (method.batch_size) sample query rows: they need the "
+                             "empirical loss")
+        if rng is None:
+            raise ValueError("minibatches (method.batch_size) need rng, a numpy.random.Generator")
+        batch_size = check_int("method.batch_size", batch_size, minimum=1)
+        if batch_size > data.X.shape[0]:
+            raise ValueError(f"method.batch_size must be at most n = {data.X.shape[0]}, "
+                             f"got {batch_size}")
+    a, b = _start(method, data, init, rng)
+    tau = method.tau
     if tau is not None:
-        tau = check_positive("tau", tau)
-        if tau < manifold_hat.balanced_scale * (1 - 1e-12):
-            raise ValueError(f"tau = {tau:.4g} is below the balanced scale sqrt(trace Gamma_hat) = "
-                             f"{manifold_hat.balanced_scale:.4g}: renormalizing to it would "
-                             "unbalance the parameters and move S_hat; use tau >= that value")
+        tau = check_positive("method.tau", tau)
+        if tau < data.manifold.balanced_scale * (1 - 1e-12):
+            raise ValueError(f"method.tau = {tau:.4g} is below the balanced scale sqrt(trace "
+                             f"Gamma_hat) = {data.manifold.balanced_scale:.4g}: renormalizing to it "
+                             "would unbalance the parameters and move S_hat; use tau >= that value")
         a, b = renormalize(a, b, sigma_hat, tau)
-    if step is None:
-        step = 1e-2 if optimizer == "adam" else default_step(
-            a, b, sigma_hat, m_hat, lam=lam, precondition=precondition, step_scale=step_scale)
-    step = check_positive("step", step)
-    beta1, beta2 = (float(v) for v in adam_betas)
-    if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
-        raise ValueError(f"adam_betas must lie in [0, 1), got {adam_betas!r}")
-    adam_eps = check_positive("adam_eps", adam_eps)
+    step = _step_size(method, data, a, b)
+    pieces = ([precondition(sigma_hat)] if method.precondition else []) + \
+        [method.update.transform(step)]
+    optimizer = chain(*pieces)
+    state = optimizer.init((a, b))
 
     truth = None if problem is None else minimizer_manifold(problem.Sigma, problem.M)
+    reference_point = None
+    if reference is not None:
+        reference_point = data.manifold.factor(reference.A, reference.B)
     if test is not None:
-        if x is None:
-            raise ValueError("test needs the training samples X as the deployed context")
+        if data.kind != "empirical":
+            raise ValueError("test needs the empirical loss (its samples X are the deployed context)")
         x_test = as_matrix("test[0] (X_test)", test[0], shape=(None, d))
         y_test = as_matrix("test[1] (Y_test)", test[1], shape=(x_test.shape[0], p))
 
-    def evaluate(a_: np.ndarray, b_: np.ndarray, rows: np.ndarray | None = None
-                 ) -> tuple[float, float, np.ndarray, np.ndarray]:
-        if objective == "empirical":
-            return empirical_objective_and_grad(a_, b_, x, y, sigma_hat, lam=lam, mask=mask,
-                                                rows=rows)
-        loss, grad_a, grad_b = population_loss_and_grad(a_, b_, sigma_hat, m_hat)
-        if lam > 0:
-            reg, reg_a, reg_b = regularizer_and_grad(a_, b_, sigma_hat, lam=lam)
-            return loss + reg, loss, grad_a + reg_a, grad_b + reg_b
-        return loss, loss, grad_a, grad_b
-
-    records: dict[str, list[float]] = {key: [] for key in
-                                       ("objective", "loss", "grad_norm", "dist_P_hat", "time")}
-    if truth is not None:
-        records.update(excess_risk=[], dist_P=[])
+    keys = ["objective", "loss", "grad_norm", "dist_P_hat", "time"]
+    keys += ["gap", "dist_ref"] if reference is not None else []
+    keys += ["excess_risk", "dist_P"] if truth is not None else []
+    records: dict[str, list[float]] = {key: [] for key in keys}
     test_records: dict[str, list[float]] = {"test_iteration": [], "test_loss": []}
     if problem is not None:
         test_records["test_risk"] = []
-    moment1 = (np.zeros_like(a), np.zeros_like(b))
-    moment2 = (np.zeros_like(a), np.zeros_like(b))
     start = time.perf_counter()
     initial = None
     diverged = stopped = False
-    n_rows = None if x is None else x.shape[0]
 
     for k in progress_bar(range(iterations + 1), total=iterations + 1,
-                          desc=f"train ({optimizer})", enabled=progress):
+                          desc="train", enabled=progress):
         try:
-            value, loss, grad_a, grad_b = evaluate(a, b)
+            value, loss, grad_a, grad_b = objective(a, b)
         except ValueError:
             if k == 0:
                 raise
@@ -344,13 +551,18 @@ def train(X: np.ndarray | None = None, Y: np.ndarray | None = None, *,
         records["objective"].append(value)
         records["loss"].append(loss)
         records["grad_norm"].append(float(np.sqrt(np.sum(grad_a ** 2) + np.sum(grad_b ** 2))))
-        records["dist_P_hat"].append(manifold_hat.distance(a, b))
+        records["dist_P_hat"].append(data.manifold.distance(a, b))
+        if reference is not None:
+            u, v = data.manifold.factor(a, b)
+            records["gap"].append(value - reference.value)
+            records["dist_ref"].append(float(np.sqrt(np.sum((u - reference_point[0]) ** 2)
+                                                     + np.sum((v - reference_point[1]) ** 2))))
         if truth is not None:
             excess, _, _ = population_loss_and_grad(a, b, problem.Sigma, problem.M)
             records["excess_risk"].append(excess)
             records["dist_P"].append(truth.distance(a, b))
         if test is not None and (k % test_every == 0 or k == iterations):
-            prediction = attention.predict_new(a, b, x, x_test)
+            prediction = attention.predict_new(a, b, data.X, x_test)
             test_records["test_iteration"].append(k)
             test_records["test_loss"].append(0.5 * float(np.mean(
                 np.sum((y_test - prediction) ** 2, axis=1))))
@@ -363,19 +575,11 @@ def train(X: np.ndarray | None = None, Y: np.ndarray | None = None, *,
             break
         if k == iterations:
             break
-        if optimizer == "sgd":
-            rows = rng.choice(n_rows, size=batch_size, replace=False)
-            _, _, grad_a, grad_b = evaluate(a, b, rows)
-        if precondition:
-            grad_a, grad_b = grad_a @ sigma_inv, sigma_inv @ grad_b @ sigma_inv
-        if optimizer == "adam":
-            a = a - adam_increment(grad_a, moment1[0], moment2[0], lr=step, t=k + 1,
-                                   betas=(beta1, beta2), eps=adam_eps)
-            b = b - adam_increment(grad_b, moment1[1], moment2[1], lr=step, t=k + 1,
-                                   betas=(beta1, beta2), eps=adam_eps)
-        else:
-            a = a - step * grad_a
-            b = b - step * grad_b
+        if batch_size is not None:
+            rows = rng.choice(data.X.shape[0], size=batch_size, replace=False)
+            _, _, grad_a, grad_b = objective(a, b, rows)
+        (update_a, update_b), state = optimizer.update((grad_a, grad_b), state)
+        a, b = a + update_a, b + update_b
         if tau is not None:
             a, b = renormalize(a, b, sigma_hat, tau)
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
@@ -388,9 +592,9 @@ def train(X: np.ndarray | None = None, Y: np.ndarray | None = None, *,
         history.update({key: np.asarray(values, dtype=float)
                         for key, values in test_records.items()})
         history["test_iteration"] = history["test_iteration"].astype(int)
-    config = dict(optimizer=optimizer, init=init if isinstance(init, str) else "given",
-                  precondition=precondition, lam=lam, tau=tau, step=step, iterations=iterations,
-                  init_scale=init_scale, batch_size=batch_size, adam_betas=list(adam_betas),
-                  adam_eps=adam_eps, objective=objective, mask=mask, test_every=test_every)
+    config = dict(method=method.describe(), step=step, iterations=iterations, data=data.kind,
+                  mask=data.mask, init="given" if init is not None else method.init,
+                  test_every=test_every)
     return TrainResult(A=a, B=b, history=history, step=step, config=config, diverged=diverged,
                        stopped=stopped)
+

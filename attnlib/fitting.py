@@ -44,7 +44,7 @@ from ._validation import as_matrix, check_generator, check_int, check_positive
 from .geometry import factor_hessian, minimizer_manifold
 
 __all__ = ["PowerLawFit", "fit_power_law", "GeometricFit", "fit_geometric_rate",
-           "local_gd_rate"]
+           "local_gd_rate", "spectrum_gap_rate"]
 
 
 @dataclass(frozen=True)
@@ -198,3 +198,19 @@ def local_gd_rate(step: float, Sigma: np.ndarray, M: np.ndarray, *, lam: float =
     tangent = d * (d - 1) // 2
     nonzero = eigenvalues[np.argsort(np.abs(eigenvalues))[tangent:]]
     return float(np.max(np.abs(1.0 - step * nonzero)))
+
+
+def spectrum_gap_rate(step: float, eigenvalues: np.ndarray) -> float:
+    """Slowest per-iteration contraction of the optimization gap of gradient descent with
+    ``step`` near a minimizer whose Hessian has ``eigenvalues`` (all > 0):
+    ``mu = max_h (1 - step h)^2`` -- the offset contracts by ``|1 - step h|`` in each
+    eigendirection and the gap is quadratic in the offset. Used with the Hessian spectrum of a
+    certified optimum (:mod:`attnlib.reference`) in (U, V) coordinates, where Algorithm 1's
+    preconditioned step is plain gradient descent.
+    """
+    step = check_positive("step", step)
+    values = as_matrix("eigenvalues", eigenvalues, ndim=1)
+    if values.size == 0 or np.any(values <= 0):
+        raise ValueError("eigenvalues must be a non-empty array of positive numbers (the "
+                         "Hessian at a strict local minimum)")
+    return float(np.max((1.0 - step * values) ** 2))

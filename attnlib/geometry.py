@@ -142,7 +142,7 @@ class MinimizerManifold:
 
         ``Gamma_J`` keeps the singular values with a true entry in the boolean mask ``keep``
         (length d) and zeroes the rest. For any J this is a stationary point of Q (the
-        residual ``-P D_{J^c} Q^T`` is orthogonal to both factors and the factors are
+        residual ``-Phi Gamma_{J^c} Psi^T`` is orthogonal to both factors and the factors are
         balanced); it is a global minimum only for J = all, a saddle otherwise (J = none is
         the origin).
         """

@@ -73,7 +73,7 @@ def measure(n: int, repeats: int) -> dict[str, float]:
     peak = max(_peak_rss_mb(), peak_before) - baseline
 
     start = time.perf_counter()
-    algorithm.train(x, y, iterations=repeats, problem=problem)
+    algorithm.train(algorithm.empirical_loss(x, y), iterations=repeats, problem=problem)
     per_iteration = (time.perf_counter() - start) / (repeats + 1)
     rate = 8 * n * n * D / per_eval
     return dict(n=n, seconds_per_eval=per_eval, seconds_per_iteration=per_iteration,

@@ -22,22 +22,30 @@ OUT = Path(__file__).resolve().parents[1] / "book" / "figures" / "paper1_default
 def main() -> None:
     stored = experiments.load("paper1_defaults")
     config = json.loads(str(stored["config"]))
+    seeds = config["seeds"]
     iterations = stored["iteration"]
-    curves = np.stack([stored[f"excess_risk_seed{s}"] for s in config["seeds"]])
-    fig, ax = new_figure(width=6.4, height=3.6)
+    best = {(tag, s): stored[f"ref_{tag}_value_seed{s}"].min() for tag in ("Q", "L") for s in seeds}
+    fig, axes = new_figure(nrows=2, width=6.4, height=6.4, sharex=True)
     for index, method in enumerate(config["methods"]):
-        median = np.median(curves[:, :, index], axis=0)
-        low, high = curves[:, :, index].min(axis=0), curves[:, :, index].max(axis=0)
-        ax.plot(iterations + 1, median, color=METHOD_COLOURS[method], label=method)
-        ax.fill_between(iterations + 1, low, high, color=METHOD_COLOURS[method], alpha=0.15)
-    ax.axhline(float(stored["ols_formula"]), color=METHOD_COLOURS["ols"], ls="--",
-               label="OLS, exact expected excess risk")
-    ax.set(xscale="log", yscale="log", xlabel="iteration + 1",
-           ylabel=r"excess population risk $L(\theta) - L^\star$",
-           title=f"d = {config['d']}, p = {config['p']}, n = {config['n']}: "
-                 f"median and range over {len(config['seeds'])} seeds")
-    ax.set_ylim(bottom=float(stored["ols_formula"]) / 3)
-    ax.legend(ncols=3, loc="lower left", fontsize=8)
+        tag = "Q" if config["method_options"][method]["lam"] > 0 else "L"
+        gaps = np.stack([stored[f"objective_seed{s}"][:, index] - best[tag, s] for s in seeds])
+        risks = np.stack([stored[f"excess_risk_seed{s}"][:, index] for s in seeds])
+        for ax, curves in zip(axes, (gaps, risks)):
+            ax.plot(iterations + 1, np.median(curves, axis=0), color=METHOD_COLOURS[method],
+                    label=method, marker="os^vD"[index], markevery=0.1, ms=4)
+            ax.fill_between(iterations + 1, curves.min(axis=0), curves.max(axis=0),
+                            color=METHOD_COLOURS[method], alpha=0.15)
+    axes[1].axhline(float(stored["ols_formula"]), color=METHOD_COLOURS["ols"], ls="--",
+                    label="OLS, exact expected excess risk")
+    axes[0].set(xscale="log", yscale="log",
+                ylabel="optimization gap to the\ncertified optimum of its objective",
+                title=f"d = {config['d']}, p = {config['p']}, n = {config['n']}: "
+                      f"median and range over {len(seeds)} seeds")
+    axes[1].set(xscale="log", yscale="log", xlabel="iteration + 1",
+                ylabel=r"excess population risk $L(\theta) - L^\star$")
+    axes[1].set_ylim(bottom=float(stored["ols_formula"]) / 3)
+    axes[0].legend(ncols=2, loc="lower left", fontsize=8)
+    axes[1].legend(handles=[axes[1].lines[-1]], loc="upper right", fontsize=8)
     fig.savefig(OUT)
     print(f"wrote {OUT}")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -46,7 +48,7 @@ def test_spectral_init_reproduces_m_hat_and_lies_on_s_hat(small) -> None:
     manifold_hat = geometry.minimizer_manifold(sigma_hat, m_hat)
     assert manifold_hat.distance(a0, b0) < 1e-10
     assert np.linalg.det(manifold_hat.project(a0, b0)[2]) > 0          # det = +1 component
-    result = algorithm.train(x, y, iterations=0)
+    result = algorithm.train(algorithm.empirical_loss(x, y), iterations=0)
     np.testing.assert_allclose(result.A, a0, atol=1e-14)
 
 
@@ -71,8 +73,10 @@ def test_preconditioned_gd_is_plain_gd_in_factor_coordinates(small, objective: s
     half, inv_half = population.spd_sqrt(sigma_hat)
     a0, b0 = algorithm.random_init(4, 6, rng=np.random.default_rng(2))
     iterates = []
-    algorithm.train(x, y, init=(a0, b0), lam=0.7, step=0.05, iterations=15,
-                    objective=objective,
+    loss = (algorithm.empirical_loss(x, y) if objective == "empirical"
+            else algorithm.closed_form_loss(sigma_hat, m_hat))
+    method = algorithm.Method(lam=0.7, update=algorithm.GD(step=0.05))
+    algorithm.train(loss, method, init=(a0, b0), iterations=15,
                     callback=lambda k, a, b: iterates.append(population.to_factor(a, b, sigma_hat)))
     path = _whitened_gd(a0 @ half, half @ b0 @ half, x @ inv_half, y, lam=0.7, step=0.05,
                         iterations=15, objective=objective, xstar=m_hat @ half)
@@ -94,8 +98,8 @@ def test_algorithm1_contracts_geometrically_on_the_population_objective() -> Non
     a_s, b_s = manifold.point(data.random_rotation(5, rng=rng))
     a0 = a_s + 0.05 * rng.standard_normal(a_s.shape)
     b0 = b_s + 0.05 * rng.standard_normal(b_s.shape)
-    result = algorithm.train(init=(a0, b0), moments=(problem.Sigma, problem.M),
-                             objective="closed_form", iterations=3000, problem=problem)
+    result = algorithm.train(algorithm.closed_form_loss(problem.Sigma, problem.M),
+                             init=(a0, b0), iterations=3000, problem=problem)
     dist = result.history["dist_P"]
     mu = geometry.gd_contraction_factor(result.step, manifold.singular_values, problem.p, lam=1.0)
     assert mu < 1
@@ -136,31 +140,36 @@ def test_renormalize_keeps_the_product_and_bounds_the_logit_scale(small) -> None
     a3, b3 = algorithm.renormalize(a, b / 100, sigma_hat, 2.0)     # already inside: unchanged
     np.testing.assert_array_equal(b3, b / 100)
     scale = geometry.minimizer_manifold(sigma_hat, m_hat).balanced_scale
-    result = algorithm.train(x, y, tau=scale * 1.5, init="random", rng=rng, iterations=5)
+    method = algorithm.Method(init="random", tau=scale * 1.5)
+    result = algorithm.train(algorithm.empirical_loss(x, y), method, rng=rng, iterations=5)
     for_b = population.to_factor(result.A, result.B, sigma_hat)[1]
     assert np.linalg.norm(for_b) <= scale * 1.5 * (1 + 1e-12)
     with pytest.raises(ValueError, match="balanced scale"):
-        algorithm.train(x, y, tau=0.9 * scale, iterations=1)
+        algorithm.train(algorithm.empirical_loss(x, y), algorithm.Method(tau=0.9 * scale),
+                        iterations=1)
 
 
 def test_sgd_with_the_full_batch_equals_gd(small) -> None:
     _, x, y = small
-    common = dict(init="random", precondition=False, lam=0.0, step=0.1, iterations=5)
-    gd = algorithm.train(x, y, optimizer="gd", rng=np.random.default_rng(7), **common)
-    sgd = algorithm.train(x, y, optimizer="sgd", batch_size=x.shape[0],
-                          rng=np.random.default_rng(7), **common)
+    loss = algorithm.empirical_loss(x, y)
+    plain = algorithm.Method(init="random", precondition=False, lam=0.0,
+                             update=algorithm.GD(step=0.1))
+    gd = algorithm.train(loss, plain, rng=np.random.default_rng(7), iterations=5)
+    sgd = algorithm.train(loss, replace(plain, batch_size=x.shape[0]),
+                          rng=np.random.default_rng(7), iterations=5)
     np.testing.assert_allclose(sgd.A, gd.A, atol=1e-13)
     np.testing.assert_allclose(sgd.history["objective"], gd.history["objective"], rtol=1e-12)
-    small_batch = algorithm.train(x, y, optimizer="sgd", batch_size=8,
-                                  rng=np.random.default_rng(7), **common)
+    small_batch = algorithm.train(loss, replace(plain, batch_size=8),
+                                  rng=np.random.default_rng(7), iterations=5)
     assert not np.allclose(small_batch.A, gd.A)
 
 
 def test_adam_first_step_moves_each_entry_by_the_learning_rate(small) -> None:
     _, x, y = small
     a0, b0 = algorithm.random_init(4, 6, rng=np.random.default_rng(8))
-    result = algorithm.train(x, y, optimizer="adam", init=(a0, b0), lam=0.0, precondition=False,
-                             step=1e-3, iterations=1)
+    method = algorithm.Method(lam=0.0, precondition=False, update=algorithm.Adam(lr=1e-3))
+    result = algorithm.train(algorithm.empirical_loss(x, y), method, init=(a0, b0),
+                             iterations=1)
     _, grad_a, _ = attention.loss_and_grad(a0, b0, x, y)
     np.testing.assert_allclose(result.A - a0, -1e-3 * np.sign(grad_a), rtol=1e-4)
 
@@ -168,8 +177,8 @@ def test_adam_first_step_moves_each_entry_by_the_learning_rate(small) -> None:
 def test_history_contents_and_deployed_test_risk(small) -> None:
     problem, x, y = small
     x_test, y_test = problem.sample(40, rng=np.random.default_rng(9))
-    result = algorithm.train(x, y, iterations=12, problem=problem, test=(x_test, y_test),
-                             test_every=5)
+    result = algorithm.train(algorithm.empirical_loss(x, y), iterations=12, problem=problem,
+                             test=(x_test, y_test), test_every=5)
     h = result.history
     for key in ("objective", "loss", "grad_norm", "dist_P_hat", "time", "excess_risk", "dist_P"):
         assert h[key].shape == (13,)
@@ -191,32 +200,50 @@ def test_random_init_scale() -> None:
 
 def test_divergence_and_callback_stop_are_reported(small) -> None:
     _, x, y = small
-    result = algorithm.train(x, y, step=1e3, iterations=50)
+    loss = algorithm.empirical_loss(x, y)
+    result = algorithm.train(loss, algorithm.Method(update=algorithm.GD(step=1e3)),
+                             iterations=50)
     assert result.diverged and result.history["objective"].size < 51
     assert np.all(np.isfinite(result.history["objective"]))
-    stopped = algorithm.train(x, y, iterations=50, callback=lambda k, a, b: k == 3)
+    stopped = algorithm.train(loss, iterations=50, callback=lambda k, a, b: k == 3)
     assert stopped.stopped and stopped.history["objective"].size == 4
 
 
 def test_clear_errors(small) -> None:
     problem, x, y = small
-    with pytest.raises(ValueError, match="step"):
-        algorithm.train(x, y, step=-0.1, iterations=1)
+    loss = algorithm.empirical_loss(x, y)
+    sigma_hat, m_hat = population.empirical_moments(x, y)
+    with pytest.raises(ValueError, match="update.step"):
+        algorithm.train(loss, algorithm.Method(update=algorithm.GD(step=-0.1)), iterations=1)
     with pytest.raises(ValueError, match="tau"):
-        algorithm.train(x, y, tau=0.0, iterations=1)
+        algorithm.train(loss, algorithm.Method(tau=0.0), iterations=1)
     with pytest.raises(ValueError, match="n >= d"):
-        algorithm.train(x[:3], y[:3], iterations=1)
+        algorithm.empirical_loss(x[:3], y[:3])
     with pytest.raises(ValueError, match="p = 3 rows < d = 4"):
-        algorithm.train(x, y[:, :3], iterations=1)
+        algorithm.empirical_loss(x, y[:, :3])
     with pytest.raises(ValueError, match="singular"):
-        algorithm.train(np.column_stack([x[:, :3], x[:, 0]]), y, iterations=1)
+        algorithm.empirical_loss(np.column_stack([x[:, :3], x[:, 0]]), y)
+    with pytest.raises(ValueError, match="mask"):
+        algorithm.empirical_loss(x, y, mask="causal")
     with pytest.raises(ValueError, match="needs rng"):
-        algorithm.train(x, y, init="random", iterations=1)
-    with pytest.raises(ValueError, match="objective='empirical'"):
-        algorithm.train(x, y, optimizer="sgd", objective="closed_form",
-                        rng=np.random.default_rng(0), iterations=1)
-    with pytest.raises(ValueError, match="optimizer"):
-        algorithm.train(x, y, optimizer="lbfgs", iterations=1)
+        algorithm.train(loss, algorithm.Method(init="random"), iterations=1)
+    with pytest.raises(ValueError, match="empirical loss"):
+        algorithm.train(algorithm.closed_form_loss(sigma_hat, m_hat),
+                        algorithm.Method(batch_size=4), rng=np.random.default_rng(0),
+                        iterations=1)
+    with pytest.raises(ValueError, match="batch_size must be at most"):
+        algorithm.train(loss, algorithm.Method(batch_size=10 ** 6), rng=np.random.default_rng(0),
+                        iterations=1)
+    with pytest.raises(TypeError, match="DataLoss"):
+        algorithm.train(x, iterations=1)
+    with pytest.raises(ValueError, match="betas"):
+        algorithm.train(loss, algorithm.Method(update=algorithm.Adam(betas=(1.0, 0.999))),
+                        iterations=1)
+    with pytest.raises(ValueError, match="eps"):
+        algorithm.train(loss, algorithm.Method(update=algorithm.Adam(eps=-1.0)), iterations=1)
+    with pytest.raises(ValueError, match="decay"):
+        algorithm.train(loss, algorithm.Method(update=algorithm.Momentum(decay=1.0)),
+                        iterations=1)
 
 
 def test_adam_increment_matches_the_textbook_update() -> None:
@@ -237,3 +264,51 @@ def test_adam_increment_matches_the_textbook_update() -> None:
     first = adam_increment(grads[0], np.zeros(4), np.zeros(4), lr=0.1, t=1, betas=(0.9, 0.99),
                            eps=0.0)
     np.testing.assert_allclose(first, 0.1 * np.sign(grads[0]), rtol=1e-12)
+
+
+def test_methods_are_compositions_of_algorithm1_pieces() -> None:
+    """Each baseline swaps or drops pieces of Algorithm 1 (the ablation table of chapter 5)."""
+    alg1 = algorithm.METHODS["algorithm1"]
+    assert (alg1.init, alg1.lam, alg1.precondition, alg1.batch_size) == ("spectral", 1.0, True,
+                                                                         None)
+    assert algorithm.METHODS["random+precond+reg"] == replace(alg1, init="random")
+    assert algorithm.METHODS["gd"] == replace(alg1, init="random", lam=0.0, precondition=False)
+    assert algorithm.METHODS["sgd"] == replace(algorithm.METHODS["gd"], batch_size=32)
+    assert algorithm.METHODS["adam"] == replace(algorithm.METHODS["gd"],
+                                                update=algorithm.Adam(lr=1e-2))
+
+
+def test_chain_applies_transforms_in_order_and_momentum_accumulates() -> None:
+    params = (np.zeros((2, 2)), np.zeros((2, 2)))
+    grads = (np.ones((2, 2)), 2 * np.ones((2, 2)))
+    sigma = np.diag([4.0, 1.0])
+    optimizer = algorithm.chain(algorithm.precondition(sigma), algorithm.scale(-0.5))
+    (ua, ub), _ = optimizer.update(grads, optimizer.init(params))
+    np.testing.assert_allclose(ua, -0.5 * grads[0] @ np.diag([0.25, 1.0]))
+    np.testing.assert_allclose(ub, -0.5 * np.diag([0.25, 1.0]) @ grads[1] @ np.diag([0.25, 1.0]))
+    heavy = algorithm.trace(decay=0.5)
+    state = heavy.init(params)
+    (first, _), state = heavy.update(grads, state)
+    (second, _), state = heavy.update(grads, state)
+    np.testing.assert_allclose(second, 1.5 * grads[0])            # g + 0.5 g
+    nesterov = algorithm.trace(decay=0.5, nesterov=True)
+    (look_ahead, _), _ = nesterov.update(grads, nesterov.init(params))
+    np.testing.assert_allclose(look_ahead, 1.5 * grads[0])        # g + 0.5 (g + 0.5 * 0)
+
+
+def test_reference_gap_and_distance_are_recorded(small) -> None:
+    from attnlib import reference
+
+    problem, x, y = small
+    loss = algorithm.empirical_loss(x, y)
+    optimum = reference.reference_minimizer(loss.reference_objective(1.0), loss.manifold.point(),
+                                            loss.Sigma_hat, hessian=False)
+    result = algorithm.train(loss, iterations=30, reference=optimum)
+    gap = result.history["gap"]
+    np.testing.assert_allclose(gap, result.history["objective"] - optimum.value, rtol=0,
+                               atol=1e-15)
+    assert np.all(gap >= -1e-12) and gap[-1] < gap[0]
+    assert np.all(np.diff(result.history["dist_ref"]) < 0)
+    polished = algorithm.train(loss, init=(optimum.A, optimum.B), iterations=0,
+                               reference=optimum)
+    assert polished.history["dist_ref"][0] < 1e-12

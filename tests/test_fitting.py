@@ -150,8 +150,9 @@ def test_local_rate_predicts_measured_contraction(precondition: bool) -> None:
     step = 0.2 / manifold.singular_values[0]
     # without the preconditioner the two slowest modes are close: wait longer for the slowest
     iterations = 400 if precondition else 3000
-    result = algorithm.train(objective="closed_form", moments=(sigma, m), init=(a0, b0),
-                             precondition=precondition, lam=1.0, step=step,
+    method = algorithm.Method(precondition=precondition, lam=1.0,
+                              update=algorithm.GD(step=step))
+    result = algorithm.train(algorithm.closed_form_loss(sigma, m), method, init=(a0, b0),
                              iterations=iterations)
     dist = result.history["dist_P_hat"]
     fit = fit_geometric_rate(np.arange(dist.size), dist, start=iterations - 400)
@@ -172,3 +173,20 @@ def test_local_rate_ignores_sigma_only_with_preconditioner() -> None:
                                                             abs=1e-10)
     assert local_gd_rate(step, sigma2, m2, precondition=False) > local_gd_rate(
         step, sigma2, m2) + 1e-3
+
+
+def test_spectrum_gap_rate_matches_gd_on_a_quadratic() -> None:
+    """GD on f(z) = 1/2 z^T H z: the gap f(z_m) decays at max_h (1 - eta h)^2."""
+    from attnlib.fitting import spectrum_gap_rate
+
+    eigenvalues = np.array([1e-3, 0.05, 0.8])
+    step = 1.0
+    z = np.ones(3)
+    gaps = []
+    for _ in range(3000):
+        gaps.append(0.5 * np.sum(eigenvalues * z ** 2))
+        z = z - step * eigenvalues * z
+    fit = fit_geometric_rate(np.arange(3000), np.array(gaps), start=1000)
+    assert fit.rate == pytest.approx(spectrum_gap_rate(step, eigenvalues), rel=1e-9)
+    with pytest.raises(ValueError, match="positive"):
+        spectrum_gap_rate(step, np.array([0.1, -1.0]))

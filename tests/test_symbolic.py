@@ -19,6 +19,10 @@ def test_standard_normal_mgf_derived_by_integration() -> None:
     assert S.standard_normal_mgf().holds()
 
 
+def test_mgf_in_the_book_dimension() -> None:
+    assert S.mgf_identity(10).holds()
+
+
 @pytest.mark.parametrize("d", [2, 3])
 def test_mgf_and_tilting_in_explicit_dimension(d: int) -> None:
     assert S.mgf_identity(d).holds()
@@ -41,7 +45,7 @@ def test_gaussian_expectation_of_a_polynomial() -> None:
     assert sp.expand(value - (3 * c + 5 + c)) == 0
 
 
-@pytest.mark.parametrize("p, d", [(2, 2), (3, 2)])
+@pytest.mark.parametrize("p, d", [(2, 2), (3, 2), (4, 3)])
 def test_population_loss_identity(p: int, d: int) -> None:
     assert S.population_loss_identity(p, d).holds()
 
@@ -114,6 +118,46 @@ def test_evaluate_rejects_a_wrong_shape() -> None:
     a = S.matrix_symbols("a", 2, 2)
     with pytest.raises(ValueError, match="shape"):
         S.evaluate(a[0, 0], [(a, np.zeros((3, 2)))])
+
+
+def _unit_tilt(Sigma: np.ndarray, size: float, rng: np.random.Generator) -> np.ndarray:
+    u = rng.standard_normal(Sigma.shape[0])
+    return u * np.sqrt(size / (u @ Sigma @ u))
+
+
+def test_tilting_monte_carlo_agrees_with_the_closed_form_and_rejects_a_wrong_one() -> None:
+    rng = np.random.default_rng(5)
+    sigma = data.covariance(6, kappa=10.0, rng=rng)
+    u = _unit_tilt(sigma, 1.0, rng)
+    estimate = S.tilting_monte_carlo(sigma, u, n_samples=200_000, rng=rng, block_size=30_000)
+    right = estimate.z_scores(mgf=np.exp(0.5), tilted_mean=sigma @ u)
+    assert right.shape == (7,)
+    assert np.abs(right).max() < 4.5
+    wrong = estimate.z_scores(mgf=np.exp(u @ u / 2), tilted_mean=u)   # Sigma replaced by I
+    assert np.abs(wrong).max() > 20
+
+
+def test_tilting_monte_carlo_standard_errors_are_calibrated() -> None:
+    rng = np.random.default_rng(6)
+    sigma = data.covariance(3, kappa=4.0, rng=rng)
+    u = _unit_tilt(sigma, 1.0, rng)
+    z = np.array([S.tilting_monte_carlo(sigma, u, n_samples=4000, rng=rng)
+                  .z_scores(mgf=np.exp(0.5), tilted_mean=sigma @ u) for _ in range(300)])
+    # 300 replicates: the spread of each z-score is 1 up to about +-0.1 if the errors are right
+    assert np.all(np.abs(z.std(axis=0) - 1.0) < 0.2), z.std(axis=0)
+    assert np.all(np.abs(z.mean(axis=0)) < 0.25), z.mean(axis=0)
+
+
+def test_tilting_monte_carlo_rejects_bad_input() -> None:
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="u must have shape"):
+        S.tilting_monte_carlo(np.eye(3), np.ones(2), n_samples=10, rng=rng)
+    with pytest.raises(ValueError, match="Sigma must be positive definite"):
+        S.tilting_monte_carlo(np.zeros((2, 2)), np.ones(2), n_samples=10, rng=rng)
+    with pytest.raises(ValueError, match="n_samples"):
+        S.tilting_monte_carlo(np.eye(2), np.ones(2), n_samples=1, rng=rng)
+    with pytest.raises(TypeError, match="rng"):
+        S.tilting_monte_carlo(np.eye(2), np.ones(2), n_samples=10, rng=0)
 
 
 def test_finite_context_errors_shrink_with_n() -> None:

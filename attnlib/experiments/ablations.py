@@ -38,6 +38,7 @@ risk on ``N_TEST`` fresh points (noise-free targets).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 
@@ -52,6 +53,7 @@ __all__ = [
     "fixed_target_problem",
     "defaults_data",
     "explorer_run",
+    "start_excess_risks",
 ]
 
 KAPPAS = (1.0, 10.0, 100.0, 1000.0)
@@ -117,8 +119,9 @@ def paper1_condition_sweep(full: bool = True, progress: bool = False) -> dict[st
         steps = np.zeros((len(KAPPAS), len(algorithm.METHODS)))
         for i, kappa in enumerate(KAPPAS):
             problem, (x, y), _ = defaults_data(seed, kappa=kappa)
-            for j, options in enumerate(algorithm.METHODS.values()):
-                result = algorithm.train(x, y, **options, iterations=iterations, problem=problem,
+            for j, method in enumerate(algorithm.METHODS.values()):
+                result = algorithm.train(algorithm.empirical_loss(x, y), method,
+                                         iterations=iterations, problem=problem,
                                          rng=np.random.default_rng(100 + seed),
                                          callback=_stop_below(problem, min(THRESHOLDS)),
                                          progress=progress)
@@ -132,7 +135,8 @@ def paper1_condition_sweep(full: bool = True, progress: bool = False) -> dict[st
         history[f"step_seed{seed}"] = steps
     config = dict(d=D, p=P, n=N, noise_std=NOISE_STD, kappas=list(KAPPAS), seeds=list(seeds),
                   iterations=iterations, thresholds=list(THRESHOLDS),
-                  methods=list(algorithm.METHODS), method_options=algorithm.METHODS,
+                  methods=list(algorithm.METHODS),
+                  method_options={k: m.describe() for k, m in algorithm.METHODS.items()},
                   early_stop="when the excess risk is <= min(thresholds)",
                   target="X* = M Sigma^{1/2} of the seed's default problem, fixed over kappa")
     history["config"] = np.asarray(json.dumps(config))
@@ -159,19 +163,20 @@ def ch4_defaults_ablations(full: bool = True, progress: bool = False) -> dict[st
     sigma_hat, m_hat = population.empirical_moments(x, y)
     tau = float(np.sqrt(np.linalg.svd(population.target(m_hat, sigma_hat),
                                       compute_uv=False).sum()))
-    variants = {"algorithm1": dict(lam=1.0), "no_regularizer": dict(lam=0.0),
-                "renormalized": dict(lam=1.0, tau=tau)}
+    algorithm1 = algorithm.METHODS["algorithm1"]
+    variants = {"algorithm1": algorithm1, "no_regularizer": replace(algorithm1, lam=0.0),
+                "renormalized": replace(algorithm1, tau=tau)}
     keys = ("excess_risk", "objective", "loss", "dist_P_hat")
     columns: dict[str, list[np.ndarray]] = {key: [] for key in keys + ("imbalance", "scale")}
     steps = []
-    for options in variants.values():
+    for method in variants.values():
         recorded: dict[str, list[float]] = {"imbalance": [], "scale": []}
-        result = algorithm.train(x, y, init="spectral", precondition=True, **options,
+        result = algorithm.train(algorithm.empirical_loss(x, y), method,
                                  iterations=iterations, problem=problem,
                                  callback=_balance_recorder(sigma_hat, grid, recorded),
                                  progress=progress)
         if result.diverged:
-            raise RuntimeError(f"ch4_defaults_ablations: {options} diverged")
+            raise RuntimeError(f"ch4_defaults_ablations: {method} diverged")
         for key in keys:
             columns[key].append(result.history[key][grid])
         for key, values in recorded.items():
@@ -181,8 +186,7 @@ def ch4_defaults_ablations(full: bool = True, progress: bool = False) -> dict[st
     history.update(iteration=grid, step=np.asarray(steps), tau=np.asarray(tau))
     config = dict(seed=SEEDS[0], d=D, p=P, n=N, kappa=KAPPA, noise_std=NOISE_STD,
                   iterations=iterations, variants=list(variants),
-                  options={name: {k: v for k, v in o.items()} for name, o in variants.items()},
-                  common=dict(init="spectral", precondition=True, optimizer="gd", mask="loo"))
+                  options={name: m.describe() for name, m in variants.items()}, mask="loo")
     history["config"] = np.asarray(json.dumps(config))
     return history
 
@@ -195,8 +199,8 @@ def ch4_small_n_renormalization(full: bool = True, progress: bool = False
     seeds = SEEDS if full else SEEDS[:1]
     grid = recorded_iterations(iterations)
     methods = {"algorithm1": algorithm.METHODS["algorithm1"],
-               "adam_no_reg": dict(optimizer="adam", init="spectral", precondition=False,
-                                   lam=0.0)}
+               "adam_no_reg": algorithm.Method(init="spectral", lam=0.0, precondition=False,
+                                               update=algorithm.Adam(lr=1e-2))}
     masks = ("all", "loo")
     history: dict[str, np.ndarray] = {"iteration": grid}
     for seed in seeds:
@@ -208,7 +212,7 @@ def ch4_small_n_renormalization(full: bool = True, progress: bool = False
         out = {key: np.full(shape, np.nan)
                for key in ("excess_risk", "loss", "scale", "self_weight")}
         tests = []
-        for i, options in enumerate(methods.values()):
+        for i, method in enumerate(methods.values()):
             for j, mask in enumerate(masks):
                 for t, bound in enumerate((None, tau)):
                     recorded: dict[str, list[float]] = {"imbalance": [], "scale": [],
@@ -221,12 +225,13 @@ def ch4_small_n_renormalization(full: bool = True, progress: bool = False
                             weights = attention.attention_weights(b, x, mask="all")
                             recorded["self_weight"].append(float(np.mean(np.diag(weights))))
 
-                    result = algorithm.train(x, y, **options, mask=mask, tau=bound,
-                                             iterations=iterations, problem=problem, test=test,
+                    result = algorithm.train(algorithm.empirical_loss(x, y, mask=mask),
+                                             replace(method, tau=bound), iterations=iterations,
+                                             problem=problem, test=test,
                                              test_every=SMALL_TEST_EVERY, callback=callback,
                                              progress=progress)
                     if result.diverged:
-                        raise RuntimeError(f"small-n run {options}, {mask}, tau={bound} diverged")
+                        raise RuntimeError(f"small-n run {method}, {mask}, tau={bound} diverged")
                     for key in ("excess_risk", "loss"):
                         out[key][:, i, j, t] = result.history[key][grid]
                     out["scale"][:, i, j, t] = recorded["scale"]
@@ -240,7 +245,7 @@ def ch4_small_n_renormalization(full: bool = True, progress: bool = False
     history["test_iteration"] = np.unique(np.r_[np.arange(0, iterations + 1, SMALL_TEST_EVERY),
                                                 iterations])
     config = dict(seeds=list(seeds), n=SMALL_N, d=D, p=P, kappa=KAPPA, noise_std=NOISE_STD,
-                  iterations=iterations, methods={k: dict(v) for k, v in methods.items()},
+                  iterations=iterations, methods={k: m.describe() for k, m in methods.items()},
                   masks=list(masks), taus=["off", "sqrt(trace D_hat)"], n_test=N_TEST,
                   test_every=SMALL_TEST_EVERY, adam_learning_rate=1e-2)
     history["config"] = np.asarray(json.dumps(config))
@@ -264,11 +269,34 @@ def explorer_run(*, kappa: float = 10.0, n: int = 200, step_scale: float = 0.5,
     lam = 1.0 if regularize else 0.0
     out: dict[str, np.ndarray] = {}
     for name, precondition in (("preconditioned", True), ("plain", False)):
-        result = algorithm.train(x, y, init="random", precondition=precondition, lam=lam,
-                                 step_scale=step_scale, iterations=iterations, problem=problem,
-                                 rng=np.random.default_rng(100 + seed))
+        method = algorithm.Method(init="random", lam=lam, precondition=precondition,
+                                  update=algorithm.GD(step_scale=step_scale))
+        result = algorithm.train(algorithm.empirical_loss(x, y), method, iterations=iterations,
+                                 problem=problem, rng=np.random.default_rng(100 + seed))
         out[name] = result.history["excess_risk"]
         out[f"step_{name}"] = np.asarray(result.step)
     _, m_hat = population.empirical_moments(x, y)
     out["ols"] = np.asarray(population.linear_excess_risk(m_hat, problem.Sigma, problem.M))
     return out
+
+
+def start_excess_risks(seed: int, *, noise_std: float, n: int = N) -> dict[str, float]:
+    """Excess risks at the start of training for ``paper1_defaults``'s seed at another noise level.
+
+    Draws the seed's default problem with ``noise_std`` and n samples from ``default_rng(seed)``
+    (the same standard-normal draws for every noise level) and returns the excess risk of the
+    spectral start (``spectral``), of the random start of ``default_rng(100 + seed)``
+    (``random``, independent of the noise), of the OLS fit on the same samples (``ols_fit``) and
+    the exact expected OLS excess risk ``p sigma^2 d / (2 (n - d - 1))`` (``ols_formula``).
+    """
+    rng = np.random.default_rng(seed)
+    problem = data.default_problem(rng=rng, d=D, p=P, kappa=KAPPA, noise_std=noise_std)
+    x, y = problem.sample(n, rng=rng)
+    sigma_hat, m_hat = population.empirical_moments(x, y)
+    spectral = algorithm.spectral_init(sigma_hat, m_hat)
+    random = algorithm.random_init(D, P, rng=np.random.default_rng(100 + seed))
+    return dict(
+        spectral=population.population_loss(*spectral, problem.Sigma, problem.M),
+        random=population.population_loss(*random, problem.Sigma, problem.M),
+        ols_fit=population.linear_excess_risk(m_hat, problem.Sigma, problem.M),
+        ols_formula=population.ols_excess_risk(n, D, P, noise_std))

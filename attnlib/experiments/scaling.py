@@ -131,7 +131,8 @@ def _finite_part(n_values: tuple[int, ...], seeds: int, iterations: int,
         n = n_values[j]
         x, y = problem.sample(n, rng=np.random.default_rng([PROBLEM_SEED, s, n]))
         test = problem.sample(N_TEST, rng=np.random.default_rng([PROBLEM_SEED, s, n, 1]))
-        result = algorithm.train(x, y, problem=problem, iterations=iterations, test=test,
+        result = algorithm.train(algorithm.empirical_loss(x, y), problem=problem,
+                                 iterations=iterations, test=test,
                                  test_every=max(iterations, 1))
         history = result.history
         kept = grid[grid < history["excess_risk"].size]      # all of it unless diverged
@@ -164,9 +165,9 @@ def _closed_part(n_values: tuple[int, ...], seeds: int, heatmap_n_values: int,
         spectral[i, j, s] = population.population_loss(a0, b0, problem.Sigma, problem.M)
         ols[i, j, s] = population.linear_excess_risk(m_hat, problem.Sigma, problem.M)
         if i == 0 and j < heatmap_n_values and s < heatmap_seeds:
-            result = algorithm.train(objective="closed_form", moments=(sigma_hat, m_hat),
-                                     init="random", init_scale=INIT_SCALE, problem=problem,
-                                     iterations=heatmap_iterations,
+            method = algorithm.Method(init="random", init_scale=INIT_SCALE)
+            result = algorithm.train(algorithm.closed_form_loss(sigma_hat, m_hat), method,
+                                     problem=problem, iterations=heatmap_iterations,
                                      rng=np.random.default_rng([PROBLEM_SEED, 100 + s, n, 2]))
             heatmap[j, s] = result.history["excess_risk"][grid]
     return {"closed_spectral_excess_risk": spectral, "closed_ols_excess_risk": ols,
@@ -216,9 +217,10 @@ def _rate_part(n_runs: int, iterations: int, progress: bool) -> dict[str, np.nda
                         problem: data.RegressionProblem = problem) -> bool:
             return population.population_loss(a, b, problem.Sigma, problem.M) < RATE_FLOOR
 
-        result = algorithm.train(objective="closed_form", moments=(problem.Sigma, problem.M),
-                                 init=init, precondition=precondition, lam=1.0,
-                                 problem=problem, iterations=iterations, callback=below_floor)
+        method = algorithm.Method(lam=1.0, precondition=precondition)
+        result = algorithm.train(algorithm.closed_form_loss(problem.Sigma, problem.M), method,
+                                 init=init, problem=problem, iterations=iterations,
+                                 callback=below_floor)
         excess = result.history["excess_risk"]
         steps = np.arange(excess.size)
         kept = grid[grid < excess.size]

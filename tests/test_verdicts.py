@@ -1,0 +1,65 @@
+"""Tests of attnlib.verdicts: verdicts on the papers' claims computed from numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnlib import verdicts
+from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+
+
+def test_single_value_each_direction_and_reason_shows_threshold():
+    v = verdicts.verdict("gap stays small", 0.02, 0.05, direction="<=", quantity="gap")
+    assert v.status == REPRODUCED
+    assert "0.02 <= 0.05" in v.reason and str(v).startswith("gap stays small: reproduced")
+    assert verdicts.verdict("c", 0.07, 0.05, direction="<=").status == NOT_REPRODUCED
+    assert verdicts.verdict("c", 0.05, 0.05, direction="<").status == NOT_REPRODUCED
+    assert verdicts.verdict("c", 0.05, 0.05, direction=">=").status == REPRODUCED
+    assert verdicts.verdict("c", 2.0, 1.0, direction=">").status == REPRODUCED
+    failing = verdicts.verdict("c", 0.07, 0.05, quantity="gap")
+    assert "fails <= 0.05" in failing.reason and "0.07" in failing.reason
+
+
+def test_several_values_give_partly_and_partial_threshold_gives_half_credit():
+    v = verdicts.verdict("norms grow", [1.5, 0.2, 2.0], 1.0, direction=">",
+                         quantity="growth", labels=["adam", "sgd", "noisy"])
+    assert v.status == PARTLY
+    assert "growth sgd = 0.2: fails > 1" in v.reason
+    assert verdicts.verdict("c", [0.1, 0.2], [0.5, 0.3]).status == REPRODUCED
+    assert verdicts.verdict("c", [0.6, 0.4], [0.5, 0.3]).status == NOT_REPRODUCED
+    half = verdicts.verdict("c", 0.08, 0.05, partial=0.1, quantity="err")
+    assert half.status == PARTLY and "meets partial <= 0.1" in half.reason
+    assert verdicts.verdict("c", 0.2, 0.05, partial=0.1).status == NOT_REPRODUCED
+
+
+def test_missing_measurement_is_not_testable_and_bad_input_raises():
+    assert verdicts.verdict("c", None, 1.0).status == NOT_TESTABLE
+    nan = verdicts.verdict("c", [1.0, np.nan], 2.0, labels=["a", "b"])
+    assert nan.status == NOT_TESTABLE and "b" in nan.reason
+    assert verdicts.not_testable("c", "no data").status == NOT_TESTABLE
+    with pytest.raises(ValueError, match="reason"):
+        verdicts.not_testable("c", "")
+    with pytest.raises(ValueError, match="direction"):
+        verdicts.verdict("c", 1.0, 2.0, direction="=")
+    with pytest.raises(ValueError, match="partial must be looser"):
+        verdicts.verdict("c", 1.0, 2.0, direction="<=", partial=1.0)
+    with pytest.raises(ValueError, match="labels"):
+        verdicts.verdict("c", [1.0, 2.0], 3.0, labels=["a"])
+    with pytest.raises(ValueError, match="threshold"):
+        verdicts.verdict("c", [1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match="value"):
+        verdicts.verdict("c", "big", 1.0)
+
+
+def test_combine_merges_sub_claims():
+    ok = verdicts.verdict("a", 1.0, 2.0)
+    bad = verdicts.verdict("b", 3.0, 2.0)
+    skip = verdicts.not_testable("c", "no data")
+    assert verdicts.combine("all", [ok, ok]).status == REPRODUCED
+    assert verdicts.combine("all", [bad, bad]).status == NOT_REPRODUCED
+    mixed = verdicts.combine("all", [ok, bad, skip])
+    assert mixed.status == PARTLY and "not testable: c" in mixed.reason
+    assert verdicts.combine("all", [skip]).status == NOT_TESTABLE
+    with pytest.raises(ValueError):
+        verdicts.combine("all", [])
