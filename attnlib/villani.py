@@ -459,8 +459,8 @@ def villani_lower_bound(t: np.ndarray, regularizer: Regularizer, s: float, *,
     C = check_positive("grad_constant", grad_constant, allow_zero=True)
     C2 = check_positive("laplacian_constant", laplacian_constant, allow_zero=True)
     block_dim = check_int("block_dim", block_dim, minimum=1)
-    t = np.asarray(t, dtype=np.float64)
-    if np.any(t < 0) or not np.all(np.isfinite(t)):
+    t = as_matrix("t", t, ndim=tuple(range(0, 33)))
+    if np.any(t < 0):
         raise ValueError("t must be finite and >= 0 (a squared norm)")
     push = np.maximum(2 * regularizer.lam * regularizer.dg(t) - C, 0.0)
     return t * push ** 2 / s - 2 * C2 * t - 2 * regularizer.laplacian_t(t, block_dim)
@@ -521,7 +521,9 @@ def lower_bound_log_radius(regularizer: Regularizer, s: float, *, grad_constant:
     ``2 lam <= C`` or ``s >= (2 lam - C)^2 / (2 C')``).
     """
     s = check_positive("s", s)
-    C, C2 = grad_constant, laplacian_constant
+    C = check_positive("grad_constant", grad_constant, allow_zero=True)
+    C2 = check_positive("laplacian_constant", laplacian_constant, allow_zero=True)
+    block_dim = check_int("block_dim", block_dim, minimum=1)
 
     def h(u: mpmath.mpf) -> mpmath.mpf:
         t = mpmath.exp(u)
