@@ -62,7 +62,8 @@ def softmax_directional_derivatives(z: np.ndarray, u: np.ndarray
     z = as_matrix("z", z, ndim=tuple(range(1, 33)))
     u = as_matrix("u", u, ndim=tuple(range(1, 33)))
     if z.shape != u.shape:
-        raise ValueError(f"z has shape {z.shape} and u has shape {u.shape}; they must match")
+        raise ValueError(f"z has shape {z.shape} and u has shape {u.shape}; they must have the "
+                         "same non-scalar shape")
     s = row_softmax(z)
     c = u - np.sum(s * u, axis=-1, keepdims=True)
     sq = c * c
