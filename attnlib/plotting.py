@@ -22,6 +22,13 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 from cycler import cycler
 
+from ._validation import check_int, check_positive
+
+# plot_series and legend_below are thin wrappers of matplotlib calls (they accept whatever
+# ax.plot and fig.legend accept, NaN gaps included) and stay outside the checked API.
+__all__ = ["DPI", "WIDTHS", "OKABE_ITO", "CYCLE_COLOURS", "SERIES", "SERIES_GROUPS",
+           "METHOD_COLOURS", "use_book_style", "figure", "new_figure", "series_style"]
+
 #: Dots per inch of every saved figure (inline backend and ``savefig``).
 DPI = 100
 
@@ -121,13 +128,11 @@ def figure(nrows: int = 1, ncols: int = 1, *, width: str | float = "full",
     wider layouts, since a panel narrower than ~220 px cannot hold 9 pt labels.
     """
     inches = _width_inches(width)
-    if not (isinstance(nrows, int) and isinstance(ncols, int) and nrows >= 1 and ncols >= 1):
-        raise ValueError(f"nrows and ncols must be positive integers, got {nrows!r}, {ncols!r}")
+    nrows, ncols = check_int("nrows", nrows, minimum=1), check_int("ncols", ncols, minimum=1)
     if ncols > 3:
         raise ValueError(f"ncols must be at most 3 at the book's column width, got {ncols}; "
                          "stack the panels in more rows or split the figure")
-    if not aspect > 0:
-        raise ValueError(f"aspect must be positive, got {aspect!r}")
+    aspect = check_positive("aspect", aspect)
     use_book_style()
     height = nrows * aspect * inches / ncols + 0.35
     return plt.subplots(nrows, ncols, figsize=(inches, height), **kwargs)
@@ -139,6 +144,8 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: str | float = "full",
     inches = _width_inches(width)
     if height is None:
         return figure(nrows, ncols, width=inches, **kwargs)
+    nrows, ncols = check_int("nrows", nrows, minimum=1), check_int("ncols", ncols, minimum=1)
+    height = check_positive("height", height)
     use_book_style()
     return plt.subplots(nrows, ncols, figsize=(inches, height), **kwargs)
 
@@ -179,7 +186,8 @@ def _width_inches(width: str | float) -> float:
         if width not in WIDTHS:
             raise ValueError(f"width must be one of {sorted(WIDTHS)} or inches, got {width!r}")
         return WIDTHS[width]
-    if not 0 < float(width) <= WIDTHS["full"]:
+    width = check_positive("width", width)
+    if width > WIDTHS["full"]:
         raise ValueError(f"width must be in (0, {WIDTHS['full']}] inches (the text column), "
                          f"got {width!r}")
-    return float(width)
+    return width

@@ -29,6 +29,8 @@ import matplotlib.pyplot as plt
 
 from attnlib.plotting import DPI
 
+__all__ = ["Frame", "FrameSlider", "frame_slider"]
+
 
 @dataclass(frozen=True)
 class Frame:
