@@ -67,7 +67,7 @@ echo "== 3/4 browser check of every page (offline)"
 if [ ! -f _build/html/index.html ]; then
   echo "skipped: the book was not built (step 2 failed)"; failed+=("3 (browser check: no book)")
 elif [ "$chromium_ok" = 1 ]; then
-  ATTNBOOK_HTML="$ROOT/_build/html" .venv/bin/python -m pytest tests/test_rendered_book.py -q \
+  ATTNBOOK_HTML="$ROOT/_build/html" .venv/bin/python -m pytest tests/test_rendered_book.py -q -n "${ATTNBOOK_WORKERS:-2}" \
     || failed+=("3 (browser check)")
 else
   failed+=("3 (browser check: no Chromium)")
