@@ -11,7 +11,7 @@ d = 10, p = 20, kappa = 10, with M multiplied by ``scale`` and noise level ``noi
 (:func:`attnlib.prompts.sample_prompts`), for each scale in ``BIAS_SCALES``, context length n in
 ``BIAS_N`` and replicate r: ``prompts(n) = max(1, BIAS_TOKENS // n)`` prompts drawn from
 ``default_rng([BIAS_SEED_BASE, scale index, n, r])`` (scale 0.5 on the coarser grid
-``BIAS_N_SMALL_SCALE``); the certified minimizer of the
+``BIAS_N_SMALL_SCALE``; replicate indices per n in ``BIAS_REPLICATES``); the certified minimizer of the
 prompt-averaged Q_hat = L_hat + R_hat (lambda = 1) reached from the spectral start (which lies
 on the true S) with :func:`attnlib.reference.reference_minimizer` (gtol ``BIAS_GTOL``). Keys
 (K scales, J values of n, R replicates; NaN where a replicate was not run): ``excess_risk``
@@ -20,6 +20,10 @@ the true Sigma), ``value``, ``grad_norm``, ``evaluations``, ``prompts`` (J,),
 ``deployed_minimizer``, ``deployed_minimizer_se`` (deployed excess risk of the minimizer with a
 fresh context of n tokens) and ``deployed_start``, ``deployed_start_se`` (of the spectral start,
 a point of S: this is the finite-context loss gap ``L_n - L`` on S).
+
+``paper1_prompts_experiment`` (chapter 5) and ``paper1_prompts_variance`` (chapter 6) are
+described in their functions' docstrings; :func:`start_ratio_map` is the live map of claims (1)
+and (2) over ``||M|| x sigma`` (chapter 5).
 """
 
 from __future__ import annotations
