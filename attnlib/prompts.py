@@ -52,16 +52,15 @@ import numpy as np
 from scipy import optimize
 
 from . import attention
-from ._validation import as_matrix, check_generator, check_int
+from ._validation import as_matrix, check_generator, check_int, check_positive
 from .data import RegressionProblem
 from .geometry import factor_hessian
 from .population import factor_loss_and_grad, factor_regularizer_and_grad, spd_sqrt
-from .reference import ObjectiveFn
 
 __all__ = ["sample_prompts", "deployed_risk", "context_correction", "first_order_minimizer",
            "FirstOrderMinimizer", "first_order_curve",
            "asymptotic_bias_coefficient",
-           "gauge_fixed", "bias_statistic", "BiasEstimate", "local_slopes"]
+           "bias_statistic", "BiasEstimate", "local_slopes"]
 
 
 def sample_prompts(problem: RegressionProblem, prompts: int, n: int, *, rng: np.random.Generator,
@@ -183,8 +182,8 @@ def first_order_minimizer(Xstar: np.ndarray, m: float, *, lam: float = 1.0,
     """
     xstar = as_matrix("Xstar", Xstar)
     p, d = xstar.shape
-    if not m > 0:
-        raise ValueError(f"m must be positive, got {m!r}")
+    m = check_positive("m", m)
+    gtol = check_positive("gtol", gtol)
     given = start
     if start is None:
         left, values, right_t = np.linalg.svd(xstar, full_matrices=False)
@@ -253,35 +252,6 @@ def asymptotic_bias_coefficient(Xstar: np.ndarray, *, lam: float = 1.0) -> float
     return 0.5 * float(np.sum((du @ v.T + u @ dv.T) ** 2))
 
 
-def gauge_fixed(objective: ObjectiveFn, point: tuple[np.ndarray, np.ndarray],
-                Sigma: np.ndarray) -> ObjectiveFn:
-    """``objective`` plus a term that pins the position on the O(d) orbit through ``point``.
-
-    The expected prompt loss and R are invariant under ``(U, V) -> (U O, V O)`` (whitened
-    coordinates of ``Sigma``); a finite sample breaks that only weakly, so a minimizer of the
-    sampled objective drifts along nearly flat directions that cost an optimizer most of its
-    evaluations, while the excess risk ``1/2 ||U V^T - X*||^2`` does not depend on the orbit
-    position. The added term [choice] is ``mu/2 ||skew(U_0^T U + V_0^T V)||_F^2`` (zero where the
-    Procrustes rotation from ``(U_0, V_0)`` is the identity), with
-    ``mu = gamma_d / (gamma_{d-1} + gamma_d)^2`` from the singular values of ``U_0 V_0^T``, so
-    that its smallest curvature along the orbit at ``(U_0, V_0)`` (balanced) matches the
-    smallest transverse curvature gamma_d of the loss.
-    """
-    half, _ = spd_sqrt(Sigma)
-    u0, v0 = point[0] @ half, half @ point[1] @ half
-    gamma = np.linalg.svd(u0 @ v0.T, compute_uv=False)
-    mu = float(gamma[-1] / (gamma[-2] + gamma[-1]) ** 2) if gamma.size > 1 else 1.0
-
-    def value_and_grad(A: np.ndarray, B: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        value, grad_a, grad_b = objective(A, B)
-        overlap = u0.T @ (A @ half) + v0.T @ (half @ B @ half)
-        skew = 0.5 * (overlap - overlap.T)
-        return (value + 0.5 * mu * float(np.sum(skew ** 2)),
-                grad_a + mu * (u0 @ skew) @ half, grad_b + mu * half @ (v0 @ skew) @ half)
-
-    return value_and_grad
-
-
 @dataclass(frozen=True)
 class BiasEstimate:
     """Result of :func:`bias_statistic`: ``bias`` (the U-statistic), its jackknife standard
@@ -303,7 +273,12 @@ def bias_statistic(deltas: np.ndarray) -> BiasEstimate:
     squared norm of the mean. Its standard error is the jackknife's (NaN for S = 2, where the
     leave-one-out statistic is undefined).
     """
-    flat = np.asarray(deltas, dtype=float)
+    raw = np.asarray(deltas)
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"deltas must hold real numbers, got dtype {raw.dtype}")
+    flat = raw.astype(float)
+    if not np.all(np.isfinite(flat)):
+        raise ValueError("deltas must be finite")
     if flat.ndim < 2 or flat.shape[0] < 2:
         raise ValueError(f"deltas must have shape (S, ...) with S >= 2 replicates, got "
                          f"{flat.shape}")
