@@ -33,6 +33,7 @@ def draw(*, slope: float, offset: int = 0):
 
 @pytest.fixture()
 def slider():
+    plt.close("all")        # figures left open by other tests on this worker are not ours
     CALLS.clear()
     return frame_slider(draw, controls={"slope": [0.5, 1.0, 2.0], "offset": [0, 3]},
                         labels={"slope": "slope a"}, initial={"slope": 2.0},
