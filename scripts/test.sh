@@ -5,7 +5,8 @@
 #   2. the book build (-W -n: warnings and broken references fail), rendering the stored
 #      outputs (nbval has just executed every notebook; executing them again would double
 #      the run time);
-#   3. the browser check: headless chromium opens every built page with no network.
+#   3. the browser check: headless chromium opens every built page with no network, and a
+#      few pages with the site served under a sub-path (as a GitHub Pages project site).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 start=$SECONDS
@@ -23,6 +24,9 @@ echo "== 1/3 unit tests, notebook checks and nbval"
 
 echo "== 2/3 building the book from the stored outputs (-W -n)"
 rm -rf _build/html
+# --- claims ledger (issue 19): book/ledger.md from the chapters' stored outputs ---
+.venv/bin/python scripts/build_ledger.py
+# --- end claims ledger ---
 .venv/bin/python - <<'PY'
 import yaml
 config = yaml.safe_load(open("_config.yml"))
@@ -33,5 +37,6 @@ trap 'rm -f _build_config_test.yml' EXIT
 .venv/bin/jupyter-book build . -W -n --keep-going --config _build_config_test.yml
 
 echo "== 3/3 browser check of every page (offline)"
-ATTNBOOK_HTML="$ROOT/_build/html" .venv/bin/python -m pytest tests/test_rendered_book.py -q
+ATTNBOOK_HTML="$ROOT/_build/html" .venv/bin/python -m pytest tests/test_rendered_book.py \
+  tests/test_subpath.py -q  # test_subpath.py (issue 19): the site served under /attnbook/
 echo "== all tests passed in $((SECONDS - start)) s"
