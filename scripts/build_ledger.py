@@ -69,7 +69,8 @@ class Printed:
 @dataclass(frozen=True)
 class Comparison:
     """One ``name = value op threshold`` fragment of a verdict's reason. ``level`` is the
-    credit the printed text gives it: 2 passes, 1 meets only the partial threshold, 0 fails."""
+    credit the printed text gives it: 2 passes, 1 meets only the partial threshold, 0 fails.
+    ``texts`` are the value, threshold and partial threshold exactly as printed."""
 
     name: str
     value: float
@@ -77,6 +78,7 @@ class Comparison:
     threshold: float
     partial: float | None
     level: int
+    texts: tuple[str, str, str | None]
 
 
 def parse_line(line: str) -> tuple[str | None, Verdict] | None:
@@ -126,10 +128,6 @@ def printed_verdicts(path: Path) -> list[Printed]:
     return found
 
 
-def _float(text: str) -> float:
-    return float(text)
-
-
 def parse_comparisons(reason: str) -> list[Comparison] | None:
     """The ``value op threshold`` fragments of a reason written by ``verdicts.verdict``, or
     None when some fragment is not one (a combined or not-testable reason)."""
@@ -139,15 +137,17 @@ def parse_comparisons(reason: str) -> list[Comparison] | None:
         if match is None:
             return None
         if match["op"]:
-            found.append(Comparison(match["name"], _float(match["value"]), match["op"],
-                                    _float(match["threshold"]), None, 2))
+            found.append(Comparison(match["name"], float(match["value"]), match["op"],
+                                    float(match["threshold"]), None, 2,
+                                    (match["value"], match["threshold"], None)))
         else:
-            partial = _float(match["partial"]) if match["partial"] else None
+            partial = float(match["partial"]) if match["partial"] else None
             if match["pop"] and match["pop"] != match["fop"]:
                 return None
-            found.append(Comparison(match["name"], _float(match["value"]), match["fop"],
-                                    _float(match["fthreshold"]), partial,
-                                    1 if partial is not None else 0))
+            found.append(Comparison(match["name"], float(match["value"]), match["fop"],
+                                    float(match["fthreshold"]), partial,
+                                    1 if partial is not None else 0,
+                                    (match["value"], match["fthreshold"], match["partial"])))
     return found
 
 
@@ -345,16 +345,16 @@ def _cells(row: Row) -> list[str | list[str]]:
     verdict = printed.verdict
     comparisons = parse_comparisons(verdict.reason)
     if comparisons is not None:
-        measured = [escape(f"{c.name} = {c.value:g}") for c in comparisons]
-        thresholds = sorted({f"{c.op} {c.threshold:g}" + (f" (partly: {c.op} {c.partial:g})"
-                                                          if c.partial is not None else "")
+        measured = [escape(f"{c.name} = {c.texts[0]}") for c in comparisons]
+        thresholds = sorted({f"{c.op} {c.texts[1]}" + (f" (partly: {c.op} {c.texts[2]})"
+                                                       if c.partial is not None else "")
                              for c in comparisons})
         return [title, measured, [escape(t) for t in thresholds], _badge(verdict.status)]
     if verdict.status == NOT_TESTABLE:
         return [title, "nothing measurable", "", f"{_badge(NOT_TESTABLE)} {escape(verdict.reason)}"]
     parts = [escape(f"{m['claim']}: {m['status']}")
              for m in SUB_VERDICT.finditer(verdict.reason.split("; not testable: ")[0])]
-    return [title, parts, "each part's, in the chapter section",
+    return [title, parts, "per part, in the chapter section",
             f"{_badge(verdict.status)} combined from its parts"]
 
 

@@ -54,6 +54,8 @@ def test_every_claim_has_a_row_whose_verdict_a_chapter_cell_printed():
         printed = _stored_lines(ROOT / row.claim["notebook"])[row.printed.cell]
         assert str(row.printed.verdict) in printed, row.claim["id"]
         assert row.printed.section == row.claim["section"]
+        for c in ledger.parse_comparisons(row.printed.verdict.reason) or []:
+            assert ledger.escape(f"{c.name} = {c.texts[0]}") in page, (row.claim["id"], c)
     tested = [row for row in rows if row.printed is not None]
     statuses = [row.printed.verdict.status for row in tested]
     assert page.count("{bdg-") == len(rows) and all(f"`{s}`" in page for s in statuses)
