@@ -18,10 +18,13 @@ This module provides
   loss (and optionally of block norms and states) every ``record_every`` steps;
 * Gibbs-measure helpers on a grid in one or two dimensions: the normalised density
   (:func:`gibbs_density`), bin probabilities (:func:`gibbs_bin_probabilities`), expectations
-  (:func:`gibbs_expectation`), the total variation distance of a histogram of chain states
+  (:func:`gibbs_expectation`), exact samples (:func:`gibbs_sample`), the total variation distance of a histogram of chain states
   (:func:`histogram_tv`) and the spectral gap of the generator (:func:`spectral_gap`);
+* :func:`mala`: the Metropolis-adjusted Langevin algorithm, the same proposal followed by an
+  accept/reject step that makes ``mu_s`` exactly stationary (no ``O(h)`` bias);
 * summaries over chains: :func:`chain_mean` (mean and standard error), :func:`tail_mean`
-  (the long-time average estimating the Gibbs mean) and :func:`hitting_times`.
+  (the long-time average estimating the Gibbs mean), :func:`hitting_times` and
+  :func:`autocorrelation_time` (the integrated autocorrelation time of an observable).
 
 Every loss is given in the batched form shared by Part II's models:
 ``loss_and_grad(theta: (chains, D)) -> (loss: (chains,), grad: (chains, D))``.
@@ -44,12 +47,16 @@ __all__ = [
     "LangevinDivergenceError",
     "LangevinRun",
     "euler_maruyama",
+    "MalaRun",
+    "mala",
+    "autocorrelation_time",
     "chain_mean",
     "tail_mean",
     "hitting_times",
     "gibbs_density",
     "gibbs_bin_probabilities",
     "gibbs_expectation",
+    "gibbs_sample",
     "histogram_tv",
     "spectral_gap",
 ]
@@ -199,6 +206,93 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
                        block_names=names, block_norms=norms, states=states)
 
 
+@dataclass(frozen=True)
+class MalaRun:
+    """History of :func:`mala`: recorded ``times`` (R,), ``loss`` (R, chains), final ``theta``
+    (chains, D), ``states`` (R, chains, D) when recorded, and ``acceptance``, the fraction of
+    accepted proposals over all chains and steps."""
+
+    times: np.ndarray
+    loss: np.ndarray
+    theta: np.ndarray
+    acceptance: float
+    states: np.ndarray | None = None
+
+
+def mala(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float, temperature: float,
+         n_steps: int, rng: np.random.Generator, record_every: int = 1,
+         record_states: bool = False) -> MalaRun:
+    """Metropolis-adjusted Langevin algorithm with target ``mu_s ~ exp(-2 f / s)``.
+
+    Proposal (one Euler-Maruyama step): ``y = x - h grad f(x) + sqrt(s h) xi``, so
+    ``q(y | x) ~ exp(-||y - x + h grad f(x)||^2 / (2 s h))``. Accept with probability
+    ``min(1, exp(-2 f(y)/s) q(x | y) / (exp(-2 f(x)/s) q(y | x)))``, else stay at ``x``.
+    The chain is reversible for ``mu_s``, which is therefore exactly stationary for every
+    ``h``; the price is the rejected steps. Each step draws the ``(chains, D)`` normals, then
+    ``chains`` uniforms, from ``rng``. Arguments as in :func:`euler_maruyama`.
+    """
+    theta = as_matrix("theta0", theta0).copy()
+    h = check_positive("step", step)
+    s = check_positive("temperature", temperature)
+    n_steps = check_int("n_steps", n_steps, minimum=1)
+    record_every = check_int("record_every", record_every, minimum=1)
+    rng = check_generator("rng", rng)
+    if n_steps % record_every:
+        raise ValueError(f"n_steps ({n_steps}) must be a multiple of record_every "
+                         f"({record_every})")
+    chains, dim = theta.shape
+    n_records = n_steps // record_every + 1
+    losses = np.empty((n_records, chains))
+    states = np.empty((n_records, chains, dim)) if record_states else None
+    loss, grad = _evaluate(loss_and_grad, theta, 0)
+    losses[0] = loss
+    if states is not None:
+        states[0] = theta
+    accepted = 0
+    for k in range(1, n_steps + 1):
+        proposal = theta - h * grad + np.sqrt(s * h) * rng.standard_normal((chains, dim))
+        new_loss, new_grad = _evaluate(loss_and_grad, proposal, k)
+        forward = np.sum((proposal - theta + h * grad) ** 2, axis=1)
+        backward = np.sum((theta - proposal + h * new_grad) ** 2, axis=1)
+        log_ratio = -2.0 * (new_loss - loss) / s - (backward - forward) / (2.0 * s * h)
+        accept = np.log(rng.uniform(size=chains)) < log_ratio
+        theta[accept], loss[accept], grad[accept] = (proposal[accept], new_loss[accept],
+                                                     new_grad[accept])
+        accepted += int(accept.sum())
+        if k % record_every == 0:
+            losses[k // record_every] = loss
+            if states is not None:
+                states[k // record_every] = theta
+    return MalaRun(times=h * record_every * np.arange(n_records), loss=losses, theta=theta,
+                   acceptance=accepted / (n_steps * chains), states=states)
+
+
+def autocorrelation_time(series: np.ndarray, *, window_factor: float = 5.0) -> float:
+    """Integrated autocorrelation time ``tau = 1 + 2 sum_{k>=1} rho(k)`` in units of records.
+
+    ``series`` has shape ``(R, chains)``: one stationary scalar observable per chain. The
+    autocovariance is estimated per chain (FFT, mean removed per chain) and averaged over
+    chains; the sum is cut at the first window ``M`` with ``M >= window_factor * tau(M)``
+    (Sokal's automatic windowing). The variance of a time average over ``R`` records is about
+    ``tau Var / R``; multiply by the record spacing to get a time.
+    """
+    x = as_matrix("series", series)
+    steps, chains = x.shape
+    if steps < 8:
+        raise ValueError(f"series needs at least 8 records, got {steps}")
+    window_factor = check_positive("window_factor", window_factor)
+    x = x - x.mean(axis=0)
+    size = 1 << (2 * steps - 1).bit_length()
+    spectrum = np.fft.rfft(x, n=size, axis=0)
+    acov = np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=0)[:steps].mean(axis=1)
+    if acov[0] <= 0:
+        raise ValueError("series is constant: its autocorrelation time is undefined")
+    taus = 2.0 * np.cumsum(acov / acov[0]) - 1.0
+    window = np.arange(steps) >= window_factor * taus
+    cut = int(np.argmax(window)) if window.any() else steps - 1
+    return float(taus[cut])
+
+
 def chain_mean(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean over chains (last axis) and its standard error ``std / sqrt(chains)``.
 
@@ -341,6 +435,26 @@ def gibbs_expectation(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray],
     logw = -2.0 * loss / s
     weights = np.exp(logw - logw.max())
     return float(np.sum(weights * g) / weights.sum())
+
+
+def gibbs_sample(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float,
+                 *, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` independent draws from the grid approximation of ``mu_s``, shape ``(size, D)``.
+
+    A grid point is drawn with probability ``exp(-2 f / s) / sum`` (the weights of
+    :func:`gibbs_density`), then moved uniformly within its grid cell (half a spacing each
+    way), so the draws have a density that is piecewise constant on the cells. A starting
+    point for chains that is already (up to the grid) at equilibrium.
+    """
+    s = check_positive("temperature", temperature)
+    size = check_int("size", size, minimum=1)
+    rng = check_generator("rng", rng)
+    checked, points = _grid(axes)
+    logw = _log_weights(loss_and_grad, points, s)
+    weights = np.exp(logw - logw.max())
+    picked = points[rng.choice(points.shape[0], size=size, p=weights / weights.sum())]
+    spacing = np.array([a[1] - a[0] for a in checked])
+    return picked + (rng.uniform(size=picked.shape) - 0.5) * spacing
 
 
 def histogram_tv(samples: np.ndarray, edges: Sequence[np.ndarray],

@@ -26,6 +26,15 @@ Exact derivatives (with ``A = X P X^T / sqrt(d_k)``, ``S`` its row-softmax, ``Z 
   ``d^2 L = (1/n) sum_i (||dS_i Z_i||^2 + <E_i, d2S_i Z_i>)``.
 
 The flat parameter is ``theta = (vec W_Q, vec W_K)`` (row-major), D = 2 d d_k.
+
+Bounds valid at every ``(W_Q, W_K)`` [derived, chapter 8, "The argument in every direction"]:
+the softmax Jacobian ``J = diag(s) - s s^T`` has ``||J||_2 <= 1/2`` (Gershgorin: row sums
+``2 s_j (1 - s_j)``) and its second directional derivative satisfies
+``||D^2 s[u, u]||_2 <= 2 Var_s(u) <= ||u||_2^2`` (Popoviciu); with them
+:meth:`AttentionProblem.derivative_constants` gives ``C`` and ``C'`` with
+
+    ||grad_{W_Q} L||_F <= C ||W_K||_F,      ||grad_{W_K} L||_F <= C ||W_Q||_F,
+    |Laplacian_{W_Q} L| <= C' ||W_K||_F^2,  |Laplacian_{W_K} L| <= C' ||W_Q||_F^2.
 """
 
 from __future__ import annotations
@@ -40,7 +49,24 @@ from .attention import row_softmax
 from .regularizers import Regularizer
 from .villani import FactorizedLoss
 
-__all__ = ["AttentionProblem", "make_problem"]
+__all__ = ["AttentionProblem", "make_problem", "softmax_directional_derivatives"]
+
+
+def softmax_directional_derivatives(z: np.ndarray, u: np.ndarray
+                                    ) -> tuple[np.ndarray, np.ndarray]:
+    """First and second derivatives of ``softmax`` at logits ``z`` along ``u`` (last axis).
+
+    With ``s = softmax(z)`` and ``c = u - <s, u>``: ``D s[u] = s o c`` (that is ``J u`` with
+    ``J = diag(s) - s s^T``) and ``D^2 s[u, u] = s o (c^2 - <s, c^2>)``.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    u = np.asarray(u, dtype=np.float64)
+    if z.shape != u.shape or z.ndim == 0:
+        raise ValueError(f"z and u must have the same non-scalar shape, got {z.shape}, {u.shape}")
+    s = row_softmax(z)
+    c = u - np.sum(s * u, axis=-1, keepdims=True)
+    sq = c * c
+    return s * c, s * (sq - np.sum(s * sq, axis=-1, keepdims=True))
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,6 +152,27 @@ class AttentionProblem(FactorizedLoss):
         dF = dS @ self._Z[None]
         d2F = d2S @ self._Z[None]
         return (np.sum(dF * dF, axis=(1, 2, 3)) + np.sum(E[None] * d2F, axis=(1, 2, 3))) / self.n
+
+    def derivative_constants(self) -> tuple[float, float]:
+        """``(C, C')`` of the module docstring, from the data alone.
+
+        With ``x_i = ||X_i||_2``, ``z_i = ||X_i W_V||_2`` (operator norms) and
+        ``r_i = sqrt(N) max_row ||(X_i W_V)_row|| + ||Y_i||_F`` (a bound on the residual
+        ``||Yhat_i - Y_i||_F``, since each output row is a convex combination of rows of
+        ``X_i W_V``):
+
+            ||dL/dP||_F <= C = sum_i x_i^2 r_i z_i / (2 n sqrt(d_k)),
+            |D^2_P L[H, H]| <= h ||H||_F^2,  h = sum_i x_i^4 z_i (z_i / 4 + r_i) / (n d_k),
+            C' = d h    (sum over the d d_k unit directions E of ||E W_K^T||_F^2 = d ||W_K||_F^2).
+        """
+        N = self.X.shape[1]
+        x = np.linalg.norm(self.X, ord=2, axis=(1, 2))
+        z = np.linalg.norm(self._Z, ord=2, axis=(1, 2))
+        r = math.sqrt(N) * np.linalg.norm(self._Z, axis=2).max(axis=1) \
+            + np.linalg.norm(self.Y, axis=(1, 2))
+        grad = float(np.sum(x ** 2 * r * z) / (2 * self.n * math.sqrt(self.d_k)))
+        hess = float(np.sum(x ** 4 * z * (z / 4 + r)) / (self.n * self.d_k))
+        return grad, self.X.shape[2] * hess
 
     def act(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
         """``(W_Q G, W_K G^{-T})`` for an invertible ``G (d_k, d_k)``; theta ``(D,)`` or ``(c, D)``."""

@@ -30,7 +30,10 @@ This module holds
   from ``log rho``, so radii such as ``rho = 10^300`` (where ``rho^2`` overflows float64)
   are fine; :func:`crossover_log_radius` finds the largest root ``log rho*`` numerically and
   :func:`asymptotic_crossover_log_radius` gives the leading-order closed forms derived in
-  chapter 8; :func:`weight_decay_threshold` is ``4 lam^2 q / a``.
+  chapter 8; :func:`weight_decay_threshold` is ``4 lam^2 q / a``. The orbit has two ends:
+  :func:`orbit_crossovers` gives the crossover of each (rho -> infinity, and rho -> 0 read
+  through :meth:`OrbitConstants.swapped`); the Villani quantity is positive on the whole
+  orbit outside the larger of the two, which is therefore the one that decides.
 
 The orbit symbol is ``rho`` (not the design notes' ``r``) because ``r`` is the LoRA rank.
 """
@@ -58,9 +61,14 @@ __all__ = [
     "orbit_constants",
     "orbit_points",
     "orbit_villani_over_rho2",
+    "orbit_villani_scaled",
     "crossover_log_radius",
+    "OrbitCrossovers",
+    "orbit_crossovers",
     "asymptotic_crossover_log_radius",
     "weight_decay_threshold",
+    "villani_lower_bound",
+    "lower_bound_log_radius",
     "radial_log_partition",
 ]
 
@@ -384,6 +392,53 @@ def orbit_villani_over_rho2(consts: OrbitConstants, regularizer: Regularizer, s:
                          for u in log_rho])
 
 
+def orbit_villani_scaled(consts: OrbitConstants, regularizer: Regularizer, s: float,
+                         log_rho: np.ndarray, *, precision: int = 40) -> np.ndarray:
+    """``V_s / max(rho^2, rho^-2)`` on the orbit: the sign of ``V_s`` with a finite scale at
+    both ends (for weight decay the limits are ``4 lam^2 q / s - a`` as rho -> infinity and
+    ``4 lam^2 k / s - b`` as rho -> 0). Negative ``log rho`` is read through
+    :meth:`OrbitConstants.swapped` at ``-log rho``."""
+    log_rho = as_matrix("log_rho", np.atleast_1d(log_rho), ndim=1)
+    out = np.empty_like(log_rho)
+    up = log_rho >= 0
+    if up.any():
+        out[up] = orbit_villani_over_rho2(consts, regularizer, s, log_rho[up],
+                                          precision=precision)
+    if (~up).any():
+        out[~up] = orbit_villani_over_rho2(consts.swapped(), regularizer, s, -log_rho[~up],
+                                           precision=precision)
+    return out
+
+
+def villani_lower_bound(t: np.ndarray, regularizer: Regularizer, s: float, *,
+                        grad_constant: float, laplacian_constant: float,
+                        block_dim: int) -> np.ndarray:
+    """A lower bound on ``V_s(theta)`` in terms of ``t = max(||W_1||_F^2, ||W_2||_F^2)`` alone.
+
+    Assume ``||grad_{W_1} L|| <= C ||W_2||``, ``||grad_{W_2} L|| <= C ||W_1||`` and
+    ``|Laplacian_{W_b} L| <= C' ||W_other||^2`` (for attention:
+    :meth:`attnlib.qk_attention.AttentionProblem.derivative_constants`), and that ``g'`` and
+    ``t g''`` are nondecreasing (true for weight decay, log and power). On the larger block
+    ``||grad f|| >= ||W|| (2 lam g'(t) - C)`` and ``Laplacian f <= 2 C' t + 4 lam (D g'(t) +
+    2 t g''(t))`` with ``D = block_dim`` (the larger block size), so [derived, chapter 8]
+
+        V_s >= B(t) = t max(2 lam g'(t) - C, 0)^2 / s - 2 C' t - 4 lam (D g'(t) + 2 t g''(t)).
+
+    For the log and power forms ``g'(t) -> infinity``, so ``B(t) -> +infinity`` for every
+    ``s > 0``: condition 4 holds in every direction. For weight decay ``B(t) / t`` tends to
+    ``max(2 lam - C, 0)^2 / s - 2 C'``.
+    """
+    s = check_positive("s", s)
+    C = check_positive("grad_constant", grad_constant, allow_zero=True)
+    C2 = check_positive("laplacian_constant", laplacian_constant, allow_zero=True)
+    block_dim = check_int("block_dim", block_dim, minimum=1)
+    t = np.asarray(t, dtype=np.float64)
+    if np.any(t < 0) or not np.all(np.isfinite(t)):
+        raise ValueError("t must be finite and >= 0 (a squared norm)")
+    push = np.maximum(2 * regularizer.lam * regularizer.dg(t) - C, 0.0)
+    return t * push ** 2 / s - 2 * C2 * t - 2 * regularizer.laplacian_t(t, block_dim)
+
+
 def weight_decay_threshold(consts: OrbitConstants, lam: float) -> float:
     """``4 lam^2 q / a``: with weight decay the orbit quantity tends to -infinity as
     rho -> infinity when ``s`` exceeds it (to +infinity when ``s`` is below it)."""
@@ -391,6 +446,27 @@ def weight_decay_threshold(consts: OrbitConstants, lam: float) -> float:
     if consts.a <= 0:
         raise ValueError(f"the threshold needs a > 0 (a local minimum), got a = {consts.a:.3g}")
     return 4 * lam ** 2 * consts.q / consts.a
+
+
+def _last_root(h, max_u: float, precision: int) -> float:
+    """Largest root of ``h(u)`` on ``[0, max_u]`` (``u`` a log scale), in mpmath.
+
+    ``h`` is scanned on 81 linear points in ``[0, 8]`` then 239 geometric points up to
+    ``max_u``; the last sign change from ``<= 0`` to ``> 0`` is refined by bisection. Returns
+    ``inf`` when ``h(max_u) <= 0`` and ``-inf`` when ``h > 0`` on the whole scan.
+    """
+    with mpmath.workdps(check_int("precision", precision, minimum=15)):
+        grid = np.concatenate([np.linspace(0.0, 8.0, 81), np.geomspace(8.0, max_u, 240)[1:]])
+        values = np.array([float(mpmath.sign(h(mpmath.mpf(u)))) for u in grid])
+        if values[-1] <= 0:
+            return math.inf
+        negative = np.nonzero(values <= 0)[0]
+        if negative.size == 0:
+            return -math.inf
+        lo, hi = grid[negative[-1]], grid[negative[-1] + 1]
+        root = mpmath.findroot(h, (mpmath.mpf(lo), mpmath.mpf(hi)), solver="bisect",
+                               tol=mpmath.mpf(10) ** (-20), maxsteps=200)
+        return float(root)
 
 
 def crossover_log_radius(consts: OrbitConstants, regularizer: Regularizer, s: float, *,
@@ -404,22 +480,57 @@ def crossover_log_radius(consts: OrbitConstants, regularizer: Regularizer, s: fl
     """
     s = check_positive("s", s)
     max_log_rho = check_positive("max_log_rho", max_log_rho)
-    with mpmath.workdps(check_int("precision", precision, minimum=15)):
-        def h(u: float) -> mpmath.mpf:
-            return _orbit_over_rho2_mp(consts, regularizer, s, mpmath.mpf(u))
+    return _last_root(lambda u: _orbit_over_rho2_mp(consts, regularizer, s, u), max_log_rho,
+                      precision)
 
-        grid = np.concatenate([np.linspace(0.0, 8.0, 81),
-                               np.geomspace(8.0, max_log_rho, 240)[1:]])
-        values = np.array([float(mpmath.sign(h(u))) for u in grid])
-        if values[-1] <= 0:
-            return math.inf
-        negative = np.nonzero(values <= 0)[0]
-        if negative.size == 0:
-            return -math.inf
-        lo, hi = grid[negative[-1]], grid[negative[-1] + 1]
-        root = mpmath.findroot(h, (mpmath.mpf(lo), mpmath.mpf(hi)), solver="bisect",
-                               tol=mpmath.mpf(10) ** (-20), maxsteps=200)
-        return float(root)
+
+def lower_bound_log_radius(regularizer: Regularizer, s: float, *, grad_constant: float,
+                           laplacian_constant: float, block_dim: int, max_log_t: float = 1e6,
+                           precision: int = 40) -> float:
+    """``log t_B``: beyond ``t = t_B`` the bound of :func:`villani_lower_bound` is positive.
+
+    The largest root in ``u = log t`` of ``B(e^u) / e^u`` (mpmath, so ``t = e^{10^4}`` is
+    fine); ``inf`` when the bound never turns positive (weight decay with
+    ``2 lam <= C`` or ``s >= (2 lam - C)^2 / (2 C')``).
+    """
+    s = check_positive("s", s)
+    C, C2 = grad_constant, laplacian_constant
+
+    def h(u: mpmath.mpf) -> mpmath.mpf:
+        t = mpmath.exp(u)
+        push = max(2 * regularizer.lam * regularizer.dg(t) - C, 0)
+        return push ** 2 / s - 2 * C2 - 2 * regularizer.laplacian_t(t, block_dim) / t
+
+    return _last_root(h, check_positive("max_log_t", max_log_t), precision)
+
+
+@dataclass(frozen=True)
+class OrbitCrossovers:
+    """Both ends of the orbit: ``up = log rho*`` (positive for larger rho), ``down =
+    log(1/rho_*)`` (positive for smaller rho); ``decisive`` is the larger of the two."""
+
+    up: float
+    down: float
+
+    @property
+    def decisive(self) -> float:
+        """``max(up, down)``: the distance (in log rho from rho = 1) beyond which the orbit
+        quantity is positive at both ends."""
+        return max(self.up, self.down)
+
+    @property
+    def decisive_end(self) -> str:
+        """``"rho -> oo"`` or ``"rho -> 0"``: the end whose crossover is further out."""
+        return "rho -> oo" if self.up >= self.down else "rho -> 0"
+
+
+def orbit_crossovers(consts: OrbitConstants, regularizer: Regularizer, s: float,
+                     **options: float) -> OrbitCrossovers:
+    """The crossover of each end of the orbit (:func:`crossover_log_radius` of ``consts`` and
+    of ``consts.swapped()``; ``options`` are passed on)."""
+    return OrbitCrossovers(up=crossover_log_radius(consts, regularizer, s, **options),
+                           down=crossover_log_radius(consts.swapped(), regularizer, s,
+                                                     **options))
 
 
 def asymptotic_crossover_log_radius(consts: OrbitConstants, regularizer: Regularizer,

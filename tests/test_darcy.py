@@ -70,6 +70,18 @@ def test_constant_coefficient_matches_poisson_series() -> None:
     assert 3.6 < errors[0] / errors[1] < 4.4
 
 
+def test_subsampled_solve_error_is_second_order_for_a_constant_coefficient() -> None:
+    """With a = 3 the coarse error is C (h_c^2 - h_f^2): factor 4 against 2 on 129 nodes is 15/3."""
+    a = np.full((129, 129), 3.0)
+    ratio = darcy.subsampled_solve_error(a, 4) / darcy.subsampled_solve_error(a, 2)
+    assert 4.0 < ratio < 6.0
+    assert darcy.subsampled_solve_error(a, 1) == 0.0
+    with pytest.raises(ValueError, match="factor = 3"):
+        darcy.subsampled_solve_error(a, 3)
+    with pytest.raises(ValueError, match="factor = 128"):
+        darcy.subsampled_solve_error(a, 128)
+
+
 def test_poisson_series_satisfies_the_equation_at_the_centre() -> None:
     # the classical value u(1/2, 1/2) = 0.0736713... for -Laplacian u = 1 on the unit square
     assert darcy.poisson_series(0.5, 0.5, terms=801) == pytest.approx(0.07367135, abs=1e-7)
@@ -150,6 +162,21 @@ def test_experiment_prefix_replays_the_start_of_a_longer_run() -> None:
     summary = dx.summarize_phase2(long2, last=2)
     assert set(summary) == set(dx.REGIMES)
     assert np.isfinite(summary["power"]["rel_l2"])
+    wq = dx.seed_series(long2, "log", "norm_WQ")
+    assert summary["log"]["norm_WQ"] == pytest.approx(wq[:, -1].mean())
+    assert summary["log"]["norm_WQ_sem"] == pytest.approx(wq[:, -1].std(ddof=1) / np.sqrt(2))
+    early = dx.summarize_phase2(long2, last=1, epochs=1, labels=("log",))
+    assert set(early) == {"log"}
+    assert early["log"]["norm_WQ"] == pytest.approx(wq[:, 1].mean())
+    # the same grid as independent tasks, merged: identical to the loop
+    parts = [dx.phase2_task(task, start, spec)
+             for spec in dx.phase2_tasks("noisy", setup.lam, (0, 1), 2)]
+    merged = dx.combine(parts, {"note": "test"})
+    for key in long2:
+        if key != "config":
+            np.testing.assert_array_equal(merged[key], long2[key])
+    with pytest.raises(ValueError, match="same keys"):
+        dx.combine(parts + parts[:1], {})
 
 
 def test_log_slope_recovers_an_exponential_rate() -> None:
@@ -190,3 +217,45 @@ def test_orbit_min_norm_is_reached_by_the_balanced_factorisation() -> None:
     g = np.eye(3) + 0.3 * rng.standard_normal((3, 3))
     moved = np.sum((w_q @ g) ** 2) + np.sum((w_k @ np.linalg.inv(g).T) ** 2)
     assert moved >= 2 * target**2 - 1e-9
+
+
+def _entry(**values: float) -> dict[str, float]:
+    """A summarize_phase2-like entry: every key gets a ``_sem`` companion (default 0.01)."""
+    base = dict(rel_l2=0.06, norm_WQ0=5.0, norm_WK0=5.0, growth_WQ=0.0, growth_WK=0.0,
+                slope_WQ=0.0, slope_WK=0.0, gap=5e-4, gap0=5e-4, test_loss=5e-3, gap_slope=0.0)
+    base.update(values)
+    out = dict(base)
+    out.update({f"{key}_sem": 0.01 * abs(value) + 1e-9 for key, value in base.items()})
+    return out
+
+
+def test_finding_verdicts_follow_their_thresholds() -> None:
+    from attnlib.experiments import darcy as dx
+    from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+
+    flat = {"none": _entry(), "log": _entry(rel_l2=0.0605), "power": _entry(rel_l2=0.064)}
+    growing = {"none": _entry(growth_WQ=2.0, growth_WK=2.0, slope_WQ=3e-3, slope_WK=3e-3,
+                              gap_slope=1e-5, gap=7e-4, gap0=5e-4),
+               "log": _entry(growth_WQ=1.9, gap=6e-4, test_loss=5.5e-3),
+               "power": _entry(growth_WQ=0.5, gap=6e-4, test_loss=4.9e-3)}
+    v1, _ = dx.finding1({"flat": flat})
+    assert v1.status == PARTLY                     # power is 6.7% off: beyond the partial 5%
+    v2, parts2 = dx.finding2({"flat": flat, "growing": growing})
+    assert v2.status == PARTLY
+    assert not dx.grows(parts2, "flat") and dx.grows(parts2, "growing")
+    v3, parts3 = dx.finding3({"flat": flat, "growing": growing},
+                             {"flat": False, "growing": True})
+    assert parts3[0].status == NOT_TESTABLE and parts3[1].status == PARTLY  # log 0.95, power 0.25
+    v4, parts4 = dx.finding4({"growing": growing})
+    statuses = [p.status for p in parts4]
+    assert statuses[:3] == [REPRODUCED, REPRODUCED, REPRODUCED]  # grows; others stable, lower
+    assert statuses[3] == PARTLY                   # log's test loss is higher, power's is not
+    drifting = dict(growing, log=_entry(gap=6e-4, gap_slope=1e-5))
+    assert dx.finding4({"g": drifting})[1][1].status == PARTLY   # log's gap grows too
+    barely = dict(growing, log=_entry(gap=6.9e-4), power=_entry(gap=6.9e-4))
+    assert dx.finding4({"g": barely})[1][2].status == NOT_REPRODUCED  # 1.4% lower: too small
+    assert dx.relative_growth(growing["none"]) == pytest.approx((2.0 - 2 * 0.02) / 5.0)
+    rows = {1e-5: {"log": 0.01, "power": 0.005}, 1e-4: {"log": 0.015, "power": 0.01},
+            1e-3: {"log": 0.05, "power": 0.01}, 1e-2: {"log": 0.001, "power": 0.001}}
+    assert dx.low_regularization_regime(rows) == 1e-4   # stops at the first failure
+    assert np.isnan(dx.low_regularization_regime({1e-5: {"log": 0.5}}))

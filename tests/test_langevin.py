@@ -214,3 +214,80 @@ def test_summaries():
         L.tail_mean(loss, fraction=0)
     with pytest.raises(ValueError, match="two chains"):
         L.chain_mean(np.ones((3, 1)))
+
+
+def test_mala_removes_the_step_size_bias_on_ornstein_uhlenbeck():
+    """At h = 0.5 the EM chain's stationary variance is s / (2a - a^2 h) = 2/3; MALA's is s/(2a)."""
+    h, chains = 0.5, 20_000
+    start = np.random.default_rng(4).normal(0, np.sqrt(S / (2 * A)), (chains, 1))
+    run = L.mala(OU, start, step=h, temperature=S, n_steps=200, rng=np.random.default_rng(5),
+                 record_every=200)
+    var = run.theta.var()
+    assert abs(var - S / (2 * A)) < 5 * S / (2 * A) * np.sqrt(2 / chains)
+    assert abs(var - S / (2 * A - A * A * h)) > 0.1           # far from the EM law
+    assert 0.5 < run.acceptance < 1.0
+
+
+def test_mala_stationary_law_matches_double_well_gibbs_density():
+    """From a point mass, MALA's histogram converges to exp(-2f/s) bins; E f matches the grid."""
+    s, chains = 0.7, 4_000
+    well = partial(P.double_well, tilt=0.2)
+    run = L.mala(well, np.full((chains, 1), 1.0), step=0.1, temperature=s, n_steps=3000,
+                 rng=np.random.default_rng(6), record_every=10, record_states=True)
+    edges = [np.linspace(-2.5, 2.5, 26)]
+    probs = L.gibbs_bin_probabilities(well, edges, s)
+    pooled = run.states[150:].reshape(-1, 1)                  # t >= 150: well past relaxation
+    assert L.histogram_tv(pooled, edges, probs) < 0.02
+    mean, err = L.tail_mean(run.loss, fraction=0.5)
+    exact = L.gibbs_expectation(well, [np.linspace(-3, 3, 6001)], s)
+    assert abs(mean - exact) < 4 * err + 1e-3
+    em = L.euler_maruyama(well, np.full((chains, 1), 1.0), step=0.1, temperature=s,
+                          n_steps=3000, rng=np.random.default_rng(6), record_every=10)
+    em_mean, em_err = L.tail_mean(em.loss, fraction=0.5)
+    assert em_mean - exact > 4 * em_err                        # EM at h = 0.1 is biased
+
+
+def test_mala_is_deterministic_and_checks_arguments():
+    kwargs = dict(step=0.1, temperature=1.0, n_steps=4, record_every=2)
+    a = L.mala(OU, np.ones((3, 1)), rng=np.random.default_rng(0), **kwargs)
+    b = L.mala(OU, np.ones((3, 1)), rng=np.random.default_rng(0), **kwargs)
+    np.testing.assert_array_equal(a.loss, b.loss)
+    assert a.loss.shape == (3, 3) and a.times.tolist() == [0.0, 0.2, 0.4]
+    with pytest.raises(ValueError, match="multiple of record_every"):
+        L.mala(OU, np.ones((3, 1)), step=0.1, temperature=1.0, n_steps=3, record_every=2,
+               rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="step"):
+        L.mala(OU, np.ones((3, 1)), step=0.0, temperature=1.0, n_steps=3,
+               rng=np.random.default_rng(0))
+
+
+def test_autocorrelation_time_of_an_ar1_process():
+    """x_{k+1} = phi x_k + noise has tau = (1 + phi) / (1 - phi)."""
+    rng = np.random.default_rng(7)
+    for phi in (0.0, 0.8):
+        x = np.empty((4000, 100))
+        x[0] = rng.standard_normal(100) / np.sqrt(1 - phi**2)
+        for k in range(1, x.shape[0]):
+            x[k] = phi * x[k - 1] + rng.standard_normal(100)
+        tau = L.autocorrelation_time(x)
+        assert tau == pytest.approx((1 + phi) / (1 - phi), rel=0.1)
+    with pytest.raises(ValueError, match="constant"):
+        L.autocorrelation_time(np.ones((10, 2)))
+    with pytest.raises(ValueError, match="at least 8"):
+        L.autocorrelation_time(np.ones((5, 2)))
+
+
+def test_gibbs_sample_has_the_gibbs_moments():
+    x = L.gibbs_sample(OU, [np.linspace(-5, 5, 1001)], S, size=50_000,
+                       rng=np.random.default_rng(8))
+    assert x.shape == (50_000, 1)
+    var = S / (2 * A)
+    assert abs(x.mean()) < 5 * np.sqrt(var / x.shape[0])
+    assert abs(x.var() - var) < 5 * var * np.sqrt(2 / x.shape[0])
+    well = partial(P.double_well_2d, tilt=0.2)
+    axes = [np.linspace(-2.5, 2.5, 201), np.linspace(-2.0, 4.0, 241)]
+    y = L.gibbs_sample(well, axes, 0.7, size=40_000, rng=np.random.default_rng(9))
+    f = well(y)[0]
+    assert abs(f.mean() - L.gibbs_expectation(well, axes, 0.7)) < 5 * f.std() / 200
+    with pytest.raises(ValueError, match="size"):
+        L.gibbs_sample(OU, [np.linspace(-5, 5, 11)], S, size=0, rng=np.random.default_rng(0))

@@ -87,3 +87,40 @@ def test_bad_inputs() -> None:
         qa.make_problem(rng=0)
     with pytest.raises(TypeError, match="regularizer must be a Regularizer"):
         p.with_regularizer("log")
+
+
+def test_softmax_directional_derivatives_against_finite_differences_and_bounds() -> None:
+    from attnlib.attention import row_softmax
+
+    rng = np.random.default_rng(11)
+    for scale in (0.1, 1.0, 10.0):
+        z = scale * rng.standard_normal((50, 6))
+        u = rng.standard_normal((50, 6))
+        first, second = qa.softmax_directional_derivatives(z, u)
+        h = 1e-4
+        fd1 = (row_softmax(z + h * u) - row_softmax(z - h * u)) / (2 * h)
+        fd2 = (row_softmax(z + h * u) - 2 * row_softmax(z) + row_softmax(z - h * u)) / h ** 2
+        np.testing.assert_allclose(first, fd1, atol=1e-7)
+        np.testing.assert_allclose(second, fd2, atol=1e-5)
+        norm_u = np.linalg.norm(u, axis=1)
+        assert np.all(np.linalg.norm(first, axis=1) <= 0.5 * norm_u + 1e-12)
+        assert np.all(np.linalg.norm(second, axis=1) <= norm_u ** 2 + 1e-12)
+    with pytest.raises(ValueError, match="same non-scalar shape"):
+        qa.softmax_directional_derivatives(np.zeros(3), np.zeros(4))
+
+
+def test_derivative_constants_bound_gradients_and_laplacians_everywhere() -> None:
+    problem = qa.make_problem(rng=np.random.default_rng(8), n=6, N=5, d=3, d_k=2)
+    C, C2 = problem.derivative_constants()
+    rng = np.random.default_rng(12)
+    for scale in (0.01, 0.3, 1.0, 3.0, 30.0):
+        for _ in range(5):
+            theta = scale * rng.standard_normal(problem.dim)
+            theta *= np.exp(rng.uniform(-2, 2, size=2).repeat(problem.dim // 2))  # unbalanced
+            W_Q, W_K = problem.unpack(theta)
+            g_Q, g_K = problem.unpack(problem.gradient(theta))
+            lap_Q, lap_K = problem.data_laplacian_blocks(theta)
+            assert np.linalg.norm(g_Q) <= C * np.linalg.norm(W_K) * (1 + 1e-9)
+            assert np.linalg.norm(g_K) <= C * np.linalg.norm(W_Q) * (1 + 1e-9)
+            assert abs(lap_Q) <= C2 * np.sum(W_K ** 2) * (1 + 1e-9)
+            assert abs(lap_K) <= C2 * np.sum(W_Q ** 2) * (1 + 1e-9)

@@ -73,6 +73,15 @@ def test_orbit_closed_form_matches_direct_evaluation(fixture, reg, request) -> N
         np.testing.assert_allclose(direct, closed, rtol=1e-6)
 
 
+def test_lower_bound_radius_for_weak_weight_decay_is_infinite() -> None:
+    # 2 lam <= C: the bound never turns positive; log form: finite however small lam is
+    assert vl.lower_bound_log_radius(Regularizer("weight_decay", 1.0), 1.0, grad_constant=3.0,
+                                     laplacian_constant=1.0, block_dim=4) == math.inf
+    assert math.isfinite(vl.lower_bound_log_radius(Regularizer("log", 0.1), 1.0,
+                                                   grad_constant=3.0, laplacian_constant=1.0,
+                                                   block_dim=4))
+
+
 def test_weight_decay_limit_and_threshold() -> None:
     c = vl.OrbitConstants(a=32.0, b=5.0, q=6.0, k=2.0, dim1=6, dim2=6)
     reg = Regularizer("weight_decay", 1.0)
@@ -98,6 +107,30 @@ def test_crossover_is_a_sign_change_and_matches_asymptotics(reg: Regularizer) ->
     assert gaps[-1] < 1e-3
     if reg.name == "log":   # the design note's check: a = 32, q = 6, lam = 0.01, s = 1
         assert vl.crossover_log_radius(c, reg, 1.0) == pytest.approx(56.3, abs=0.05)
+
+
+def test_orbit_crossovers_cover_both_ends() -> None:
+    c = vl.OrbitConstants(a=32.0, b=5.0, q=6.0, k=2.0, dim1=6, dim2=6)
+    reg = Regularizer("log", 0.01)
+    both = vl.orbit_crossovers(c, reg, 1.0)
+    assert both.up == vl.crossover_log_radius(c, reg, 1.0)
+    # the rho -> 0 end: negative just inside 1/rho_*, positive beyond, read at log rho = -down
+    inside, outside = vl.orbit_villani_over_rho2(c, reg, 1.0,
+                                                 np.array([-both.down + 1e-6, -both.down - 1e-6]))
+    assert inside < 0 < outside
+    assert both.decisive == max(both.up, both.down)
+    assert both.decisive_end == ("rho -> oo" if both.up >= both.down else "rho -> 0")
+    # the scaled quantity is V_s / max(rho^2, rho^-2) at both ends
+    log_rho = np.array([-3.0, -0.5, 0.0, 2.0])
+    scaled = vl.orbit_villani_scaled(c, reg, 1.0, log_rho)
+    over = vl.orbit_villani_over_rho2(c, reg, 1.0, log_rho)
+    np.testing.assert_allclose(scaled, over * np.exp(2 * log_rho) / np.exp(2 * np.abs(log_rho)),
+                               rtol=1e-12)
+    wd = vl.orbit_villani_scaled(c, Regularizer("weight_decay", 1.0), 0.5, np.array([-300.0]))
+    assert wd[0] == pytest.approx(4 * 2 / 0.5 - 5, rel=1e-12)
+    # swapping the blocks swaps the ends
+    mirrored = vl.orbit_crossovers(c.swapped(), reg, 1.0)
+    assert (mirrored.up, mirrored.down) == (both.down, both.up)
 
 
 def test_orbit_evaluation_survives_overflowing_radii() -> None:
@@ -153,3 +186,36 @@ def test_unregularized_partition_function_grows_like_the_ball_volume(attention_s
     log_ball = 0.5 * D * math.log(math.pi) - math.lgamma(0.5 * D + 1) + D * np.log(radii[1:])
     assert np.all(log_z[1:] >= log_ball - 2 * sup - 0.1)
     assert np.all(np.diff(log_z[1:]) > 0)
+
+
+@pytest.mark.parametrize("reg", [Regularizer("weight_decay", 200.0), Regularizer("log", 50.0),
+                                 Regularizer("power", 50.0)], ids=lambda r: r.name)
+def test_villani_lower_bound_holds_at_random_points(reg: Regularizer) -> None:
+    from attnlib import qk_attention as qa
+
+    problem = qa.make_problem(rng=np.random.default_rng(8), n=6, N=5, d=3, d_k=2)
+    C, C2 = problem.derivative_constants()
+    regularized = problem.with_regularizer(reg)
+    rng = np.random.default_rng(13)
+    checked = 0
+    for scale in (0.3, 1.0, 3.0, 10.0, 30.0):
+        for _ in range(4):
+            theta = scale * rng.standard_normal(problem.dim)
+            W_Q, W_K = problem.unpack(theta)
+            t = max(np.sum(W_Q ** 2), np.sum(W_K ** 2))
+            for s in (0.1, 1.0, 10.0):
+                bound = vl.villani_lower_bound(t, reg, s, grad_constant=C, laplacian_constant=C2,
+                                               block_dim=max(problem.block_dims))
+                value = vl.villani_quantity(regularized, theta, s).value
+                assert value >= bound - 1e-9 * abs(bound)
+                checked += bound > 0
+    assert checked > 0          # the bound is not vacuous: it is positive somewhere
+    log_t = vl.lower_bound_log_radius(reg, 1.0, grad_constant=C, laplacian_constant=C2,
+                                      block_dim=6)
+    around = np.exp(log_t + np.array([-1e-6, 1e-6])) if math.isfinite(log_t) else [0.5, 1.0]
+    below, above = vl.villani_lower_bound(np.asarray(around), reg, 1.0, grad_constant=C,
+                                          laplacian_constant=C2, block_dim=6)
+    assert above > 0 and (below <= 0 or log_t == -math.inf)   # -inf: positive from t = 1 on
+    with pytest.raises(ValueError, match="t must be"):
+        vl.villani_lower_bound(-1.0, reg, 1.0, grad_constant=C, laplacian_constant=C2,
+                               block_dim=6)

@@ -27,7 +27,9 @@ import numpy as np
 
 from .. import darcy, vit
 from ..regularizers import Regularizer
+from ..verdicts import NOT_REPRODUCED, Verdict, combine as combine_verdicts, not_testable, verdict
 from . import load, register
+from ._tasks import merge_tasks
 
 REGIMES = ("none", "log", "power")
 PHASE1_NAME = "darcy_phase1"
@@ -176,27 +178,66 @@ def phase1_history(task: DarcyTask, *, epochs: int, progress: bool = False
     return out
 
 
+@dataclass(frozen=True)
+class Phase2Task:
+    """One independent, seeded Phase-2 run: the unit a parallel runner can distribute.
+
+    ``label`` names the condition in the history keys (default: the regime); the λ sweep uses
+    labels such as ``"log@1e-04"``.
+    """
+
+    optimizer: str
+    regime: str
+    lam: float
+    seed: int
+    epochs: int
+    label: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.label or self.regime}/seed{self.seed}"
+
+
+def phase2_task(task: DarcyTask, start: dict[str, np.ndarray], spec: Phase2Task, *,
+                progress: bool = False) -> dict[str, np.ndarray]:
+    """Run one :class:`Phase2Task`; history keys ``<label>/seed<k>/<quantity>``."""
+    setup_task = replace(task, setup=replace(task.setup, lam=spec.lam))
+    _, history = run_phase2(setup_task, start, regime=spec.regime, seed=spec.seed,
+                            optimizer=spec.optimizer, epochs=spec.epochs, progress=progress)
+    return {f"{spec.key}/{key}": value for key, value in history.items()}
+
+
+def combine(parts: list[dict[str, np.ndarray]], config: dict[str, object]
+            ) -> dict[str, np.ndarray]:
+    """Merge the histories of independent tasks (disjoint keys); ``config`` goes to JSON."""
+    out = merge_tasks(parts)
+    out["config"] = np.asarray(json.dumps(config))
+    return out
+
+
+def phase2_tasks(optimizer: str, lam: float, seeds: tuple[int, ...], epochs: int
+                 ) -> list[Phase2Task]:
+    """The grid regime x seed of one stored Phase-2 run."""
+    return [Phase2Task(optimizer, regime, 0.0 if regime == "none" else lam, seed, epochs)
+            for regime in REGIMES for seed in seeds]
+
+
 def phase2_history(task: DarcyTask, start: dict[str, np.ndarray], *, optimizer: str,
                    seeds: tuple[int, ...], epochs: int, progress: bool = False
                    ) -> dict[str, np.ndarray]:
     """Run Phase 2 for every regime and seed; history keys ``<regime>/seed<k>/<quantity>``."""
-    out: dict[str, np.ndarray] = {}
-    for regime in REGIMES:
-        for seed in seeds:
-            _, history = run_phase2(task, start, regime=regime, seed=seed, optimizer=optimizer,
-                                    epochs=epochs, progress=progress)
-            out.update({f"{regime}/seed{seed}/{key}": value for key, value in history.items()})
-    out["config"] = _config_json(task.setup, optimizer=optimizer, epochs=epochs,
-                                 seeds=list(seeds))
-    return out
+    parts = [phase2_task(task, start, spec, progress=progress)
+             for spec in phase2_tasks(optimizer, task.setup.lam, seeds, epochs)]
+    return combine(parts, {**asdict(task.setup), "optimizer": optimizer, "epochs": epochs,
+                           "seeds": list(seeds)})
 
 
 #: Stored Phase-2 runs: name -> (optimizer, lambda, seeds).
 PHASE2_RUNS = {
     "darcy_phase2_adam": ("adam", BOOK.lam, BOOK.seeds),
-    "darcy_phase2_sgd": ("sgd", BOOK.lam, BOOK.seeds[:1]),
-    "darcy_phase2_noisy": ("noisy", BOOK.lam, BOOK.seeds[:1]),
-    "darcy_phase2_noisy_strong": ("noisy", STRONG_LAM, BOOK.seeds[:1]),
+    "darcy_phase2_sgd": ("sgd", BOOK.lam, BOOK.seeds),
+    "darcy_phase2_noisy": ("noisy", BOOK.lam, BOOK.seeds),
+    "darcy_phase2_noisy_strong": ("noisy", STRONG_LAM, BOOK.seeds),
 }
 
 
@@ -212,6 +253,24 @@ def phase2_run(name: str, task: DarcyTask, start: dict[str, np.ndarray], *,
                           seeds=seeds if full else seeds[:1],
                           epochs=setup.phase2_epochs if full else setup.phase2_prefix,
                           progress=progress)
+
+
+#: [choice] the lambda sweep that locates the "low-regularization regime": Adam, log and power
+#: forms, three seeds, SWEEP_EPOCHS epochs (half the other runs, to fit the CPU budget; the
+#: chapter compares it with the first SWEEP_EPOCHS epochs of the lambda = 1e-5 runs)
+SWEEP_LAMS = (1e-4, 1e-3, 1e-2)
+SWEEP_EPOCHS = 40
+
+
+def sweep_label(regime: str, lam: float) -> str:
+    """History label of a sweep condition, e.g. ``"log@1e-04"``."""
+    return f"{regime}@{lam:.0e}"
+
+
+def sweep_tasks(seeds: tuple[int, ...], epochs: int) -> list[Phase2Task]:
+    """The grid lambda x form x seed of the sweep (Adam)."""
+    return [Phase2Task("adam", regime, lam, seed, epochs, label=sweep_label(regime, lam))
+            for lam in SWEEP_LAMS for regime in ("log", "power") for seed in seeds]
 
 
 def _phase1_experiment(setup: DarcySetup, full: bool, progress: bool) -> dict[str, np.ndarray]:
@@ -266,6 +325,21 @@ def phase2_noisy_strong(full: bool = True, progress: bool = False) -> dict[str, 
                       progress=progress)
 
 
+@register("darcy_phase2_lambda_sweep")
+def phase2_lambda_sweep(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Darcy 32x32, Phase 2 with Adam, log and power at lambda = 1e-4, 1e-3, 1e-2; 3 seeds.
+
+    ``full=False`` (the replayed prefix) runs one epoch of the first seed at the first lambda.
+    """
+    seeds = BOOK.seeds if full else BOOK.seeds[:1]
+    epochs = SWEEP_EPOCHS if full else BOOK.phase2_prefix
+    specs = [spec for spec in sweep_tasks(seeds, epochs) if full or spec.lam == SWEEP_LAMS[0]]
+    task, start = make_task(BOOK), _stored_start()
+    parts = [phase2_task(task, start, spec, progress=progress) for spec in specs]
+    return combine(parts, {**asdict(BOOK), "optimizer": "adam", "epochs": epochs,
+                           "lams": list(SWEEP_LAMS), "seeds": list(seeds)})
+
+
 @register("darcy_large")
 def large(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Darcy 64x64, 1000 samples, width 64: Phase 1 then Phase 2 with Adam (long; not stored)."""
@@ -297,35 +371,51 @@ def log_slope(values: np.ndarray, *, last: int) -> float:
     return float(np.polyfit(epochs, np.log(values[-last:]), 1)[0])
 
 
-def summarize_phase2(stored: dict[str, np.ndarray], *,
-                     last: int = 20) -> dict[str, dict[str, float]]:
-    """Per regime, the mean over seeds of the Phase-2 measurements the chapter reports.
+def summarize_phase2(stored: dict[str, np.ndarray], *, last: int = 20,
+                     labels: tuple[str, ...] = REGIMES, epochs: int | None = None
+                     ) -> dict[str, dict[str, float]]:
+    """Per condition, the mean over seeds of the Phase-2 measurements the chapter reports.
 
-    Keys: ``rmse``, ``rel_l2`` (final test errors, physical units) with ``*_std`` (spread over
-    seeds; 0 for one seed), ``norm_WQ0``, ``norm_WK0``, ``norm_WQ``, ``norm_WK`` (start and end),
-    ``slope_WQ``, ``slope_WK`` (:func:`log_slope` over the last ``last`` epochs), ``gap0`` and
-    ``gap`` (test minus train data loss at the start and averaged over the last ``last``
-    epochs), ``gap_slope`` (least-squares slope per epoch of the gap over the second half).
+    ``labels`` are the conditions (the regimes, or sweep labels such as ``"log@1e-04"``);
+    ``epochs`` truncates every history to its first ``epochs`` epochs (to compare runs of
+    different lengths). Keys: ``rmse``, ``rel_l2`` (final test errors, physical units),
+    ``norm_WQ0``, ``norm_WK0``, ``norm_WQ``, ``norm_WK`` (start and end), ``slope_WQ``,
+    ``slope_WK`` (:func:`log_slope` over the last ``last`` epochs), ``gap0`` and ``gap``
+    (test minus train data loss at the start and averaged over the last ``last`` epochs),
+    ``test_loss`` and ``train_loss`` (averaged over the last ``last`` epochs), ``gap_slope``
+    (least-squares slope per epoch of the seed-mean gap over the second half) and
+    ``growth_WQ``, ``growth_WK`` (end minus start norm). Each has a ``*_sem`` companion, the
+    standard error over seeds (standard deviation / sqrt(seeds); 0 for one seed).
     """
     summary: dict[str, dict[str, float]] = {}
-    for regime in REGIMES:
-        rmse = seed_series(stored, regime, "test_rmse")[:, -1]
-        rel = seed_series(stored, regime, "test_rel_l2")[:, -1]
-        wq = seed_series(stored, regime, "norm_WQ")
-        wk = seed_series(stored, regime, "norm_WK")
-        gap = seed_series(stored, regime, "test_loss") - seed_series(stored, regime, "train_loss")
+    cut = slice(None) if epochs is None else slice(0, epochs + 1)
+    for label in labels:
+        def series(quantity: str) -> np.ndarray:
+            return seed_series(stored, label, quantity)[:, cut]
+
+        wq, wk = series("norm_WQ"), series("norm_WK")
+        train, test = series("train_loss"), series("test_loss")
+        gap = test - train
         half = gap.shape[1] // 2
-        summary[regime] = {
-            "rmse": float(rmse.mean()), "rmse_std": float(rmse.std()),
-            "rel_l2": float(rel.mean()), "rel_l2_std": float(rel.std()),
-            "norm_WQ0": float(wq[:, 0].mean()), "norm_WK0": float(wk[:, 0].mean()),
-            "norm_WQ": float(wq[:, -1].mean()), "norm_WK": float(wk[:, -1].mean()),
-            "slope_WQ": float(np.mean([log_slope(row, last=last) for row in wq])),
-            "slope_WK": float(np.mean([log_slope(row, last=last) for row in wk])),
-            "gap0": float(gap[:, 0].mean()), "gap": float(gap[:, -last:].mean()),
-            "gap_slope": float(np.polyfit(np.arange(half, gap.shape[1]),
-                                          gap[:, half:].mean(axis=0), 1)[0]),
+        per_seed = {
+            "rmse": series("test_rmse")[:, -1], "rel_l2": series("test_rel_l2")[:, -1],
+            "norm_WQ0": wq[:, 0], "norm_WK0": wk[:, 0], "norm_WQ": wq[:, -1],
+            "norm_WK": wk[:, -1], "growth_WQ": wq[:, -1] - wq[:, 0],
+            "growth_WK": wk[:, -1] - wk[:, 0],
+            "slope_WQ": np.array([log_slope(row, last=last) for row in wq]),
+            "slope_WK": np.array([log_slope(row, last=last) for row in wk]),
+            "gap0": gap[:, 0], "gap": gap[:, -last:].mean(axis=1),
+            "test_loss": test[:, -last:].mean(axis=1),
+            "train_loss": train[:, -last:].mean(axis=1),
+            "gap_slope": np.array([np.polyfit(np.arange(half, gap.shape[1]), row[half:], 1)[0]
+                                   for row in gap]),
         }
+        seeds = wq.shape[0]
+        entry: dict[str, float] = {}
+        for key, values in per_seed.items():
+            entry[key] = float(values.mean())
+            entry[f"{key}_sem"] = float(values.std(ddof=1) / np.sqrt(seeds)) if seeds > 1 else 0.0
+        summary[label] = entry
     return summary
 
 
@@ -361,3 +451,122 @@ def orbit_min_norm(w_q: np.ndarray, w_k: np.ndarray) -> float:
     w_q = np.asarray(w_q, dtype=float)
     w_k = np.asarray(w_k, dtype=float)
     return float(np.sqrt(np.linalg.svd(w_q @ w_k.T, compute_uv=False).sum()))
+
+
+# ----- verdicts on the source's four findings (chapter 11) ---------------------------------
+#: [choice] thresholds of the chapter's verdicts, printed with every verdict
+ACCURACY_TOL = 0.02      # "nearly the same": test relative L2 within 2% (relative) of none's
+ACCURACY_PARTIAL = 0.05  # half credit up to 5%
+GROWTH_MIN = 0.05        # growth: the end norm exceeds the start by 5%, beyond 2 standard errors
+TREND_T = 3.0            # a trend counts when its mean over seeds is 3 standard errors from 0
+CONTAIN_MAX = 0.5        # contained: regularized growth at most half the unregularized growth
+
+
+def accuracy_gap(summary: dict[str, dict[str, float]], label: str, reference: str = "none"
+                 ) -> float:
+    """``|rel_l2(label) - rel_l2(reference)| / rel_l2(reference)`` (final test errors)."""
+    ref = summary[reference]["rel_l2"]
+    return abs(summary[label]["rel_l2"] - ref) / ref
+
+
+def low_regularization_regime(rows: dict[float, dict[str, float]]) -> float:
+    """Largest lambda whose accuracy gaps (``rows[lam][form]``, see :func:`accuracy_gap`) are
+    all within :data:`ACCURACY_TOL`, scanning from the smallest lambda and stopping at the
+    first failure; ``nan`` when even the smallest fails."""
+    found = float("nan")
+    for lam in sorted(rows):
+        if max(rows[lam].values()) > ACCURACY_TOL:
+            break
+        found = lam
+    return found
+
+
+def relative_growth(entry: dict[str, float], block: str = "WQ") -> float:
+    """Norm growth over the run minus two standard errors, relative to the start norm."""
+    return (entry[f"growth_{block}"] - 2 * entry[f"growth_{block}_sem"]) / entry[f"norm_{block}0"]
+
+
+def _t(entry: dict[str, float], key: str) -> float:
+    sem = entry[f"{key}_sem"]
+    return entry[key] / sem if sem > 0 else float("nan")
+
+
+Findings = tuple[Verdict, list[Verdict]]
+
+
+def finding1(summaries: dict[str, dict[str, dict[str, float]]]) -> Findings:
+    """Nearly the same test error: every regularized run within ACCURACY_TOL of none's."""
+    parts = [verdict(run, [accuracy_gap(summary, form) for form in ("log", "power")],
+                     ACCURACY_TOL, partial=ACCURACY_PARTIAL, quantity="rel. L2 difference",
+                     labels=["log", "power"]) for run, summary in summaries.items()]
+    return combine_verdicts("1. same test error", parts), parts
+
+
+def finding2(summaries: dict[str, dict[str, dict[str, float]]]) -> Findings:
+    """Unregularized norms grow: growth beyond 2 SE of at least GROWTH_MIN (per block) and,
+    where they grow, still rising at the end (log-slope TREND_T standard errors above 0)."""
+    parts = []
+    for run, summary in summaries.items():
+        none = summary["none"]
+        grow = verdict(f"{run}: growth", [relative_growth(none, b) for b in ("WQ", "WK")],
+                       GROWTH_MIN, direction=">=", quantity="(end - start - 2 SE) / start",
+                       labels=["W_Q", "W_K"])
+        parts.append(grow)
+        if grow.status != NOT_REPRODUCED:
+            parts.append(verdict(f"{run}: still rising",
+                                 [_t(none, "slope_WQ"), _t(none, "slope_WK")], TREND_T,
+                                 direction=">=", quantity="log-slope / SE",
+                                 labels=["W_Q", "W_K"]))
+    return combine_verdicts("2. unregularized norms grow", parts), parts
+
+
+def grows(parts: list[Verdict], run: str) -> bool:
+    """Whether :func:`finding2` found growth (any credit) for ``run``."""
+    return any(p.claim == f"{run}: growth" and p.status != NOT_REPRODUCED for p in parts)
+
+
+def finding3(summaries: dict[str, dict[str, dict[str, float]]], growing: dict[str, bool]
+             ) -> Findings:
+    """Both regularizers contain the norms: where the unregularized norm grows, each
+    regularized growth of W_Q is at most CONTAIN_MAX of it; elsewhere nothing to contain."""
+    parts = []
+    for run, summary in summaries.items():
+        if not growing[run]:
+            parts.append(not_testable(run, "the unregularized norms do not grow"))
+            continue
+        reference = summary["none"]["growth_WQ"]
+        parts.append(verdict(run, [summary[form]["growth_WQ"] / reference
+                                   for form in ("log", "power")], CONTAIN_MAX,
+                             quantity="growth ratio to none", labels=["log", "power"]))
+    return combine_verdicts("3. regularizers contain the norms", parts), parts
+
+
+def finding4(summaries: dict[str, dict[str, dict[str, float]]]) -> Findings:
+    """The unregularized gap grows (by GROWTH_MIN beyond 2 SE over the run, and a second-half
+    slope TREND_T SE above 0) while the regularized gaps stay stable (slope less than TREND_T
+    SE above 0) and lower (by GROWTH_MIN of the unregularized gap beyond 2 SE) at a test loss
+    that is not higher (within 2 SE), per optimizer."""
+    parts = []
+    for run, summary in summaries.items():
+        none = summary["none"]
+        rise = (none["gap"] - none["gap0"] - 2 * none["gap_sem"]) / none["gap0"]
+        lower, fair = [], []
+        for form in ("log", "power"):
+            reg = summary[form]
+            se = np.hypot(reg["gap_sem"], none["gap_sem"])
+            lower.append((none["gap"] - reg["gap"] - 2 * se) / none["gap"])
+            se = np.hypot(reg["test_loss_sem"], none["test_loss_sem"])
+            fair.append((reg["test_loss"] - none["test_loss"]) / se if se > 0 else float("nan"))
+        parts += [
+            verdict(f"{run}: gap of none grows", [rise, _t(none, "gap_slope")],
+                    [GROWTH_MIN, TREND_T], direction=">=", quantity="gap of none:",
+                    labels=["(last 20 - start - 2 SE) / start", "second-half slope / SE"]),
+            verdict(f"{run}: regularized gaps stable",
+                    [_t(summary[form], "gap_slope") for form in ("log", "power")], TREND_T,
+                    direction="<", quantity="second-half gap slope / SE",
+                    labels=["log", "power"]),
+            verdict(f"{run}: gap lower", lower, GROWTH_MIN, direction=">=",
+                    quantity="(gap of none - gap - 2 SE) / gap of none", labels=["log", "power"]),
+            verdict(f"{run}: test loss not higher", fair, 2.0, direction="<=",
+                    quantity="(test loss - none's) / SE", labels=["log", "power"])]
+    return combine_verdicts("4. gap grows without, stays lower with", parts), parts
