@@ -232,12 +232,14 @@ def load_claims(path: Path = CLAIMS) -> dict:
 
 @dataclass(frozen=True)
 class Row:
-    """One ledger row: the claim and the verdict a chapter printed for it (None: not yet)."""
+    """One ledger row: the claim and the verdict a chapter printed for it (None: not yet);
+    ``parts`` are the verdicts the same cell printed for the sub-claims of a combined one."""
 
     claim: dict
     printed: Printed | None
     chapter: str
-    evidence_has_figure: bool
+    figure: str | None
+    parts: tuple[Printed, ...] = ()
 
 
 def chapter_title(notebook: dict) -> str:
@@ -246,16 +248,21 @@ def chapter_title(notebook: dict) -> str:
     return title.split(":")[0]
 
 
-def section_has_figure(notebook: dict, section: str) -> bool:
-    """Whether a code cell under heading ``section`` (up to the next heading) shows an image."""
+def section_figure(notebook: dict, section: str) -> str | None:
+    """The evidence link target in heading ``section`` (up to the next heading): the name of
+    its first named figure (myst-nb ``mystnb.figure.name`` cell metadata, the HTML id of the
+    figure), "" for an unnamed figure (link to the section), None when it shows no image."""
     titles = {index: title for index, _, title in headings(notebook)}
-    current = None
+    current, found = None, None
     for index, cell in enumerate(notebook["cells"]):
         current = titles.get(index, current)
         if current == section and cell["cell_type"] == "code" and any(
                 "image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
-            return True
-    return False
+            name = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
+            if name:
+                return str(name)
+            found = ""
+    return found
 
 
 def ledger_rows(data: dict, root: Path = ROOT) -> tuple[list[Row], list[str]]:
@@ -300,8 +307,13 @@ def ledger_rows(data: dict, root: Path = ROOT) -> tuple[list[Row], list[str]]:
             problems.append(f"claim {claim['id']}: no cell of {name} prints a verdict "
                             f"'{claim['claim']}: <status> (<reason>)' and book/claims.yml "
                             "gives no not_yet_tested reason")
-        rows.append(Row(claim, here[-1] if here else None, chapter_title(notebook),
-                        section_has_figure(notebook, claim["evidence"])))
+        chosen = here[-1] if here else None
+        parts = () if chosen is None else tuple(
+            p for p in printed if p.notebook == name and p.cell == chosen.cell
+            and p.verdict.claim in {m["claim"] for m in SUB_VERDICT.finditer(
+                chosen.verdict.reason.split("; not testable: ")[0])})
+        rows.append(Row(claim, chosen, chapter_title(notebook),
+                        section_figure(notebook, claim["evidence"]), parts))
     return rows, problems
 
 
@@ -318,9 +330,9 @@ def heading_anchor(title: str) -> str:
     return make_id(title.replace("$", ""))
 
 
-def _link(text: str, notebook: str, section: str) -> str:
+def _link(text: str, notebook: str, section: str, *, anchor: str | None = None) -> str:
     page = Path(notebook).with_suffix(".html").name
-    return f'<a href="../notebooks/{page}#{heading_anchor(section)}">{text}</a>'
+    return f'<a href="../notebooks/{page}#{anchor or heading_anchor(section)}">{text}</a>'
 
 
 BADGES = {REPRODUCED: "success", PARTLY: "warning", NOT_REPRODUCED: "danger",
@@ -336,12 +348,15 @@ def _cells(row: Row) -> list[str | list[str]]:
     claim, printed = row.claim, row.printed
     chapter = f"{{doc}}`{row.chapter} <../{Path(claim['notebook']).with_suffix('')}>`"
     where = (f"{chapter}, {_link(escape(claim['section']), claim['notebook'], claim['section'])}"
-             f"; evidence: {_link('figure' if row.evidence_has_figure else 'section', claim['notebook'], claim['evidence'])}")
-    title = (f"**{claim['label']}** {escape(claim['claim'])} <br> {where} "
-             f"<br> <small>`{claim['id']}`</small>")
+             + "; evidence: " + _link("section" if row.figure is None else "figure",
+                                      claim["notebook"], claim["evidence"], anchor=row.figure))
+    printed_as = (f" <br> <small>verdict printed as: {escape(claim['claim'])}</small>"
+                  if claim.get("statement") else "")
+    title = (f"**{claim['label']}** {escape(claim.get('statement') or claim['claim'])}"
+             f"{printed_as} <br> {where} <br> <small>`{claim['id']}`</small>")
     if printed is None:
-        return [title, "none yet", "", f"{_badge(NOT_YET_TESTED)} "
-                + escape(claim.get("not_yet_tested", "no verdict printed"))]
+        return [title, escape(claim.get("not_yet_tested", "no verdict printed")), "",
+                _badge(NOT_YET_TESTED)]
     verdict = printed.verdict
     comparisons = parse_comparisons(verdict.reason)
     if comparisons is not None:
@@ -351,11 +366,21 @@ def _cells(row: Row) -> list[str | list[str]]:
                              for c in comparisons})
         return [title, measured, [escape(t) for t in thresholds], _badge(verdict.status)]
     if verdict.status == NOT_TESTABLE:
-        return [title, "nothing measurable", "", f"{_badge(NOT_TESTABLE)} {escape(verdict.reason)}"]
-    parts = [escape(f"{m['claim']}: {m['status']}")
-             for m in SUB_VERDICT.finditer(verdict.reason.split("; not testable: ")[0])]
-    return [title, parts, "per part, in the chapter section",
-            f"{_badge(verdict.status)} combined from its parts"]
+        return [title, escape(verdict.reason), "", _badge(NOT_TESTABLE)]
+    measured, thresholds = [], set()
+    testable, _, skipped = verdict.reason.partition("; not testable: ")
+    for m in SUB_VERDICT.finditer(testable):
+        part = next((p.verdict for p in row.parts if p.verdict.claim == m["claim"]
+                     and p.verdict.status == m["status"]), None)
+        numbers = parse_comparisons(part.reason) if part is not None else None
+        measured.append(escape(f"{m['claim']}: {m['status']}")
+                        + (": " + escape("; ".join(f"{c.name} = {c.texts[0]}" for c in numbers))
+                           if numbers else ""))
+        thresholds |= {escape(f"{c.op} {c.texts[1]}") for c in numbers or []}
+    if skipped:
+        measured.append(escape(f"not testable: {skipped}"))
+    return [title, measured, sorted(thresholds) or "per part, in the chapter section",
+            f"{_badge(verdict.status)} (combined)"]
 
 
 def _cell_markdown(cell: str | list[str], first: bool) -> list[str]:
