@@ -436,13 +436,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="check only; write nothing")
     parser.add_argument("--out", type=Path, default=LEDGER)
+    parser.add_argument("--claims", type=Path, default=CLAIMS)
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="read ROOT/notebooks/*.ipynb (default: the repository)")
     parser.add_argument("--verify", action="store_true",
                         help="fail unless the page from ROOT's notebooks equals --out as written "
                              "(build_book.sh: the freshly executed chapters against the stored)")
     args = parser.parse_args(argv)
-    rows, problems = ledger_rows(load_claims(), root=args.root)
+    rows, problems = ledger_rows(load_claims(args.claims), root=args.root)
     if problems:
         print("build_ledger: the ledger cannot be written:", file=sys.stderr)
         for problem in problems:

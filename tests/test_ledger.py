@@ -187,3 +187,23 @@ def test_design_note_claims_are_all_in_the_claims_file():
     assert not missing, f"design-note bullets not in book/claims.yml (note, line): {missing}"
     assert not stale, f"book/claims.yml names bullets the notes no longer have: {stale}"
     assert len(found) >= 15 and np.all([text.strip() for text in found.values()])
+
+
+def test_verify_fails_when_fresh_outputs_differ_from_the_stored(tmp_path):
+    stored, fresh = tmp_path / "stored", tmp_path / "fresh"
+    claims = {"claims": [{"id": "a", "claim": "a", "paper": 1, "label": "[seed]",
+                          "notebook": "notebooks/ch09_test.ipynb", "section": "Claims",
+                          "evidence": "Claims"}],
+              "design_notes": [{"note": "n.md", "line": 1, "text": "t", "claims": ["a"]}]}
+    (tmp_path / "claims.yml").write_text(yaml.safe_dump(claims))
+    for root, value in ((stored, "1"), (fresh, "1.5")):
+        (root / "notebooks").mkdir(parents=True)
+        chapter = _notebook([("md", "# Chapter 9: Test\n## Claims"),
+                             ("code", f"[seed]      a: reproduced (v = {value} <= 2)")])
+        (root / "notebooks" / "ch09_test.ipynb").write_text(json.dumps(chapter))
+    page = tmp_path / "ledger.md"
+    options = ["--claims", str(tmp_path / "claims.yml"), "--out", str(page), "--root"]
+    assert ledger.main([*options, str(stored)]) == 0
+    assert "v = 1" in page.read_text()
+    assert ledger.main(["--verify", *options, str(stored)]) == 0
+    assert ledger.main(["--verify", *options, str(fresh)]) == 1
