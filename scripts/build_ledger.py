@@ -347,7 +347,7 @@ def _cells(row: Row) -> list[str | list[str]]:
     """Claim (with where it is tested and the evidence), measured, threshold, verdict."""
     claim, printed = row.claim, row.printed
     chapter = f"{{doc}}`{row.chapter} <../{Path(claim['notebook']).with_suffix('')}>`"
-    where = (f"{chapter}, {_link(escape(claim['section']), claim['notebook'], claim['section'])}"
+    where = (f"{chapter}, {_link(claim['section'], claim['notebook'], claim['section'])}"
              + "; evidence: " + _link("section" if row.figure is None else "figure",
                                       claim["notebook"], claim["evidence"], anchor=row.figure))
     printed_as = (f" <br> <small>verdict printed as: {escape(claim['claim'])}</small>"
