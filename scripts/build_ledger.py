@@ -394,8 +394,9 @@ def _cell_markdown(cell: str | list[str], first: bool) -> list[str]:
     return [lead + "- " + cell[0], *("    - " + item for item in cell[1:])]
 
 
-def render(rows: list[Row]) -> str:
-    """The ledger page (MyST Markdown): a summary and one table per paper."""
+def render(rows: list[Row], notes: list[dict] = ()) -> str:
+    """The ledger page (MyST Markdown): a summary and one table per paper, then what the
+    design-note bullets ``notes`` state that makes no checkable claim, and why."""
     lines = [
         "# What the papers claim and what this book measured",
         "",
@@ -429,6 +430,15 @@ def render(rows: list[Row]) -> str:
             for i, cell in enumerate(_cells(row)):
                 lines += _cell_markdown(cell, first=i == 0)
         lines += ["```", ""]
+    left_out = [(n["note"], n.get("not_checkable") or n.get("unchecked")) for n in notes
+                if n.get("not_checkable") or n.get("unchecked")]
+    if left_out:
+        lines += ["## What the ledger leaves out", "",
+                  "Statements of the sources that make no claim this book can measure, from "
+                  "`book/claims.yml`:", ""]
+        lines += [f"- Part {'I' if note.startswith('paper1') else 'II'}: {escape(why)}."
+                  for note, why in left_out]
+        lines += [""]
     return "\n".join(lines)
 
 
@@ -443,14 +453,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="fail unless the page from ROOT's notebooks equals --out as written "
                              "(build_book.sh: the freshly executed chapters against the stored)")
     args = parser.parse_args(argv)
-    rows, problems = ledger_rows(load_claims(args.claims), root=args.root)
+    data = load_claims(args.claims)
+    rows, problems = ledger_rows(data, root=args.root)
     if problems:
         print("build_ledger: the ledger cannot be written:", file=sys.stderr)
         for problem in problems:
             print(f"  - {problem}", file=sys.stderr)
         return 1
     tested = sum(row.printed is not None for row in rows)
-    page = render(rows)
+    page = render(rows, data.get("design_notes", []))
     if args.verify:
         if not args.out.exists() or args.out.read_text() != page:
             print(f"build_ledger: the verdicts in {args.root / 'notebooks'} differ from those in "

@@ -45,7 +45,9 @@ def test_every_claim_has_a_row_whose_verdict_a_chapter_cell_printed():
     rows, problems = ledger.ledger_rows(CLAIMS)
     assert problems == [], "\n".join(problems)
     assert [row.claim["id"] for row in rows] == [c["id"] for c in CLAIMS["claims"]]
-    page = ledger.render(rows)
+    page = ledger.render(rows, CLAIMS["design_notes"])
+    assert all(ledger.escape(n["not_checkable"]) in page
+               for n in CLAIMS["design_notes"] if n.get("not_checkable"))
     for row in rows:
         assert f"`{row.claim['id']}`" in page
         if row.printed is None:
