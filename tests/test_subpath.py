@@ -88,3 +88,15 @@ def test_ledger_links_point_at_existing_sections() -> None:
         if not target.exists() or f'id="{anchor}"' not in target.read_text():
             missing.append(urljoin("book/ledger.html", page) + "#" + anchor)
     assert not missing, f"ledger links to sections that do not exist: {missing}"
+
+
+def test_no_page_links_to_an_absolute_path() -> None:
+    """Every page of the site, not only the ones opened above: a root-absolute href or src
+    ("/_static/...") would leave the project's sub-path."""
+    root = Path(HTML_DIR)
+    absolute = re.compile(r'(?:href|src)="/(?!/)[^"]*"')
+    offenders = {str(path.relative_to(root)): absolute.findall(path.read_text(errors="replace"))
+                 for path in root.rglob("*.html")}
+    assert len(offenders) >= 10, f"only {len(offenders)} pages built"
+    offenders = {page: found[:3] for page, found in offenders.items() if found}
+    assert not offenders, f"root-absolute links: {offenders}"
