@@ -3,7 +3,7 @@
 Usage (from the repository root)::
 
     python benchmarks/bench_attention.py [--ns 500 2000 8000 20000]
-        [--torch-python /tmp/venvtorch/bin/python] [--output benchmarks/results/attention.json]
+        [--torch-python /tmp/venvtorch/bin/python] [--output PATH]
 
 Every configuration runs in its own fresh subprocess (``--worker JSON``), which builds the data
 from a fixed seed, records its resident set size (VmRSS) just before the first call, resets the
@@ -224,7 +224,9 @@ def main() -> None:
                         help="also run direct and torch at n = 20,000 (about 14 GB each)")
     parser.add_argument("--block-sweep-n", type=int, default=8000,
                         help="n at which block sizes are swept (0: no sweep)")
-    parser.add_argument("--output", default=str(HERE / "results" / "attention.json"))
+    parser.add_argument("--output", default=None,
+                        help="where to write the results (default: attnlib's package data, "
+                             "attnlib/experiments/stored/benchmark_attention.json)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
@@ -233,6 +235,7 @@ def main() -> None:
         return
 
     import attnlib
+    from attnlib import experiments
 
     meta = {"date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
             "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
@@ -280,7 +283,7 @@ def main() -> None:
     if (HERE.parent / "attnlib" / "langevin.py").exists():
         langevin = _run(sys.executable, {"kind": "langevin", "chains": 256, "steps": 200})
     meta["load_average_after"] = os.getloadavg()
-    output = Path(args.output)
+    output = Path(args.output) if args.output else experiments.benchmark_path("attention")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps({"meta": meta, "rows": rows, "notes": notes,
                                   "langevin": langevin}, indent=1) + "\n")

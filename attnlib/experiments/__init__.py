@@ -86,6 +86,26 @@ def load(name: str) -> dict[str, np.ndarray]:
         return {key: stored[key] for key in stored.files}
 
 
+def benchmark_path(name: str) -> Path:
+    """Where ``benchmarks/bench_NAME.py`` stores its results: ``stored/benchmark_NAME.json``.
+
+    The results ship as package data, so a notebook that shows them runs from any directory.
+    """
+    return STORED_DIR / f"benchmark_{name}.json"
+
+
+def load_benchmark(name: str) -> dict:
+    """Load the stored results of ``benchmarks/bench_NAME.py`` (a JSON document).
+
+    Raises ``FileNotFoundError`` with the command that creates them when they are missing.
+    """
+    path = benchmark_path(name)
+    if not path.exists():
+        raise FileNotFoundError(f"no stored benchmark {path}; create it with "
+                                f"`python benchmarks/bench_{name}.py`")
+    return json.loads(path.read_text())
+
+
 def assert_prefix_matches(stored: Mapping[str, np.ndarray], replayed: Mapping[str, np.ndarray],
                           *, keys: list[str] | None = None, rtol: float = 1e-8,
                           atol: float = 0.0) -> dict[str, float]:

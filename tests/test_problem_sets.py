@@ -1,0 +1,165 @@
+"""The self-checking problem sets (notebooks/problem_sets, otter-grader master notebooks).
+
+For each problem set: ``otter assign`` builds the student and autograder versions (it also runs
+the reference solutions against every check and stops on a failure); ``otter run`` grades
+the reference solutions with all checks, public and hidden, and they must score full marks;
+the student version, with some stubs replaced by plausible wrong answers and the rest left
+unanswered, must fail every question, and each wrong answer must get the feedback that names
+its mistake; the student version must contain no solution code and no hidden check.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBLEM_SETS = sorted((ROOT / "notebooks" / "problem_sets").glob("ps*.ipynb"))
+OTTER = str(Path(sys.executable).with_name("otter"))
+pytestmark = pytest.mark.xdist_group("problem_sets")  # one worker: each set is assigned once
+
+# Plausible mistakes: problem set -> question -> (function name, wrong code, expected feedback).
+WRONG = {
+    "ps1_part1_theory": {
+        "q1_softmax": ("softmax_rows",
+                       "def softmax_rows(logits):\n"
+                       "    weights = np.exp(logits)\n"
+                       "    return weights / weights.sum(axis=1, keepdims=True)\n",
+                       "subtract each row's maximum"),
+        "q3_population_loss": ("population_loss",
+                               "def population_loss(A, B, Sigma, M, noise_std):\n"
+                               "    E = A @ Sigma @ B.T - M\n"
+                               "    return 0.5 * np.trace(E @ Sigma @ E.T)\n",
+                               "differs from the closed form"),
+        "q5_balance_gradient": ("balance_grad",
+                                "def balance_grad(U, V, lam):\n"
+                                "    D = U.T @ U - V.T @ V\n"
+                                "    return lam / 2 * U @ D, lam / 2 * V @ D\n",
+                                "check its sign"),
+    },
+    "ps2_part1_experiments": {
+        "q1_ols": ("ols_fit",
+                   "def ols_fit(X, Y):\n    return np.linalg.solve(X.T @ X, X.T @ Y)\n",
+                   "M_hat must be p x d"),
+        "q3_gradient_descent": ("gd_losses",
+                                "def gd_losses(A, B, X, Y, eta, steps):\n"
+                                "    losses = [attention.loss(A, B, X, Y)]\n"
+                                "    for _ in range(steps):\n"
+                                "        _, grad_A, grad_B = attention.loss_and_grad(A, B, X, Y)\n"
+                                "        A, B = A + eta * grad_A, B + eta * grad_B\n"
+                                "        losses.append(attention.loss(A, B, X, Y))\n"
+                                "    return np.array(losses)\n",
+                                "is the sign of the step right?"),
+    },
+    "ps3_part2_langevin_villani": {
+        "q1_euler_maruyama": ("em_step",
+                              "def em_step(loss_and_grad, theta, h, s, xi):\n"
+                              "    return theta - h * loss_and_grad(theta)[1] + np.sqrt(h) * xi\n",
+                              "check the noise scale"),
+        "q2_gibbs_density": ("gibbs_density_1d",
+                             "def gibbs_density_1d(f_values, s, dx):\n"
+                             "    weights = np.exp(-(f_values - f_values.min()) / s)\n"
+                             "    return weights / (weights.sum() * dx)\n",
+                             "is the exponent -2 f / s?"),
+        "q5_lora_symmetry": ("rescale",
+                             "def rescale(U, V, G):\n    return U @ G, G @ V\n",
+                             "U V changed"),
+    },
+}
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def _grade(autograder_zip: Path, notebook: Path, out: Path) -> dict[str, dict]:
+    """``otter run`` (no container) on ``notebook``; returns test name -> result entry."""
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run([OTTER, "run", "-a", str(autograder_zip), "-o", str(out), "--no-logo",
+                    str(notebook)], check=True, capture_output=True, text=True)
+    results = json.loads((out / "results.json").read_text())
+    return {test["name"]: test for test in results["tests"]}
+
+
+@pytest.fixture(scope="module", params=PROBLEM_SETS, ids=lambda path: path.stem)
+def assigned(request, tmp_path_factory) -> tuple[Path, Path]:
+    """(master notebook, otter assign output directory) for one problem set."""
+    master = request.param
+    dist = tmp_path_factory.mktemp(master.stem)
+    done = subprocess.run([OTTER, "assign", str(master), str(dist)], cwd=master.parent,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, f"otter assign failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    return master, dist
+
+
+def test_there_are_three_problem_sets() -> None:
+    assert len(PROBLEM_SETS) >= 3, [path.name for path in PROBLEM_SETS]
+    assert set(WRONG) == {path.stem for path in PROBLEM_SETS}
+
+
+def test_question_count(assigned) -> None:
+    master, _ = assigned
+    questions = [c for c in _cells(master)
+                 if c["cell_type"] == "raw" and "".join(c["source"]).startswith("# BEGIN QUESTION")]
+    assert 4 <= len(questions) <= 6, f"{master.name}: {len(questions)} questions"
+
+
+def test_reference_solutions_score_full_marks(assigned, tmp_path) -> None:
+    master, dist = assigned
+    autograder = dist / "autograder"
+    results = _grade(next(autograder.glob("*.zip")), autograder / master.name, tmp_path)
+    questions = {name: test for name, test in results.items() if name != "Public Tests"}
+    assert len(questions) >= 4
+    for name, test in questions.items():
+        assert test["score"] == test["max_score"] > 0, f"{name}: {test['output'][-2000:]}"
+
+
+def test_stubs_and_wrong_answers_fail_with_feedback(assigned, tmp_path) -> None:
+    master, dist = assigned
+    student = dist / "student" / master.name
+    notebook = json.loads(student.read_text())
+    wrong = WRONG[master.stem]
+    for question, (function, code, _) in wrong.items():
+        stub = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"
+                and f"def {function}(" in "".join(cell["source"])]
+        assert len(stub) == 1, f"{question}: no single stub cell defining {function}"
+        assert "..." in "".join(stub[0]["source"]), f"{question}: the stub is not empty"
+        stub[0]["source"] = code
+    submission = tmp_path / master.name
+    submission.write_text(json.dumps(notebook))
+    results = _grade(next((dist / "autograder").glob("*.zip")), submission, tmp_path / "out")
+    questions = {name: test for name, test in results.items() if name != "Public Tests"}
+    assert len(questions) >= 4
+    for name, test in questions.items():
+        assert test["score"] < test["max_score"], f"{name}: a stub or wrong answer passed"
+    for question, (_, _, feedback) in wrong.items():
+        assert feedback in questions[question]["output"], (
+            f"{question}: the feedback does not say {feedback!r}:\n"
+            f"{questions[question]['output'][-2000:]}")
+
+
+def test_student_version_has_no_solutions_or_hidden_checks(assigned) -> None:
+    master, dist = assigned
+    student_dir = dist / "student"
+    student_text = (student_dir / master.name).read_text()
+    public_tests = "".join(path.read_text() for path in (student_dir / "tests").glob("*.py"))
+    solution_lines = []
+    for cell in _cells(master):
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and "# BEGIN SOLUTION" in source:
+            body = source.split("# BEGIN SOLUTION", 1)[1].split("# END SOLUTION", 1)[0]
+            solution_lines += [line.strip() for line in body.splitlines() if line.strip()]
+    assert solution_lines, "no solution code found in the master notebook"
+    for line in solution_lines:
+        assert json.dumps(line)[1:-1] not in student_text, f"solution line left: {line!r}"
+    hidden = re.findall(r"hidden: true\n\"\"\" # END TEST CONFIG\n(.+)",
+                        "".join("".join(c["source"]) for c in _cells(master)))
+    assert hidden
+    for first_line in hidden:
+        assert first_line not in public_tests and first_line not in student_text, (
+            f"hidden check visible to students: {first_line!r}")
