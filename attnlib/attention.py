@@ -126,6 +126,8 @@ def auto_block_size(n_queries: int, n_keys: int) -> int:
     """Rows per block: all ``n_queries`` when ``n_queries * n_keys <= BLOCK_ELEMENTS``
     (the direct computation), else ``BLOCK_ELEMENTS // n_keys`` raised to ``MIN_BLOCK_ROWS``
     where a work array then stays within ``MAX_BLOCK_ELEMENTS`` (at least one row)."""
+    n_queries = check_int("n_queries", n_queries, minimum=1)
+    n_keys = check_int("n_keys", n_keys, minimum=1)
     if n_queries * n_keys <= BLOCK_ELEMENTS:
         return n_queries
     rows = max(1, BLOCK_ELEMENTS // n_keys, min(MIN_BLOCK_ROWS, MAX_BLOCK_ELEMENTS // n_keys))
@@ -233,12 +235,35 @@ def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int,
 def row_softmax(logits: np.ndarray) -> np.ndarray:
     """``softmax`` along the last axis, ``exp(z_i - max z) / sum_k exp(z_k - max z)``.
 
-    Subtracting the row maximum first keeps every exponent <= 0, so huge logits cannot
-    overflow. The general form, used by Part II's models (``qk_attention``, ``vit``); the
-    blocked layer below uses an in-place, masked variant of the same formula.
+    The book's one home for the stable softmax of any number of axes, used by Part II's
+    models (``qk_attention``, ``vit``); the blocked layer below uses an in-place, masked
+    variant of the same formula. Subtracting the row maximum first keeps every exponent
+    <= 0, so huge logits cannot overflow. Infinite logits take their limits: an entry of
+    ``-inf`` gets weight exactly 0, and a row containing ``+inf`` splits its weight equally
+    among its ``+inf`` entries. float32 input stays float32.
+
+    Raises ``TypeError`` for non-real input and ``ValueError`` for an empty last axis, a NaN
+    logit, or a row whose entries are all ``-inf`` (nothing to attend to).
     """
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    weights = np.exp(shifted)
+    z = np.asarray(logits)
+    if z.dtype.kind not in "biuf":
+        raise TypeError(f"logits must be a real numeric array, got dtype {z.dtype}")
+    if z.dtype.kind != "f":
+        z = z.astype(np.float64)
+    if z.ndim < 1 or z.size == 0:
+        raise ValueError(f"logits must have at least one axis and no empty axis, "
+                         f"got shape {z.shape}")
+    top = z.max(axis=-1, keepdims=True)               # NaN propagates into the maximum
+    if np.isnan(top).any():
+        raise ValueError("logits contains NaN entries")
+    if np.isneginf(top).any():
+        raise ValueError("logits has a row whose entries are all -inf (nothing to attend to)")
+    infinite = np.isposinf(top)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if infinite.any():
+            weights = np.where(infinite, np.isposinf(z), np.exp(z - np.where(infinite, 0, top)))
+        else:
+            weights = np.exp(z - top)
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
@@ -435,7 +460,8 @@ def deployed_risk(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_test: n
     excess over ``L* = p noise_std^2 / 2`` the book reports beside the infinite-context
     excess risk.
     """
-    prediction = predict_new(A, B, X_context, X_test, block_size=block_size, workers=workers)
+    x_test = _check_tokens("X_test", X_test, minimum=1)
+    prediction = predict_new(A, B, X_context, x_test, block_size=block_size, workers=workers)
     y = as_matrix("Y_test", Y_test, shape=prediction.shape)
     residual = y - prediction
     return float(np.einsum("ij,ij->", residual, residual)) / (2 * y.shape[0])

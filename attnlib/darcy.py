@@ -38,7 +38,7 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from ._progress import progress as _progress
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import as_matrix, check_finite, check_generator, check_int, check_positive
 
 __all__ = [
     "DarcyDataset",
@@ -85,10 +85,10 @@ def sample_grf(size: int, count: int, *, rng: np.random.Generator, alpha: float 
 
 
 def threshold(g: np.ndarray, *, a_plus: float = 12.0, a_minus: float = 3.0) -> np.ndarray:
-    """Return ``a = a_plus`` where ``g >= 0`` and ``a_minus`` where ``g < 0``."""
+    """Return ``a = a_plus`` where ``g >= 0`` and ``a_minus`` where ``g < 0`` (any shape)."""
     a_plus = check_positive("a_plus", a_plus)
     a_minus = check_positive("a_minus", a_minus)
-    g = np.asarray(g, dtype=float)
+    g = as_matrix("g", g, ndim=tuple(range(1, 33)))
     return np.where(g >= 0.0, a_plus, a_minus)
 
 
@@ -142,7 +142,7 @@ def flux_residual(a: np.ndarray, u: np.ndarray, f: np.ndarray | float = 1.0) -> 
     a = _check_field("a", a)
     s = a.shape[0]
     u = _check_field("u", u, s)
-    f_interior = float(f) if np.ndim(f) == 0 else _check_field("f", f, s)[1:-1, 1:-1]
+    f_interior = check_finite("f", f) if np.ndim(f) == 0 else _check_field("f", f, s)[1:-1, 1:-1]
     h2 = (1.0 / (s - 1)) ** 2
     ax = 0.5 * (a[1:, :] + a[:-1, :])   # faces between rows i and i+1
     ay = 0.5 * (a[:, 1:] + a[:, :-1])   # faces between columns j and j+1
@@ -161,9 +161,7 @@ def solve(a: np.ndarray, f: np.ndarray | float = 1.0) -> np.ndarray:
     a = _check_field("a", a)
     s = a.shape[0]
     if np.ndim(f) == 0:
-        rhs = np.full((s - 2) ** 2, float(f))
-        if not np.isfinite(rhs).all():
-            raise ValueError("f must be finite")
+        rhs = np.full((s - 2) ** 2, check_finite("f", f))
     else:
         rhs = _check_field("f", f, s)[1:-1, 1:-1].ravel()
     interior = scipy.sparse.linalg.splu(assemble_operator(a)).solve(rhs)
@@ -200,8 +198,13 @@ def poisson_series(x: np.ndarray, y: np.ndarray, *, a: float = 1.0, terms: int =
     """
     a = check_positive("a", a)
     terms = check_int("terms", terms, minimum=1)
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    x = as_matrix("x", x, ndim=tuple(range(0, 33)))
+    y = as_matrix("y", y, ndim=tuple(range(0, 33)))
+    try:
+        np.broadcast_shapes(x.shape, y.shape)
+    except ValueError as exc:
+        raise ValueError(f"x and y must have broadcastable shapes, got {x.shape} and "
+                         f"{y.shape}") from exc
     odd = np.arange(1, terms + 1, 2, dtype=float)
     sx = np.sin(np.pi * np.multiply.outer(x, odd))          # (..., K)
     sy = np.sin(np.pi * np.multiply.outer(y, odd))
@@ -250,6 +253,9 @@ def generate(count: int, size: int, *, seed: int, alpha: float = 2.0, tau: float
                         a_minus=float(a_minus), seed=seed)
 
 
+_DATASET_KEYS = ("a", "u", "alpha", "tau", "a_plus", "a_minus", "seed")
+
+
 def save(dataset: DarcyDataset, path: str | Path) -> Path:
     """Save ``dataset`` to a compressed npz (fields as float32, parameters as scalars)."""
     path = Path(path)
@@ -260,9 +266,19 @@ def save(dataset: DarcyDataset, path: str | Path) -> Path:
 
 
 def load(path: str | Path) -> DarcyDataset:
-    """Load a dataset written by :func:`save` (fields returned as float64)."""
-    with np.load(Path(path), allow_pickle=False) as stored:
-        return DarcyDataset(a=stored["a"].astype(float), u=stored["u"].astype(float),
-                            alpha=float(stored["alpha"]), tau=float(stored["tau"]),
+    """Load a dataset written by :func:`save` (fields returned as float64).
+
+    Raises ``ValueError`` naming the file and the key when a key is missing or the fields are
+    not two ``(count, s, s)`` arrays of the same shape.
+    """
+    path = Path(path)
+    with np.load(path, allow_pickle=False) as stored:
+        missing = [key for key in _DATASET_KEYS if key not in stored.files]
+        if missing:
+            raise ValueError(f"Darcy dataset {path} has no key {missing[0]!r} (missing: "
+                             f"{missing}); write it with attnlib.darcy.save")
+        a = as_matrix(f"{path}: key 'a'", stored["a"], ndim=3)
+        u = as_matrix(f"{path}: key 'u'", stored["u"], shape=a.shape, ndim=3)
+        return DarcyDataset(a=a, u=u, alpha=float(stored["alpha"]), tau=float(stored["tau"]),
                             a_plus=float(stored["a_plus"]), a_minus=float(stored["a_minus"]),
                             seed=int(stored["seed"]))

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import as_matrix, check_positive, check_spd
+from ._validation import as_matrix, check_int, check_positive, check_spd
 from .population import objective_and_grad, spd_sqrt
 
 __all__ = [
@@ -167,6 +167,7 @@ def minimizer_manifold(Sigma: np.ndarray, M: np.ndarray, *, rtol: float = 1e-10
     rank (smallest singular value below ``rtol`` times the largest): S is then a different set
     (rank-deficient factors) and the formulas here do not apply.
     """
+    rtol = check_positive("rtol", rtol)
     sigma = check_spd("Sigma", Sigma)
     d = sigma.shape[0]
     m = as_matrix("M", M, shape=(None, d))
@@ -199,7 +200,10 @@ def p_inner(first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.n
 
 def p_norm(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray) -> float:
     """``||(A, B)||_P = sqrt(<(A,B),(A,B)>_P)``."""
-    return float(np.sqrt(p_inner((A, B), (A, B), Sigma)))
+    sigma = check_spd("Sigma", Sigma)
+    a = as_matrix("A", A, shape=(None, sigma.shape[0]))
+    b = as_matrix("B", B, shape=sigma.shape)
+    return float(np.sqrt(p_inner((a, b), (a, b), sigma)))
 
 
 def one_point_ratios(A: np.ndarray, B: np.ndarray, manifold: MinimizerManifold, *,
@@ -279,6 +283,7 @@ def minimum_hessian_eigenvalues(singular_values: np.ndarray, p: int, *,
     s = as_matrix("singular_values", singular_values, ndim=1)
     lam = check_positive("lam", lam, allow_zero=True)
     d = s.size
+    p = check_int("p", p, minimum=1)
     if p < d:
         raise ValueError(f"p must be >= d = {d}, got {p}")
     i, j = np.triu_indices(d, k=1)

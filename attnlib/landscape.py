@@ -214,6 +214,7 @@ def stationary_point_table(manifold: MinimizerManifold, *, lam: float = 1.0, c: 
     """
     lam = check_positive("lam", lam)
     c = check_positive("c", c)
+    zero_tol = check_positive("zero_tol", zero_tol)
     d = manifold.singular_values.size
     drop_min = np.ones(d, dtype=bool)
     drop_min[-1] = False
@@ -257,6 +258,7 @@ def condition_sweep(Xstar: np.ndarray, kappas: np.ndarray, *, radius: float, lam
     kinds, in each geometry (keys ``alpha_P, beta_P, alpha_E, beta_E``) and ``kappa``.
     """
     xstar = as_matrix("Xstar", Xstar)
+    radius = check_positive("radius", radius)
     ks = as_matrix("kappas", kappas, ndim=1)
     if np.any(ks < 1):
         raise ValueError("kappas must be >= 1 (condition numbers)")

@@ -40,7 +40,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ._progress import progress as _progress
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import (DivergenceError, as_matrix, check_generator, check_in_range, check_int,
+                          check_positive)
 
 __all__ = [
     "LossAndGrad",
@@ -64,8 +65,9 @@ __all__ = [
 LossAndGrad = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-class LangevinDivergenceError(FloatingPointError):
-    """Raised when a chain's state, loss or gradient becomes NaN or infinite."""
+class LangevinDivergenceError(DivergenceError):
+    """Raised when a chain's state, loss or gradient becomes NaN or infinite (the book's one
+    divergence rule, shared with :func:`attnlib.vit.train`)."""
 
 
 @dataclass(frozen=True)
@@ -298,8 +300,8 @@ def chain_mean(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     ``values`` has shape ``(..., chains)`` with at least two chains.
     """
-    array = np.asarray(values, dtype=np.float64)
-    if array.ndim < 1 or array.shape[-1] < 2:
+    array = as_matrix("values", values, ndim=tuple(range(1, 33)))
+    if array.shape[-1] < 2:
         raise ValueError(f"values must have at least two chains on the last axis, "
                          f"got shape {array.shape}")
     chains = array.shape[-1]
@@ -315,8 +317,7 @@ def tail_mean(loss: np.ndarray, *, fraction: float = 0.5) -> tuple[float, float]
     stationary mean of the Euler-Maruyama chain (the Gibbs mean up to an ``O(h)`` bias).
     """
     array = as_matrix("loss", loss)
-    if not 0 < fraction <= 1:
-        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    fraction = check_in_range("fraction", fraction, 0.0, 1.0, closed=(False, True))
     start = min(int(np.floor((1 - fraction) * array.shape[0])), array.shape[0] - 1)
     per_chain = array[start:].mean(axis=0)
     mean, err = chain_mean(per_chain)
@@ -331,10 +332,8 @@ def hitting_times(times: np.ndarray, gap: np.ndarray, epsilons: Sequence[float]
     gap to *stay* below ``eps`` makes the answer robust to a noisy estimate of the mean that
     dips below ``eps`` once by chance.
     """
-    t = np.asarray(times, dtype=np.float64)
-    g = np.abs(np.asarray(gap, dtype=np.float64))
-    if t.ndim != 1 or g.shape != t.shape:
-        raise ValueError(f"times and gap must be 1-D of equal length, got {t.shape}, {g.shape}")
+    t = as_matrix("times", times, ndim=1)
+    g = np.abs(as_matrix("gap", gap, shape=t.shape, ndim=1))
     # largest suffix maximum: running max of |gap| from the end
     suffix_max = np.maximum.accumulate(g[::-1])[::-1]
     out = np.full(len(epsilons), np.nan)
@@ -364,11 +363,19 @@ def _grid(axes: Sequence[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     return checked, points
 
 
+def _grid_loss(loss_and_grad: LossAndGrad, points: np.ndarray) -> np.ndarray:
+    """The loss at every grid point, checked: one finite real number per point."""
+    loss = np.asarray(loss_and_grad(points)[0])
+    if loss.dtype.kind not in "biuf" or loss.shape != (points.shape[0],) \
+            or not np.all(np.isfinite(loss)):
+        raise ValueError("loss_and_grad must return a finite real loss for every grid point "
+                         f"(shape ({points.shape[0]},)), got dtype {loss.dtype}, shape "
+                         f"{loss.shape}")
+    return loss.astype(np.float64)
+
+
 def _log_weights(loss_and_grad: LossAndGrad, points: np.ndarray, s: float) -> np.ndarray:
-    loss = np.asarray(loss_and_grad(points)[0], dtype=np.float64)
-    if loss.shape != (points.shape[0],) or not np.all(np.isfinite(loss)):
-        raise ValueError("loss_and_grad must return a finite loss for every grid point")
-    return -2.0 * loss / s
+    return -2.0 * _grid_loss(loss_and_grad, points) / s
 
 
 def gibbs_density(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float
@@ -428,11 +435,11 @@ def gibbs_expectation(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray],
     """
     s = check_positive("temperature", temperature)
     checked, points = _grid(axes)
-    loss = np.asarray(loss_and_grad(points)[0], dtype=np.float64)
-    g = loss if values is None else np.asarray(values, dtype=np.float64).ravel()
-    if g.shape != loss.shape:
-        raise ValueError(f"values must have shape {tuple(a.size for a in checked)}")
+    loss = _grid_loss(loss_and_grad, points)
     logw = -2.0 * loss / s
+    shape = tuple(a.size for a in checked)
+    g = loss if values is None else as_matrix("values", values, shape=shape,
+                                              ndim=len(shape)).ravel()
     weights = np.exp(logw - logw.max())
     return float(np.sum(weights * g) / weights.sum())
 
@@ -468,11 +475,14 @@ def histogram_tv(samples: np.ndarray, edges: Sequence[np.ndarray],
         TV = 1/2 sum_bins |p_hist - p| + 1/2 (fraction of samples outside the box).
     """
     x = as_matrix("samples", samples, shape=(None, len(edges)))
-    edge_list = [np.asarray(e, dtype=np.float64) for e in edges]
-    p = np.asarray(probabilities, dtype=np.float64)
+    edge_list = [as_matrix(f"edges[{i}]", e, ndim=1) for i, e in enumerate(edges)]
+    for i, e in enumerate(edge_list):
+        if e.size < 2 or np.any(np.diff(e) <= 0):
+            raise ValueError(f"edges[{i}] must be increasing with at least 2 entries")
     expected = tuple(e.size - 1 for e in edge_list)
-    if p.shape != expected:
-        raise ValueError(f"probabilities must have shape {expected}, got {p.shape}")
+    p = as_matrix("probabilities", probabilities, shape=expected, ndim=len(expected))
+    if np.any(p < 0) or not np.isclose(p.sum(), 1.0, rtol=1e-6):
+        raise ValueError(f"probabilities must be >= 0 and sum to 1, got sum {p.sum():.6g}")
     counts, _ = np.histogramdd(x, bins=edge_list)
     inside = counts.sum()
     outside = (x.shape[0] - inside) / x.shape[0]

@@ -5,6 +5,10 @@ from __future__ import annotations
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
+from ._validation import check_int, check_positive
+
+__all__ = ["METHOD_COLOURS", "use_book_style", "new_figure"]
+
 #: Colours for the methods compared across Part I (consistent from chapter to chapter).
 METHOD_COLOURS = {
     "algorithm1": "#0b6e4f",
@@ -38,5 +42,9 @@ def use_book_style() -> None:
 def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 6.4, height: float = 4.0,
                **kwargs):
     """Create a figure with the book style; returns ``(fig, axes)`` like ``plt.subplots``."""
+    ncols = check_int("ncols", ncols, minimum=1)
+    nrows = check_int("nrows", nrows, minimum=1)
+    width = check_positive("width", width)
+    height = check_positive("height", height)
     use_book_style()
     return plt.subplots(nrows, ncols, figsize=(width, height), **kwargs)

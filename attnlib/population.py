@@ -67,9 +67,10 @@ def spd_sqrt(Sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return 0.5 * (half + half.T), 0.5 * (inv_half + inv_half.T)
 
 
-def _layer(A: object, B: object, d: int) -> tuple[np.ndarray, np.ndarray]:
-    a = as_matrix("A", A, shape=(None, d))
-    b = as_matrix("B", B, shape=(d, d))
+def _layer(A: object, B: object, d: int, names: tuple[str, str] = ("A", "B")
+           ) -> tuple[np.ndarray, np.ndarray]:
+    a = as_matrix(names[0], A, shape=(None, d))
+    b = as_matrix(names[1], B, shape=(d, d))
     return a, b
 
 
@@ -83,7 +84,7 @@ def to_factor(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray) -> tuple[np.ndarr
 def from_factor(U: np.ndarray, V: np.ndarray, Sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of :func:`to_factor`: ``(A, B) = (U Sigma^{-1/2}, Sigma^{-1/2} V Sigma^{-1/2})``."""
     _, inv_half = spd_sqrt(Sigma)
-    u, v = _layer(U, V, inv_half.shape[0])
+    u, v = _layer(U, V, inv_half.shape[0], ("U", "V"))
     return u @ inv_half, inv_half @ v @ inv_half
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_matrix, check_positive
+from ._validation import as_matrix, check_finite, check_positive
 
 __all__ = ["quadratic", "double_well", "double_well_2d", "bounded_well", "log_well"]
 
@@ -38,6 +38,7 @@ def double_well(theta: np.ndarray, *, tilt: float = 0.0) -> tuple[np.ndarray, np
     ``theta`` has shape ``(chains, 1)``; ``c = tilt`` makes the wells unequal.
     """
     x = as_matrix("theta", theta, shape=(None, 1))
+    tilt = check_finite("tilt", tilt)
     u = x[:, 0]
     loss = (u * u - 1.0) ** 2 + tilt * u
     grad = 4.0 * u * (u * u - 1.0) + tilt
@@ -54,6 +55,8 @@ def double_well_2d(theta: np.ndarray, *, tilt: float = 0.0, stiffness: float = 2
     """
     z = as_matrix("theta", theta, shape=(None, 2))
     k = check_positive("stiffness", stiffness)
+    tilt = check_finite("tilt", tilt)
+    bend = check_finite("bend", bend)
     x, y = z[:, 0], z[:, 1]
     r = y - bend * x * x
     loss = (x * x - 1.0) ** 2 + tilt * x + 0.5 * k * r * r

@@ -59,10 +59,11 @@ def softmax_directional_derivatives(z: np.ndarray, u: np.ndarray
     With ``s = softmax(z)`` and ``c = u - <s, u>``: ``D s[u] = s o c`` (that is ``J u`` with
     ``J = diag(s) - s s^T``) and ``D^2 s[u, u] = s o (c^2 - <s, c^2>)``.
     """
-    z = np.asarray(z, dtype=np.float64)
-    u = np.asarray(u, dtype=np.float64)
-    if z.shape != u.shape or z.ndim == 0:
-        raise ValueError(f"z and u must have the same non-scalar shape, got {z.shape}, {u.shape}")
+    z = as_matrix("z", z, ndim=tuple(range(1, 33)))
+    u = as_matrix("u", u, ndim=tuple(range(1, 33)))
+    if z.shape != u.shape:
+        raise ValueError(f"z has shape {z.shape} and u has shape {u.shape}; they must have the "
+                         "same non-scalar shape")
     s = row_softmax(z)
     c = u - np.sum(s * u, axis=-1, keepdims=True)
     sq = c * c

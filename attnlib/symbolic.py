@@ -47,7 +47,7 @@ import numpy as np
 import sympy as sp
 
 from . import attention
-from ._validation import as_matrix, check_generator, check_int, check_spd
+from ._validation import as_matrix, check_finite, check_generator, check_int, check_spd
 from .data import RegressionProblem
 from .population import population_loss
 
@@ -468,24 +468,38 @@ def evaluate(expr: object, values: Sequence[tuple[object, object]]) -> np.ndarra
     (symbol, float) or (symbolic matrix from :func:`matrix_symbols` etc., numpy array of the
     same shape); entries of a symbolic matrix that are not symbols (zeros) are skipped.
 
-    Returns a float for a scalar and a float64 array for a matrix.
+    ``expr`` must already be a sympy object: strings are refused (``sympify`` of a string
+    evaluates Python code), so nothing a caller passes is ever executed. Returns a float for a
+    scalar and a float64 array for a matrix; raises ``ValueError`` when symbols are left
+    unsubstituted or the value is not real.
     """
+    if not isinstance(expr, (sp.Basic, sp.MatrixBase)):
+        raise TypeError(f"expr must be a sympy expression or matrix (strings are not parsed), "
+                        f"got {type(expr).__name__}")
     substitutions: dict[sp.Symbol, float] = {}
-    for key, value in values:
+    for index, pair in enumerate(values):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"values[{index}] must be a pair (symbol, number), got {pair!r}")
+        key, value = pair
         if isinstance(key, sp.MatrixBase):
-            array = np.asarray(value, dtype=float)
-            if array.shape != key.shape:
-                raise ValueError(f"value for a symbolic {key.shape} matrix has shape {array.shape}")
+            array = as_matrix(f"values[{index}][1]", value, shape=key.shape)
             for i in range(key.shape[0]):
                 for j in range(key.shape[1]):
                     if isinstance(key[i, j], sp.Symbol):
                         substitutions[key[i, j]] = float(array[i, j])
+        elif isinstance(key, sp.Symbol):
+            substitutions[key] = check_finite(f"values[{index}][1]", value)
         else:
-            substitutions[key] = float(value)
-    result = sp.sympify(expr).xreplace(substitutions)
-    if isinstance(result, sp.MatrixBase):
-        return np.array(result.evalf(), dtype=float)
-    return float(result.evalf())
+            raise TypeError(f"values[{index}][0] must be a sympy Symbol or symbolic matrix, "
+                            f"got {type(key).__name__}")
+    result = expr.xreplace(substitutions).evalf()
+    try:
+        if isinstance(result, sp.MatrixBase):
+            return np.array(result, dtype=float)
+        return float(result)
+    except TypeError as exc:
+        raise ValueError(f"expr does not evaluate to real numbers with these values (free "
+                         f"symbols left: {sorted(map(str, result.free_symbols))})") from exc
 
 
 @dataclass(frozen=True)

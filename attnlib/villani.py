@@ -142,17 +142,17 @@ class FactorizedLoss(ABC):
             raise TypeError(f"regularizer must be a Regularizer, got {type(regularizer).__name__}")
         return dataclasses.replace(self, regularizer=regularizer)
 
-    def _theta(self, theta: np.ndarray, *, batched: bool | None) -> np.ndarray:
-        """Check ``theta``: shape (D,) if batched is False, (c, D) if True, either if None."""
-        theta = np.asarray(theta, dtype=np.float64)
+    def _theta(self, theta: np.ndarray, *, batched: bool | None,
+               name: str = "theta") -> np.ndarray:
+        """Check ``theta`` (called ``name`` in errors): a finite real array of shape (D,) if
+        batched is False, (c, D) if True, either if None."""
         ndims = {False: (1,), True: (2,), None: (1, 2)}[batched]
+        raw = np.asarray(theta)
         expected = {1: f"({self.dim},)", 2: f"(chains, {self.dim})"}
-        if theta.ndim not in ndims or theta.shape[-1] != self.dim:
-            raise ValueError("theta must have shape " + " or ".join(expected[k] for k in ndims)
-                             + f", got {theta.shape}")
-        if not np.all(np.isfinite(theta)):
-            raise ValueError("theta contains NaN or infinite entries")
-        return theta
+        if raw.ndim not in ndims or raw.shape[-1] != self.dim:
+            raise ValueError(f"{name} must have shape " + " or ".join(expected[k] for k in ndims)
+                             + f", got {raw.shape}")
+        return as_matrix(name, raw, ndim=ndims)
 
     # ----- loss and gradient --------------------------------------------------------------
     def loss_and_grad_flat(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -284,6 +284,7 @@ def villani_quantity(problem: FactorizedLoss, theta: np.ndarray, s: float, *,
     (the error bar of the quantity is that of the Laplacian).
     """
     s = check_positive("s", s)
+    theta = problem._theta(theta, batched=False)
     grad = problem.gradient(theta)
     grad_sq = float(grad @ grad)
     if method == "exact":
@@ -302,10 +303,16 @@ def minimize_data_loss(problem: FactorizedLoss, theta0: np.ndarray, *, gtol: flo
     """A stationary point of the *regularized* loss of ``problem`` from ``theta0`` (BFGS).
 
     Pass the unregularized problem to find a stationary point of the data loss. Returns
-    ``(theta*, ||grad f(theta*)||)``; raises ``RuntimeError`` when the gradient norm is not
-    below ``1e3 * gtol`` (no stationary point found, e.g. the run escaped to infinity).
+    ``(theta*, ||grad f(theta*)||)``. Raises ``ValueError`` when the loss or its gradient is
+    not finite at ``theta0`` (a start so large that it overflows), and ``RuntimeError`` when
+    the gradient norm is not below ``1e3 * gtol`` (no stationary point found, e.g. the run
+    escaped to infinity) or when the point is a numerical plateau rather than a stationary
+    point: a gradient of exactly 0 with a second derivative of exactly 0 along each of
+    ``_PLATEAU_PROBES`` fixed random directions. That happens where the softmax or tanh
+    saturates in float64 (e.g. a start of 1000 x standard normal entries): the exact gradient
+    there is tiny but not 0, and BFGS would stop at once and report the start.
     """
-    theta0 = problem._theta(theta0, batched=False)
+    theta0 = problem._theta(theta0, batched=False, name="theta0")
     gtol = check_positive("gtol", gtol)
     max_iter = check_int("max_iter", max_iter, minimum=1)
 
@@ -313,6 +320,15 @@ def minimize_data_loss(problem: FactorizedLoss, theta0: np.ndarray, *, gtol: flo
         loss, grad = problem.loss_and_grad_flat(theta[None, :])
         return float(loss[0]), grad[0]
 
+    with np.errstate(over="ignore", invalid="ignore"):
+        try:
+            loss0, grad0 = fun(theta0)
+        except ValueError as exc:                       # e.g. NaN logits from an overflow
+            raise ValueError(f"theta0: the loss cannot be evaluated there ({exc}); start "
+                             "closer to the origin") from exc
+    if not (np.isfinite(loss0) and np.all(np.isfinite(grad0))):
+        raise ValueError("theta0: the loss or its gradient is not finite there (overflow); "
+                         "start closer to the origin")
     result = optimize.minimize(fun, theta0, jac=True, method="BFGS",
                                options={"gtol": gtol, "maxiter": max_iter})
     theta = result.x
@@ -320,7 +336,18 @@ def minimize_data_loss(problem: FactorizedLoss, theta0: np.ndarray, *, gtol: flo
     if grad_norm > 1e3 * gtol:
         raise RuntimeError(f"no stationary point found: ||grad|| = {grad_norm:.3g} after "
                            f"{result.nit} BFGS iterations ({result.message})")
+    if grad_norm == 0.0:
+        probes = np.random.default_rng(0).standard_normal((_PLATEAU_PROBES, problem.dim))
+        if np.all(problem.second_derivative(theta, probes) == 0.0):
+            raise RuntimeError("no stationary point found: the loss is numerically flat at "
+                               "the returned point (gradient and curvature exactly 0 in float64, "
+                               "a saturated softmax or tanh), so it is a plateau, not a "
+                               "stationary point; start closer to the origin")
     return theta, grad_norm
+
+
+#: Random directions probed for curvature at a zero-gradient point (see minimize_data_loss).
+_PLATEAU_PROBES = 8
 
 
 # ----- the scale orbit through a stationary point ----------------------------------------
@@ -347,7 +374,7 @@ class OrbitConstants:
 
 def orbit_constants(problem: FactorizedLoss, theta_star: np.ndarray) -> OrbitConstants:
     """The :class:`OrbitConstants` at ``theta_star`` (exact data Laplacians per block)."""
-    theta_star = problem._theta(theta_star, batched=False)
+    theta_star = problem._theta(theta_star, batched=False, name="theta_star")
     lap1, lap2 = problem.data_laplacian_blocks(theta_star)
     W1, W2 = problem.unpack(theta_star)
     d1, d2 = problem.block_dims
@@ -358,7 +385,7 @@ def orbit_constants(problem: FactorizedLoss, theta_star: np.ndarray) -> OrbitCon
 def orbit_points(problem: FactorizedLoss, theta_star: np.ndarray,
                  log_rho: np.ndarray) -> np.ndarray:
     """Points ``(rho W_1*, W_2*/rho)`` for each ``log rho``; shape ``(len(log_rho), D)``."""
-    theta_star = problem._theta(theta_star, batched=False)
+    theta_star = problem._theta(theta_star, batched=False, name="theta_star")
     log_rho = as_matrix("log_rho", np.atleast_1d(log_rho), ndim=1)
     W1, W2 = problem.unpack(theta_star)
     rho = np.exp(log_rho)[:, None, None]
@@ -432,8 +459,8 @@ def villani_lower_bound(t: np.ndarray, regularizer: Regularizer, s: float, *,
     C = check_positive("grad_constant", grad_constant, allow_zero=True)
     C2 = check_positive("laplacian_constant", laplacian_constant, allow_zero=True)
     block_dim = check_int("block_dim", block_dim, minimum=1)
-    t = np.asarray(t, dtype=np.float64)
-    if np.any(t < 0) or not np.all(np.isfinite(t)):
+    t = as_matrix("t", t, ndim=tuple(range(0, 33)))
+    if np.any(t < 0):
         raise ValueError("t must be finite and >= 0 (a squared norm)")
     push = np.maximum(2 * regularizer.lam * regularizer.dg(t) - C, 0.0)
     return t * push ** 2 / s - 2 * C2 * t - 2 * regularizer.laplacian_t(t, block_dim)
@@ -494,7 +521,9 @@ def lower_bound_log_radius(regularizer: Regularizer, s: float, *, grad_constant:
     ``2 lam <= C`` or ``s >= (2 lam - C)^2 / (2 C')``).
     """
     s = check_positive("s", s)
-    C, C2 = grad_constant, laplacian_constant
+    C = check_positive("grad_constant", grad_constant, allow_zero=True)
+    C2 = check_positive("laplacian_constant", laplacian_constant, allow_zero=True)
+    block_dim = check_int("block_dim", block_dim, minimum=1)
 
     def h(u: mpmath.mpf) -> mpmath.mpf:
         t = mpmath.exp(u)

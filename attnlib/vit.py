@@ -32,9 +32,10 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ._progress import progress as _progress
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import (as_matrix, check_finite, check_generator, check_int, check_not_diverged,
+                          check_positive)
 from .attention import row_softmax
-from .optim import adam_increment
+from .optim import adam_increment, check_betas
 from .regularizers import Regularizer
 
 __all__ = [
@@ -87,10 +88,14 @@ class Standardizer:
     mean: float
     std: float
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mean", check_finite("mean", self.mean))
+        object.__setattr__(self, "std", check_positive("std", self.std))
+
     @classmethod
     def fit(cls, data: np.ndarray) -> "Standardizer":
         """Scalar mean and standard deviation of ``data`` (all entries)."""
-        data = np.asarray(data, dtype=float)
+        data = as_matrix("data", data, ndim=tuple(range(1, 33)))
         std = float(data.std())
         if not std > 0:
             raise ValueError("data must not be constant (its standard deviation is 0)")
@@ -107,8 +112,9 @@ class Standardizer:
 
 def patchify(fields: np.ndarray, patch: int) -> np.ndarray:
     """Cut ``(B, s, s)`` fields into ``(B, N, patch^2)`` patches, tokens in row-major order."""
-    fields = np.asarray(fields, dtype=float)
-    if fields.ndim != 3 or fields.shape[1] != fields.shape[2] or fields.shape[1] % patch:
+    patch = check_int("patch", patch, minimum=1)
+    fields = as_matrix("fields", fields, ndim=3)
+    if fields.shape[1] != fields.shape[2] or fields.shape[1] % patch:
         raise ValueError(f"fields must have shape (B, s, s) with s divisible by {patch}, "
                          f"got {fields.shape}")
     b, s, _ = fields.shape
@@ -119,7 +125,8 @@ def patchify(fields: np.ndarray, patch: int) -> np.ndarray:
 
 def unpatchify(patches: np.ndarray, patch: int) -> np.ndarray:
     """Inverse of :func:`patchify`: ``(B, N, patch^2)`` to ``(B, s, s)``."""
-    patches = np.asarray(patches, dtype=float)
+    patch = check_int("patch", patch, minimum=1)
+    patches = as_matrix("patches", patches, ndim=3)
     b, n, pp = patches.shape
     q = int(round(np.sqrt(n)))
     if q * q != n or pp != patch * patch:
@@ -151,8 +158,17 @@ def init_params(config: ViTConfig, *, rng: np.random.Generator) -> Params:
     return params
 
 
+def _check_patches(name: str, value: object, params: Mapping[str, np.ndarray]) -> np.ndarray:
+    """``value`` as finite ``(B, N, p^2)`` patches matching ``params`` (float32 is kept)."""
+    kind = getattr(value, "dtype", None)
+    dtype = kind if kind in (np.dtype(np.float32), np.dtype(np.float64)) else np.float64
+    return as_matrix(name, value, shape=(None,) + params["pos"].shape[:1] + params["E"].shape[:1],
+                     ndim=3, dtype=dtype)
+
+
 def forward(params: Mapping[str, np.ndarray], patches: np.ndarray) -> tuple[np.ndarray, dict]:
     """Return the output patches ``Y`` (``B x N x p^2``) and the cache used by the backward pass."""
+    patches = _check_patches("patches", patches, params)
     x = patches @ params["E"] + params["b_E"] + params["pos"]
     dk = params["W_Q"].shape[1]
     q = x @ params["W_Q"]
@@ -181,6 +197,10 @@ def loss_and_gradients(params: Mapping[str, np.ndarray], patches: np.ndarray,
     ``dK = dS^T Q / sqrt(d_k)``, and the residual adds ``dH`` to ``dX``.
     """
     out, c = forward(params, patches)
+    targets = _check_patches("targets", targets, params)
+    if targets.shape != out.shape:
+        raise ValueError(f"targets must have the shape of patches {out.shape}, got "
+                         f"{targets.shape}")
     diff = out - targets
     count = diff.size
     loss = 0.5 * float(np.sum(diff**2)) / count
@@ -218,6 +238,7 @@ def loss_and_gradients(params: Mapping[str, np.ndarray], patches: np.ndarray,
 def predict_fields(params: Mapping[str, np.ndarray], fields: np.ndarray, *, patch: int,
                    batch_size: int = 256) -> np.ndarray:
     """Apply the regressor to ``(B, s, s)`` input fields and return ``(B, s, s)`` outputs."""
+    batch_size = check_int("batch_size", batch_size, minimum=1)
     patches = patchify(fields, patch)
     outputs = [forward(params, patches[i:i + batch_size])[0]
                for i in range(0, patches.shape[0], batch_size)]
@@ -230,11 +251,14 @@ def field_metrics(predicted: np.ndarray, true: np.ndarray) -> dict[str, float]:
     ``rmse = sqrt(mean (u_pred - u)^2)``, ``rel_l2 = mean_b ||u_pred_b - u_b||_2 / ||u_b||_2``
     (the relative error the Darcy benchmark reports).
     """
-    predicted = np.asarray(predicted, dtype=float)
-    true = np.asarray(true, dtype=float)
+    predicted = as_matrix("predicted", predicted, ndim=tuple(range(2, 33)))
+    true = as_matrix("true", true, ndim=tuple(range(2, 33)))
     if predicted.shape != true.shape:
         raise ValueError(f"predicted has shape {predicted.shape}, true has {true.shape}")
     axes = tuple(range(1, true.ndim))
+    if np.any(np.sum(true**2, axis=axes) == 0):
+        raise ValueError("true has a sample that is identically 0: its relative error is "
+                         "undefined")
     rel = np.sqrt(np.sum((predicted - true) ** 2, axis=axes) / np.sum(true**2, axis=axes))
     return {"rmse": float(np.sqrt(np.mean((predicted - true) ** 2))), "rel_l2": float(rel.mean())}
 
@@ -274,20 +298,34 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
     and every key the optional ``callback(params)`` returns. ``dtype`` is the working precision
     of the parameters, data and optimiser state (float32 is about three times faster on a CPU;
     float64 by default).
+
+    Settings are checked before training (``lr > 0``, ``0 <= betas < 1``, ``adam_eps >= 0``,
+    a float ``dtype``). Divergence is checked after every step with the book's one rule
+    (:func:`attnlib._validation.check_not_diverged`): a NaN or infinite batch loss, gradient or
+    parameter raises :class:`attnlib._validation.DivergenceError` naming the epoch and step,
+    so a diverged run never returns a history of NaNs.
     """
     epochs = check_int("epochs", epochs, minimum=0)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     lr = check_positive("lr", lr)
     noise_std = check_positive("noise_std", noise_std, allow_zero=True)
     rng = check_generator("rng", rng)
+    betas = check_betas(betas)
+    adam_eps = check_positive("adam_eps", adam_eps, allow_zero=True)
     if optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"dtype must be float32 or float64, got {np.dtype(dtype)}")
     if noise_std and optimizer != "sgd":
         raise ValueError("noise_std > 0 is the Langevin step and needs optimizer='sgd'")
     patches = as_matrix("patches", patches, ndim=3).astype(dtype)
     targets = as_matrix("targets", targets, shape=patches.shape[:2] + (None,), ndim=3).astype(dtype)
     if test is not None:
-        test = (np.asarray(test[0], dtype=dtype), np.asarray(test[1], dtype=dtype))
+        if not isinstance(test, (tuple, list)) or len(test) != 2:
+            raise TypeError("test must be a pair (patches, targets)")
+        test = (as_matrix("test[0]", test[0], ndim=3).astype(dtype),
+                as_matrix("test[1]", test[1], shape=np.shape(test[0])[:2] + (None,),
+                          ndim=3).astype(dtype))
     names = tuple(params) if trainable is None else tuple(trainable)
     unknown = [name for name in names if name not in params]
     if unknown:
@@ -320,11 +358,13 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
         order = rng.permutation(n)
         for start in range(0, n, batch_size):
             batch = order[start:start + batch_size]
-            _, grads = loss_and_gradients(params, patches[batch], targets[batch])
+            loss, grads = loss_and_gradients(params, patches[batch], targets[batch])
             if regularizer is not None:
                 for w in QK:
                     grads[w] = grads[w] + regularizer.gradient(params[w]).astype(dtype)
             step += 1
+            check_not_diverged(f"vit.train, epoch {epoch}, step {step}", loss,
+                               *(grads[name] for name in names))
             for name in names:
                 if optimizer == "adam":
                     params[name] -= adam_increment(grads[name], *moments[name], lr=lr, t=step,
@@ -334,5 +374,7 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
                     if noise_std:
                         params[name] += noise_std * rng.standard_normal(params[name].shape,
                                                                         dtype=dtype)
+            check_not_diverged(f"vit.train, epoch {epoch}, step {step} (after the update)",
+                               *(params[name] for name in names))
         record(epoch)
     return params, {key: np.asarray(value) for key, value in history.items()}

@@ -5,50 +5,91 @@
 #   2. the book build (-W -n: warnings and broken references fail), rendering the stored
 #      outputs (nbval has just executed every notebook; executing them again would double
 #      the run time);
-#   3. the browser check: headless chromium opens every built page with no network, and a
-#      few pages with the site served under a sub-path (as a GitHub Pages project site);
+#   3. the browser check: headless Chromium opens every built page with no network. The
+#      browser is ATTNBOOK_CHROMIUM if set, else chromium on the PATH, else Debian's chromium
+#      installed with apt-get (as root or with password-less sudo) only when a browser step runs;
+#      then a few pages with the site served under a sub-path (as a GitHub Pages project site);
 #   4. the teaching material: the problem sets' checks (otter-grader) against the reference
 #      solutions and against wrong answers, the student edition (no solution text, builds,
 #      its notebooks execute outside the repository), and chapter 1 live in JupyterLab
-#      driven by headless chromium.
-set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+#      driven by headless Chromium.
+# A failing step does not stop the others; the command fails at the end, listing them.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" || exit 1
+set +e
 start=$SECONDS
-
-if [ ! -x /usr/bin/chromium ]; then
-  echo "== installing Debian chromium for the browser check"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium > /dev/null
-fi
-
+failed=()
 TEACHING_TESTS=(tests/test_problem_sets.py tests/test_editions.py tests/test_live_lab.py)
 
 echo "== 1/4 unit tests, notebook checks and nbval"
 .venv/bin/python -m pytest tests notebooks --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
   --nbval-cell-timeout=600 -n "${ATTNBOOK_WORKERS:-2}" --dist loadfile -q \
-  --ignore=notebooks/problem_sets "${TEACHING_TESTS[@]/#/--ignore=}"
+  --ignore=notebooks/problem_sets "${TEACHING_TESTS[@]/#/--ignore=}" || failed+=("1 (tests)")
 
 echo "== 2/4 building the book from the stored outputs (-W -n)"
 rm -rf _build/html
 # --- claims ledger (issue 19): book/ledger.md from the chapters' stored outputs ---
-.venv/bin/python scripts/build_ledger.py
+.venv/bin/python scripts/build_ledger.py || failed+=("2 (claims ledger)")
 # --- end claims ledger ---
-.venv/bin/python - <<'PY'
+trap 'rm -f _build_config_test.yml' EXIT
+.venv/bin/python - <<'PY' && .venv/bin/jupyter-book build . -W -n --keep-going --config _build_config_test.yml || failed+=("2 (book build)")
 import yaml
 config = yaml.safe_load(open("_config.yml"))
 config["execute"]["execute_notebooks"] = "off"
 open("_build_config_test.yml", "w").write(yaml.safe_dump(config, sort_keys=False))
 PY
-trap 'rm -f _build_config_test.yml' EXIT
-.venv/bin/jupyter-book build . -W -n --keep-going --config _build_config_test.yml
+
+# --- Chromium for step 3 (issue 17): found or installed only here ---
+find_chromium() {
+  if [ -n "${ATTNBOOK_CHROMIUM:-}" ]; then
+    [ -x "$ATTNBOOK_CHROMIUM" ] && return 0
+    echo "error: ATTNBOOK_CHROMIUM=$ATTNBOOK_CHROMIUM is not an executable file" >&2; return 1
+  fi
+  ATTNBOOK_CHROMIUM="$(command -v chromium || command -v chromium-browser || true)"
+  [ -n "$ATTNBOOK_CHROMIUM" ] && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo > /dev/null && sudo -n true 2> /dev/null; then sudo="sudo -n"; else
+      sudo="none"; fi
+  fi
+  if [ "$sudo" != "none" ] && command -v apt-get > /dev/null; then
+    echo "== installing Debian chromium for the browser check"
+    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+      chromium > /dev/null && ATTNBOOK_CHROMIUM="$(command -v chromium)" && return 0
+  fi
+  echo "error: the browser check needs Chromium and it could not be installed here." >&2
+  echo "       Install it (Debian/Ubuntu: sudo apt-get install chromium) or point" >&2
+  echo "       ATTNBOOK_CHROMIUM at a Chromium executable, then rerun scripts/test.sh." >&2
+  return 1
+}
+# --- end Chromium ---
+
+chromium_ok=0
+find_chromium && chromium_ok=1 && export ATTNBOOK_CHROMIUM
 
 echo "== 3/4 browser check of every page (offline)"
-ATTNBOOK_HTML="$ROOT/_build/html" .venv/bin/python -m pytest tests/test_rendered_book.py \
-  tests/test_subpath.py -q  # test_subpath.py (issue 19): the site served under /attnbook/
+if [ ! -f _build/html/index.html ]; then
+  echo "skipped: the book was not built (step 2 failed)"; failed+=("3 (browser check: no book)")
+elif [ "$chromium_ok" = 1 ]; then
+  # test_subpath.py (issue 19): the site served under /attnbook/
+  ATTNBOOK_HTML="$ROOT/_build/html" .venv/bin/python -m pytest tests/test_rendered_book.py \
+    tests/test_subpath.py -q || failed+=("3 (browser check)")
+else
+  failed+=("3 (browser check: no Chromium)")
+fi
 
 echo "== 4/4 teaching material: problem sets, student edition, live JupyterLab"
 step=$SECONDS
-.venv/bin/python -m pytest "${TEACHING_TESTS[@]}" -n "${ATTNBOOK_WORKERS:-2}" --dist loadgroup -q
+if [ "$chromium_ok" = 1 ]; then
+  .venv/bin/python -m pytest "${TEACHING_TESTS[@]}" -n "${ATTNBOOK_WORKERS:-2}" --dist loadgroup -q \
+    || failed+=("4 (teaching material)")
+else
+  failed+=("4 (teaching material: no Chromium for the live JupyterLab test)")
+fi
 echo "== 4/4 took $((SECONDS - step)) s"
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "== FAILED step(s): ${failed[*]} (after $((SECONDS - start)) s)"
+  exit 1
+fi
 echo "== all tests passed in $((SECONDS - start)) s"

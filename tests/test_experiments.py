@@ -1,14 +1,185 @@
-"""attnlib.experiments: stored benchmark results shipped as package data."""
+"""Stored runs: atomic saves, manifests checked on load, plain names, the command line, and the
+benchmark results shipped as package data."""
 
 from __future__ import annotations
 
 import fnmatch
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import attnlib
 from attnlib import experiments
+from attnlib.experiments import __main__ as cli
+
+OLD = {"loss": np.linspace(1.0, 0.1, 50), "weights": np.eye(4), "config": np.asarray('{"a": 1}')}
+
+
+@pytest.fixture()
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(experiments, "STORED_DIR", tmp_path)
+    return tmp_path
+
+
+def _same(loaded: dict, expected: dict) -> bool:
+    return loaded.keys() == expected.keys() and all(
+        np.array_equal(loaded[key], expected[key]) for key in expected)
+
+
+def test_save_and_load_round_trip_with_manifest(store: Path) -> None:
+    path = experiments.save("run_a", OLD)
+    assert path == store / "run_a.npz" and _same(experiments.load("run_a"), OLD)
+    with np.load(path) as raw:
+        listed = json.loads(str(raw[experiments.MANIFEST_KEY]))
+    assert listed["weights"] == {"shape": [4, 4], "dtype": "<f8"}
+    assert sorted(path.parent.iterdir()) == [path]          # no temporary file left behind
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", "x.y", "", ".hidden", "9lives", None])
+def test_store_names_must_be_plain_identifiers(store: Path, name: object) -> None:
+    for call in (lambda: experiments.save(name, OLD), lambda: experiments.load(name),
+                 lambda: experiments.register(name)):
+        with pytest.raises(ValueError, match="plain identifier"):
+            call()
+    assert list(store.iterdir()) == [] and not (store.parent.parent / "x.npz").exists()
+
+
+def test_object_arrays_are_refused(store: Path) -> None:
+    with pytest.raises(TypeError, match="history\\['bad'\\].*object"):
+        experiments.save("run_a", {"bad": np.array([{}, 1], dtype=object)})
+
+
+def _rewrite(path: Path, arrays: dict) -> None:
+    """Write ``arrays`` to ``path`` as a plain npz (simulates an edited or partial file)."""
+    with open(path, "wb") as handle:
+        np.savez_compressed(handle, **arrays)
+
+
+def test_load_names_file_and_key_of_a_partial_or_edited_file(store: Path) -> None:
+    path = experiments.save("run_a", OLD)
+    with np.load(path) as raw:
+        contents = {key: raw[key] for key in raw.files}
+    partial = {key: contents[key] for key in (experiments.MANIFEST_KEY, "loss")}
+    _rewrite(path, partial)                      # what SIGINT did to the old in-place save
+    with pytest.raises(ValueError, match=r"run_a\.npz is missing key 'weights'"):
+        experiments.load("run_a")
+    _rewrite(path, {**contents, "weights": np.eye(3)})
+    with pytest.raises(ValueError, match=r"run_a\.npz: key 'weights' has shape \(3, 3\)"):
+        experiments.load("run_a")
+    _rewrite(path, {**contents, "extra": np.zeros(2)})
+    with pytest.raises(ValueError, match=r"not in its manifest: \['extra'\]"):
+        experiments.load("run_a")
+    path.write_bytes(path.read_bytes()[:100])    # what SIGKILL did to the old in-place save
+    with pytest.raises(ValueError, match=r"run_a\.npz is not a readable npz file"):
+        experiments.load("run_a")
+
+
+def test_files_without_manifest_load_and_get_one_without_rerun(store: Path) -> None:
+    _rewrite(store / "legacy.npz", OLD)
+    assert _same(experiments.load("legacy"), OLD)
+    with pytest.raises(ValueError, match=r"legacy\.npz has no key 'missing'"):
+        experiments.load("legacy", expect=["loss", "missing"])
+    assert experiments.add_manifest("legacy") and not experiments.add_manifest("legacy")
+    with np.load(store / "legacy.npz") as raw:
+        assert experiments.MANIFEST_KEY in raw.files
+    assert _same(experiments.load("legacy", expect=["loss"]), OLD)
+
+
+def test_every_file_in_the_repository_store_loads() -> None:
+    names = sorted(path.stem for path in experiments.STORED_DIR.glob("*.npz"))
+    assert names, "the repository has stored runs"
+    for name in names:
+        assert experiments.load(name), name
+
+
+# A child process saves OLD, then starts saving NEW and is interrupted at a chosen point.
+CHILD = textwrap.dedent("""
+    import os, signal, sys
+    from pathlib import Path
+    import numpy as np
+    import numpy.lib.format
+    from attnlib import experiments
+    experiments.STORED_DIR = Path(sys.argv[1])
+    signum, point = int(sys.argv[2]), sys.argv[3]
+    experiments.save("victim", {{"loss": np.linspace(1.0, 0.1, 50), "weights": np.eye(4),
+                                "config": np.asarray('{{"a": 1}}')}})
+    interrupt = lambda *args, **kwargs: os.kill(os.getpid(), signum)
+    if point == "mid-write":                    # after the manifest and two arrays
+        original, calls = numpy.lib.format.write_array, []
+        def write_array(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == 4:
+                interrupt()
+            return original(*args, **kwargs)
+        numpy.lib.format.write_array = write_array
+    elif point == "before-fsync":
+        os.fsync = interrupt
+    elif point == "before-replace":
+        os.replace = interrupt
+    experiments.save("victim", {{f"new{{i}}": np.random.default_rng(i).random((300, 300))
+                                for i in range(8)}})
+    print("save finished")
+""")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("point", ["mid-write", "before-fsync", "before-replace"])
+def test_interrupted_save_leaves_the_previous_file_intact(store: Path, signum: int,
+                                                          point: str) -> None:
+    done = subprocess.run([sys.executable, "-c", CHILD.format(), str(store), str(int(signum)),
+                           point], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "save finished" not in done.stdout, done.stderr
+    if signum == signal.SIGINT:
+        assert "KeyboardInterrupt" in done.stderr
+    assert _same(experiments.load("victim"), OLD)
+    assert zipfile.is_zipfile(store / "victim.npz")
+    stale = [path.name for path in store.iterdir() if path.suffix == ".tmp"]
+    # SIGINT cleans up its temporary file; SIGKILL cannot, and load ignores what it leaves
+    assert len(stale) == (0 if signum == signal.SIGINT else 1), stale
+    assert all(name.startswith(".victim.") for name in stale)
+
+
+# ------------------------------------------------------------------------- command line
+def test_cli_checks_every_name_before_running_any(monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    ran: list[str] = []
+    monkeypatch.setattr(cli, "run", lambda name, **kwargs: ran.append(name) or {})
+    monkeypatch.setattr(cli, "save", lambda name, history: Path(name))
+    assert cli.main(["paper1_defaults", "no_such_run", "../x"]) == 2
+    err = capsys.readouterr().err
+    assert ran == [] and "usage:" in err and "'no_such_run', '../x'" in err
+    assert "paper1_defaults" in err and "nothing was run" in err
+    assert cli.main(["--all", "paper1_defaults"]) == 2 and ran == []
+
+
+def test_cli_all_runs_only_stored_experiments(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture) -> None:
+    ran: list[str] = []
+    monkeypatch.setattr(cli, "run", lambda name, **kwargs: ran.append(name) or {})
+    monkeypatch.setattr(cli, "save", lambda name, history: Path(name))
+    assert cli.main(["--all"]) == 0
+    stored = sorted(path.stem for path in experiments.STORED_DIR.glob("*.npz"))
+    assert ran == [name for name in stored if name in experiments.registry()]
+    assert "darcy_large" in experiments.registry() and "darcy_large" not in ran
+    capsys.readouterr()
+    assert cli.main([]) == 0
+    listing = capsys.readouterr().out
+    assert "* paper1_defaults" in listing and "  darcy_large" in listing
+
+
+def test_cli_module_exit_status_on_unknown_name() -> None:
+    done = subprocess.run([sys.executable, "-m", "attnlib.experiments", "no_such_run"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "unknown experiment(s) 'no_such_run'" in done.stderr
+
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,6 +10,15 @@ Every long run in the book follows the pattern "stored run, replayed prefix" (bo
 * a chapter loads it with :func:`load`, plots it, reruns the prefix live and calls
   :func:`assert_prefix_matches`, so a stale or hand-edited result fails the tests.
 
+Stored files are written atomically (a temporary file in ``stored/``, flushed and fsynced, then
+renamed over the old file with ``os.replace``), so an interrupted save leaves the previous file
+intact. Each file carries a manifest (key ``__manifest__``: a JSON map from every key to its
+shape and dtype, written first); :func:`load` checks it and names the file and the missing or
+malformed key. Files stored before manifests existed still load unchecked;
+``python -m attnlib.experiments --add-manifest`` adds one to them from their own keys and
+shapes, without rerunning anything. Experiment names are plain identifiers
+(``[A-Za-z_][A-Za-z0-9_]*``), so a name can never point outside ``stored/``.
+
 Configurations live in the submodules of this package (one per part of the book); they are
 discovered automatically, so adding a module needs no edit here.
 """
@@ -18,13 +27,27 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import pkgutil
+import re
+import tempfile
+import zipfile
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
+from .._validation import check_positive
+
+__all__ = [
+    "register", "check_name", "registry", "run", "manifest", "save", "load", "add_manifest",
+    "stored_names", "assert_prefix_matches", "describe", "format_deviation", "benchmark_path",
+    "load_benchmark",
+]
+
 STORED_DIR = Path(__file__).resolve().parent / "stored"
+MANIFEST_KEY = "__manifest__"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Experiment = Callable[..., dict[str, np.ndarray]]
 _REGISTRY: dict[str, tuple[Experiment, str]] = {}
@@ -36,6 +59,8 @@ def register(name: str) -> Callable[[Experiment], Experiment]:
     The first line of the function's docstring is shown by ``python -m attnlib.experiments``.
     """
 
+    check_name(name)
+
     def decorate(fn: Experiment) -> Experiment:
         if name in _REGISTRY:
             raise ValueError(f"experiment name {name!r} is registered twice")
@@ -43,6 +68,22 @@ def register(name: str) -> Callable[[Experiment], Experiment]:
         return fn
 
     return decorate
+
+
+def check_name(name: object) -> str:
+    """Return ``name`` if it is a plain identifier (``[A-Za-z_][A-Za-z0-9_]*``), else raise.
+
+    Store names become file names under ``stored/``; a separator, ``..`` or a dot could
+    otherwise write outside the store or clash with the temporary files of :func:`save`.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"experiment name must be a plain identifier ([A-Za-z_][A-Za-z0-9_]*), "
+                         f"got {name!r}")
+    return name
+
+
+def _path(name: str) -> Path:
+    return STORED_DIR / f"{check_name(name)}.npz"
 
 
 def _discover() -> None:
@@ -59,39 +100,153 @@ def registry() -> dict[str, tuple[Experiment, str]]:
 
 def run(name: str, *, full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Run the registered experiment ``name`` and return its history (nothing is saved)."""
+    check_name(name)
     experiments = registry()
     if name not in experiments:
         raise KeyError(f"unknown experiment {name!r}; known: {sorted(experiments)}")
     return experiments[name][0](full=full, progress=progress)
 
 
+def manifest(history: Mapping[str, np.ndarray]) -> dict[str, dict[str, object]]:
+    """The manifest of a history: ``key -> {"shape": [...], "dtype": "<f8"}`` for every key."""
+    return {key: {"shape": list(np.shape(value)), "dtype": np.asarray(value).dtype.str}
+            for key, value in history.items() if key != MANIFEST_KEY}
+
+
 def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
-    """Save ``history`` (a dict of arrays) as ``stored/NAME.npz`` and return the path."""
+    """Save ``history`` (a dict of arrays) as ``stored/NAME.npz``, atomically; return the path.
+
+    The arrays (object arrays are refused: files are loaded without pickle) and the manifest
+    are written to a temporary file in ``stored/``, flushed and fsynced, then renamed over
+    ``NAME.npz`` with ``os.replace``: a reader, or an interruption at any point (SIGINT,
+    SIGKILL, power loss after the rename), sees either the complete old file or the complete
+    new one. A temporary file left by a killed process is ignored by :func:`load`.
+    """
+    path = _path(name)
+    arrays = {}
+    for key, value in history.items():
+        if not isinstance(key, str) or key == MANIFEST_KEY:
+            raise ValueError(f"history keys must be strings other than {MANIFEST_KEY!r}, "
+                             f"got {key!r}")
+        array = np.asarray(value)
+        if array.dtype.hasobject:
+            raise TypeError(f"history[{key!r}] must be a numeric or string array, got dtype "
+                            "object (stored runs are loaded without pickle)")
+        arrays[key] = array
+    contents = {MANIFEST_KEY: np.asarray(json.dumps(manifest(arrays))), **arrays}
     STORED_DIR.mkdir(parents=True, exist_ok=True)
-    path = STORED_DIR / f"{name}.npz"
-    np.savez_compressed(path, **{key: np.asarray(value) for key, value in history.items()})
+    handle = tempfile.NamedTemporaryFile(dir=STORED_DIR, prefix=f".{name}.", suffix=".tmp",
+                                         delete=False)
+    try:
+        with handle:
+            np.savez_compressed(handle, **contents)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    _fsync_directory(STORED_DIR)
     return path
 
 
-def load(name: str) -> dict[str, np.ndarray]:
-    """Load the stored history of experiment ``name``.
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (a no-op where directories cannot be opened)."""
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
 
-    Raises ``FileNotFoundError`` with the command that creates it when it is missing.
-    """
-    path = STORED_DIR / f"{name}.npz"
+
+def _existing(name: str) -> Path:
+    """The path of the stored run ``name``; ``FileNotFoundError`` with the command if absent."""
+    path = _path(name)
     if not path.exists():
         raise FileNotFoundError(f"no stored run {path}; create it with "
                                 f"`python -m attnlib.experiments {name}`")
-    with np.load(path, allow_pickle=False) as stored:
-        return {key: stored[key] for key in stored.files}
+    return path
+
+
+def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict[str, object]] | None]:
+    """Every array of the npz file ``path`` and its manifest (None when it has none)."""
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            arrays = {key: stored[key] for key in stored.files}
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        raise ValueError(f"stored run {path} is not a readable npz file ({exc}); delete it "
+                         f"and rerun `python -m attnlib.experiments {path.stem}`") from exc
+    if MANIFEST_KEY not in arrays:
+        return arrays, None
+    try:
+        listed = json.loads(str(arrays.pop(MANIFEST_KEY)))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"stored run {path}: key {MANIFEST_KEY!r} is not valid JSON") from exc
+    return arrays, listed
+
+
+def load(name: str, *, expect: Iterable[str] = ()) -> dict[str, np.ndarray]:
+    """Load the stored history of experiment ``name`` (without its manifest).
+
+    Raises ``FileNotFoundError`` with the command that creates it when it is missing, and
+    ``ValueError`` naming the file and the key when the file is unreadable, a key of its
+    manifest is missing or has another shape or dtype, a key is not in the manifest, or a key
+    in ``expect`` (the keys the caller needs) is absent. Files without a manifest (stored
+    before manifests existed) are checked only against ``expect``.
+    """
+    path = _existing(name)
+    arrays, listed = _read(path)
+    rerun = f"; rerun `python -m attnlib.experiments {name}`"
+    if listed is not None:
+        for key, spec in listed.items():
+            if key not in arrays:
+                raise ValueError(f"stored run {path} is missing key {key!r} listed in its "
+                                 f"manifest (an interrupted or edited save){rerun}")
+            value = arrays[key]
+            if list(value.shape) != spec["shape"] or value.dtype.str != spec["dtype"]:
+                raise ValueError(f"stored run {path}: key {key!r} has shape {value.shape} and "
+                                 f"dtype {value.dtype.str}, its manifest says "
+                                 f"{tuple(spec['shape'])} and {spec['dtype']}{rerun}")
+        extra = sorted(set(arrays) - set(listed))
+        if extra:
+            raise ValueError(f"stored run {path} has keys not in its manifest: {extra}{rerun}")
+    missing = [key for key in expect if key not in arrays]
+    if missing:
+        raise ValueError(f"stored run {path} has no key {missing[0]!r} (missing: {missing})"
+                         f"{rerun}")
+    return arrays
+
+
+def add_manifest(name: str) -> bool:
+    """Give the stored file ``name`` a manifest built from its own keys, shapes and dtypes.
+
+    For files stored before manifests existed: nothing is rerun, the arrays are rewritten
+    unchanged (atomically, by :func:`save`). Returns False when the file already had one.
+    """
+    arrays, listed = _read(_existing(name))
+    if listed is not None:
+        return False
+    save(name, arrays)
+    return True
+
+
+def stored_names() -> list[str]:
+    """Names of the registered experiments that have a stored file (what ``--all`` reruns)."""
+    return sorted(name for name in registry() if _path(name).exists())
 
 
 def benchmark_path(name: str) -> Path:
     """Where ``benchmarks/bench_NAME.py`` stores its results: ``stored/benchmark_NAME.json``.
 
     The results ship as package data, so a notebook that shows them runs from any directory.
+    ``name`` must be a plain identifier (:func:`check_name`).
     """
-    return STORED_DIR / f"benchmark_{name}.json"
+    return STORED_DIR / f"benchmark_{check_name(name)}.json"
 
 
 def load_benchmark(name: str) -> dict:
@@ -116,6 +271,8 @@ def assert_prefix_matches(stored: Mapping[str, np.ndarray], replayed: Mapping[st
     (``|replayed - stored| <= atol + rtol |stored|``). Returns the largest relative deviation
     per key; raises ``AssertionError`` naming the key when a deviation exceeds the tolerance.
     """
+    rtol = check_positive("rtol", rtol, allow_zero=True)
+    atol = check_positive("atol", atol, allow_zero=True)
     deviations: dict[str, float] = {}
     for key in keys if keys is not None else list(replayed):
         if key not in stored:
@@ -146,4 +303,6 @@ def format_deviation(value: float, *, resolution: float = 1e-12) -> str:
     Deviations at round-off level differ between machines and BLAS builds, so a value below
     ``resolution`` prints as ``"< 1e-12"``; that keeps the stored notebook output reproducible.
     """
+    value = check_positive("value", value, allow_zero=True)
+    resolution = check_positive("resolution", resolution)
     return f"< {resolution:.0e}" if value < resolution else f"{value:.1g}"

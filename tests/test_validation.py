@@ -1,0 +1,180 @@
+"""The shared input checks, the divergence rule, and the bad inputs listed in issue 17.
+
+Each test below failed before the fix it names (the report of the fuzzing run lists them);
+tests/test_bad_input.py covers the same ground systematically for every public function.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnlib import (attention, darcy, data, geometry, landscape, langevin, optim, potentials,
+                     qk_attention, symbolic, villani, vit)
+from attnlib._validation import (DivergenceError, as_matrix, check_finite, check_in_range,
+                                 check_int, check_not_diverged, check_positive)
+
+
+# ----------------------------------------------------------------------- shared checks
+@pytest.mark.parametrize("value, error", [
+    (np.ones(2) + 1j, "real numeric array, got dtype complex128"),
+    (np.array(["1.0", "2.0"]), "real numeric array, got dtype <U3"),
+    (np.array([1.0, None], dtype=object), "real numeric array, got dtype object"),
+    ([[1.0], [1.0, 2.0]], "real numeric array, got list"),
+    (np.zeros(0), "must not be empty"),
+])
+def test_as_matrix_refuses_non_real_and_empty_arrays(value: object, error: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=r"^X ") as info:
+        as_matrix("X", value, ndim=1)
+    assert error in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["0.1", None, 1 + 2j, np.ones(2)])
+def test_scalar_checks_refuse_strings_none_complex_and_arrays(value: object) -> None:
+    for check in (lambda v: check_positive("step", v), lambda v: check_finite("step", v),
+                  lambda v: check_int("step", v, minimum=0)):
+        with pytest.raises(TypeError, match="^step must be"):
+            check(value)
+
+
+def test_scalar_checks_name_nan_and_infinity() -> None:
+    with pytest.raises(ValueError, match="^d must be an integer, got nan"):
+        check_int("d", float("nan"), minimum=1)
+    with pytest.raises(ValueError, match="^d must be an integer, got inf"):
+        check_int("d", float("inf"), minimum=1)
+    with pytest.raises(ValueError, match=r"^fraction must lie in \(0, 1\]"):
+        check_in_range("fraction", 0.0, 0.0, 1.0, closed=(False, True))
+    assert check_int("d", 3.0, minimum=1) == 3 and check_finite("tilt", -2) == -2.0
+
+
+def test_divergence_rule() -> None:
+    check_not_diverged("loop", 1.0, np.ones(3))
+    with pytest.raises(DivergenceError, match="^loop, step 3: the run diverged"):
+        check_not_diverged("loop, step 3", 1.0, np.array([0.0, np.inf]))
+    assert issubclass(langevin.LangevinDivergenceError, DivergenceError)
+
+
+# --------------------------------------------------------------------- issue 17 items
+def test_complex_input_is_refused_not_cut_to_its_real_part() -> None:
+    rng = np.random.default_rng(0)
+    X, B = rng.standard_normal((6, 3)), 0.1 * np.eye(3)
+    with pytest.raises(TypeError, match="^B must be a real numeric array"):
+        attention.attend(B + 5j, X)
+
+
+def test_row_softmax_limits_for_infinite_and_huge_logits() -> None:
+    np.testing.assert_array_equal(attention.row_softmax(np.array([np.inf, 0.0])), [1.0, 0.0])
+    np.testing.assert_array_equal(attention.row_softmax(np.array([np.inf, 1.0, np.inf])),
+                                  [0.5, 0.0, 0.5])
+    np.testing.assert_array_equal(attention.row_softmax(np.array([-np.inf, 0.0])), [0.0, 1.0])
+    np.testing.assert_allclose(attention.row_softmax(np.array([1e308, -1e308, 1e308])),
+                               [0.5, 0.0, 0.5])
+    huge = attention.row_softmax(np.array([[1e6, 1e6 - 1.0], [2.0, 1.0]]))
+    np.testing.assert_allclose(huge[0], huge[1], rtol=1e-12)
+    single = attention.row_softmax(np.array([[1.0, 2.0]], dtype=np.float32))
+    assert single.dtype == np.float32
+    with pytest.raises(ValueError, match="all -inf"):
+        attention.row_softmax(np.array([[-np.inf, -np.inf], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="^logits contains NaN"):
+        attention.row_softmax(np.array([np.nan, 0.0]))
+
+
+def test_vit_train_reports_divergence_and_checks_optimizer_settings() -> None:
+    dataset = darcy.generate(4, 8, seed=0)
+    config = vit.ViTConfig(size=8, patch=4, width=4, key_dim=2)
+    params = vit.init_params(config, rng=np.random.default_rng(0))
+    patches, targets = vit.patchify(dataset.a, 4), vit.patchify(dataset.u, 4)
+    common = dict(epochs=5, batch_size=2, rng=np.random.default_rng(1))
+    with np.errstate(all="ignore"), pytest.raises(DivergenceError,
+                                                  match=r"vit\.train, epoch \d+, step \d+"):
+        vit.train(params, patches, targets, lr=10.0, optimizer="sgd", **common)
+    for bad, error in [(dict(betas=(1.0, 0.999)), r"betas\[0\] must lie in \[0, 1\)"),
+                       (dict(adam_eps=-1.0), "adam_eps must be a finite number >= 0"),
+                       (dict(dtype=np.complex128), "dtype must be float32 or float64"),
+                       (dict(lr="0.1"), "lr must be a real number")]:
+        kwargs = {**common, "lr": 1e-3, **bad}
+        with pytest.raises((ValueError, TypeError), match=error):
+            vit.train(params, patches, targets, **kwargs)
+
+
+def test_minimize_data_loss_refuses_a_saturated_plateau_and_an_overflowing_start() -> None:
+    problem = qk_attention.make_problem(rng=np.random.default_rng(0))
+    start = 1000.0 * np.random.default_rng(1).standard_normal(problem.dim)
+    assert float(np.linalg.norm(problem.gradient(start))) == 0.0       # the false stationary point
+    with pytest.raises(RuntimeError, match="numerically flat"):
+        villani.minimize_data_loss(problem, start)
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match="^theta0: the loss"):
+        villani.minimize_data_loss(problem, 1e200 * np.ones(problem.dim))
+    theta, grad_norm = villani.minimize_data_loss(problem, problem.theta_teacher)
+    assert grad_norm < 1e-7 and problem.loss(theta) < problem.loss(start)
+
+
+def test_gibbs_and_histogram_helpers_check_their_input() -> None:
+    axes = [np.linspace(-2.0, 2.0, 9)]
+    with pytest.raises(ValueError, match="finite real loss"):
+        langevin.gibbs_expectation(lambda t: (np.full(t.shape[0], np.nan), t), axes, 0.5)
+    with pytest.raises(ValueError, match="finite real loss"):
+        langevin.gibbs_expectation(lambda t: (np.zeros(3), t), axes, 0.5)
+    with pytest.raises(ValueError, match=r"^values must have shape \(9, \*\)|^values must have"):
+        langevin.gibbs_expectation(potentials.double_well, axes, 0.5, values=np.ones(8))
+    with pytest.raises(ValueError, match="^samples must not be empty"):
+        langevin.histogram_tv(np.zeros((0, 1)), axes, np.full(8, 0.125))
+    with pytest.raises(ValueError, match="^probabilities must be >= 0 and sum to 1"):
+        langevin.histogram_tv(np.zeros((4, 1)), axes, np.full(8, 0.5))
+    with pytest.raises(ValueError, match="^loss must not be empty"):
+        langevin.tail_mean(np.zeros((0, 3)))
+
+
+def test_darcy_checks_its_input_and_names_missing_keys(tmp_path) -> None:
+    with pytest.raises(TypeError, match="^g must be a real numeric array"):
+        darcy.threshold(None)
+    field = darcy.generate(1, 5, seed=0)
+    with pytest.raises(ValueError, match="^f must be a finite number"):
+        darcy.flux_residual(field.a[0], field.u[0], f=np.nan)
+    path = darcy.save(field, tmp_path / "set.npz")
+    with np.load(path) as stored:
+        partial = {key: stored[key] for key in stored.files if key != "u"}
+    np.savez(tmp_path / "partial.npz", **partial)
+    with pytest.raises(ValueError, match=r"partial\.npz has no key 'u'"):
+        darcy.load(tmp_path / "partial.npz")
+    np.testing.assert_array_equal(darcy.load(path).a, field.a)
+
+
+def test_range_checks_listed_in_the_issue() -> None:
+    rng = np.random.default_rng(0)
+    problem = data.default_problem(rng=rng, d=3, p=4)
+    for rtol in (np.nan, -1.0):
+        with pytest.raises(ValueError, match="^rtol must be a finite number > 0"):
+            geometry.minimizer_manifold(problem.Sigma, problem.M, rtol=rtol)
+    with pytest.raises(ValueError, match="^p must be an integer, got 3.5"):
+        geometry.minimum_hessian_eigenvalues(np.ones(3), 3.5)
+    manifold = geometry.minimizer_manifold(problem.Sigma, problem.M)
+    with pytest.raises(ValueError, match="^zero_tol must be a finite number > 0"):
+        landscape.stationary_point_table(manifold, zero_tol=-1.0)
+    with pytest.raises(ValueError, match="^t must be at least 1"):
+        optim.adam_increment(np.ones(2), np.zeros(2), np.zeros(2), lr=0.1, t=0,
+                             betas=(0.9, 0.999), eps=1e-8)
+    with pytest.raises(ValueError, match="^n_queries must be at least 1"):
+        attention.auto_block_size(-5, 10)
+    with pytest.raises(ValueError, match="^d must be an integer, got nan"):
+        data.random_rotation(float("nan"), rng=rng)
+
+
+def test_euler_maruyama_names_a_bad_step() -> None:
+    kwargs = dict(temperature=0.5, n_steps=2, rng=np.random.default_rng(0))
+    for step in (None, "0.1"):
+        with pytest.raises(TypeError, match="^step must be a real number"):
+            langevin.euler_maruyama(potentials.double_well, np.zeros((2, 1)), step=step,
+                                    **kwargs)
+
+
+def test_symbolic_evaluate_never_parses_strings(tmp_path) -> None:
+    marker = tmp_path / "executed"
+    attack = f"__import__('pathlib').Path({str(marker)!r}).touch()"
+    with pytest.raises(TypeError, match="^expr must be a sympy expression"):
+        symbolic.evaluate(attack, [])
+    assert not marker.exists()
+    z = symbolic.sp.Symbol("z")
+    assert symbolic.evaluate(z ** 2 + 1, [(z, 3.0)]) == 10.0
+    with pytest.raises(ValueError, match="free symbols left: \\['z'\\]"):
+        symbolic.evaluate(z ** 2, [])
