@@ -14,14 +14,15 @@ from numpy.typing import DTypeLike
 
 def as_matrix(name: str, value: object, shape: Sequence[int | None] | None = None,
               ndim: int | tuple[int, ...] = 2, *, allow_empty: bool = False,
-              dtype: DTypeLike = np.float64) -> np.ndarray:
+              dtype: DTypeLike = np.float64, finite: bool = True) -> np.ndarray:
     """Return ``value`` as a finite ``dtype`` (float64) array with ``ndim`` axes and the shape.
 
     ``ndim`` is a number of axes or a tuple of allowed numbers; ``shape`` entries that are
     ``None`` are free. Raises ``TypeError`` naming ``name`` when the
     entries are not real numbers (complex, strings, objects: nothing is silently cut to its real
     part or parsed from text), and ``ValueError`` when the number of axes or a fixed dimension
-    differs, when the array is empty (unless ``allow_empty``) or an entry is NaN or infinite.
+    differs, when the array is empty (unless ``allow_empty``) or an entry is NaN or infinite
+    (unless ``finite=False``: histories use NaN for "no value here").
     """
     try:
         raw = np.asarray(value)
@@ -44,12 +45,12 @@ def as_matrix(name: str, value: object, shape: Sequence[int | None] | None = Non
                                  f"(axis {axis} is {got}, expected {want})")
     if array.size == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
+    if finite and not np.all(np.isfinite(array)):
         raise ValueError(f"{name} contains NaN or infinite entries")
     return array
 
 
-def _real(name: str, value: object) -> float:
+def check_real(name: str, value: object) -> float:
     """``value`` as a float if it is a real number (not a string, None, complex or an array)."""
     if isinstance(value, (str, bytes, complex, np.complexfloating)) or value is None \
             or np.ndim(value) != 0:
@@ -62,7 +63,7 @@ def _real(name: str, value: object) -> float:
 
 def check_finite(name: str, value: float) -> float:
     """Return ``value`` as a float after checking it is a finite real number (any sign)."""
-    number = _real(name, value)
+    number = check_real(name, value)
     if not np.isfinite(number):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     return number
@@ -70,7 +71,7 @@ def check_finite(name: str, value: float) -> float:
 
 def check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
     """Return ``value`` as a float after checking it is finite and > 0 (or >= 0)."""
-    number = _real(name, value)
+    number = check_real(name, value)
     if not np.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
@@ -96,7 +97,7 @@ def check_int(name: str, value: int, *, minimum: int) -> int:
     if isinstance(value, (int, np.integer)):
         number = int(value)
     else:
-        real = _real(name, value)
+        real = check_real(name, value)
         if not np.isfinite(real) or int(real) != real:
             raise ValueError(f"{name} must be an integer, got {value!r}")
         number = int(real)

@@ -69,7 +69,8 @@ import numpy as np
 
 from . import attention
 from ._progress import progress as progress_bar
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import (as_matrix, check_finite, check_generator, check_in_range, check_int,
+                          check_positive, check_spd)
 from .data import RegressionProblem
 from .geometry import MinimizerManifold, minimizer_manifold
 from .optim import adam_increment
@@ -87,6 +88,12 @@ __all__ = [
 
 #: A pair of arrays shaped like the parameters (A, B): parameters, gradients or updates.
 Pair = tuple[np.ndarray, np.ndarray]
+
+
+def _moments(Sigma_hat: object, M_hat: object) -> MinimizerManifold:
+    """S_hat for the moments, with errors naming ``Sigma_hat`` and ``M_hat``."""
+    sigma = check_spd("Sigma_hat", Sigma_hat)
+    return minimizer_manifold(sigma, as_matrix("M_hat", M_hat, shape=(None, sigma.shape[0])))
 
 
 # ----------------------------------------------------------------------------------------
@@ -119,14 +126,14 @@ def chain(*transforms: Transform) -> Transform:
 
 def scale(factor: float) -> Transform:
     """Multiply both components by ``factor`` (``scale(-eta)`` turns a direction into a step)."""
-    factor = float(factor)
+    factor = check_finite("factor", factor)
     return Transform(lambda params: None,
                      lambda grads, state: ((factor * grads[0], factor * grads[1]), state))
 
 
 def precondition(Sigma_hat: np.ndarray) -> Transform:
     """Algorithm 1's preconditioner: ``(G_A, G_B) -> (G_A S^{-1}, S^{-1} G_B S^{-1})``, S = Sigma_hat."""
-    _, inv_half = spd_sqrt(Sigma_hat)
+    _, inv_half = spd_sqrt(check_spd("Sigma_hat", Sigma_hat))
     inverse = inv_half @ inv_half
     return Transform(lambda params: None,
                      lambda grads, state: ((grads[0] @ inverse, inverse @ grads[1] @ inverse),
@@ -135,8 +142,7 @@ def precondition(Sigma_hat: np.ndarray) -> Transform:
 
 def trace(*, decay: float, nesterov: bool = False) -> Transform:
     """Heavy-ball momentum ``m <- g + decay m``; the update is ``m`` (or ``g + decay m``, Nesterov)."""
-    if not 0 <= decay < 1:
-        raise ValueError(f"decay must lie in [0, 1), got {decay!r}")
+    decay = check_in_range("decay", decay, 0.0, 1.0, closed=(True, False))
 
     def update(grads: Pair, state: Pair) -> tuple[Pair, Pair]:
         new = (grads[0] + decay * state[0], grads[1] + decay * state[1])
@@ -147,14 +153,19 @@ def trace(*, decay: float, nesterov: bool = False) -> Transform:
     return Transform(lambda params: (np.zeros_like(params[0]), np.zeros_like(params[1])), update)
 
 
+def _betas(betas: object) -> tuple[float, float]:
+    if isinstance(betas, (str, bytes)) or np.shape(betas) != (2,):
+        raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+    return tuple(check_in_range(f"betas[{i}]", b, 0.0, 1.0, closed=(True, False))
+                 for i, b in enumerate(betas))
+
+
 def scale_by_adam(*, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> Transform:
     """Adam's direction ``m_hat / (sqrt(v_hat) + eps)`` (Kingma & Ba 2015, bias-corrected):
     ``m <- b1 m + (1 - b1) g``, ``v <- b2 v + (1 - b2) g^2``, ``m_hat = m / (1 - b1^t)``,
     ``v_hat = v / (1 - b2^t)``, t = 1, 2, ..."""
-    beta1, beta2 = (float(v) for v in betas)
-    if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
-        raise ValueError(f"adam betas must lie in [0, 1), got {betas!r}")
-    eps = check_positive("eps", eps)
+    beta1, beta2 = _betas(betas)
+    eps = check_positive("eps", eps, allow_zero=True)
 
     def init(params: Pair) -> tuple[int, list[np.ndarray], list[np.ndarray]]:
         return 0, [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
@@ -173,6 +184,12 @@ def scale_by_adam(*, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-
 # Update rules: the last piece of a method, turned into a Transform once the step is known.
 # ----------------------------------------------------------------------------------------
 
+def _check_step(step_scale: float, step: float | None) -> None:
+    check_positive("step_scale", step_scale)
+    if step is not None:
+        check_positive("step", step)
+
+
 @dataclass(frozen=True)
 class GD:
     """Gradient step ``-eta g``; ``eta`` from the step-size rule with ``c = step_scale`` unless
@@ -180,6 +197,9 @@ class GD:
 
     step_scale: float = 0.5
     step: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_step(self.step_scale, self.step)
 
     def transform(self, eta: float) -> Transform:
         return scale(-eta)
@@ -195,6 +215,10 @@ class Momentum:
     step_scale: float = 0.5
     step: float | None = None
 
+    def __post_init__(self) -> None:
+        check_in_range("decay", self.decay, 0.0, 1.0, closed=(True, False))
+        _check_step(self.step_scale, self.step)
+
     def transform(self, eta: float) -> Transform:
         return chain(trace(decay=self.decay, nesterov=self.nesterov), scale(-eta))
 
@@ -206,6 +230,11 @@ class Adam:
     lr: float = 1e-2
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
+
+    def __post_init__(self) -> None:
+        check_positive("lr", self.lr)
+        _betas(self.betas)
+        check_positive("eps", self.eps, allow_zero=True)
 
     def transform(self, eta: float) -> Transform:
         return chain(scale_by_adam(betas=self.betas, eps=self.eps), scale(-eta))
@@ -232,6 +261,18 @@ class Method:
     batch_size: int | None = None
     tau: float | None = None
     init_scale: float = 0.3
+
+    def __post_init__(self) -> None:
+        if self.init not in ("spectral", "random"):
+            raise ValueError(f"init must be 'spectral' or 'random', got {self.init!r}")
+        check_positive("lam", self.lam, allow_zero=True)
+        if not isinstance(self.update, (GD, Momentum, Adam)):
+            raise TypeError(f"update must be GD(), Momentum() or Adam(), got {self.update!r}")
+        if self.batch_size is not None:
+            check_int("batch_size", self.batch_size, minimum=1)
+        if self.tau is not None:
+            check_positive("tau", self.tau)
+        check_positive("init_scale", self.init_scale)
 
     def describe(self) -> dict[str, object]:
         """The method's pieces as plain values (for stored runs' JSON config)."""
@@ -269,6 +310,14 @@ class DataLoss:
     X: np.ndarray | None = None
     Y: np.ndarray | None = None
     mask: attention.Mask = "loo"
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("empirical", "closed_form"):
+            raise ValueError(f"kind must be 'empirical' or 'closed_form', got {self.kind!r}")
+        if self.mask not in ("loo", "all"):
+            raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {self.mask!r}")
+        if self.kind == "empirical" and (self.X is None or self.Y is None):
+            raise ValueError("kind='empirical' needs the samples X and Y")
 
     @property
     def Sigma_hat(self) -> np.ndarray:
@@ -324,8 +373,8 @@ def empirical_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo"
         raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
     x = as_matrix("X", X)
     y = as_matrix("Y", Y, shape=(x.shape[0], None))
-    sigma_hat, m_hat = empirical_moments(x, y) if moments is None else moments
-    manifold = minimizer_manifold(sigma_hat, m_hat)       # checks SPD, p >= d, rank
+    manifold = (minimizer_manifold(*empirical_moments(x, y)) if moments is None
+                else _moments(*moments))                     # checks SPD, p >= d, rank
     p, d = manifold.M.shape
     if x.shape[1] != d or y.shape[1] != p:
         raise ValueError(f"X, Y have shapes {x.shape}, {y.shape}; moments imply d = {d}, p = {p}")
@@ -334,7 +383,7 @@ def empirical_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo"
 
 def closed_form_loss(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> DataLoss:
     """The infinite-data loss with ``(Sigma_hat, M_hat)`` plugged in (chapters 4 and 6)."""
-    return DataLoss("closed_form", minimizer_manifold(Sigma_hat, M_hat))
+    return DataLoss("closed_form", _moments(Sigma_hat, M_hat))
 
 
 def empirical_objective_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray,
@@ -346,7 +395,7 @@ def empirical_objective_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y:
     loss, grad_a, grad_b = attention.loss_and_grad(A, B, X, Y, mask=mask, rows=rows)
     if check_positive("lam", lam, allow_zero=True) == 0:
         return loss, loss, grad_a, grad_b
-    reg, reg_a, reg_b = regularizer_and_grad(A, B, Sigma_hat, lam=lam)
+    reg, reg_a, reg_b = regularizer_and_grad(A, B, check_spd("Sigma_hat", Sigma_hat), lam=lam)
     return loss + reg, loss, grad_a + reg_a, grad_b + reg_b
 
 
@@ -371,7 +420,7 @@ def spectral_init(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> tuple[np.ndarray,
     ``M_hat Sigma_hat^{1/2} = Phi Gamma Psi^T`` (thin SVD), ``A_0 = Phi Gamma^{1/2} Sigma_hat^{-1/2}``,
     ``B_0 = Sigma_hat^{-1/2} Psi Gamma^{1/2} Sigma_hat^{-1/2}``; then ``A_0 Sigma_hat B_0^T = M_hat``.
     """
-    return minimizer_manifold(Sigma_hat, M_hat).point()
+    return _moments(Sigma_hat, M_hat).point()
 
 
 def renormalize(A: np.ndarray, B: np.ndarray, Sigma_hat: np.ndarray,
@@ -383,7 +432,7 @@ def renormalize(A: np.ndarray, B: np.ndarray, Sigma_hat: np.ndarray,
     (:func:`train` additionally requires tau >= the balanced scale ``sqrt(trace Gamma_hat)``.)
     """
     tau = check_positive("tau", tau)
-    half, _ = spd_sqrt(Sigma_hat)
+    half, _ = spd_sqrt(check_spd("Sigma_hat", Sigma_hat))
     d = half.shape[0]
     a = as_matrix("A", A, shape=(None, d))
     b = as_matrix("B", B, shape=(d, d))
@@ -396,8 +445,9 @@ def default_step(A0: np.ndarray, B0: np.ndarray, Sigma_hat: np.ndarray, M_hat: n
     """The step-size rule of the module docstring (a curvature bound covering the start and S)."""
     step_scale = check_positive("step_scale", step_scale)
     lam = check_positive("lam", lam, allow_zero=True)
-    manifold = minimizer_manifold(Sigma_hat, M_hat)
-    u0, v0 = manifold.factor(A0, B0)
+    manifold = _moments(Sigma_hat, M_hat)
+    p, d = manifold.M.shape
+    u0, v0 = manifold.factor(as_matrix("A0", A0, shape=(p, d)), as_matrix("B0", B0, shape=(d, d)))
     size = float(np.sum(u0 ** 2) + np.sum(v0 ** 2))
     curvature = (1.0 + lam) * max(float(manifold.singular_values[0]), size)
     if not precondition:
@@ -445,11 +495,11 @@ def _start(method: Method, data: DataLoss, init: Pair | None,
 
 
 def _step_size(method: Method, data: DataLoss, a: np.ndarray, b: np.ndarray) -> float:
-    rule = method.update
+    rule = method.update                      # its settings were checked when it was built
     if isinstance(rule, Adam):
-        return check_positive("update.lr (Adam)", rule.lr)
+        return rule.lr
     if rule.step is not None:
-        return check_positive("update.step", rule.step)
+        return rule.step
     return default_step(a, b, data.Sigma_hat, data.M_hat, lam=method.lam,
                         precondition=method.precondition, step_scale=rule.step_scale)
 

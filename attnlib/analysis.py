@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._validation import check_int, check_positive
+from ._validation import as_matrix, check_in_range, check_int, check_positive, check_real
 from .population import to_factor
 
 __all__ = [
@@ -51,13 +51,7 @@ class SeedSummary:
 
 
 def _curve(name: str, curve: object) -> np.ndarray:
-    array = np.asarray(curve, dtype=np.float64)
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D history (one value per iteration), "
-                         f"got shape {array.shape}")
-    if array.size == 0:
-        raise ValueError(f"{name} is empty: a history has at least the value at iteration 0")
-    return array
+    return as_matrix(name, curve, ndim=1, finite=False)
 
 
 def pad_histories(curves: Sequence[object], length: int | None = None) -> np.ndarray:
@@ -87,10 +81,10 @@ def seed_summary(curves: object, *, lower: float = 0.25, upper: float = 0.75) ->
     finite value the summary is NaN and ``count`` is 0. The quantiles use numpy's default
     (linear) interpolation; with 5 runs the quartiles are the 2nd and 4th smallest values.
     """
-    array = np.asarray(curves, dtype=np.float64)
-    if array.ndim != 2:
-        raise ValueError(f"curves must have shape (runs, iterations), got {array.shape}")
-    if not 0.0 <= lower <= upper <= 1.0:
+    array = as_matrix("curves", curves, ndim=2, finite=False)
+    lower = check_in_range("lower", lower, 0.0, 1.0)
+    upper = check_in_range("upper", upper, 0.0, 1.0)
+    if not lower <= upper:
         raise ValueError(f"need 0 <= lower <= upper <= 1, got lower={lower!r}, upper={upper!r}")
     finite = np.isfinite(array)
     count = finite.sum(axis=0)
@@ -115,9 +109,7 @@ def iterations_to_threshold(curves: object, threshold: float) -> np.ndarray | fl
     reached. ``inf`` means "not reached within the run"; the cap is the run's length.
     """
     threshold = check_positive("threshold", threshold, allow_zero=True)
-    array = np.asarray(curves, dtype=np.float64)
-    if array.ndim == 0 or array.shape[-1] == 0:
-        raise ValueError(f"curves must have an iteration axis (last axis), got {array.shape}")
+    array = as_matrix("curves", curves, ndim=tuple(range(1, 8)), finite=False)
     reached = np.isfinite(array) & (array <= threshold)
     first = np.where(reached.any(axis=-1), np.argmax(reached, axis=-1), np.inf)
     return float(first) if array.ndim == 1 else first.astype(np.float64)
@@ -126,6 +118,7 @@ def iterations_to_threshold(curves: object, threshold: float) -> np.ndarray | fl
 def format_iterations(value: float, cap: int) -> str:
     """Format an :func:`iterations_to_threshold` result: ``"123"`` or ``"not reached (> cap)"``."""
     cap = check_int("cap", cap, minimum=0)
+    value = check_real("value", value)
     if np.isinf(value):
         return f"not reached (> {cap})"
     if not np.isfinite(value) or value < 0 or value != int(value):

@@ -87,7 +87,7 @@ def fit_power_law(x: np.ndarray, y: np.ndarray, *, rng: np.random.Generator | No
     Raises ``ValueError`` for non-positive values, mismatched shapes or too few points.
     """
     xs = as_matrix("x", x, ndim=1)
-    ys = np.asarray(y, dtype=float)
+    ys = as_matrix("y", y, ndim=(1, 2))
     ys = as_matrix("y", ys[:, None] if ys.ndim == 1 else ys, shape=(xs.size, None))
     if np.any(xs <= 0) or np.any(ys <= 0):
         raise ValueError("x and y must be positive for a log-log fit")
@@ -147,7 +147,7 @@ def fit_geometric_rate(iterations: np.ndarray, values: np.ndarray, *,
     window must be positive and finite; at least 3 points are needed.
     """
     its = as_matrix("iterations", iterations, ndim=1)
-    vals = np.asarray(values, dtype=float)
+    vals = as_matrix("values", values, ndim=1)
     if vals.shape != its.shape:
         raise ValueError(f"values must have the shape of iterations {its.shape}, got {vals.shape}")
     keep = np.ones(its.size, dtype=bool)

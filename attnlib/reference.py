@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 from scipy import optimize
 
-from ._validation import as_matrix, check_int, check_positive
+from ._validation import as_matrix, check_generator, check_int, check_positive
 from .population import spd_sqrt
 
 __all__ = ["ObjectiveFn", "ReferenceOptimum", "ReferenceNotConverged", "reference_minimizer",
@@ -79,7 +79,11 @@ class ReferenceOptimum:
 def factor_gradient(grad_a: np.ndarray, grad_b: np.ndarray,
                     inv_half: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Chain rule to (U, V): ``(dQ/dA Sigma^{-1/2}, Sigma^{-1/2} dQ/dB Sigma^{-1/2})``."""
-    return grad_a @ inv_half, inv_half @ grad_b @ inv_half
+    inverse = as_matrix("inv_half", inv_half)
+    d = inverse.shape[0]
+    inverse = as_matrix("inv_half", inverse, shape=(d, d))
+    return (as_matrix("grad_a", grad_a, shape=(None, d)) @ inverse,
+            inverse @ as_matrix("grad_b", grad_b, shape=(d, d)) @ inverse)
 
 
 class _FactorProblem:
@@ -189,6 +193,7 @@ def largest_curvature(objective: ObjectiveFn, point: tuple[np.ndarray, np.ndarra
     """
     iterations = check_int("iterations", iterations, minimum=1)
     fd_step = check_positive("fd_step", fd_step)
+    rng = check_generator("rng", rng)
     problem, z = _FactorProblem.at(objective, point, Sigma, "point")
     vector = rng.standard_normal(z.size)
     vector /= np.linalg.norm(vector)

@@ -54,10 +54,14 @@ class Verdict:
 
 def _values(name: str, value: object) -> np.ndarray:
     try:
-        array = np.atleast_1d(np.asarray(value, dtype=np.float64))
+        raw = np.atleast_1d(np.asarray(value))
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a number or a sequence of numbers, "
                         f"got {type(value).__name__}") from exc
+    if raw.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a number or a sequence of real numbers (not text), "
+                        f"got dtype {raw.dtype}")
+    array = raw.astype(np.float64)
     if array.ndim != 1 or array.size == 0:
         raise ValueError(f"{name} must be a number or a non-empty 1-D sequence, "
                          f"got shape {array.shape}")
@@ -93,6 +97,11 @@ def verdict(claim: str, value: object, threshold: object, *, direction: str = "<
     """
     if direction not in _OPERATORS:
         raise ValueError(f"direction must be one of {sorted(_OPERATORS)}, got {direction!r}")
+    try:
+        format(1.0, fmt)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"fmt must be a format specification for numbers such as '.3g', "
+                         f"got {fmt!r}") from exc
     compare = _OPERATORS[direction]
     if value is None:
         return not_testable(claim, f"no measurement of {quantity}")

@@ -213,7 +213,7 @@ def test_clear_errors(small) -> None:
     problem, x, y = small
     loss = algorithm.empirical_loss(x, y)
     sigma_hat, m_hat = population.empirical_moments(x, y)
-    with pytest.raises(ValueError, match="update.step"):
+    with pytest.raises(ValueError, match="step must be"):
         algorithm.train(loss, algorithm.Method(update=algorithm.GD(step=-0.1)), iterations=1)
     with pytest.raises(ValueError, match="tau"):
         algorithm.train(loss, algorithm.Method(tau=0.0), iterations=1)

@@ -19,7 +19,7 @@ def test_pad_histories_pads_with_nan_and_rejects_long_curves():
     assert analysis.pad_histories([np.ones(2)], length=4).shape == (1, 4)
     with pytest.raises(ValueError, match="length = 2"):
         analysis.pad_histories([np.ones(3)], length=2)
-    with pytest.raises(ValueError, match="1-D"):
+    with pytest.raises(ValueError, match="must have 1 axes"):
         analysis.pad_histories([np.ones((2, 2))])
 
 

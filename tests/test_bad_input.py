@@ -138,6 +138,12 @@ def _stored(tmp: Path) -> str:
     return "fuzz_run"
 
 
+def _benchmark(tmp: Path) -> str:
+    """A tiny stored benchmark result in the store ``tmp`` (for experiments.load_benchmark)."""
+    (tmp / "benchmark_fuzz.json").write_text('{"rows": []}')
+    return "fuzz"
+
+
 def _tiny_experiment(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     return {"loss": np.arange(3.0 if full else 2.0)}
 
@@ -408,7 +414,7 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "experiments.describe": lambda: dict(name=_stored(tmp)),
         "experiments.format_deviation": lambda: dict(value=1e-3, resolution=1e-12),
         "experiments.benchmark_path": lambda: dict(name="attention"),
-        "experiments.load_benchmark": lambda: dict(name="attention"),
+        "experiments.load_benchmark": lambda: dict(name=_benchmark(tmp)),
     }
 
 
@@ -506,6 +512,7 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
     ("experiments.register", "name", "unknown_option"): _NEW_NAME,
     ("experiments.check_name", "name", "unknown_option"): _NEW_NAME,
     ("experiments.save", "name", "unknown_option"): _NEW_NAME,
+    ("experiments.benchmark_path", "name", "unknown_option"): _NEW_NAME,
 }
 
 #: Arguments for which NaN passes through by design (checked by the caller, documented).
@@ -520,7 +527,6 @@ NAN_PASSES_THROUGH = {
 DOCUMENTED_ERRORS: dict[tuple[str, str, str], type[BaseException]] = {
     ("experiments.run", "name", "unknown_option"): KeyError,
     ("experiments.load", "name", "unknown_option"): FileNotFoundError,
-    ("experiments.benchmark_path", "name", "unknown_option"): _NEW_NAME,
     ("experiments.load_benchmark", "name", "unknown_option"): FileNotFoundError,
     ("experiments.describe", "name", "unknown_option"): FileNotFoundError,
     ("experiments.add_manifest", "name", "unknown_option"): FileNotFoundError,
@@ -535,61 +541,6 @@ _BAD_POSITIVE = ("nan", "inf", "negative", "complex", "string", "none")
 #: (callable, argument) -> (cases, what goes wrong). Each case runs as a strict xfail, so a
 #: fix shows up as XPASS and fails the test until its entry is removed here.
 _KNOWN_FAILURES_BY_ARGUMENT: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
-    ("algorithm.default_step", "A0"): (_ARRAY_CASES, "errors name 'A', not 'A0'"),
-    ("algorithm.default_step", "B0"): (_ARRAY_CASES, "errors name 'B', not 'B0'"),
-    ("algorithm.default_step", "Sigma_hat"): (_ARRAY_CASES, "errors name 'Sigma'"),
-    ("algorithm.default_step", "M_hat"): (_ARRAY_CASES, "errors name 'M'"),
-    ("algorithm.empirical_objective_and_grad", "Sigma_hat"): (_ARRAY_CASES,
-                                                              "errors name 'Sigma'"),
-    ("algorithm.renormalize", "Sigma_hat"): (_ARRAY_CASES, "errors name 'Sigma'"),
-    ("algorithm.spectral_init", "Sigma_hat"): (_ARRAY_CASES, "errors name 'Sigma'"),
-    ("algorithm.spectral_init", "M_hat"): (_ARRAY_CASES, "errors name 'M'"),
-    ("analysis.iterations_to_threshold", "curves"): (
-        _NON_REAL + ("empty",), "np.asarray(dtype=float): complex cut to the real part, "
-        "strings parsed, object arrays give NaN, an empty array gives an unnamed error"),
-    ("analysis.seed_summary", "curves"): (
-        _NON_REAL + ("empty",), "np.asarray(dtype=float): complex cut, strings parsed, "
-        "object entries become NaN, empty accepted"),
-    ("analysis.seed_summary", "lower"): (("complex", "string", "none"),
-                                         "compared unchecked: TypeError without the name"),
-    ("analysis.seed_summary", "upper"): (("complex", "string", "none"),
-                                         "compared unchecked: TypeError without the name"),
-    ("analysis.format_iterations", "value"): (("complex", "string"),
-                                              "compared unchecked: TypeError without the name"),
-    ("analysis.settling_iteration", "curve"): (("complex", "string"),
-                                               "complex cut to the real part, strings parsed"),
-    ("fitting.fit_geometric_rate", "values"): (("nan", "inf") + _NON_REAL,
-                                               "non-finite and non-real values accepted"),
-    ("fitting.fit_power_law", "y"): (("complex", "string"),
-                                     "complex cut to the real part, strings parsed"),
-    ("algorithm.Adam", "lr"): (_BAD_POSITIVE, "settings stored unchecked"),
-    ("algorithm.Adam", "eps"): (_BAD_POSITIVE, "settings stored unchecked"),
-    ("algorithm.GD", "step_scale"): (_BAD_POSITIVE, "settings stored unchecked"),
-    ("algorithm.GD", "step"): (_BAD_POSITIVE[:-1], "settings stored unchecked"),
-    ("algorithm.Momentum", "decay"): (_BAD_POSITIVE, "settings stored unchecked"),
-    ("algorithm.Momentum", "step_scale"): (_BAD_POSITIVE, "settings stored unchecked"),
-    ("algorithm.Method", "lam"): (_BAD_POSITIVE, "settings stored unchecked"),
-    ("algorithm.Method", "tau"): (_BAD_POSITIVE[:-1], "settings stored unchecked"),
-    ("algorithm.Method", "init_scale"): (_BAD_POSITIVE, "settings stored unchecked"),
-    ("algorithm.Method", "batch_size"): (("nan", "inf", "not_integer", "negative", "string",
-                                          "complex"), "settings stored unchecked"),
-    ("algorithm.Method", "init"): (("unknown_option",), "settings stored unchecked"),
-    ("algorithm.DataLoss", "kind"): (("unknown_option",), "kind stored unchecked"),
-    ("algorithm.closed_form_loss", "Sigma_hat"): (_ARRAY_CASES, "errors name 'Sigma'"),
-    ("algorithm.closed_form_loss", "M_hat"): (_ARRAY_CASES, "errors name 'M'"),
-    ("algorithm.precondition", "Sigma_hat"): (_ARRAY_CASES, "errors name 'Sigma'"),
-    ("algorithm.scale", "factor"): (("nan", "inf", "complex", "string"),
-                                    "factor stored unchecked"),
-    ("algorithm.trace", "decay"): (("complex", "string"),
-                                   "compared unchecked: TypeError without the name"),
-    ("reference.factor_gradient", "grad_a"): (_ARRAY_CASES, "no input checks"),
-    ("reference.factor_gradient", "grad_b"): (_ARRAY_CASES, "no input checks"),
-    ("reference.factor_gradient", "inv_half"): (_ARRAY_CASES, "no input checks"),
-    ("reference.largest_curvature", "rng"): (("not_generator",),
-                                             "AttributeError instead of a named TypeError"),
-    ("verdicts.verdict", "value"): (("string",), "a numeric string is parsed"),
-    ("verdicts.verdict", "threshold"): (("string",), "a numeric string is parsed"),
-    ("verdicts.verdict", "fmt"): (("unknown_option",), "format error does not name fmt"),
 }
 #: (callable, argument, case) -> what goes wrong today (xfail, strict: remove when fixed).
 KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
