@@ -2,8 +2,9 @@
 
 Usage: ``python scripts/execute_notebooks.py notebooks/ch01_model.ipynb [...]``
 (no argument: every notebook under notebooks/). Each notebook runs top to bottom with the
-working directory set to its folder, as Jupyter Book runs it; the widget state is stored so
-that the built book can show the widgets frozen. Prints the wall time of each notebook.
+working directory set to its folder, as Jupyter Book runs it (the book shows each interactive
+figure through its precomputed frames, :mod:`attnlib.slider`). Prints the wall time of each
+notebook.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 
 from attnlib import experiments  # noqa: E402
-from attnlib.plotting import METHOD_COLOURS, new_figure  # noqa: E402
+from attnlib.plotting import METHOD_COLOURS, new_figure, plot_series  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "book" / "figures" / "paper1_defaults.png"
 
@@ -31,8 +31,7 @@ def main() -> None:
         gaps = np.stack([stored[f"objective_seed{s}"][:, index] - best[tag, s] for s in seeds])
         risks = np.stack([stored[f"excess_risk_seed{s}"][:, index] for s in seeds])
         for ax, curves in zip(axes, (gaps, risks)):
-            ax.plot(iterations + 1, np.median(curves, axis=0), color=METHOD_COLOURS[method],
-                    label=method, marker="os^vD"[index], markevery=0.1, ms=4)
+            plot_series(ax, iterations + 1, np.median(curves, axis=0), method, ms=4)
             ax.fill_between(iterations + 1, curves.min(axis=0), curves.max(axis=0),
                             color=METHOD_COLOURS[method], alpha=0.15)
     axes[1].axhline(float(stored["ols_formula"]), color=METHOD_COLOURS["ols"], ls="--",
@@ -44,8 +43,8 @@ def main() -> None:
     axes[1].set(xscale="log", yscale="log", xlabel="iteration + 1",
                 ylabel=r"excess population risk $L(\theta) - L^\star$")
     axes[1].set_ylim(bottom=float(stored["ols_formula"]) / 3)
-    axes[0].legend(ncols=2, loc="lower left", fontsize=8)
-    axes[1].legend(handles=[axes[1].lines[-1]], loc="upper right", fontsize=8)
+    axes[0].legend(ncols=2, loc="lower left")
+    axes[1].legend(handles=[axes[1].lines[-1]], loc="upper right")
     fig.savefig(OUT)
     print(f"wrote {OUT}")
 

@@ -73,7 +73,7 @@ if [ ! -f _build/html/index.html ]; then
 elif [ "$chromium_ok" = 1 ]; then
   # test_subpath.py (issue 19): the site served under /attnbook/
   ATTNBOOK_HTML="$ROOT/_build/html" .venv/bin/python -m pytest tests/test_rendered_book.py \
-    tests/test_subpath.py -q || failed+=("3 (browser check)")
+    tests/test_subpath.py -q -n "${ATTNBOOK_WORKERS:-2}" || failed+=("3 (browser check)")
 else
   failed+=("3 (browser check: no Chromium)")
 fi

@@ -54,7 +54,7 @@ RESULT_TYPES = {
     "langevin.LangevinRun", "villani.VillaniValue", "villani.OrbitConstants",
     "villani.FactorizedLoss", "symbolic.Identity", "symbolic.TiltingMonteCarlo",
     "algorithm.Transform", "reference.ReferenceOptimum", "verdicts.Verdict",
-    "langevin.MalaRun", "villani.OrbitCrossovers",
+    "langevin.MalaRun", "villani.OrbitCrossovers", "slider.Frame", "slider.FrameSlider",
 }
 
 
@@ -247,6 +247,10 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "geometry.minimum_hessian_eigenvalues": lambda: dict(singular_values=sv, p=4, lam=1.0),
         "plotting.use_book_style": lambda: dict(),
         "plotting.new_figure": lambda: dict(ncols=1, nrows=1, width=3.0, height=2.0),
+        "plotting.figure": lambda: dict(nrows=1, ncols=2, width=3.0, aspect=0.6),
+        "plotting.series_style": lambda: dict(name="gd"),
+        "slider.frame_slider": lambda: dict(draw=lambda a: plt.figure(figsize=(1, 1)),
+                                            controls={"a": [1.0, 2.0]}, alt="a = {a:g}"),
         "geometry.gd_contraction_factor": lambda: dict(step=0.1, singular_values=sv, p=4,
                                                        lam=1.0),
         "landscape.normal_direction": lambda: dict(manifold=mf, kind="random", rng=_rng()),
@@ -489,6 +493,7 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
     ("verdicts.not_testable", "claim", "unknown_option"): "free text",
     ("verdicts.not_testable", "reason", "unknown_option"): "free text",
     ("verdicts.combine", "claim", "unknown_option"): "free text",
+    ("slider.frame_slider", "alt", "unknown_option"): "free text (a format template)",
     ("analysis.seed_summary", "curves", "nan"): "NaN marks a diverged run: ignored",
     ("analysis.seed_summary", "curves", "inf"): "non-finite entries are ignored",
     ("analysis.iterations_to_threshold", "curves", "nan"): "NaN never counts as reached",

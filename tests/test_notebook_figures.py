@@ -1,0 +1,50 @@
+"""Reader-facing notebook conventions the book build cannot see: every figure is captioned,
+named for cross-references and described by alt text; nbval markers are cell tags."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+def figure_cells(path: Path) -> list[tuple[int, dict]]:
+    """Code cells whose outputs hold an image or a kernel-free slider."""
+    cells = json.loads(path.read_text())["cells"]
+    return [(i, cell) for i, cell in enumerate(cells) if cell["cell_type"] == "code"
+            and any("image/png" in out.get("data", {})
+                    or "attn-slider" in "".join(out.get("data", {}).get("text/html", ""))
+                    for out in cell.get("outputs", []))]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_figure_has_caption_name_and_alt(path: Path) -> None:
+    problems, names = [], []
+    for i, cell in figure_cells(path):
+        meta = cell["metadata"].get("mystnb", {})
+        figure, image = meta.get("figure", {}), meta.get("image", {})
+        images = sum("image/png" in out.get("data", {}) for out in cell["outputs"])
+        if images > 1:
+            problems.append(f"cell {i}: {images} figures in one cell (one caption each: split it)")
+        if len(figure.get("caption", "").split()) < 4:
+            problems.append(f"cell {i}: no caption (mystnb.figure.caption)")
+        if not figure.get("name", "").startswith("fig-"):
+            problems.append(f"cell {i}: no name fig-... (mystnb.figure.name)")
+        names.append(figure.get("name"))
+        if images and len(image.get("alt", "").split()) < 4:
+            problems.append(f"cell {i}: no alt text (mystnb.image.alt)")
+    duplicated = {name for name in names if name and names.count(name) > 1}
+    assert not duplicated, f"{path.name}: figure names used twice: {duplicated}"
+    assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_nbval_markers_are_tags(path: Path) -> None:
+    cells = json.loads(path.read_text())["cells"]
+    marked = [i for i, cell in enumerate(cells) if cell["cell_type"] == "code"
+              and "NBVAL_" in "".join(cell["source"])]
+    assert not marked, (f"{path.name}: cells {marked} carry # NBVAL_ comments readers see; "
+                        "use the cell tags nbval-ignore-output / nbval-skip")
