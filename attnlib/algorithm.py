@@ -4,10 +4,11 @@ Every Part I method trains the attention layer (A, B) on an objective
 
     Q_hat(A, B) = data loss(A, B) + R_hat(A, B)
 
-with one of two data losses (:class:`DataLoss`): the layer's empirical loss L_hat
-(:func:`empirical_loss`, :func:`attnlib.attention.loss_and_grad`) or its infinite-data limit
-with the empirical moments plugged in, ``1/2 ||(A S B^T - M_hat) S^{1/2}||_F^2`` with
-``S = Sigma_hat`` (:func:`closed_form_loss`, fast; chapters 4 and 6). ``R_hat`` is the balancing
+with one of three data losses (:class:`DataLoss`): the layer's empirical loss L_hat on one
+sample set (:func:`empirical_loss`, :func:`attnlib.attention.loss_and_grad`), the layer's loss
+averaged over N prompts of context length n (:func:`prompts_loss`, the second reconstruction,
+:mod:`attnlib.prompts`), or the infinite-data limit with the empirical moments plugged in,
+``1/2 ||(A S B^T - M_hat) S^{1/2}||_F^2`` with ``S = Sigma_hat`` (:func:`closed_form_loss`, fast; chapters 4 and 6). ``R_hat`` is the balancing
 regularizer ``lambda/8 ||U^T U - V^T V||_F^2`` built from ``Sigma_hat`` (:mod:`attnlib.population`).
 
 A method (:class:`Method`) is a composition of Algorithm 1's ingredients [seed + choice]:
@@ -81,7 +82,7 @@ from .reference import ReferenceOptimum
 __all__ = [
     "Pair", "Transform", "chain", "scale", "precondition", "trace", "scale_by_adam",
     "GD", "Momentum", "Adam", "UpdateRule", "Method", "METHODS",
-    "DataLoss", "empirical_loss", "closed_form_loss", "empirical_objective_and_grad",
+    "DataLoss", "empirical_loss", "prompts_loss", "closed_form_loss", "empirical_objective_and_grad",
     "random_init", "spectral_init", "renormalize", "default_step",
     "TrainResult", "train",
 ]
@@ -299,25 +300,28 @@ METHODS: dict[str, Method] = {
 class DataLoss:
     """The data term of Q_hat and the moments (Sigma_hat, M_hat) that the method uses.
 
-    ``kind`` is "empirical" (the attention layer's loss on ``X``, ``Y`` with ``mask``) or
-    "closed_form" (``1/2 ||(A S B^T - M_hat) S^{1/2}||_F^2``). Calling it with ``(A, B)``
-    (and for "empirical" optionally ``rows``, a minibatch of query rows) returns
-    ``(loss, dloss/dA, dloss/dB)``. ``manifold`` is S_hat for (Sigma_hat, M_hat).
+    ``kind`` is "empirical" (the attention layer's loss on ``X``, ``Y`` with ``mask``),
+    "prompts" (the loss averaged over N prompts ``X`` (N, n, d), ``Y`` (N, n, p), each its own
+    context; :func:`attnlib.attention.prompts_loss_and_grad`) or "closed_form"
+    (``1/2 ||(A S B^T - M_hat) S^{1/2}||_F^2``). Calling it with ``(A, B)`` (and for the layer's
+    losses optionally ``rows``, a minibatch of query rows) returns ``(loss, dloss/dA, dloss/dB)``.
+    ``manifold`` is S_hat for (Sigma_hat, M_hat) (pooled over the prompts for "prompts").
     """
 
-    kind: Literal["empirical", "closed_form"]
+    kind: Literal["empirical", "closed_form", "prompts"]
     manifold: MinimizerManifold
     X: np.ndarray | None = None
     Y: np.ndarray | None = None
     mask: attention.Mask = "loo"
 
     def __post_init__(self) -> None:
-        if self.kind not in ("empirical", "closed_form"):
-            raise ValueError(f"kind must be 'empirical' or 'closed_form', got {self.kind!r}")
+        if self.kind not in ("empirical", "closed_form", "prompts"):
+            raise ValueError(f"kind must be 'empirical', 'prompts' or 'closed_form', got "
+                             f"{self.kind!r}")
         if self.mask not in ("loo", "all"):
             raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {self.mask!r}")
-        if self.kind == "empirical" and (self.X is None or self.Y is None):
-            raise ValueError("kind='empirical' needs the samples X and Y")
+        if self.kind != "closed_form" and (self.X is None or self.Y is None):
+            raise ValueError(f"kind={self.kind!r} needs the samples X and Y")
 
     @property
     def Sigma_hat(self) -> np.ndarray:
@@ -327,10 +331,21 @@ class DataLoss:
     def M_hat(self) -> np.ndarray:
         return self.manifold.M
 
+    @property
+    def n_queries(self) -> int:
+        """Number of query rows a minibatch draws from (n, or N n for prompts; 0 for the
+        closed form)."""
+        if self.X is None:
+            return 0
+        return int(self.X.shape[0]) if self.kind == "empirical" else int(np.prod(self.X.shape[:2]))
+
     def __call__(self, A: np.ndarray, B: np.ndarray,
                  rows: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
         if self.kind == "empirical":
             return attention.loss_and_grad(A, B, self.X, self.Y, mask=self.mask, rows=rows)
+        if self.kind == "prompts":
+            return attention.prompts_loss_and_grad(A, B, self.X, self.Y, mask=self.mask,
+                                                   rows=rows)
         if rows is not None:
             raise ValueError("rows (minibatches) need the empirical loss, not the closed form")
         return population_loss_and_grad(A, B, self.Sigma_hat, self.M_hat)
@@ -379,6 +394,32 @@ def empirical_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo"
     if x.shape[1] != d or y.shape[1] != p:
         raise ValueError(f"X, Y have shapes {x.shape}, {y.shape}; moments imply d = {d}, p = {p}")
     return DataLoss("empirical", manifold, x, y, mask)
+
+
+def prompts_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo",
+                 moments: tuple[np.ndarray, np.ndarray] | None = None) -> DataLoss:
+    """The layer's loss averaged over N prompts of context length n (the second reconstruction).
+
+    ``X`` (N, n, d), ``Y`` (N, n, p); query j of prompt k attends over prompt k only (minus
+    itself for ``mask="loo"``). ``(Sigma_hat, M_hat)`` are the pooled moments of all N n
+    samples (:func:`attnlib.population.empirical_moments`) unless ``moments`` is given; they set
+    R_hat, the preconditioner, the spectral start and the step rule, as for
+    :func:`empirical_loss`. Raises ``ValueError`` for bad shapes, N n < d or p < d.
+    """
+    if mask not in ("loo", "all"):
+        raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
+    x = as_matrix("X", X, ndim=3)
+    y = as_matrix("Y", Y, shape=(x.shape[0], x.shape[1], None), ndim=3)
+    if x.shape[1] < 2:
+        raise ValueError(f"X must hold prompts of at least 2 tokens, shape (N, n, d), got {x.shape}")
+    d, p = x.shape[2], y.shape[2]
+    sigma_hat, m_hat = (empirical_moments(x.reshape(-1, d), y.reshape(-1, p)) if moments is None
+                        else moments)
+    manifold = minimizer_manifold(sigma_hat, m_hat)
+    if manifold.M.shape != (p, d):
+        raise ValueError(f"X, Y have shapes {x.shape}, {y.shape}; moments imply (p, d) = "
+                         f"{manifold.M.shape}")
+    return DataLoss("prompts", manifold, x, y, mask)
 
 
 def closed_form_loss(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> DataLoss:
@@ -511,8 +552,9 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
           rng: np.random.Generator | None = None,
           callback: Callable[[int, np.ndarray, np.ndarray], bool | None] | None = None,
           progress: bool = False) -> TrainResult:
-    """Train the attention layer on ``data`` (:func:`empirical_loss` or :func:`closed_form_loss`)
-    with ``method`` (default: Algorithm 1); the pieces are described in the module docstring.
+    """Train the attention layer on ``data`` (:func:`empirical_loss`, :func:`prompts_loss` or
+    :func:`closed_form_loss`) with ``method`` (default: Algorithm 1); the pieces are described
+    in the module docstring.
 
     Options (keyword only): ``iterations`` (number of updates; the history has
     ``iterations + 1`` entries unless training diverged or the callback returned True);
@@ -527,8 +569,9 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     inconsistent options.
     """
     if not isinstance(data, DataLoss):
-        raise TypeError("data must be an attnlib.algorithm.DataLoss (empirical_loss(X, Y) or "
-                        f"closed_form_loss(Sigma_hat, M_hat)), got {type(data).__name__}")
+        raise TypeError("data must be an attnlib.algorithm.DataLoss (empirical_loss(X, Y), "
+                        "prompts_loss(X, Y) or closed_form_loss(Sigma_hat, M_hat)), got "
+                        f"{type(data).__name__}")
     if not isinstance(method, Method):
         raise TypeError(f"method must be an attnlib.algorithm.Method, got {type(method).__name__}")
     iterations = check_int("iterations", iterations, minimum=0)
@@ -540,15 +583,15 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     p, d = data.M_hat.shape
     batch_size = method.batch_size
     if batch_size is not None:
-        if data.kind != "empirical":
+        if data.kind == "closed_form":
             raise ValueError("minibatches (method.batch_size) sample query rows: they need the "
-                             "empirical loss")
+                             "empirical loss (or prompts), not the closed form")
         if rng is None:
             raise ValueError("minibatches (method.batch_size) need rng, a numpy.random.Generator")
         batch_size = check_int("method.batch_size", batch_size, minimum=1)
-        if batch_size > data.X.shape[0]:
-            raise ValueError(f"method.batch_size must be at most n = {data.X.shape[0]}, "
-                             f"got {batch_size}")
+        if batch_size > data.n_queries:
+            raise ValueError(f"method.batch_size must be at most the number of query rows "
+                             f"{data.n_queries}, got {batch_size}")
     a, b = _start(method, data, init, rng)
     tau = method.tau
     if tau is not None:
@@ -570,7 +613,8 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         reference_point = data.manifold.factor(reference.A, reference.B)
     if test is not None:
         if data.kind != "empirical":
-            raise ValueError("test needs the empirical loss (its samples X are the deployed context)")
+            raise ValueError("test needs the empirical loss (its samples X are the deployed "
+                             "context); for prompts see attnlib.prompts.deployed_risk")
         x_test = as_matrix("test[0] (X_test)", test[0], shape=(None, d))
         y_test = as_matrix("test[1] (Y_test)", test[1], shape=(x_test.shape[0], p))
 
@@ -626,7 +670,7 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         if k == iterations:
             break
         if batch_size is not None:
-            rows = rng.choice(data.X.shape[0], size=batch_size, replace=False)
+            rows = rng.choice(data.n_queries, size=batch_size, replace=False)
             _, _, grad_a, grad_b = objective(a, b, rows)
         (update_a, update_b), state = optimizer.update((grad_a, grad_b), state)
         a, b = a + update_a, b + update_b

@@ -61,6 +61,7 @@ __all__ = [
     "predict_new",
     "loss",
     "loss_and_grad",
+    "prompts_loss_and_grad",
     "deployed_risk",
     "row_softmax",
     "EscapeCurves",
@@ -269,22 +270,47 @@ def row_softmax(logits: np.ndarray) -> np.ndarray:
 
 def _softmax_rows(logits: np.ndarray, self_columns: np.ndarray | None) -> tuple[np.ndarray,
                                                                                 np.ndarray]:
-    """Overwrite ``logits`` (b, n) with ``exp(s_ji - max_i s_ji)`` and return it with the row
-    sums ``z_j``, so that ``w_ji = E_ji / z_j``.
+    """Overwrite ``logits`` (b, n), or a stack (g, b, n) of prompts, with
+    ``exp(s_ji - max_i s_ji)`` and return it with the row sums ``z_j``, so that
+    ``w_ji = E_ji / z_j``.
 
-    ``self_columns[k]`` is the column of query row k's own token, excluded from its context
-    (leave-one-out): that logit is set to -inf, so its weight is exactly 0. Raises
+    ``self_columns[k]`` is the column of query row k's own token (in every prompt of a
+    stack), excluded from its context (leave-one-out): that logit is set to -inf, so its weight is exactly 0. Raises
     ``ValueError`` when a row maximum is not finite (logits overflowing float64).
     """
     if self_columns is not None:
-        logits[np.arange(logits.shape[0]), self_columns] = -np.inf
-    row_max = logits.max(axis=1, keepdims=True)
+        logits[..., np.arange(logits.shape[-2]), self_columns] = -np.inf
+    row_max = logits.max(axis=-1, keepdims=True)
     if not np.all(np.isfinite(row_max)):
         raise ValueError("attention logits x_j^T B x_i overflow (not finite); B or X is too "
                          "large in magnitude")
     np.subtract(logits, row_max, out=logits)
     np.exp(logits, out=logits)
-    return logits, logits.sum(axis=1)
+    return logits, logits.sum(axis=-1)
+
+
+def _block_terms(e: np.ndarray, z: np.ndarray, keys: np.ndarray, keys_t: np.ndarray,
+                 queries: np.ndarray, targets: np.ndarray, a_t: np.ndarray,
+                 t_out: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """One block's share of ``(2 m L_hat, m dL/dA, m dL/dB)`` from ``E`` and ``z`` (the output
+    of :func:`_softmax_rows`), formulas of the module docstring.
+
+    Works on one block of query rows (``e`` of shape (b, n), ``keys`` (n, d), ``keys_t`` (d, n))
+    and on a stack of g prompts (``e`` (g, n, n), ``keys`` (g, n, d), ``keys_t`` (g, d, n));
+    ``t_out`` is a work array shaped like ``e``.
+    """
+    hidden = (e @ keys) / z[..., None]                                    # h_j
+    residual = hidden @ a_t.T - targets                                   # r_j
+    g = residual @ a_t                                                    # A^T r_j
+    c = np.einsum("...j,...j->...", g, hidden)                            # g_j . h_j
+    t = np.matmul(g / z[..., None], keys_t, out=t_out)                    # (g_j . x_i) / z_j
+    t *= e                                                                # w_ji g_j . x_i
+    ds_x = t @ keys - c[..., None] * hidden                               # (dS X)_j
+    p, d = a_t.shape
+    residual, hidden = residual.reshape(-1, p), hidden.reshape(-1, d)
+    return (float(np.einsum("ij,ij->", residual, residual, dtype=np.float64)),
+            residual.T.astype(np.float64) @ hidden.astype(np.float64),
+            queries.reshape(-1, d).T @ ds_x.reshape(-1, d).astype(np.float64))
 
 
 def _blocks(n_queries: int, block: int) -> Iterator[tuple[int, int]]:
@@ -419,22 +445,85 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
         queries_b = xb[start:stop] if index is None else xb[index[start:stop]]
         logits = np.matmul(queries_b, keys_t, out=scratch[0])
         e, z = _softmax_rows(logits, self_columns)                       # E = z W
-        hidden = (e @ keys) / z[:, None]                                  # h_j
-        residual = hidden @ a_t.T - targets                               # r_j
-        g = residual @ a_t                                                # A^T r_j
-        c = np.einsum("ij,ij->i", g, hidden)                              # g_j . h_j
-        t = np.matmul(g / z[:, None], keys_t, out=scratch[1])             # (g_j . x_i) / z_j
-        t *= e                                                            # w_ji g_j . x_i
-        ds_x = t @ keys - c[:, None] * hidden                             # (dS X)_j
-        return (float(np.einsum("ij,ij->", residual, residual, dtype=np.float64)),
-                residual.T.astype(np.float64) @ hidden.astype(np.float64),
-                queries.T @ ds_x.astype(np.float64))
+        return _block_terms(e, z, keys, keys_t, queries, targets, a_t, scratch[1])
 
     parts = _run_blocks(work, m, block, workers, buffers=2, width=n, dtype=kind)
     total = sum(part[0] for part in parts)
     grad_a = np.sum([part[1] for part in parts], axis=0)
     grad_b = np.sum([part[2] for part in parts], axis=0)
     return total / (2 * m), grad_a / m, grad_b / m
+
+
+def _check_prompts(X: object, Y: object, p: int) -> tuple[np.ndarray, np.ndarray]:
+    x = as_matrix("X", X, ndim=3)
+    if x.shape[1] < 2:
+        raise ValueError(f"X must hold prompts of at least 2 tokens, shape (N, n, d), got {x.shape}")
+    y = as_matrix("Y", Y, shape=(x.shape[0], x.shape[1], p), ndim=3)
+    return x, y
+
+
+def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
+                          mask: Mask = "loo", rows: np.ndarray | None = None,
+                          workers: int | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+    """Loss and gradient of the layer over N prompts of context length n (chapters 5 and 6).
+
+    ``X`` (N, n, d), ``Y`` (N, n, p): prompt k is its own context; query j of prompt k attends
+    over that prompt's tokens only (minus itself for ``mask="loo"``), giving ``h_kj`` as in
+    the module docstring, and
+
+        L_hat(A, B) = 1/(2 N n) sum_k sum_j || y_kj - A h_kj ||^2 ,
+
+    the average of :func:`loss_and_grad` over the prompts (N = 1 is that function). ``rows``
+    (flat query indices ``k n + j``, repeats allowed) restricts the average to those queries,
+    each still attending over its whole prompt (SGD minibatches). Memory: stacks of
+    ``BLOCK_ELEMENTS // n^2`` prompts share two work arrays of ``BLOCK_ELEMENTS`` entries when
+    ``n^2 <= BLOCK_ELEMENTS``; longer prompts go one by one through :func:`loss_and_grad`,
+    blocked over query rows. Cost O(N n^2 (d + p)).
+    """
+    _check_mask(mask)
+    b = as_matrix("B", B)
+    d = b.shape[0]
+    a, b = _check_layer(A, b, d)
+    x, y = _check_prompts(X, Y, a.shape[0])
+    if x.shape[2] != d:
+        raise ValueError(f"X must have shape (N, n, {d}) to match B, got {x.shape}")
+    prompts, n = x.shape[:2]
+    if rows is not None:
+        index = _check_rows(rows, prompts * n)
+        owner, local = np.divmod(index, n)
+        total, grad_a, grad_b = 0.0, np.zeros_like(a), np.zeros_like(b)
+        for k in np.unique(owner):
+            chosen = local[owner == k]
+            value, g_a, g_b = loss_and_grad(a, b, x[k], y[k], mask=mask, rows=chosen,
+                                            workers=workers)
+            total, grad_a, grad_b = (total + value * chosen.size, grad_a + g_a * chosen.size,
+                                     grad_b + g_b * chosen.size)
+        return total / index.size, grad_a / index.size, grad_b / index.size
+    if n * n > BLOCK_ELEMENTS:
+        parts = [loss_and_grad(a, b, x[k], y[k], mask=mask, workers=workers)
+                 for k in range(prompts)]
+        return (sum(part[0] for part in parts) / prompts,
+                np.sum([part[1] for part in parts], axis=0) / prompts,
+                np.sum([part[2] for part in parts], axis=0) / prompts)
+    keys_t = np.ascontiguousarray(x.transpose(0, 2, 1))
+    xb = x @ b
+    self_columns = np.arange(n) if mask == "loo" else None
+
+    def work(start: int, stop: int,
+             scratch: list[np.ndarray]) -> tuple[float, np.ndarray, np.ndarray]:
+        stack = [array.reshape(stop - start, n, n) for array in scratch]
+        logits = np.matmul(xb[start:stop], keys_t[start:stop], out=stack[0])
+        e, z = _softmax_rows(logits, self_columns)
+        return _block_terms(e, z, x[start:stop], keys_t[start:stop], x[start:stop],
+                            y[start:stop], a, stack[1])
+
+    group = max(1, BLOCK_ELEMENTS // (n * n))
+    parts = _run_blocks(work, prompts, group, workers, buffers=2, width=n * n,
+                        dtype=np.dtype(np.float64))
+    count = prompts * n
+    return (sum(part[0] for part in parts) / (2 * count),
+            np.sum([part[1] for part in parts], axis=0) / count,
+            np.sum([part[2] for part in parts], axis=0) / count)
 
 
 def loss(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *, mask: Mask = "loo",

@@ -74,6 +74,7 @@ __all__ = [
     "TiltingMonteCarlo",
     "tilting_monte_carlo",
     "finite_context_errors",
+    "ratio_estimator_moments",
 ]
 
 _T = sp.Symbol("t", real=True)
@@ -247,6 +248,66 @@ def tilting_identity_general_d() -> Identity:
     L = sp.MatrixSymbol("L", d, d)
     exponent = (u.T * L * L.T * u) / 2
     return Identity("exponential tilting (general d)", exponent.diff(u), L * L.T * u)
+
+
+# ------------------------------------------------------- finite context: the delta method
+def ratio_estimator_moments(d: int = 2) -> list[Identity]:
+    """The 1/m terms of the finite-context attention average, by the delta method [derived].
+
+    For m i.i.d. keys ``w_i ~ N(0, I_d)`` and a tilt u, ``hbar = S1 / S0`` with
+    ``S0 = mean e^{u.w_i}``, ``S1 = mean e^{u.w_i} w_i``. The delta method (second-order Taylor
+    expansion of the ratio around the means ``mu0 = E S0``, ``mu1 = E S1``) gives
+
+        m (E hbar - mu1/mu0) = -c01 / mu0^2 + mu1 c00 / mu0^3 + O(1/m),
+        m Cov hbar = E[e^{2u.w} (w - r)(w - r)^T] / mu0^2 + O(1/m),    r = mu1 / mu0,
+
+    with ``c00 = Var e^{u.w}`` and ``c01 = Cov(e^{u.w} w, e^{u.w})`` per key. Every Gaussian
+    moment here is a derivative of the MGF ``E e^{t.w}`` at t = u or t = 2u (the derived
+    :func:`gaussian_mgf`). The identities check, in dimension d with symbolic u:
+    ``r = u``; bias ``-u e^{|u|^2}``; covariance ``e^{|u|^2} (I + u u^T)``; and, in one
+    dimension, the query average ``E[e^{k z^2} z^2] = (1 - 2k)^{-3/2}`` (0 < k < 1/2: the last
+    branch of sympy's piecewise result) that turns
+    the Gaussian query weight into ``det(I - 2 V V^T)^{-1/2}`` and ``C = (I - 2 V V^T)^{-1}``
+    (:func:`attnlib.prompts.context_correction`).
+    """
+    d = check_int("d", d, minimum=1)
+    u = matrix_symbols("u", d, 1)
+    t = matrix_symbols("t", d, 1)
+    mgf = gaussian_mgf(sp.eye(d), t)
+    at = {1: list(zip(t, u)), 2: list(zip(t, 2 * u))}
+
+    def moment(order: int, *index: int) -> sp.Expr:       # E[e^{order u.w} w_index...]
+        expr = mgf
+        for i in index:
+            expr = sp.diff(expr, t[i])
+        return sp.powsimp(expr.subs(at[order]))
+
+    mu0 = moment(1)
+    mu1 = sp.Matrix([moment(1, i) for i in range(d)])
+    c00 = moment(2) - mu0 ** 2
+    c01 = sp.Matrix([moment(2, i) for i in range(d)]) - mu1 * mu0
+    ratio = (mu1 / mu0).applyfunc(lambda e: sp.simplify(sp.powsimp(e)))
+    bias = (-c01 / mu0 ** 2 + mu1 * c00 / mu0 ** 3).applyfunc(lambda e: sp.simplify(e))
+    second = sp.Matrix(d, d, lambda i, j: moment(2, i, j))
+    first = sp.Matrix([moment(2, i) for i in range(d)])
+    cov = ((second - first * u.T - u * first.T + moment(2) * u * u.T) / mu0 ** 2).applyfunc(
+        lambda e: sp.simplify(e))
+    norm2 = (u.T * u)[0, 0]
+    k = sp.Symbol("k", positive=True)
+    z = sp.Symbol("z", real=True)
+    weight = sp.integrate(sp.exp(k * z ** 2 - z ** 2 / 2) * z ** 2 / sp.sqrt(2 * sp.pi),
+                          (z, -sp.oo, sp.oo), conds="none")
+    half = sp.Rational(1, 2)
+    return [
+        Identity(f"ratio of means: mu1 / mu0 = u (d={d})", ratio, u),
+        Identity(f"delta-method bias: m (E hbar - u) = -u e^(|u|^2) (d={d})",
+                 bias.applyfunc(lambda e: sp.simplify(e * sp.exp(-norm2))), -u),
+        Identity(f"delta-method covariance: m Cov hbar = e^(|u|^2) (I + u u^T) (d={d})",
+                 cov.applyfunc(lambda e: sp.simplify(e * sp.exp(-norm2))), sp.eye(d) + u * u.T),
+        Identity("Gaussian query weight: E[e^(k z^2) z^2] (1 - 2k)^(3/2) = 1 for 0 < k < 1/2",
+                 sp.simplify(weight.args[-1][0]
+                             * (1 - 2 * k) ** (3 * half)), sp.Integer(1)),
+    ]
 
 
 # ---------------------------------------------------------------- expectations, the loss

@@ -349,3 +349,73 @@ def test_row_softmax_is_stable_and_matches_the_definition() -> None:
     np.testing.assert_allclose(weights.sum(axis=-1), 1.0)
     np.testing.assert_allclose(weights[0], np.exp([1.0, 2.0, 3.0]) / np.exp([1.0, 2.0, 3.0]).sum())
     np.testing.assert_array_equal(weights[1], [1.0, 0.0, 0.0])
+
+
+# ------------------------------------------------------------------ prompts (N contexts)
+def _prompts(prompts: int, n: int, d: int, p: int, seed: int, scale: float = 0.5):
+    rng = np.random.default_rng(seed)
+    return (scale * rng.standard_normal((p, d)), scale * rng.standard_normal((d, d)),
+            rng.standard_normal((prompts, n, d)), rng.standard_normal((prompts, n, p)))
+
+
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("block_elements", [attention.BLOCK_ELEMENTS, 100, 30])
+def test_prompts_loss_is_the_average_of_per_prompt_losses(mask: str, block_elements: int,
+                                                          monkeypatch) -> None:
+    # 100 forces stacks of one prompt (n^2 = 64), 30 the per-prompt row-blocked path.
+    monkeypatch.setattr(attention, "BLOCK_ELEMENTS", block_elements)
+    a, b, x, y = _prompts(5, 8, 3, 4, seed=1)
+    value, grad_a, grad_b = attention.prompts_loss_and_grad(a, b, x, y, mask=mask)
+    parts = [attention.loss_and_grad(a, b, x[k], y[k], mask=mask) for k in range(5)]
+    assert value == pytest.approx(np.mean([part[0] for part in parts]), rel=1e-13)
+    np.testing.assert_allclose(grad_a, np.mean([part[1] for part in parts], axis=0), rtol=1e-12,
+                               atol=1e-15)
+    np.testing.assert_allclose(grad_b, np.mean([part[2] for part in parts], axis=0), rtol=1e-12,
+                               atol=1e-15)
+
+
+@pytest.mark.parametrize("mask", MASKS)
+def test_one_prompt_is_the_one_set_layer(mask: str) -> None:
+    a, b, x, y = _prompts(1, 30, 4, 3, seed=2)
+    single = attention.loss_and_grad(a, b, x[0], y[0], mask=mask)
+    for got, want in zip(attention.prompts_loss_and_grad(a, b, x, y, mask=mask), single):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("mask", MASKS)
+def test_prompts_gradient_matches_central_differences(mask: str) -> None:
+    a, b, x, y = _prompts(4, 6, 3, 2, seed=3)
+    rows = np.array([0, 7, 7, 23])
+    for use_rows in (None, rows):
+        _, grad_a, grad_b = attention.prompts_loss_and_grad(a, b, x, y, mask=mask, rows=use_rows)
+        fd_a = _central_difference(
+            lambda t: attention.prompts_loss_and_grad(t, b, x, y, mask=mask, rows=use_rows)[0], a)
+        fd_b = _central_difference(
+            lambda t: attention.prompts_loss_and_grad(a, t, x, y, mask=mask, rows=use_rows)[0], b)
+        assert _relative_error(grad_a, fd_a) < 1e-7
+        assert _relative_error(grad_b, fd_b) < 1e-7
+
+
+def test_prompts_rows_average_the_chosen_queries_within_their_prompts() -> None:
+    a, b, x, y = _prompts(3, 5, 2, 2, seed=4)
+    rows = np.array([14, 0, 6, 6])
+    value, _, _ = attention.prompts_loss_and_grad(a, b, x, y, rows=rows)
+    predictions = [_reference_predict(a, b, x[k], "loo") for k in range(3)]
+    want = np.mean([0.5 * np.sum((y[r // 5, r % 5] - predictions[r // 5][r % 5]) ** 2)
+                    for r in rows])
+    assert value == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("case", [
+    dict(X=np.zeros((4, 3)), Y=np.zeros((4, 3, 2)), match="3 axes"),
+    dict(X=np.zeros((2, 4, 3)), Y=np.zeros((2, 4, 5)), match="Y must have shape"),
+    dict(X=np.zeros((2, 1, 3)), Y=np.zeros((2, 1, 2)), match="at least 2 tokens"),
+    dict(X=np.zeros((2, 4, 2)), Y=np.zeros((2, 4, 2)), match="to match B"),
+])
+def test_prompts_bad_input_raises(case) -> None:
+    a, b = np.zeros((2, 3)), np.zeros((3, 3))
+    with pytest.raises(ValueError, match=case["match"]):
+        attention.prompts_loss_and_grad(a, b, case["X"], case["Y"])
+    with pytest.raises(ValueError, match="rows must lie"):
+        attention.prompts_loss_and_grad(a, b, np.zeros((2, 4, 3)), np.zeros((2, 4, 2)),
+                                        rows=np.array([8]))
