@@ -14,8 +14,9 @@ printed reason. Nothing on the page is typed: a chapter that changes a number ch
 
 It fails (exit status 1, one message per problem, nothing written) when a claim has no printed
 verdict and the claims file does not say why it is not yet tested, when a verdict is printed
-outside the section the claims file names or twice with different text, when a labelled
-[seed]/[abstract] verdict is printed that the claims file does not list, or when a printed
+outside the section the claims file names or twice there with different text, when a
+labelled [seed]/[abstract] verdict is printed in a section where the claims file does not list
+it (one claim tested two ways, in two sections, is two entries), or when a printed
 status disagrees with the numbers and thresholds of its own reason. ``--check`` does all of
 this and writes nothing. The notebooks' stored outputs are what the tests compare against a
 fresh execution (nbval), so the ledger is as current as the chapters.
@@ -274,11 +275,12 @@ def ledger_rows(data: dict, root: Path = ROOT) -> tuple[list[Row], list[str]]:
     for p in printed:
         for problem in inconsistencies(p.verdict):
             problems.append(f"{p.notebook} cell {p.cell}: {p.verdict.claim!r}: {problem}")
-    known = {claim["claim"] for claim in data["claims"]}
+    known = {(Path(c["notebook"]).name, c["section"], c["claim"]) for c in data["claims"]}
     for p in printed:
-        if p.label in SOURCE_LABELS and p.verdict.claim not in known:
-            problems.append(f"{p.notebook} cell {p.cell} prints a {p.label} verdict that "
-                            f"book/claims.yml does not list: {p.verdict.claim!r}")
+        if p.label in SOURCE_LABELS and (p.notebook, p.section, p.verdict.claim) not in known:
+            problems.append(f"{p.notebook} cell {p.cell} prints a {p.label} verdict in section "
+                            f"{p.section!r} that book/claims.yml does not list there: "
+                            f"{p.verdict.claim!r}")
     for claim in data["claims"]:
         name = Path(claim["notebook"]).name
         if name not in notebooks:
@@ -290,9 +292,10 @@ def ledger_rows(data: dict, root: Path = ROOT) -> tuple[list[Row], list[str]]:
             if claim[key] not in titles:
                 problems.append(f"claim {claim['id']}: {name} has no heading {claim[key]!r}")
         mine = [p for p in printed if p.notebook == name and p.verdict.claim == claim["claim"]]
-        if len({p.verdict for p in mine}) > 1:
-            problems.append(f"claim {claim['id']}: {name} prints different verdicts for it")
         here = [p for p in mine if p.section == claim["section"]]
+        if len({p.verdict for p in here}) > 1:
+            problems.append(f"claim {claim['id']}: {name} prints different verdicts for it "
+                            f"in section {claim['section']!r}")
         if mine and not here:
             problems.append(f"claim {claim['id']}: printed in section {mine[0].section!r}, "
                             f"not in {claim['section']!r}")
