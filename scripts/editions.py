@@ -128,6 +128,9 @@ def build_html(out: Path) -> Path:
     """Build the book from ``out``'s notebooks and the prose pages into ``out/html``."""
     shutil.copytree(ROOT / "book", out / "book", dirs_exist_ok=True)
     shutil.copy(ROOT / "_toc.yml", out / "_toc.yml")
+    # the claims ledger page (issue 19), from this edition's notebooks
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "build_ledger.py"), "--root", str(out),
+                    "--out", str(out / "book" / "ledger.md")], check=True)
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["execute"]["execute_notebooks"] = "off"
     config["exclude_patterns"] = [*config.get("exclude_patterns", []), "problem_sets", "html"]

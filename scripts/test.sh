@@ -8,6 +8,7 @@
 #   3. the browser check: headless Chromium opens every built page with no network. The
 #      browser is ATTNBOOK_CHROMIUM if set, else chromium on the PATH, else Debian's chromium
 #      installed with apt-get (as root or with password-less sudo) only when a browser step runs;
+#      then a few pages with the site served under a sub-path (as a GitHub Pages project site);
 #   4. the teaching material: the problem sets' checks (otter-grader) against the reference
 #      solutions and against wrong answers, the student edition (no solution text, builds,
 #      its notebooks execute outside the repository), and chapter 1 live in JupyterLab
@@ -27,6 +28,9 @@ echo "== 1/4 unit tests, notebook checks and nbval"
 
 echo "== 2/4 building the book from the stored outputs (-W -n)"
 rm -rf _build/html
+# --- claims ledger (issue 19): book/ledger.md from the chapters' stored outputs ---
+.venv/bin/python scripts/build_ledger.py || failed+=("2 (claims ledger)")
+# --- end claims ledger ---
 trap 'rm -f _build_config_test.yml' EXIT
 .venv/bin/python - <<'PY' && .venv/bin/jupyter-book build . -W -n --keep-going --config _build_config_test.yml || failed+=("2 (book build)")
 import yaml
@@ -67,8 +71,9 @@ echo "== 3/4 browser check of every page (offline)"
 if [ ! -f _build/html/index.html ]; then
   echo "skipped: the book was not built (step 2 failed)"; failed+=("3 (browser check: no book)")
 elif [ "$chromium_ok" = 1 ]; then
-  ATTNBOOK_HTML="$ROOT/_build/html" .venv/bin/python -m pytest tests/test_rendered_book.py -q -n "${ATTNBOOK_WORKERS:-2}" \
-    || failed+=("3 (browser check)")
+  # test_subpath.py (issue 19): the site served under /attnbook/
+  ATTNBOOK_HTML="$ROOT/_build/html" .venv/bin/python -m pytest tests/test_rendered_book.py \
+    tests/test_subpath.py -q -n "${ATTNBOOK_WORKERS:-2}" || failed+=("3 (browser check)")
 else
   failed+=("3 (browser check: no Chromium)")
 fi

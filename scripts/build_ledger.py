@@ -1,0 +1,484 @@
+"""Write the claims ledger page from the chapters' executed outputs.
+
+Usage (from the repository root, with .venv's Python; both README commands run it before the
+book build)::
+
+    python scripts/build_ledger.py [--check]
+
+It reads ``book/claims.yml`` (every checkable [seed]/[abstract] claim of the two papers, the
+chapter and section that tests it) and the stored outputs of the chapter notebooks, finds the
+verdict lines that the chapters print (``str(attnlib.verdicts.Verdict)``: ``"<claim>: <status>
+(<reason>)"``, optionally after a label such as ``[seed]``) and writes ``book/ledger.md``: one
+row per claim with the measured numbers, the thresholds and the verdict, all re-parsed from the
+printed reason. Nothing on the page is typed: a chapter that changes a number changes the row.
+
+It fails (exit status 1, one message per problem, nothing written) when a claim has no printed
+verdict and the claims file does not say why it is not yet tested, when a verdict is printed
+outside the section the claims file names or twice there with different text, when a
+labelled [seed]/[abstract] verdict is printed in a section where the claims file does not list
+it (one claim tested two ways, in two sections, is two entries), or when a printed
+status disagrees with the numbers and thresholds of its own reason. ``--check`` does all of
+this and writes nothing. The notebooks' stored outputs are what the tests compare against a
+fresh execution (nbval), so the ledger is as current as the chapters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import operator
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from docutils.nodes import make_id
+
+from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, STATUSES, Verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+CLAIMS = ROOT / "book" / "claims.yml"
+LEDGER = ROOT / "book" / "ledger.md"
+NOT_YET_TESTED = "not yet tested"
+SOURCE_LABELS = ("[seed]", "[abstract]")
+
+_STATUS = "|".join(re.escape(s) for s in sorted(STATUSES, key=len, reverse=True))
+VERDICT_LINE = re.compile(rf"^(?:(?P<label>\[[a-z][a-z -]*\])\s+)?(?P<claim>\S.*?): "
+                          rf"(?P<status>{_STATUS}) \((?P<reason>.*)\)$")
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf"
+_OP = r"<=|>=|<|>"
+COMPARISON = re.compile(
+    rf"^(?P<name>.+) = (?P<value>{_NUMBER})(?: (?P<op>{_OP}) (?P<threshold>{_NUMBER})"
+    rf"|: fails (?P<fop>{_OP}) (?P<fthreshold>{_NUMBER})"
+    rf"(?:, meets partial (?P<pop>{_OP}) (?P<partial>{_NUMBER}))?)$")
+SUB_VERDICT = re.compile(rf"(?:^|, )(?P<claim>.+?): (?P<status>{_STATUS})(?=, |$)")
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+@dataclass(frozen=True)
+class Printed:
+    """One verdict line in a notebook's stored output: where it is and what it says."""
+
+    notebook: str
+    cell: int
+    section: str
+    label: str | None
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One ``name = value op threshold`` fragment of a verdict's reason. ``level`` is the
+    credit the printed text gives it: 2 passes, 1 meets only the partial threshold, 0 fails.
+    ``texts`` are the value, threshold and partial threshold exactly as printed."""
+
+    name: str
+    value: float
+    op: str
+    threshold: float
+    partial: float | None
+    level: int
+    texts: tuple[str, str, str | None]
+
+
+def parse_line(line: str) -> tuple[str | None, Verdict] | None:
+    """The label and :class:`Verdict` of a printed verdict line, or None for any other line."""
+    match = VERDICT_LINE.match(line.strip())
+    if match is None:
+        return None
+    return match["label"], Verdict(match["claim"], match["status"], match["reason"])
+
+
+def _text(output: dict) -> str:
+    if output.get("output_type") == "stream":
+        return "".join(output.get("text", ""))
+    return "".join(output.get("data", {}).get("text/plain", ""))
+
+
+def headings(notebook: dict) -> list[tuple[int, int, str]]:
+    """(cell index, level, title) of every markdown heading, in order."""
+    found = []
+    for index, cell in enumerate(notebook["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        fence = False
+        for line in "".join(cell["source"]).splitlines():
+            if line.lstrip().startswith(("```", ":::")):
+                fence = not fence
+            match = re.match(r"^(#{1,6})\s+(.*?)\s*$", line)
+            if match and not fence:
+                found.append((index, len(match[1]), match[2]))
+    return found
+
+
+def printed_verdicts(path: Path) -> list[Printed]:
+    """Every verdict line printed by a code cell of the notebook at ``path``."""
+    notebook = json.loads(path.read_text())
+    titles = {index: title for index, _, title in headings(notebook)}
+    section, found = "", []
+    for index, cell in enumerate(notebook["cells"]):
+        section = titles.get(index, section)
+        if cell["cell_type"] != "code":
+            continue
+        for output in cell.get("outputs", []):
+            for line in _text(output).splitlines():
+                parsed = parse_line(line)
+                if parsed is not None:
+                    found.append(Printed(path.name, index, section, *parsed))
+    return found
+
+
+def parse_comparisons(reason: str) -> list[Comparison] | None:
+    """The ``value op threshold`` fragments of a reason written by ``verdicts.verdict``, or
+    None when some fragment is not one (a combined or not-testable reason)."""
+    found = []
+    for fragment in reason.split("; "):
+        match = COMPARISON.match(fragment)
+        if match is None:
+            return None
+        if match["op"]:
+            found.append(Comparison(match["name"], float(match["value"]), match["op"],
+                                    float(match["threshold"]), None, 2,
+                                    (match["value"], match["threshold"], None)))
+        else:
+            partial = float(match["partial"]) if match["partial"] else None
+            if match["pop"] and match["pop"] != match["fop"]:
+                return None
+            found.append(Comparison(match["name"], float(match["value"]), match["fop"],
+                                    float(match["fthreshold"]), partial,
+                                    1 if partial is not None else 0,
+                                    (match["value"], match["fthreshold"], match["partial"])))
+    return found
+
+
+def _status_of(levels: list[int]) -> str:
+    if all(level == 2 for level in levels):
+        return REPRODUCED
+    if all(level == 0 for level in levels):
+        return NOT_REPRODUCED
+    return PARTLY
+
+
+def inconsistencies(verdict: Verdict) -> list[str]:
+    """Where the printed status disagrees with the numbers and thresholds of its reason.
+
+    Each ``value op threshold`` fragment must hold as printed (and each ``fails`` must fail,
+    each ``meets partial`` must meet it); a value that prints equal to its threshold is
+    accepted either way, since printing rounds. The status must follow from the fragments by
+    the rule of ``attnlib.verdicts`` (all pass: reproduced; none even partly: not reproduced;
+    otherwise partly). A combined reason (``sub-claim: status, ...``) must follow the rule of
+    ``verdicts.combine``; a not-testable verdict must have a reason.
+    """
+    if verdict.status == NOT_TESTABLE:
+        return [] if verdict.reason.strip() else ["a not-testable verdict without a reason"]
+    comparisons = parse_comparisons(verdict.reason)
+    if comparisons is not None:
+        problems = []
+        for c in comparisons:
+            holds = _COMPARE[c.op](c.value, c.threshold) or c.value == c.threshold
+            fails = not _COMPARE[c.op](c.value, c.threshold) or c.value == c.threshold
+            if c.level == 2 and not holds:
+                problems.append(f"{c.name} = {c.value:g} is printed as passing {c.op} "
+                                f"{c.threshold:g}")
+            if c.level < 2 and not fails:
+                problems.append(f"{c.name} = {c.value:g} is printed as failing {c.op} "
+                                f"{c.threshold:g}")
+            if c.partial is not None and not (_COMPARE[c.op](c.value, c.partial)
+                                              or c.value == c.partial):
+                problems.append(f"{c.name} = {c.value:g} is printed as meeting the partial "
+                                f"threshold {c.op} {c.partial:g}")
+        expected = _status_of([c.level for c in comparisons])
+        if expected != verdict.status:
+            problems.append(f"status {verdict.status!r} but its comparisons give {expected!r}")
+        return problems
+    testable = verdict.reason.split("; not testable: ")[0]
+    parts = [m["status"] for m in SUB_VERDICT.finditer(testable)]
+    if not parts or ", ".join(f"{m['claim']}: {m['status']}"
+                              for m in SUB_VERDICT.finditer(testable)) != testable:
+        return [f"reason {verdict.reason!r} is neither 'value op threshold' fragments nor "
+                "a combination of sub-verdicts"]
+    if any(p == NOT_TESTABLE for p in parts):
+        return ["a combined reason lists a not-testable part among the testable ones"]
+    expected = (REPRODUCED if all(p == REPRODUCED for p in parts) else NOT_REPRODUCED
+                if all(p == NOT_REPRODUCED for p in parts) else PARTLY)
+    if expected != verdict.status:
+        return [f"status {verdict.status!r} but its sub-verdicts give {expected!r}"]
+    return []
+
+
+def load_claims(path: Path = CLAIMS) -> dict:
+    """The claims file, checked for its required fields."""
+    data = yaml.safe_load(path.read_text())
+    required = ("id", "paper", "label", "claim", "notebook", "section", "evidence")
+    ids = set()
+    for claim in data["claims"]:
+        missing = [key for key in required if not claim.get(key)]
+        if missing:
+            raise ValueError(f"{path.name}: claim {claim.get('id', '?')} lacks {missing}")
+        if claim["label"] not in SOURCE_LABELS or claim["paper"] not in (1, 2):
+            raise ValueError(f"{path.name}: claim {claim['id']}: label must be one of "
+                             f"{SOURCE_LABELS} and paper 1 or 2")
+        if claim["id"] in ids:
+            raise ValueError(f"{path.name}: claim id {claim['id']} appears twice")
+        ids.add(claim["id"])
+    for bullet in data.get("design_notes", []):
+        unknown = set(bullet.get("claims", [])) - ids
+        if unknown or not (bullet.get("claims") or bullet.get("not_checkable")):
+            raise ValueError(f"{path.name}: design-note bullet at {bullet['note']}:"
+                             f"{bullet['line']} needs known claims or not_checkable "
+                             f"(unknown: {sorted(unknown)})")
+    return data
+
+
+@dataclass(frozen=True)
+class Row:
+    """One ledger row: the claim and the verdict a chapter printed for it (None: not yet);
+    ``parts`` are the verdicts the same cell printed for the sub-claims of a combined one."""
+
+    claim: dict
+    printed: Printed | None
+    chapter: str
+    figure: str | None
+    parts: tuple[Printed, ...] = ()
+
+
+def chapter_title(notebook: dict) -> str:
+    """'Chapter N' (or the page title) from the notebook's first heading."""
+    title = next(t for _, level, t in headings(notebook) if level == 1)
+    return title.split(":")[0]
+
+
+def section_figure(notebook: dict, section: str) -> str | None:
+    """The evidence link target in heading ``section`` (up to the next heading): the name of
+    its first named figure (myst-nb ``mystnb.figure.name`` cell metadata, the HTML id of the
+    figure), "" for an unnamed figure (link to the section), None when it shows no image."""
+    titles = {index: title for index, _, title in headings(notebook)}
+    current, found = None, None
+    for index, cell in enumerate(notebook["cells"]):
+        current = titles.get(index, current)
+        if current == section and cell["cell_type"] == "code" and any(
+                "image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+            name = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
+            if name:
+                return str(name)
+            found = ""
+    return found
+
+
+def ledger_rows(data: dict, root: Path = ROOT) -> tuple[list[Row], list[str]]:
+    """One row per claim of ``data``, and every problem found (empty when all is well)."""
+    problems: list[str] = []
+    rows: list[Row] = []
+    notebooks = {path.name: path for path in sorted((root / "notebooks").glob("*.ipynb"))}
+    printed = [p for path in notebooks.values() for p in printed_verdicts(path)]
+    for p in printed:
+        for problem in inconsistencies(p.verdict):
+            problems.append(f"{p.notebook} cell {p.cell}: {p.verdict.claim!r}: {problem}")
+    known = {(Path(c["notebook"]).name, c["section"], c["claim"]) for c in data["claims"]}
+    for p in printed:
+        if p.label in SOURCE_LABELS and (p.notebook, p.section, p.verdict.claim) not in known:
+            problems.append(f"{p.notebook} cell {p.cell} prints a {p.label} verdict in section "
+                            f"{p.section!r} that book/claims.yml does not list there: "
+                            f"{p.verdict.claim!r}")
+    for claim in data["claims"]:
+        name = Path(claim["notebook"]).name
+        if name not in notebooks:
+            problems.append(f"claim {claim['id']}: no notebook {claim['notebook']}")
+            continue
+        notebook = json.loads(notebooks[name].read_text())
+        titles = {t for _, _, t in headings(notebook)}
+        for key in ("section", "evidence"):
+            if claim[key] not in titles:
+                problems.append(f"claim {claim['id']}: {name} has no heading {claim[key]!r}")
+        mine = [p for p in printed if p.notebook == name and p.verdict.claim == claim["claim"]]
+        here = [p for p in mine if p.section == claim["section"]]
+        if len({p.verdict for p in here}) > 1:
+            problems.append(f"claim {claim['id']}: {name} prints different verdicts for it "
+                            f"in section {claim['section']!r}")
+        if mine and not here:
+            problems.append(f"claim {claim['id']}: printed in section {mine[0].section!r}, "
+                            f"not in {claim['section']!r}")
+        for p in here:
+            if p.label is not None and p.label != claim["label"]:
+                problems.append(f"claim {claim['id']}: printed with label {p.label}, "
+                                f"book/claims.yml says {claim['label']}")
+        if here and claim.get("not_yet_tested"):
+            problems.append(f"claim {claim['id']}: {name} now prints a verdict; remove "
+                            "not_yet_tested from book/claims.yml")
+        if not here and not claim.get("not_yet_tested"):
+            problems.append(f"claim {claim['id']}: no cell of {name} prints a verdict "
+                            f"'{claim['claim']}: <status> (<reason>)' and book/claims.yml "
+                            "gives no not_yet_tested reason")
+        chosen = here[-1] if here else None
+        parts = () if chosen is None else tuple(
+            p for p in printed if p.notebook == name and p.cell == chosen.cell
+            and p.verdict.claim in {m["claim"] for m in SUB_VERDICT.finditer(
+                chosen.verdict.reason.split("; not testable: ")[0])})
+        rows.append(Row(claim, chosen, chapter_title(notebook),
+                        section_figure(notebook, claim["evidence"]), parts))
+    return rows, problems
+
+
+_ESCAPE = re.compile(r"([\\`*_\[\]<>$|{}~#])")
+
+
+def escape(text: str) -> str:
+    """``text`` with Markdown/MyST punctuation backslash-escaped, so it renders literally."""
+    return _ESCAPE.sub(r"\\\1", " ".join(text.split()))
+
+
+def heading_anchor(title: str) -> str:
+    """The HTML id Sphinx gives the section titled ``title`` (docutils ``make_id`` of its text)."""
+    return make_id(title.replace("$", ""))
+
+
+def _link(text: str, notebook: str, section: str, *, anchor: str | None = None) -> str:
+    page = Path(notebook).with_suffix(".html").name
+    return f'<a href="../notebooks/{page}#{anchor or heading_anchor(section)}">{text}</a>'
+
+
+BADGES = {REPRODUCED: "success", PARTLY: "warning", NOT_REPRODUCED: "danger",
+          NOT_TESTABLE: "dark", NOT_YET_TESTED: "light"}
+
+
+def _badge(status: str) -> str:
+    return f"{{bdg-{BADGES[status]}}}`{status}`"
+
+
+def _cells(row: Row) -> list[str | list[str]]:
+    """Claim (with where it is tested and the evidence), measured, threshold, verdict."""
+    claim, printed = row.claim, row.printed
+    chapter = f"{{doc}}`{row.chapter} <../{Path(claim['notebook']).with_suffix('')}>`"
+    where = (f"{chapter}, {_link(claim['section'], claim['notebook'], claim['section'])}"
+             + "; evidence: " + _link("section" if row.figure is None else "figure",
+                                      claim["notebook"], claim["evidence"], anchor=row.figure))
+    printed_as = (f" <br> <small>verdict printed as: {escape(claim['claim'])}</small>"
+                  if claim.get("statement") else "")
+    title = (f"**{claim['label']}** {escape(claim.get('statement') or claim['claim'])}"
+             f"{printed_as} <br> {where} <br> <small>`{claim['id']}`</small>")
+    if printed is None:
+        return [title, escape(claim.get("not_yet_tested", "no verdict printed")), "",
+                _badge(NOT_YET_TESTED)]
+    verdict = printed.verdict
+    comparisons = parse_comparisons(verdict.reason)
+    if comparisons is not None:
+        measured = [escape(f"{c.name} = {c.texts[0]}") for c in comparisons]
+        thresholds = sorted({f"{c.op} {c.texts[1]}" + (f" (partly: {c.op} {c.texts[2]})"
+                                                       if c.partial is not None else "")
+                             for c in comparisons})
+        return [title, measured, [escape(t) for t in thresholds], _badge(verdict.status)]
+    if verdict.status == NOT_TESTABLE:
+        return [title, escape(verdict.reason), "", _badge(NOT_TESTABLE)]
+    measured, thresholds = [], set()
+    testable, _, skipped = verdict.reason.partition("; not testable: ")
+    for m in SUB_VERDICT.finditer(testable):
+        part = next((p.verdict for p in row.parts if p.verdict.claim == m["claim"]
+                     and p.verdict.status == m["status"]), None)
+        numbers = parse_comparisons(part.reason) if part is not None else None
+        measured.append(escape(f"{m['claim']}: {m['status']}")
+                        + (": " + escape("; ".join(f"{c.name} = {c.texts[0]}" for c in numbers))
+                           if numbers else ""))
+        thresholds |= {escape(f"{c.op} {c.texts[1]}") for c in numbers or []}
+    if skipped:
+        measured.append(escape(f"not testable: {skipped}"))
+    return [title, measured, sorted(thresholds) or "per part, in the chapter section",
+            f"{_badge(verdict.status)} (combined)"]
+
+
+def _cell_markdown(cell: str | list[str], first: bool) -> list[str]:
+    lead = "* - " if first else "  - "
+    if isinstance(cell, str):
+        return [lead + (cell or " ")]
+    if not cell:
+        return [lead + " "]
+    if len(cell) == 1:
+        return [lead + cell[0]]
+    return [lead + "- " + cell[0], *("    - " + item for item in cell[1:])]
+
+
+def render(rows: list[Row], notes: list[dict] = ()) -> str:
+    """The ledger page (MyST Markdown): a summary and one table per paper, then what the
+    design-note bullets ``notes`` state that makes no checkable claim, and why."""
+    lines = [
+        "# What the papers claim and what this book measured",
+        "",
+        "Every checkable **[seed]** and **[abstract]** statement about the two papers (the "
+        "labels of the design notes and the chapters), the chapter section that tests it, the "
+        "measured numbers, the thresholds and the verdict. Nothing here is typed: "
+        "`scripts/build_ledger.py` writes this page before each book build from "
+        "`book/claims.yml` and the verdict lines the chapters print (computed by "
+        "`attnlib.verdicts` from the numbers, thresholds in the printed reason). The thresholds "
+        "are the book's **[choice]**; each chapter section says why. A claim whose chapter "
+        "prints no verdict yet is marked *not yet tested*, with the reason from the claims "
+        "file.",
+        "",
+    ]
+    papers = {1: ("Part I: fast global convergence via preconditioning", "goel2026"),
+              2: ("Part II: the Villani condition, Langevin training, LoRA", "frangi2026")}
+    for paper, (part, key) in papers.items():
+        mine = [r for r in rows if r.claim["paper"] == paper]
+        counts = {}
+        for row in mine:
+            status = row.printed.verdict.status if row.printed else NOT_YET_TESTED
+            counts[status] = counts.get(status, 0) + 1
+        summary = ", ".join(f"{counts[s]} {s}" for s in (*STATUSES, NOT_YET_TESTED) if s in counts)
+        lines += [f"## {part}", "",
+                  f"{len(mine)} claims of {{cite}}`{key}`: {summary}.", "",
+                  "```{list-table}", ":header-rows: 1", ":widths: 40 30 12 18",
+                  ":class: ledger-table", "",
+                  "* - Claim, where it is tested, evidence", "  - Measured", "  - Threshold",
+                  "  - Verdict"]
+        for row in mine:
+            for i, cell in enumerate(_cells(row)):
+                lines += _cell_markdown(cell, first=i == 0)
+        lines += ["```", ""]
+    left_out = [(n["note"], n.get("not_checkable") or n.get("unchecked")) for n in notes
+                if n.get("not_checkable") or n.get("unchecked")]
+    if left_out:
+        lines += ["## What the ledger leaves out", "",
+                  "Statements of the sources that make no claim this book can measure, from "
+                  "`book/claims.yml`:", ""]
+        lines += [f"- Part {'I' if note.startswith('paper1') else 'II'}: {escape(why)}."
+                  for note, why in left_out]
+        lines += [""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="check only; write nothing")
+    parser.add_argument("--out", type=Path, default=LEDGER)
+    parser.add_argument("--claims", type=Path, default=CLAIMS)
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="read ROOT/notebooks/*.ipynb (default: the repository)")
+    parser.add_argument("--verify", action="store_true",
+                        help="fail unless the page from ROOT's notebooks equals --out as written "
+                             "(build_book.sh: the freshly executed chapters against the stored)")
+    args = parser.parse_args(argv)
+    data = load_claims(args.claims)
+    rows, problems = ledger_rows(data, root=args.root)
+    if problems:
+        print("build_ledger: the ledger cannot be written:", file=sys.stderr)
+        for problem in problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 1
+    tested = sum(row.printed is not None for row in rows)
+    page = render(rows, data.get("design_notes", []))
+    if args.verify:
+        if not args.out.exists() or args.out.read_text() != page:
+            print(f"build_ledger: the verdicts in {args.root / 'notebooks'} differ from those in "
+                  f"{args.out}: the stored outputs are stale; re-execute the chapters "
+                  "(scripts/execute_notebooks.py) and rerun", file=sys.stderr)
+            return 1
+        print(f"build_ledger: {len(rows)} claims; {args.root / 'notebooks'} gives the same page")
+        return 0
+    if not args.check:
+        args.out.write_text(page)
+    print(f"build_ledger: {len(rows)} claims, {tested} with a printed verdict"
+          + ("" if args.check else f"; wrote {args.out}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
