@@ -29,7 +29,7 @@ modules = ("attnlib", "numpy", "scipy", "sympy", "matplotlib", "jupyter_book", "
 print(" ".join(m for m in modules if importlib.util.find_spec(m) is None))
 PY
 )"
-if [ -n "$missing" ]; then
+if [ -n "$missing" ] && [ -e "$stamp" ]; then      # a fresh .venv has no stamp: nothing to say
   echo "== .venv lacks: $missing (reinstalling; if this repeats, run: rm -rf .venv)"
   rm -f "$stamp"
 fi
