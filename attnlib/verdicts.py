@@ -12,9 +12,9 @@ thresholds ``t_i`` in direction ``op`` (one of ``"<", "<=", ">", ">="``):
 * **not testable here** when there is no finite measurement (``value`` is ``None`` or
   contains NaN): the book says so instead of guessing.
 
-:func:`combine` merges the verdicts of the sub-claims of one claim (all reproduced ->
-reproduced, all not -> not, otherwise partly; sub-claims that are not testable are left out
-and named). ``str(verdict)`` is one printable line with the claim, the status and the
+:func:`combine` merges the verdicts of the sub-claims of one claim (all tested and
+reproduced -> reproduced, all not -> not, otherwise partly, also when some sub-claims could
+not be tested; those are named). ``str(verdict)`` is one printable line with the claim, the status and the
 reason, thresholds included.
 """
 
@@ -144,8 +144,10 @@ def verdict(claim: str, value: object, threshold: object, *, direction: str = "<
 
 
 def combine(claim: str, parts: Sequence[Verdict]) -> Verdict:
-    """One verdict for a claim made of sub-claims: reproduced if every testable part is,
-    not reproduced if none is even partly, partly otherwise; not testable if no part is."""
+    """One verdict for a claim made of sub-claims: reproduced only if every part is tested and
+    reproduced; not reproduced if no tested part is even partly; partly otherwise (in
+    particular when some parts are reproduced and others could not be tested: a claim is
+    never called reproduced beyond what was measured); not testable if no part is."""
     if not parts:
         raise ValueError("parts must contain at least one Verdict")
     testable = [p for p in parts if p.status != NOT_TESTABLE]
@@ -154,7 +156,7 @@ def combine(claim: str, parts: Sequence[Verdict]) -> Verdict:
     if not testable:
         return Verdict(claim, NOT_TESTABLE, "no part is testable here" + note)
     statuses = [p.status for p in testable]
-    if all(s == REPRODUCED for s in statuses):
+    if all(s == REPRODUCED for s in statuses) and not skipped:
         status = REPRODUCED
     elif all(s == NOT_REPRODUCED for s in statuses):
         status = NOT_REPRODUCED

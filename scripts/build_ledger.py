@@ -192,7 +192,7 @@ def inconsistencies(verdict: Verdict) -> list[str]:
         if expected != verdict.status:
             problems.append(f"status {verdict.status!r} but its comparisons give {expected!r}")
         return problems
-    testable = verdict.reason.split("; not testable: ")[0]
+    testable, _, skipped = verdict.reason.partition("; not testable: ")
     parts = [m["status"] for m in SUB_VERDICT.finditer(testable)]
     if not parts or ", ".join(f"{m['claim']}: {m['status']}"
                               for m in SUB_VERDICT.finditer(testable)) != testable:
@@ -200,8 +200,9 @@ def inconsistencies(verdict: Verdict) -> list[str]:
                 "a combination of sub-verdicts"]
     if any(p == NOT_TESTABLE for p in parts):
         return ["a combined reason lists a not-testable part among the testable ones"]
-    expected = (REPRODUCED if all(p == REPRODUCED for p in parts) else NOT_REPRODUCED
-                if all(p == NOT_REPRODUCED for p in parts) else PARTLY)
+    # attnlib.verdicts.combine: never reproduced while some part could not be tested
+    expected = (REPRODUCED if all(p == REPRODUCED for p in parts) and not skipped
+                else NOT_REPRODUCED if all(p == NOT_REPRODUCED for p in parts) else PARTLY)
     if expected != verdict.status:
         return [f"status {verdict.status!r} but its sub-verdicts give {expected!r}"]
     return []

@@ -61,5 +61,7 @@ def test_combine_merges_sub_claims():
     mixed = verdicts.combine("all", [ok, bad, skip])
     assert mixed.status == PARTLY and "not testable: c" in mixed.reason
     assert verdicts.combine("all", [skip]).status == NOT_TESTABLE
+    capped = verdicts.combine("all", [ok, skip])      # never reproduced beyond what was measured
+    assert capped.status == PARTLY and "not testable: c" in capped.reason
     with pytest.raises(ValueError):
         verdicts.combine("all", [])
