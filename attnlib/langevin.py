@@ -124,6 +124,20 @@ def _evaluate(loss_and_grad: LossAndGrad, theta: np.ndarray, k: int
     return loss, grad
 
 
+def _chain_settings(theta0: object, step: float, temperature: float, n_steps: int,
+                    record_every: int, rng: object
+                    ) -> tuple[np.ndarray, float, float, int, int, np.random.Generator]:
+    """The checked settings shared by :func:`euler_maruyama` and :func:`mala`."""
+    n_steps = check_int("n_steps", n_steps, minimum=1)
+    record_every = check_int("record_every", record_every, minimum=1)
+    if n_steps % record_every:
+        raise ValueError(f"n_steps ({n_steps}) must be a multiple of record_every "
+                         f"({record_every})")
+    return (as_matrix("theta0", theta0).copy(), check_positive("step", step),
+            check_positive("temperature", temperature), n_steps, record_every,
+            check_generator("rng", rng))
+
+
 def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float,
                    temperature: float, n_steps: int, rng: np.random.Generator,
                    record_every: int = 1, blocks: Mapping[str, slice] | None = None,
@@ -160,15 +174,8 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
     LangevinDivergenceError
         When a state, loss or gradient becomes NaN or infinite (the step index is named).
     """
-    theta = as_matrix("theta0", theta0).copy()
-    h = check_positive("step", step)
-    s = check_positive("temperature", temperature)
-    n_steps = check_int("n_steps", n_steps, minimum=1)
-    record_every = check_int("record_every", record_every, minimum=1)
-    rng = check_generator("rng", rng)
-    if n_steps % record_every:
-        raise ValueError(f"n_steps ({n_steps}) must be a multiple of record_every "
-                         f"({record_every})")
+    theta, h, s, n_steps, record_every, rng = _chain_settings(
+        theta0, step, temperature, n_steps, record_every, rng)
     chains, dim = theta.shape
     names = tuple(blocks) if blocks else ()
     slices = [blocks[name] for name in names] if blocks else []
@@ -233,15 +240,8 @@ def mala(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float, tempera
     ``h``; the price is the rejected steps. Each step draws the ``(chains, D)`` normals, then
     ``chains`` uniforms, from ``rng``. Arguments as in :func:`euler_maruyama`.
     """
-    theta = as_matrix("theta0", theta0).copy()
-    h = check_positive("step", step)
-    s = check_positive("temperature", temperature)
-    n_steps = check_int("n_steps", n_steps, minimum=1)
-    record_every = check_int("record_every", record_every, minimum=1)
-    rng = check_generator("rng", rng)
-    if n_steps % record_every:
-        raise ValueError(f"n_steps ({n_steps}) must be a multiple of record_every "
-                         f"({record_every})")
+    theta, h, s, n_steps, record_every, rng = _chain_settings(
+        theta0, step, temperature, n_steps, record_every, rng)
     chains, dim = theta.shape
     n_records = n_steps // record_every + 1
     losses = np.empty((n_records, chains))
