@@ -242,6 +242,13 @@ class Adam:
 
 
 UpdateRule = Union[GD, Momentum, Adam]
+Regularizer = Literal["balancing", "normalized"]
+
+
+def _check_regularizer(regularizer: object) -> str:
+    if regularizer not in ("balancing", "normalized"):
+        raise ValueError(f"regularizer must be 'balancing' or 'normalized', got {regularizer!r}")
+    return str(regularizer)
 
 
 @dataclass(frozen=True)
@@ -252,7 +259,8 @@ class Method:
     ``lam`` (regularizer weight, 0 = off), ``precondition``, ``update`` (:class:`GD`,
     :class:`Momentum`, :class:`Adam`), ``batch_size`` (None = full batch; otherwise SGD over
     query rows), ``tau`` (renormalization bound, None = off; must be at least the balanced
-    scale ``sqrt(trace Gamma_hat)``).
+    scale ``sqrt(trace Gamma_hat)``), ``regularizer`` (``"balancing"``, R_hat, or its
+    scale-invariant ``"normalized"`` form R_hat / (||U||_F^2 + ||V||_F^2) [choice]).
     """
 
     init: Literal["spectral", "random"] = "spectral"
@@ -262,10 +270,12 @@ class Method:
     batch_size: int | None = None
     tau: float | None = None
     init_scale: float = 0.3
+    regularizer: Regularizer = "balancing"
 
     def __post_init__(self) -> None:
         if self.init not in ("spectral", "random"):
             raise ValueError(f"init must be 'spectral' or 'random', got {self.init!r}")
+        _check_regularizer(self.regularizer)
         check_positive("lam", self.lam, allow_zero=True)
         if not isinstance(self.update, (GD, Momentum, Adam)):
             raise TypeError(f"update must be GD(), Momentum() or Adam(), got {self.update!r}")
@@ -279,7 +289,8 @@ class Method:
         """The method's pieces as plain values (for stored runs' JSON config)."""
         update = {"rule": type(self.update).__name__, **self.update.__dict__}
         return dict(init=self.init, lam=self.lam, precondition=self.precondition, update=update,
-                    batch_size=self.batch_size, tau=self.tau, init_scale=self.init_scale)
+                    batch_size=self.batch_size, tau=self.tau, init_scale=self.init_scale,
+                    regularizer=self.regularizer)
 
 
 #: The five methods of chapter 5 (keys match ``plotting.METHOD_COLOURS``).
@@ -350,24 +361,30 @@ class DataLoss:
             raise ValueError("rows (minibatches) need the empirical loss, not the closed form")
         return population_loss_and_grad(A, B, self.Sigma_hat, self.M_hat)
 
-    def objective(self, lam: float) -> Callable[..., tuple[float, float, np.ndarray, np.ndarray]]:
-        """``(A, B[, rows]) -> (Q_hat, loss, dQ/dA, dQ/dB)`` with ``Q_hat = loss + R_hat``."""
+    def objective(self, lam: float, *, regularizer: Regularizer = "balancing"
+                  ) -> Callable[..., tuple[float, float, np.ndarray, np.ndarray]]:
+        """``(A, B[, rows]) -> (Q_hat, loss, dQ/dA, dQ/dB)`` with ``Q_hat = loss + R_hat``
+        (``regularizer``: the balancing R_hat or its ``"normalized"`` form,
+        :func:`attnlib.population.factor_regularizer_and_grad`)."""
         lam = check_positive("lam", lam, allow_zero=True)
+        normalized = _check_regularizer(regularizer) == "normalized"
 
         def value_and_grad(A: np.ndarray, B: np.ndarray, rows: np.ndarray | None = None
                            ) -> tuple[float, float, np.ndarray, np.ndarray]:
             loss, grad_a, grad_b = self(A, B, rows)
             if lam == 0:
                 return loss, loss, grad_a, grad_b
-            reg, reg_a, reg_b = regularizer_and_grad(A, B, self.Sigma_hat, lam=lam)
+            reg, reg_a, reg_b = regularizer_and_grad(A, B, self.Sigma_hat, lam=lam,
+                                                     normalized=normalized)
             return loss + reg, loss, grad_a + reg_a, grad_b + reg_b
 
         return value_and_grad
 
-    def reference_objective(self, lam: float) -> Callable[[np.ndarray, np.ndarray],
-                                                         tuple[float, np.ndarray, np.ndarray]]:
+    def reference_objective(self, lam: float, *, regularizer: Regularizer = "balancing"
+                            ) -> Callable[[np.ndarray, np.ndarray],
+                                          tuple[float, np.ndarray, np.ndarray]]:
         """``(A, B) -> (Q_hat, dQ/dA, dQ/dB)``, the form :mod:`attnlib.reference` minimizes."""
-        full = self.objective(lam)
+        full = self.objective(lam, regularizer=regularizer)
 
         def value_and_grad(A: np.ndarray, B: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
             value, _, grad_a, grad_b = full(A, B)
@@ -578,7 +595,7 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     test_every = check_int("test_every", test_every, minimum=1)
     if rng is not None:
         check_generator("rng", rng)
-    objective = data.objective(method.lam)
+    objective = data.objective(method.lam, regularizer=method.regularizer)
     sigma_hat = data.Sigma_hat
     p, d = data.M_hat.shape
     batch_size = method.batch_size

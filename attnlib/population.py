@@ -107,15 +107,31 @@ def factor_loss_and_grad(U: np.ndarray, V: np.ndarray,
     return 0.5 * float(np.sum(residual ** 2)), residual @ v, residual.T @ u
 
 
-def factor_regularizer_and_grad(U: np.ndarray, V: np.ndarray, *,
-                                lam: float = 1.0) -> tuple[float, np.ndarray, np.ndarray]:
+def factor_regularizer_and_grad(U: np.ndarray, V: np.ndarray, *, lam: float = 1.0,
+                                normalized: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
     """Return ``(lambda/8 ||U^T U - V^T V||_F^2, lambda/2 U D, -lambda/2 V D)``,
-    ``D = U^T U - V^T V`` (the balancing regularizer and its gradient in (U, V))."""
+    ``D = U^T U - V^T V`` (the balancing regularizer and its gradient in (U, V)).
+
+    ``normalized=True`` gives the scale-invariant form [choice, chapter 6]
+    ``R_N = R / T`` with ``T = ||U||_F^2 + ||V||_F^2``: by the quotient rule
+    ``dR_N/dU = (dR/dU) / T - 2 R U / T^2`` and ``dR_N/dV = (dR/dV) / T - 2 R V / T^2``.
+    R grows like the fourth power of the parameters' scale and R_N like the square, as the
+    data term does; both vanish exactly on the balanced set ``U^T U = V^T V``.
+    """
     lam = check_positive("lam", lam, allow_zero=True)
     u = as_matrix("U", U)
     v = as_matrix("V", V, shape=(u.shape[1], u.shape[1]))
     gap = u.T @ u - v.T @ v
-    return lam / 8.0 * float(np.sum(gap ** 2)), lam / 2.0 * u @ gap, -lam / 2.0 * v @ gap
+    value, grad_u, grad_v = (lam / 8.0 * float(np.sum(gap ** 2)), lam / 2.0 * u @ gap,
+                             -lam / 2.0 * v @ gap)
+    if not normalized:
+        return value, grad_u, grad_v
+    total = float(np.sum(u ** 2) + np.sum(v ** 2))
+    if total == 0.0:
+        raise ValueError("the normalized regularizer needs (U, V) != 0 (it divides by "
+                         "||U||_F^2 + ||V||_F^2)")
+    return (value / total, grad_u / total - 2.0 * value * u / total ** 2,
+            grad_v / total - 2.0 * value * v / total ** 2)
 
 
 def population_loss(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M: np.ndarray, *,
@@ -139,20 +155,25 @@ def population_loss_and_grad(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M:
     return value, weighted @ b @ sigma, weighted.T @ a @ sigma
 
 
-def regularizer(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, *, lam: float = 1.0) -> float:
-    """Return ``R(A, B) = lambda/8 ||U^T U - V^T V||_F^2`` with (U, V) = :func:`to_factor`."""
-    return regularizer_and_grad(A, B, Sigma, lam=lam)[0]
+def regularizer(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, *, lam: float = 1.0,
+                normalized: bool = False) -> float:
+    """Return ``R(A, B) = lambda/8 ||U^T U - V^T V||_F^2`` with (U, V) = :func:`to_factor`
+    (divided by ``||U||_F^2 + ||V||_F^2`` with ``normalized=True``)."""
+    return regularizer_and_grad(A, B, Sigma, lam=lam, normalized=normalized)[0]
 
 
 def regularizer_and_grad(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, *,
-                         lam: float = 1.0) -> tuple[float, np.ndarray, np.ndarray]:
-    """Return ``(R, dR/dA, dR/dB)``; pass ``Sigma_hat`` for the empirical ``R_hat``.
+                         lam: float = 1.0, normalized: bool = False
+                         ) -> tuple[float, np.ndarray, np.ndarray]:
+    """Return ``(R, dR/dA, dR/dB)``; pass ``Sigma_hat`` for the empirical ``R_hat``
+    (``normalized``: :func:`factor_regularizer_and_grad`).
 
     ``dR/dA = (dR/dU) Sigma^{1/2}``, ``dR/dB = Sigma^{1/2} (dR/dV) Sigma^{1/2}``.
     """
     half, _ = spd_sqrt(Sigma)
     a, b = _layer(A, B, half.shape[0])
-    value, grad_u, grad_v = factor_regularizer_and_grad(a @ half, half @ b @ half, lam=lam)
+    value, grad_u, grad_v = factor_regularizer_and_grad(a @ half, half @ b @ half, lam=lam,
+                                                        normalized=normalized)
     return value, grad_u @ half, half @ grad_v @ half
 
 

@@ -312,3 +312,49 @@ def test_reference_gap_and_distance_are_recorded(small) -> None:
     polished = algorithm.train(loss, init=(optimum.A, optimum.B), iterations=0,
                                reference=optimum)
     assert polished.history["dist_ref"][0] < 1e-12
+
+
+@pytest.mark.parametrize("regularizer", ["balancing", "normalized"])
+def test_objective_with_either_regularizer_matches_central_differences(small, regularizer) -> None:
+    _, x, y = small
+    loss = algorithm.empirical_loss(x, y)
+    objective = loss.reference_objective(0.8, regularizer=regularizer)
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((6, 4)) / 2, rng.standard_normal((4, 4)) / 2
+    _, grad_a, grad_b = objective(a, b)
+    h = 1e-6
+    for param, grad in ((a, grad_a), (b, grad_b)):
+        fd = np.zeros_like(param)
+        for idx in np.ndindex(param.shape):
+            old = param[idx]
+            param[idx] = old + h
+            plus = objective(a, b)[0]
+            param[idx] = old - h
+            minus = objective(a, b)[0]
+            param[idx] = old
+            fd[idx] = (plus - minus) / (2 * h)
+        np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_normalized_regularizer_is_the_balancing_one_over_the_squared_norms() -> None:
+    rng = np.random.default_rng(4)
+    u, v = rng.standard_normal((6, 4)), rng.standard_normal((4, 4))
+    plain = population.factor_regularizer_and_grad(u, v, lam=1.3)[0]
+    normalized = population.factor_regularizer_and_grad(u, v, lam=1.3, normalized=True)[0]
+    assert normalized == pytest.approx(plain / (np.sum(u ** 2) + np.sum(v ** 2)), rel=1e-14)
+    for t in (0.5, 3.0):     # degree 4 in the scale of (U, V) against degree 2
+        assert population.factor_regularizer_and_grad(t * u, t * v, lam=1.3)[0] == \
+            pytest.approx(t ** 4 * plain, rel=1e-12)
+        assert population.factor_regularizer_and_grad(t * u, t * v, lam=1.3, normalized=True)[0] \
+            == pytest.approx(t ** 2 * normalized, rel=1e-12)
+    q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    balanced_u = np.vstack([q @ np.diag([2.0, 1.0, 0.5, 0.3]), np.zeros((2, 4))])
+    balanced_v = np.diag([2.0, 1.0, 0.5, 0.3])          # U^T U = V^T V: both forms vanish
+    for normalized in (False, True):
+        value, gu, gv = population.factor_regularizer_and_grad(balanced_u, balanced_v,
+                                                               normalized=normalized)
+        assert value < 1e-28 and np.abs(gu).max() < 1e-14 and np.abs(gv).max() < 1e-14
+    with pytest.raises(ValueError, match="normalized regularizer needs"):
+        population.factor_regularizer_and_grad(0 * u, 0 * v, normalized=True)
+    with pytest.raises(ValueError, match="regularizer must be"):
+        algorithm.Method(regularizer="scaled")

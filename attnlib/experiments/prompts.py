@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
@@ -44,16 +45,17 @@ from .ablations import defaults_data
 __all__ = ["BIAS_N", "BIAS_SCALES", "scaled_task", "bias_task", "bias_tasks", "assemble_bias",
            "map_tasks", "experiment_data", "experiment_task", "experiment_tasks",
            "assemble_experiment", "experiment_claims", "start_ratio_map", "variance_task",
-           "variance_tasks", "assemble_variance"]
+           "variance_tasks", "assemble_variance", "claims_map_task", "claims_map_tasks",
+           "assemble_claims_map", "claims_map_verdicts"]
 
-BIAS_N = (10, 20, 40, 80, 160, 320, 640, 5000)
+BIAS_N = (10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5000)
 BIAS_SCALES = (1.0, 0.5)
 BIAS_N_SMALL_SCALE = (10, 40, 160)      # scale 0.5: a coarser grid (budget)
 BIAS_TOKENS = 4000
-#: Replicate indices per context length (fewer at large n: the CPU budget of the stored runs;
-#: at n = 5000 replicate 0 did not finish within it and only replicate 1 is stored).
+#: Replicate indices per context length (three from n = 80 to 640: the CPU budget of the
+#: stored runs).
 BIAS_REPLICATES: dict[int, tuple[int, ...]] = {80: (0, 1, 2), 160: (0, 1, 2), 320: (0, 1, 2),
-                                               640: (0, 1, 2), 5000: (1,)}
+                                               640: (0, 1, 2)}
 BIAS_REPLICATES_DEFAULT = 4
 BIAS_GTOL = 1e-6
 BIAS_SEED_BASE = 12
@@ -84,15 +86,19 @@ def bias_prompts(n: int) -> int:
     return max(1, BIAS_TOKENS // n)
 
 
-def bias_task(scale_index: int, n: int, replicate: int) -> dict[str, np.ndarray]:
-    """One (scale, n, replicate) cell of ``paper1_prompts_bias`` (module docstring)."""
-    task = scaled_task(BIAS_SCALES[scale_index])
-    rng = np.random.default_rng([BIAS_SEED_BASE, scale_index, n, replicate])
+def _prompt_minimizer(task: RegressionProblem, n: int, rng: np.random.Generator, *,
+                      lam: float = 1.0, regularizer: algorithm.Regularizer = "balancing"
+                      ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Certified minimizer of the prompt-averaged ``L_hat + lam R_hat`` (``regularizer``) on
+    ``bias_prompts(n)`` whitened prompts of n tokens drawn from ``rng``, reached from the
+    spectral start (a point of S): its excess risk, ``U V^T - X*``, the deployed excess risks
+    of it and of the start (fresh contexts of n tokens, drawn next from ``rng``); and its
+    factors (U, V) in whitened coordinates."""
     x, y = prompts.sample_prompts(task, bias_prompts(n), n, rng=rng, whiten=True)
     loss = algorithm.prompts_loss(x, y, moments=(task.Sigma, task.M))
     start = loss.manifold.point()
-    optimum = reference.reference_minimizer(loss.reference_objective(1.0), start, task.Sigma,
-                                            gtol=BIAS_GTOL, hessian=False)
+    optimum = reference.reference_minimizer(loss.reference_objective(lam, regularizer=regularizer),
+                                            start, task.Sigma, gtol=BIAS_GTOL, hessian=False)
     u, v = loss.manifold.factor(optimum.A, optimum.B)
     deployed = [prompts.deployed_risk(a, b, task, n, rng=rng, prompts=DEPLOY_PROMPTS,
                                       queries=DEPLOY_QUERIES)
@@ -105,7 +111,13 @@ def bias_task(scale_index: int, n: int, replicate: int) -> dict[str, np.ndarray]
                 deployed_minimizer=np.asarray(deployed[0][0]),
                 deployed_minimizer_se=np.asarray(deployed[0][1]),
                 deployed_start=np.asarray(deployed[1][0]),
-                deployed_start_se=np.asarray(deployed[1][1]))
+                deployed_start_se=np.asarray(deployed[1][1])), u, v
+
+
+def bias_task(scale_index: int, n: int, replicate: int) -> dict[str, np.ndarray]:
+    """One (scale, n, replicate) cell of ``paper1_prompts_bias`` (module docstring)."""
+    rng = np.random.default_rng([BIAS_SEED_BASE, scale_index, n, replicate])
+    return _prompt_minimizer(scaled_task(BIAS_SCALES[scale_index]), n, rng)[0]
 
 
 def bias_replicates(n: int) -> tuple[int, ...]:
@@ -299,6 +311,65 @@ def paper1_prompts_experiment(full: bool = True, progress: bool = False) -> dict
     return assemble_experiment(tasks, results, iterations)
 
 
+def claims_map_task(scale_index: int, noise_index: int) -> dict[str, np.ndarray]:
+    """One (scale, noise) cell of ``paper1_prompts_claims_map``: :func:`experiment_task` at
+    ``MAP_RUN_SCALES[scale_index]`` and ``MAP_NOISE[noise_index]`` with ``MAP_PROMPTS`` prompts,
+    the methods ``MAP_METHODS``, seed 0, no deployment, certified basin minimizer."""
+    return experiment_task(len(EXPERIMENT_NOISE) + noise_index, 0, methods=MAP_METHODS,
+                           scale=MAP_RUN_SCALES[scale_index], prompts_count=MAP_PROMPTS,
+                           deploy=False, certify=True)
+
+
+def claims_map_tasks(full: bool = True) -> list[tuple[int, int]]:
+    """The (scale index, noise index) cells of ``paper1_prompts_claims_map`` (noise indices into
+    ``MAP_NOISE`` for the levels ``MAP_RUN_NOISE``)."""
+    tasks = [(i, MAP_NOISE.index(noise)) for i in range(len(MAP_RUN_SCALES))
+             for noise in MAP_RUN_NOISE]
+    return tasks if full else tasks[:1]
+
+
+def assemble_claims_map(tasks: Sequence[tuple[int, int]],
+                 results: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Stack the cells as ``{key}_scale{i}_noise{j}`` (readable by :func:`claims_map_verdicts`)."""
+    from .part1 import recorded_iterations
+
+    history: dict[str, np.ndarray] = {"iteration": recorded_iterations(EXPERIMENT_ITERATIONS),
+                                      "scales": np.asarray(MAP_RUN_SCALES),
+                                      "noise_levels": np.asarray(MAP_RUN_NOISE)}
+    for (i, j), result in zip(tasks, results):
+        history.update({f"{key}_scale{i}_noise{MAP_RUN_NOISE.index(MAP_NOISE[j])}": value
+                        for key, value in result.items()})
+    history["config"] = np.asarray(json.dumps(dict(
+        n=EXPERIMENT_N, prompts=MAP_PROMPTS, scales=list(MAP_RUN_SCALES),
+        noise_levels=list(MAP_RUN_NOISE), seed=0, iterations=EXPERIMENT_ITERATIONS,
+        methods=list(MAP_METHODS), reference="Q_hat basin from the spectral start, gtol 1e-8",
+        seeding="as paper1_prompts_experiment, seed 0")))
+    return history
+
+
+@register("paper1_prompts_claims_map")
+def paper1_prompts_claims_map(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Claims (1)-(4) over ``||M|| x sigma``: Algorithm 1 and SGD, 2000 iterations, N = 4.
+
+    For each scale in ``MAP_RUN_SCALES`` and noise level in ``MAP_RUN_NOISE`` (seed 0's
+    problem, ``MAP_PROMPTS`` prompts of ``EXPERIMENT_N`` tokens) the keys of
+    :func:`experiment_task` suffixed ``_scale{i}_noise{j}``. ``full=False``: the first cell only
+    (with its certified minimizer: about a minute).
+    """
+    tasks = claims_map_tasks(full)
+    return assemble_claims_map(tasks, map_tasks(claims_map_task, tasks, progress=progress))
+
+
+def claims_map_verdicts(history: dict[str, np.ndarray], scale_index: int, noise_index: int, *,
+               converged: float = 1e-3) -> dict[str, verdicts.Verdict]:
+    """:func:`experiment_claims` for one cell of ``paper1_prompts_claims_map``."""
+    suffix = f"_scale{scale_index}_noise{noise_index}"
+    cell = {key[:-len(suffix)] + "_noise0_seed0": value for key, value in history.items()
+            if key.endswith(suffix)}
+    cell.update(iteration=history["iteration"], config=history["config"])
+    return experiment_claims(cell, 0, 0, converged=converged)
+
+
 def start_ratio_map(*, scales: Sequence[float] = MAP_SCALES, noise_levels: Sequence[float] = MAP_NOISE,
                     seed: int = 0, prompts_count: int = EXPERIMENT_PROMPTS
                     ) -> dict[str, np.ndarray]:
@@ -398,7 +469,7 @@ def experiment_claims(history: dict[str, np.ndarray], noise_index: int, seed: in
     def get(name: str) -> np.ndarray:
         return history[f"{name}_noise{noise_index}_seed{seed}"]
 
-    methods = json.loads(str(history["config"]))["methods"]
+    methods = list(json.loads(str(history["config"]))["methods"])
     start, l_star = get("start_excess"), float(get("L_star"))
     objective, loss = get("objective"), get("loss")
     alg1, sgd = methods.index("algorithm1"), methods.index("sgd")
@@ -420,3 +491,151 @@ def experiment_claims(history: dict[str, np.ndarray], noise_index: int, seed: in
                                 converged, direction=">",
                                 quantity=f"lower bound of gap({last})/gap(0)"),
     }
+
+
+# ----------------------------------------------------------------------------------------
+# Regularizer forms and renormalization at finite context (chapter 6).
+# ----------------------------------------------------------------------------------------
+
+FORM_SCALES = (1.0, 2.0)
+FORM_N = (40, 160)
+FORM_VARIANTS = ("balancing", "normalized", "none")
+FORM_REPLICATES = 2
+FORM_SEED_BASE = 17
+RENORM_VARIANTS = ("algorithm1", "renormalized", "normalized")
+RENORM_NOISE = 0.1
+
+
+def form_task(scale_index: int, n: int, variant_index: int,
+              replicate: int) -> dict[str, np.ndarray]:
+    """One cell of ``paper1_prompts_regularizer_forms``: the certified minimizer of the
+    prompt-averaged ``L_hat + R`` with ``R`` the balancing regularizer (lambda = 1), its
+    normalized form (lambda = 1) or none, on whitened prompts at sigma = 0 from
+    ``default_rng([FORM_SEED_BASE, scale index, n, replicate])`` (the same prompts for the three
+    variants). Besides the keys of :func:`bias_task`: ``logit_scale`` = ``||V||_F`` over its
+    value ``sqrt(trace Gamma)`` on the balanced set S, and ``imbalance`` =
+    ``||U^T U - V^T V||_F / ||X*||_F``."""
+    task = scaled_task(FORM_SCALES[scale_index])
+    variant = FORM_VARIANTS[variant_index]
+    rng = np.random.default_rng([FORM_SEED_BASE, scale_index, n, replicate])
+    result, u, v = _prompt_minimizer(
+        task, n, rng, lam=0.0 if variant == "none" else 1.0,
+        regularizer="normalized" if variant == "normalized" else "balancing")
+    manifold = algorithm.closed_form_loss(task.Sigma, task.M).manifold
+    return dict(result, logit_scale=np.asarray(np.linalg.norm(v) / manifold.balanced_scale),
+                imbalance=np.asarray(np.linalg.norm(u.T @ u - v.T @ v)
+                                     / np.linalg.norm(manifold.Xstar)))
+
+
+def form_tasks(full: bool = True) -> list[tuple[int, int, int, int]]:
+    """The (scale index, n, variant index, replicate) cells of
+    ``paper1_prompts_regularizer_forms``; the prefix is the first cell."""
+    tasks = [(k, n, v, r) for k in range(len(FORM_SCALES)) for n in FORM_N
+             for v in range(len(FORM_VARIANTS)) for r in range(FORM_REPLICATES)]
+    return tasks if full else tasks[:1]
+
+
+def assemble_forms(tasks: Sequence[tuple[int, int, int, int]],
+                   results: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Stack the cells into arrays (scales, n values, variants, replicates, ...)."""
+    shape = (len(FORM_SCALES), len(FORM_N), len(FORM_VARIANTS), FORM_REPLICATES)
+    history = {key: np.full(shape + np.shape(value), np.nan) for key, value in results[0].items()}
+    for (k, n, v, r), result in zip(tasks, results):
+        for key, value in result.items():
+            history[key][k, FORM_N.index(n), v, r] = value
+    history["config"] = np.asarray(json.dumps(dict(
+        problem="seed 0 default problem, M scaled, noise_std = 0", scales=list(FORM_SCALES),
+        n_values=list(FORM_N), variants=list(FORM_VARIANTS), replicates=FORM_REPLICATES,
+        tokens=BIAS_TOKENS, gtol=BIAS_GTOL, lam={"balancing": 1.0, "normalized": 1.0, "none": 0.0},
+        whiten=True, seed_base=FORM_SEED_BASE, start="spectral (on S)")))
+    return history
+
+
+@register("paper1_prompts_regularizer_forms")
+def paper1_prompts_regularizer_forms(full: bool = True,
+                                     progress: bool = False) -> dict[str, np.ndarray]:
+    """Finite-context minimizers with the balancing regularizer, its normalized form and none
+    (sigma = 0, M x 1 and M x 2, n = 40 and 160)."""
+    tasks = form_tasks(full)
+    return assemble_forms(tasks, map_tasks(form_task, tasks, progress=progress))
+
+
+def renormalization_task(scale_index: int, variant_index: int, *,
+                         iterations: int = EXPERIMENT_ITERATIONS) -> dict[str, np.ndarray]:
+    """One cell of ``paper1_prompts_renormalization``: chapter 5's prompts data (N = 8 prompts
+    of n = 500, seed 0, sigma = ``RENORM_NOISE``) with ``M x FORM_SCALES[scale_index]``, trained
+    from the spectral start by Algorithm 1 (``"algorithm1"``), Algorithm 1 with renormalization
+    to ``||V||_F <= tau`` at the balanced scale ``tau = sqrt(trace Gamma_hat)``
+    (``"renormalized"``), or Algorithm 1 with the normalized regularizer (``"normalized"``).
+    Keys: ``gap`` against the certified minimizer of the variant's objective (the balancing
+    Q_hat for the renormalized run, which is not a minimization of any objective), ``excess_risk``,
+    ``logit_scale`` (``||V||_F / tau``) on the recorded iterations; ``optimum_excess``,
+    ``optimum_logit_scale``; ``deployed`` and ``deployed_se`` at the last iterate (fresh
+    contexts of n tokens, ``default_rng([18, scale index, variant index])``)."""
+    from .part1 import recorded_iterations
+
+    variant = RENORM_VARIANTS[variant_index]
+    regularizer = "normalized" if variant == "normalized" else "balancing"
+    task, loss = experiment_data(RENORM_NOISE, 0, scale=FORM_SCALES[scale_index])
+    optimum = reference.reference_minimizer(loss.reference_objective(1.0, regularizer=regularizer),
+                                            loss.manifold.point(), loss.Sigma_hat, gtol=1e-8,
+                                            hessian=False)
+    tau = loss.manifold.balanced_scale
+    method = algorithm.Method(regularizer=regularizer,
+                              tau=tau if variant == "renormalized" else None)
+    scales: list[float] = []
+    result = algorithm.train(
+        loss, method, iterations=iterations, problem=task, reference=optimum,
+        callback=lambda k, a, b: scales.append(np.linalg.norm(loss.manifold.factor(a, b)[1]) / tau))
+    if result.diverged:
+        raise RuntimeError(f"renormalization study: {variant} diverged at scale "
+                           f"{FORM_SCALES[scale_index]}")
+    grid = recorded_iterations(iterations)
+    deployed = prompts.deployed_risk(result.A, result.B, task, EXPERIMENT_N,
+                                     rng=np.random.default_rng([18, scale_index, variant_index]),
+                                     prompts=DEPLOY_PROMPTS, queries=DEPLOY_QUERIES)
+    return dict(gap=result.history["gap"][grid], excess_risk=result.history["excess_risk"][grid],
+                logit_scale=np.asarray(scales)[grid],
+                optimum_excess=np.asarray(population.population_loss(optimum.A, optimum.B,
+                                                                     task.Sigma, task.M)),
+                optimum_logit_scale=np.asarray(
+                    np.linalg.norm(loss.manifold.factor(optimum.A, optimum.B)[1]) / tau),
+                deployed=np.asarray(deployed[0]), deployed_se=np.asarray(deployed[1]))
+
+
+def renormalization_tasks(full: bool = True) -> list[tuple[int, int]]:
+    """The (scale index, variant index) cells of ``paper1_prompts_renormalization``."""
+    tasks = [(k, v) for k in range(len(FORM_SCALES)) for v in range(len(RENORM_VARIANTS))]
+    return tasks if full else tasks[:1]
+
+
+def assemble_renormalization(tasks: Sequence[tuple[int, int]],
+                             results: Sequence[dict[str, np.ndarray]],
+                             iterations: int) -> dict[str, np.ndarray]:
+    """Stack the cells into arrays (scales, variants, ...) with the iteration grid."""
+    from .part1 import recorded_iterations
+
+    shape = (len(FORM_SCALES), len(RENORM_VARIANTS))
+    history = {key: np.full(shape + np.shape(value), np.nan) for key, value in results[0].items()}
+    for (k, v), result in zip(tasks, results):
+        for key, value in result.items():
+            history[key][k, v] = value
+    history["iteration"] = recorded_iterations(iterations)
+    history["config"] = np.asarray(json.dumps(dict(
+        n=EXPERIMENT_N, prompts=EXPERIMENT_PROMPTS, noise_std=RENORM_NOISE, seed=0,
+        scales=list(FORM_SCALES), variants=list(RENORM_VARIANTS), iterations=iterations,
+        tau="balanced scale sqrt(trace Gamma_hat)", reference="gtol 1e-8 from the spectral start")))
+    return history
+
+
+@register("paper1_prompts_renormalization")
+def paper1_prompts_renormalization(full: bool = True,
+                                   progress: bool = False) -> dict[str, np.ndarray]:
+    """Algorithm 1 with and without renormalization, and with the normalized regularizer, on
+    chapter 5's prompts data at M x 1 and M x 2 (2000 iterations; ``full=False``: the first
+    cell for ``EXPERIMENT_PREFIX`` iterations)."""
+    tasks = renormalization_tasks(full)
+    iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
+    results = map_tasks(partial(renormalization_task, iterations=iterations), tasks,
+                        progress=progress)
+    return assemble_renormalization(tasks, results, iterations)
