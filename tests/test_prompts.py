@@ -203,3 +203,31 @@ def test_experiment_claims_are_computed_from_the_history() -> None:
     assert claims["sgd"].status == "reproduced"
     objective[-1, 0] = 0.6
     assert runs.experiment_claims(history, 0)["alg1"].status == "not reproduced"
+
+
+def test_a_claims_map_cell_is_judged_like_an_experiment_cell() -> None:
+    from attnlib.experiments import prompts as runs
+
+    rng = np.random.default_rng(5)
+    tasks = runs.claims_map_tasks()
+    results = []
+    for _ in tasks:             # per cell: Algorithm 1 and SGD, three recorded iterations
+        objective = 1.0 + rng.random((3, 2))
+        results.append(dict(objective=objective, loss=objective - 0.1 * rng.random((3, 2)),
+                            start_excess=rng.random(2), L_star=np.asarray(0.1),
+                            basin_value=np.asarray(objective.min() - 0.01),
+                            best_loss=np.asarray(0.5)))
+    history = runs.assemble_claims_map(tasks, results, iterations=2)
+    history["iteration"] = np.array([0, 1, 2])
+    for (i, noise_index), result in zip(tasks, results):
+        j = runs.MAP_RUN_NOISE.index(runs.MAP_NOISE[noise_index])
+        cell = runs.claims_map_cell(history, i, j)
+        values = runs.claim_values(cell, 0)
+        gap = result["objective"][:, 0] - float(result["basin_value"])
+        assert values["alg1"] == pytest.approx(gap[-1] / gap[0], rel=1e-12)
+        assert values["start"] == pytest.approx(result["start_excess"][0] / 0.1, rel=1e-12)
+        assert values["sgd"] == pytest.approx((result["loss"][-1, 1] - 0.5) / result["loss"][0, 1],
+                                              rel=1e-12)
+        claims = runs.experiment_claims(cell, 0)
+        assert claims["alg1"].status == ("reproduced" if values["alg1"] <= 1e-3
+                                         else "not reproduced")

@@ -21,9 +21,10 @@ the true Sigma), ``value``, ``grad_norm``, ``evaluations``, ``prompts`` (J,),
 fresh context of n tokens) and ``deployed_start``, ``deployed_start_se`` (of the spectral start,
 a point of S: this is the finite-context loss gap ``L_n - L`` on S).
 
-``paper1_prompts_experiment`` (chapter 5) and ``paper1_prompts_variance`` (chapter 6) are
-described in their functions' docstrings; :func:`start_ratio_map` is the live map of claims (1)
-and (2) over ``||M|| x sigma`` (chapter 5).
+``paper1_prompts_experiment`` and ``paper1_prompts_claims_map`` (chapter 5),
+``paper1_prompts_variance``, ``paper1_prompts_regularizer_forms`` and
+``paper1_prompts_renormalization`` (chapter 6) are described in their functions' docstrings;
+:func:`start_ratio_map` is the live map of claims (1) and (2) over ``||M|| x sigma`` (chapter 5).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ __all__ = ["BIAS_N", "BIAS_SCALES", "scaled_task", "bias_task", "bias_tasks", "a
            "map_tasks", "experiment_data", "experiment_task", "experiment_tasks",
            "assemble_experiment", "experiment_claims", "start_ratio_map", "variance_task",
            "variance_tasks", "assemble_variance", "claims_map_task", "claims_map_tasks",
-           "assemble_claims_map", "claims_map_verdicts"]
+           "assemble_claims_map", "claims_map_cell", "claim_values"]
 
 BIAS_N = (10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5000)
 BIAS_SCALES = (1.0, 0.5)
@@ -311,13 +312,15 @@ def paper1_prompts_experiment(full: bool = True, progress: bool = False) -> dict
     return assemble_experiment(tasks, results, iterations)
 
 
-def claims_map_task(scale_index: int, noise_index: int) -> dict[str, np.ndarray]:
+def claims_map_task(scale_index: int, noise_index: int, *,
+                    iterations: int = EXPERIMENT_ITERATIONS,
+                    certify: bool = True) -> dict[str, np.ndarray]:
     """One (scale, noise) cell of ``paper1_prompts_claims_map``: :func:`experiment_task` at
     ``MAP_RUN_SCALES[scale_index]`` and ``MAP_NOISE[noise_index]`` with ``MAP_PROMPTS`` prompts,
     the methods ``MAP_METHODS``, seed 0, no deployment, certified basin minimizer."""
     return experiment_task(len(EXPERIMENT_NOISE) + noise_index, 0, methods=MAP_METHODS,
                            scale=MAP_RUN_SCALES[scale_index], prompts_count=MAP_PROMPTS,
-                           deploy=False, certify=True)
+                           iterations=iterations, deploy=False, certify=certify)
 
 
 def claims_map_tasks(full: bool = True) -> list[tuple[int, int]]:
@@ -328,12 +331,12 @@ def claims_map_tasks(full: bool = True) -> list[tuple[int, int]]:
     return tasks if full else tasks[:1]
 
 
-def assemble_claims_map(tasks: Sequence[tuple[int, int]],
-                 results: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Stack the cells as ``{key}_scale{i}_noise{j}`` (readable by :func:`claims_map_verdicts`)."""
+def assemble_claims_map(tasks: Sequence[tuple[int, int]], results: Sequence[dict[str, np.ndarray]],
+                        iterations: int) -> dict[str, np.ndarray]:
+    """Stack the cells as ``{key}_scale{i}_noise{j}`` (read one cell with :func:`claims_map_cell`)."""
     from .part1 import recorded_iterations
 
-    history: dict[str, np.ndarray] = {"iteration": recorded_iterations(EXPERIMENT_ITERATIONS),
+    history: dict[str, np.ndarray] = {"iteration": recorded_iterations(iterations),
                                       "scales": np.asarray(MAP_RUN_SCALES),
                                       "noise_levels": np.asarray(MAP_RUN_NOISE)}
     for (i, j), result in zip(tasks, results):
@@ -341,7 +344,7 @@ def assemble_claims_map(tasks: Sequence[tuple[int, int]],
                         for key, value in result.items()})
     history["config"] = np.asarray(json.dumps(dict(
         n=EXPERIMENT_N, prompts=MAP_PROMPTS, scales=list(MAP_RUN_SCALES),
-        noise_levels=list(MAP_RUN_NOISE), seed=0, iterations=EXPERIMENT_ITERATIONS,
+        noise_levels=list(MAP_RUN_NOISE), seed=0, iterations=iterations,
         methods=list(MAP_METHODS), reference="Q_hat basin from the spectral start, gtol 1e-8",
         seeding="as paper1_prompts_experiment, seed 0")))
     return history
@@ -353,21 +356,24 @@ def paper1_prompts_claims_map(full: bool = True, progress: bool = False) -> dict
 
     For each scale in ``MAP_RUN_SCALES`` and noise level in ``MAP_RUN_NOISE`` (seed 0's
     problem, ``MAP_PROMPTS`` prompts of ``EXPERIMENT_N`` tokens) the keys of
-    :func:`experiment_task` suffixed ``_scale{i}_noise{j}``. ``full=False``: the first cell only
-    (with its certified minimizer: about a minute).
+    :func:`experiment_task` suffixed ``_scale{i}_noise{j}``. ``full=False``: the first cell for
+    ``EXPERIMENT_PREFIX`` iterations without the reference minimizer (the live replay).
     """
     tasks = claims_map_tasks(full)
-    return assemble_claims_map(tasks, map_tasks(claims_map_task, tasks, progress=progress))
+    iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
+    results = map_tasks(partial(claims_map_task, iterations=iterations, certify=full), tasks,
+                        progress=progress)
+    return assemble_claims_map(tasks, results, iterations)
 
 
-def claims_map_verdicts(history: dict[str, np.ndarray], scale_index: int, noise_index: int, *,
-               converged: float = 1e-3) -> dict[str, verdicts.Verdict]:
-    """:func:`experiment_claims` for one cell of ``paper1_prompts_claims_map``."""
+def claims_map_cell(history: dict[str, np.ndarray], scale_index: int,
+                    noise_index: int) -> dict[str, np.ndarray]:
+    """One cell of ``paper1_prompts_claims_map`` in the form of ``paper1_prompts_experiment``
+    (noise index 0, seed 0), for :func:`claim_values` and :func:`experiment_claims`."""
     suffix = f"_scale{scale_index}_noise{noise_index}"
     cell = {key[:-len(suffix)] + "_noise0_seed0": value for key, value in history.items()
             if key.endswith(suffix)}
-    cell.update(iteration=history["iteration"], config=history["config"])
-    return experiment_claims(cell, 0, 0, converged=converged)
+    return dict(cell, iteration=history["iteration"], config=history["config"])
 
 
 def start_ratio_map(*, scales: Sequence[float] = MAP_SCALES, noise_levels: Sequence[float] = MAP_NOISE,
@@ -454,18 +460,14 @@ def paper1_prompts_variance(full: bool = True, progress: bool = False) -> dict[s
     return assemble_variance(tasks, map_tasks(variance_task, tasks, progress=progress))
 
 
-def experiment_claims(history: dict[str, np.ndarray], noise_index: int, seed: int = 0, *,
-                      converged: float = 1e-3) -> dict[str, verdicts.Verdict]:
-    """Verdicts on the seeds' claims (1)-(4) for one cell of ``paper1_prompts_experiment``.
-
-    Thresholds as in chapter 5's one-set table [choice]: (1) ``(L(theta_0) - L*) / L* <= 0.1``
-    for the spectral start; (2) ``log10`` of the population-loss ratio random / spectral start
-    ``>= 2.5`` (partly from 1.5); (3) Algorithm 1's optimization gap to the certified basin
-    minimizer at the last iteration, relative to the start, ``<= converged``; (4) SGD's gap
-    ratio ``> converged``, with a certified *lower bound* of the ratio,
-    ``(L_hat(theta_last) - best_loss) / L_hat(theta_0)`` (``best_loss`` is the lowest L_hat seen,
-    at least L_hat*, and ``L_hat* >= 0``): no reference minimizer of L_hat is needed.
-    """
+def claim_values(history: dict[str, np.ndarray], noise_index: int,
+                 seed: int = 0) -> dict[str, float]:
+    """The four numbers that :func:`experiment_claims` judges, for one cell of
+    ``paper1_prompts_experiment``: ``start`` = ``(L(theta_0) - L*)/L*`` of the spectral start,
+    ``orders`` = log10 of the population-loss ratio random / spectral start, ``alg1`` =
+    Algorithm 1's gap ratio ``gap(last)/gap(0)`` to the certified basin minimizer, ``sgd`` = a
+    certified lower bound of SGD's gap ratio, ``(L_hat(theta_last) - best_loss) / L_hat(theta_0)``
+    (``best_loss`` is the lowest L_hat seen, at least L_hat*, and ``L_hat* >= 0``)."""
     def get(name: str) -> np.ndarray:
         return history[f"{name}_noise{noise_index}_seed{seed}"]
 
@@ -474,20 +476,34 @@ def experiment_claims(history: dict[str, np.ndarray], noise_index: int, seed: in
     objective, loss = get("objective"), get("loss")
     alg1, sgd = methods.index("algorithm1"), methods.index("sgd")
     gap = objective[:, alg1] - float(get("basin_value"))
-    sgd_bound = (loss[-1, sgd] - float(get("best_loss"))) / loss[0, sgd]
+    return dict(start=float(start[0] / l_star),
+                orders=float(np.log10((start[1] + l_star) / (start[0] + l_star))),
+                alg1=float(gap[-1] / gap[0]),
+                sgd=float((loss[-1, sgd] - float(get("best_loss"))) / loss[0, sgd]))
+
+
+def experiment_claims(history: dict[str, np.ndarray], noise_index: int, seed: int = 0, *,
+                      converged: float = 1e-3) -> dict[str, verdicts.Verdict]:
+    """Verdicts on the seeds' claims (1)-(4) for one cell of ``paper1_prompts_experiment``,
+    from :func:`claim_values`.
+
+    Thresholds as in chapter 5's one-set table [choice]: (1) ``start <= 0.1``; (2)
+    ``orders >= 2.5`` (partly from 1.5); (3) ``alg1 <= converged``; (4) ``sgd > converged``:
+    no reference minimizer of L_hat is needed for (4).
+    """
+    values = claim_values(history, noise_index, seed)
     last = int(history["iteration"][-1])
     return {
         "start": verdicts.verdict("spectral start close to the optimal population loss",
-                                  start[0] / l_star, 0.1, direction="<=",
+                                  values["start"], 0.1, direction="<=",
                                   quantity="(L(theta_0) - L*)/L*"),
         "orders": verdicts.verdict(
-            "random start about three orders of magnitude higher in loss",
-            np.log10((start[1] + l_star) / (start[0] + l_star)), 2.5, direction=">=",
-            partial=1.5, quantity="log10 loss ratio"),
+            "random start about three orders of magnitude higher in loss", values["orders"],
+            2.5, direction=">=", partial=1.5, quantity="log10 loss ratio"),
         "alg1": verdicts.verdict(f"Algorithm 1 converges within {last} iterations",
-                                 gap[-1] / gap[0], converged, direction="<=",
+                                 values["alg1"], converged, direction="<=",
                                  quantity=f"gap({last})/gap(0)"),
-        "sgd": verdicts.verdict(f"SGD has not converged after {last} iterations", sgd_bound,
+        "sgd": verdicts.verdict(f"SGD has not converged after {last} iterations", values["sgd"],
                                 converged, direction=">",
                                 quantity=f"lower bound of gap({last})/gap(0)"),
     }
@@ -561,7 +577,8 @@ def paper1_prompts_regularizer_forms(full: bool = True,
 
 
 def renormalization_task(scale_index: int, variant_index: int, *,
-                         iterations: int = EXPERIMENT_ITERATIONS) -> dict[str, np.ndarray]:
+                         iterations: int = EXPERIMENT_ITERATIONS,
+                         certify: bool = True) -> dict[str, np.ndarray]:
     """One cell of ``paper1_prompts_renormalization``: chapter 5's prompts data (N = 8 prompts
     of n = 500, seed 0, sigma = ``RENORM_NOISE``) with ``M x FORM_SCALES[scale_index]``, trained
     from the spectral start by Algorithm 1 (``"algorithm1"``), Algorithm 1 with renormalization
@@ -571,15 +588,16 @@ def renormalization_task(scale_index: int, variant_index: int, *,
     Q_hat for the renormalized run, which is not a minimization of any objective), ``excess_risk``,
     ``logit_scale`` (``||V||_F / tau``) on the recorded iterations; ``optimum_excess``,
     ``optimum_logit_scale``; ``deployed`` and ``deployed_se`` at the last iterate (fresh
-    contexts of n tokens, ``default_rng([18, scale index, variant index])``)."""
+    contexts of n tokens, ``default_rng([18, scale index, variant index])``). ``certify=False``
+    skips the reference minimizer (gap and optimum entries NaN: the live replay)."""
     from .part1 import recorded_iterations
 
     variant = RENORM_VARIANTS[variant_index]
     regularizer = "normalized" if variant == "normalized" else "balancing"
     task, loss = experiment_data(RENORM_NOISE, 0, scale=FORM_SCALES[scale_index])
-    optimum = reference.reference_minimizer(loss.reference_objective(1.0, regularizer=regularizer),
-                                            loss.manifold.point(), loss.Sigma_hat, gtol=1e-8,
-                                            hessian=False)
+    optimum = (reference.reference_minimizer(
+        loss.reference_objective(1.0, regularizer=regularizer), loss.manifold.point(),
+        loss.Sigma_hat, gtol=1e-8, hessian=False) if certify else None)
     tau = loss.manifold.balanced_scale
     method = algorithm.Method(regularizer=regularizer,
                               tau=tau if variant == "renormalized" else None)
@@ -594,12 +612,15 @@ def renormalization_task(scale_index: int, variant_index: int, *,
     deployed = prompts.deployed_risk(result.A, result.B, task, EXPERIMENT_N,
                                      rng=np.random.default_rng([18, scale_index, variant_index]),
                                      prompts=DEPLOY_PROMPTS, queries=DEPLOY_QUERIES)
-    return dict(gap=result.history["gap"][grid], excess_risk=result.history["excess_risk"][grid],
+    at_optimum = dict(optimum_excess=np.nan, optimum_logit_scale=np.nan)
+    if optimum is not None:
+        at_optimum = dict(
+            optimum_excess=population.population_loss(optimum.A, optimum.B, task.Sigma, task.M),
+            optimum_logit_scale=np.linalg.norm(loss.manifold.factor(optimum.A, optimum.B)[1]) / tau)
+    return dict(gap=result.history.get("gap", np.full(result.history["loss"].size, np.nan))[grid],
+                excess_risk=result.history["excess_risk"][grid],
                 logit_scale=np.asarray(scales)[grid],
-                optimum_excess=np.asarray(population.population_loss(optimum.A, optimum.B,
-                                                                     task.Sigma, task.M)),
-                optimum_logit_scale=np.asarray(
-                    np.linalg.norm(loss.manifold.factor(optimum.A, optimum.B)[1]) / tau),
+                **{key: np.asarray(value) for key, value in at_optimum.items()},
                 deployed=np.asarray(deployed[0]), deployed_se=np.asarray(deployed[1]))
 
 
@@ -636,6 +657,6 @@ def paper1_prompts_renormalization(full: bool = True,
     cell for ``EXPERIMENT_PREFIX`` iterations)."""
     tasks = renormalization_tasks(full)
     iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
-    results = map_tasks(partial(renormalization_task, iterations=iterations), tasks,
+    results = map_tasks(partial(renormalization_task, iterations=iterations, certify=full), tasks,
                         progress=progress)
     return assemble_renormalization(tasks, results, iterations)
