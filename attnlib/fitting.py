@@ -13,6 +13,14 @@ percentile interval of a bootstrap that resamples the seeds (columns) with repla
 refits (this keeps each seed's whole curve together, so correlation across n within a seed
 is respected).
 
+Weighted power law [choice, chapter 6]. When each size has one estimate ``y_k`` with a known
+standard error ``s_k`` (an unbiased estimate that may come out zero or negative where it is
+small against its error, like the finite-context bias), :func:`fit_power_law_weighted` fits
+``y = C x^b`` to the values themselves by weighted nonlinear least squares,
+``min sum_k ((y_k - C x_k^b) / s_k)^2``, and takes the exponent's standard error from the
+inverse Gauss-Newton matrix with the errors taken as known (``scipy.optimize.curve_fit`` with
+``absolute_sigma=True``); the interval is ``b +- z se(b)``.
+
 Geometric rate. If a positive sequence behaves like ``e_m ~ C mu^m``, then
 ``log e_m = log C + m log mu``; :func:`fit_geometric_rate` fits this line by least squares
 over a window of iterations (an explicit range, and/or the entries whose value lies in a band
@@ -43,7 +51,7 @@ from scipy import stats
 from ._validation import as_matrix, check_generator, check_int, check_positive
 from .geometry import factor_hessian, minimizer_manifold
 
-__all__ = ["PowerLawFit", "fit_power_law", "GeometricFit", "fit_geometric_rate",
+__all__ = ["PowerLawFit", "fit_power_law", "fit_power_law_weighted", "GeometricFit", "fit_geometric_rate",
            "local_gd_rate", "spectrum_gap_rate"]
 
 
@@ -119,6 +127,44 @@ def fit_power_law(x: np.ndarray, y: np.ndarray, *, rng: np.random.Generator | No
         ci = (slope - half, slope + half)
     return PowerLawFit(exponent=slope, prefactor=float(np.exp(intercept)), stderr=stderr,
                        ci=ci, level=level, n_points=int(logx.size), bootstrap=use_boot)
+
+
+def fit_power_law_weighted(x: np.ndarray, y: np.ndarray, stderr: np.ndarray, *,
+                           level: float = 0.95) -> PowerLawFit:
+    """Fit ``y ~ C x^b`` to estimates ``y`` with standard errors ``stderr`` (module docstring).
+
+    ``x`` (k,) positive, at least 3 distinct values; ``y`` (k,) real (zero or negative
+    estimates are allowed); ``stderr`` (k,) positive. The start is the unweighted log-log fit
+    of the positive points. Raises ``ValueError`` for bad shapes or values.
+    """
+    from scipy import optimize
+
+    xs = as_matrix("x", x, ndim=1)
+    ys = as_matrix("y", y, shape=(xs.size,), ndim=1)
+    errors = as_matrix("stderr", stderr, shape=(xs.size,), ndim=1)
+    if np.any(xs <= 0) or np.any(errors <= 0):
+        raise ValueError("x and stderr must be positive")
+    if np.unique(xs).size < 3:
+        raise ValueError(f"x needs at least 3 distinct values, got {np.unique(xs).size}")
+    level = check_positive("level", level)
+    if level >= 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    positive = ys > 0
+    if positive.sum() < 2:
+        raise ValueError("need at least 2 positive estimates to start the fit")
+    scale = float(np.exp(np.mean(np.log(xs))))           # fit C (x/scale)^b: well conditioned
+    slope, intercept, _ = _line_fit(np.log(xs[positive] / scale), np.log(ys[positive]))
+
+    def model(t: np.ndarray, log_c: float, b: float) -> np.ndarray:
+        return np.exp(log_c) * (t / scale) ** b
+
+    params, cov = optimize.curve_fit(model, xs, ys, p0=(intercept, slope), sigma=errors,
+                                     absolute_sigma=True, maxfev=10000)
+    exponent, se = float(params[1]), float(np.sqrt(cov[1, 1]))
+    half = float(stats.norm.ppf((1.0 + level) / 2.0)) * se
+    return PowerLawFit(exponent=exponent, prefactor=float(np.exp(params[0]) * scale ** -exponent),
+                       stderr=se, ci=(exponent - half, exponent + half), level=level,
+                       n_points=int(xs.size), bootstrap=False)
 
 
 @dataclass(frozen=True)

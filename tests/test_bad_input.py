@@ -235,6 +235,9 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "data.default_problem": lambda: dict(rng=_rng(), d=3, p=2, kappa=10.0, noise_std=0.1),
         "fitting.fit_power_law": lambda: dict(x=np.array([10.0, 20, 40, 80]),
                                               y=np.array([1.0, 0.52, 0.24, 0.13]), level=0.9),
+        "fitting.fit_power_law_weighted": lambda: dict(
+            x=np.array([10.0, 20, 40, 80]), y=np.array([1.0, 0.52, 0.24, 0.13]),
+            stderr=np.array([0.1, 0.05, 0.03, 0.02]), level=0.9),
         "fitting.fit_geometric_rate": lambda: dict(iterations=np.arange(10.0),
                                                    values=0.5 ** np.arange(10.0),
                                                    band=(1e-3, 0.6)),

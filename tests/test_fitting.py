@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib.fitting import fit_geometric_rate, fit_power_law, local_gd_rate
+from attnlib.fitting import (fit_geometric_rate, fit_power_law, fit_power_law_weighted,
+                             local_gd_rate)
 
 
 @settings(deadline=None, max_examples=25)
@@ -190,3 +191,23 @@ def test_spectrum_gap_rate_matches_gd_on_a_quadratic() -> None:
     assert fit.rate == pytest.approx(spectrum_gap_rate(step, eigenvalues), rel=1e-9)
     with pytest.raises(ValueError, match="positive"):
         spectrum_gap_rate(step, np.array([0.1, -1.0]))
+
+
+def test_weighted_power_law_recovers_exact_data_and_covers_truth() -> None:
+    x = np.array([160.0, 320, 640, 1280, 2560, 5000])
+    truth = 0.7 * x ** -1.6
+    exact = fit_power_law_weighted(x, truth, 0.05 * truth)
+    assert exact.exponent == pytest.approx(-1.6, abs=1e-8)
+    assert exact.prefactor == pytest.approx(0.7, rel=1e-6)
+    rng = np.random.default_rng(7)
+    errors = np.full(x.size, 0.3 * truth[-1]) + 0.1 * truth     # the last points hardly resolved
+    covered, trials = 0, 400
+    for _ in range(trials):
+        noisy = truth + errors * rng.standard_normal(x.size)     # some estimates go negative
+        fit = fit_power_law_weighted(x, noisy, errors)
+        covered += fit.ci[0] <= -1.6 <= fit.ci[1]
+    assert 0.90 <= covered / trials <= 0.99                       # nominal 95%
+    with pytest.raises(ValueError, match="stderr must be positive"):
+        fit_power_law_weighted(x, truth, 0 * truth)
+    with pytest.raises(ValueError, match="at least 2 positive"):
+        fit_power_law_weighted(x, -truth, truth)

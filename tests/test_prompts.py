@@ -203,6 +203,8 @@ def test_experiment_claims_are_computed_from_the_history() -> None:
     assert claims["sgd"].status == "reproduced"
     objective[-1, 0] = 0.6
     assert runs.experiment_claims(history, 0)["alg1"].status == "not reproduced"
+    loss[-1, 3] = 0.8                                     # bound 0: it cannot show convergence
+    assert runs.experiment_claims(history, 0)["sgd"].status == "not testable here"
 
 
 def test_a_claims_map_cell_is_judged_like_an_experiment_cell() -> None:
