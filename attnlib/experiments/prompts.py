@@ -88,14 +88,17 @@ def bias_prompts(n: int) -> int:
 
 
 def _prompt_minimizer(task: RegressionProblem, n: int, rng: np.random.Generator, *,
-                      lam: float = 1.0, regularizer: algorithm.Regularizer = "balancing"
+                      lam: float = 1.0, regularizer: algorithm.Regularizer = "balancing",
+                      prompts_count: int | None = None
                       ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """Certified minimizer of the prompt-averaged ``L_hat + lam R_hat`` (``regularizer``) on
-    ``bias_prompts(n)`` whitened prompts of n tokens drawn from ``rng``, reached from the
+    ``prompts_count`` (default ``bias_prompts(n)``) whitened prompts of n tokens drawn from
+    ``rng``, reached from the
     spectral start (a point of S): its excess risk, ``U V^T - X*``, the deployed excess risks
     of it and of the start (fresh contexts of n tokens, drawn next from ``rng``); and its
     factors (U, V) in whitened coordinates."""
-    x, y = prompts.sample_prompts(task, bias_prompts(n), n, rng=rng, whiten=True)
+    count = bias_prompts(n) if prompts_count is None else prompts_count
+    x, y = prompts.sample_prompts(task, count, n, rng=rng, whiten=True)
     loss = algorithm.prompts_loss(x, y, moments=(task.Sigma, task.M))
     start = loss.manifold.point()
     optimum = reference.reference_minimizer(loss.reference_objective(lam, regularizer=regularizer),
@@ -167,6 +170,50 @@ def paper1_prompts_bias(full: bool = True, progress: bool = False) -> dict[str, 
     """Finite-context bias at sigma = 0 for n = 10..5000 (prompts, pooled whitening)."""
     tasks = bias_tasks(full)
     return assemble_bias(tasks, map_tasks(bias_task, tasks, progress=progress))
+
+
+TOKENS_CHECK_N = (640, 1280)
+TOKENS_CHECK_FACTOR = 4
+TOKENS_CHECK_REPLICATES = 3
+
+
+def tokens_task(n: int, replicate: int) -> dict[str, np.ndarray]:
+    """One cell of ``paper1_prompts_bias_tokens``: as :func:`bias_task` at scale 1, with
+    ``TOKENS_CHECK_FACTOR`` times as many prompts (``default_rng([BIAS_SEED_BASE, 9, n, r])``)."""
+    rng = np.random.default_rng([BIAS_SEED_BASE, 9, n, replicate])
+    return _prompt_minimizer(scaled_task(1.0), n, rng,
+                             prompts_count=TOKENS_CHECK_FACTOR * bias_prompts(n))[0]
+
+
+def tokens_tasks(full: bool = True) -> list[tuple[int, int]]:
+    """The (n, replicate) cells of ``paper1_prompts_bias_tokens``."""
+    tasks = [(n, r) for n in TOKENS_CHECK_N for r in range(TOKENS_CHECK_REPLICATES)]
+    return tasks if full else tasks[:1]
+
+
+def assemble_tokens(tasks: Sequence[tuple[int, int]],
+                    results: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Stack the cells into arrays (n values, replicates, ...)."""
+    shape = (len(TOKENS_CHECK_N), TOKENS_CHECK_REPLICATES)
+    history = {key: np.full(shape + np.shape(value), np.nan) for key, value in results[0].items()}
+    for (n, r), result in zip(tasks, results):
+        for key, value in result.items():
+            history[key][TOKENS_CHECK_N.index(n), r] = value
+    history["n_values"] = np.asarray(TOKENS_CHECK_N)
+    history["prompts"] = np.asarray([TOKENS_CHECK_FACTOR * bias_prompts(n) for n in TOKENS_CHECK_N])
+    history["config"] = np.asarray(json.dumps(dict(
+        problem="seed 0 default problem, noise_std = 0", n_values=list(TOKENS_CHECK_N),
+        prompts_factor=TOKENS_CHECK_FACTOR, replicates=TOKENS_CHECK_REPLICATES, gtol=BIAS_GTOL,
+        seeding="default_rng([12, 9, n, r])", whiten=True)))
+    return history
+
+
+@register("paper1_prompts_bias_tokens")
+def paper1_prompts_bias_tokens(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """The finite-context bias at n = 640 and 1280 with four times the tokens of
+    ``paper1_prompts_bias``: does the estimate depend on the sample size?"""
+    tasks = tokens_tasks(full)
+    return assemble_tokens(tasks, map_tasks(tokens_task, tasks, progress=progress))
 
 
 # ----------------------------------------------------------------------------------------
