@@ -1,8 +1,9 @@
 """Registered runs of the prompts reconstruction (chapters 5 and 6; :mod:`attnlib.prompts`).
 
-Every run is a grid of independent seeded tasks (one function call each); the registered
-function maps the tasks in order and stacks the results, so the stored arrays do not depend on
-how many processes ran them (environment variable ``ATTNLIB_EXPERIMENT_WORKERS``, default 1).
+Every run is a grid of independent seeded tasks (one function call each) registered with
+:func:`attnlib.experiments.register_grid`: the results are stacked in task order, so the stored
+arrays do not depend on how many processes ran them (``python -m attnlib.experiments NAME
+--workers K`` or ``--scheduler ADDRESS``).
 
 The task is seed 0's default problem of ``paper1_defaults`` (:func:`attnlib.experiments.ablations.defaults_data`),
 d = 10, p = 20, kappa = 10, with M multiplied by ``scale`` and noise level ``noise_std``.
@@ -29,20 +30,18 @@ and (2) over ``||M|| x sigma`` (chapter 5).
 from __future__ import annotations
 
 import json
-import os
-from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Sequence
+from functools import partial
+from typing import Sequence
 
 import numpy as np
 
 from .. import algorithm, population, prompts, reference, verdicts
-from .._progress import progress as progress_bar
 from ..data import RegressionProblem
-from . import register
+from . import TaskGrid, register_grid
 from .ablations import defaults_data
 
 __all__ = ["BIAS_N", "BIAS_SCALES", "scaled_task", "bias_task", "bias_tasks", "assemble_bias",
-           "map_tasks", "experiment_data", "experiment_task", "experiment_tasks",
+           "experiment_data", "experiment_task", "experiment_tasks",
            "assemble_experiment", "experiment_claims", "start_ratio_map", "variance_task",
            "variance_tasks", "assemble_variance"]
 
@@ -64,19 +63,6 @@ def scaled_task(scale: float = 1.0, noise_std: float = 0.0) -> RegressionProblem
     """Seed 0's default problem with ``M -> scale M`` and the given noise level."""
     problem, _, _ = defaults_data(0)
     return RegressionProblem(Sigma=problem.Sigma, M=scale * problem.M, noise_std=noise_std)
-
-
-def map_tasks(fn: Callable[..., dict[str, np.ndarray]], tasks: Sequence[tuple],
-              *, progress: bool = False) -> list[dict[str, np.ndarray]]:
-    """``[fn(*task) for task in tasks]``, in order, on ``ATTNLIB_EXPERIMENT_WORKERS`` processes."""
-    workers = int(os.environ.get("ATTNLIB_EXPERIMENT_WORKERS", "1"))
-    if workers <= 1 or len(tasks) <= 1:
-        return [fn(*task) for task in progress_bar(tasks, total=len(tasks), desc="tasks",
-                                                   enabled=progress)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(fn, *task) for task in tasks]
-        return [future.result() for future in progress_bar(futures, total=len(futures),
-                                                           desc="tasks", enabled=progress)]
 
 
 def bias_prompts(n: int) -> int:
@@ -149,11 +135,11 @@ def assemble_bias(tasks: Sequence[tuple[int, int, int]],
     return history
 
 
-@register("paper1_prompts_bias")
-def paper1_prompts_bias(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("paper1_prompts_bias")
+def paper1_prompts_bias(full: bool = True) -> TaskGrid:
     """Finite-context bias at sigma = 0 for n = 10..5000 (prompts, pooled whitening)."""
     tasks = bias_tasks(full)
-    return assemble_bias(tasks, map_tasks(bias_task, tasks, progress=progress))
+    return TaskGrid(tasks, bias_task, partial(assemble_bias, tasks))
 
 
 # ----------------------------------------------------------------------------------------
@@ -277,8 +263,8 @@ def assemble_experiment(tasks: Sequence[tuple[int, int]], results: Sequence[dict
     return history
 
 
-@register("paper1_prompts_experiment")
-def paper1_prompts_experiment(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("paper1_prompts_experiment")
+def paper1_prompts_experiment(full: bool = True) -> TaskGrid:
     """The paper's experiment with N = 8 prompts of n = 500 tokens: five methods, 2000 iterations.
 
     For noise levels ``EXPERIMENT_NOISE`` and seeds ``EXPERIMENT_SEEDS``: the five methods of
@@ -293,10 +279,9 @@ def paper1_prompts_experiment(full: bool = True, progress: bool = False) -> dict
     """
     tasks = experiment_tasks(full)
     iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
-
-    results = [experiment_task(i, s, iterations=iterations, deploy=full, certify=full)
-               for i, s in tasks]
-    return assemble_experiment(tasks, results, iterations)
+    return TaskGrid(tasks, partial(experiment_task, iterations=iterations, deploy=full,
+                                   certify=full),
+                    partial(assemble_experiment, tasks, iterations=iterations))
 
 
 def start_ratio_map(*, scales: Sequence[float] = MAP_SCALES, noise_levels: Sequence[float] = MAP_NOISE,
@@ -376,11 +361,11 @@ def assemble_variance(tasks: Sequence[tuple[int, int]],
     return history
 
 
-@register("paper1_prompts_variance")
-def paper1_prompts_variance(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("paper1_prompts_variance")
+def paper1_prompts_variance(full: bool = True) -> TaskGrid:
     """Excess risk of the prompts minimizer against the number of prompts N (n = 40, sigma = 0.1)."""
     tasks = variance_tasks(full)
-    return assemble_variance(tasks, map_tasks(variance_task, tasks, progress=progress))
+    return TaskGrid(tasks, variance_task, partial(assemble_variance, tasks))
 
 
 def experiment_claims(history: dict[str, np.ndarray], noise_index: int, seed: int = 0, *,
