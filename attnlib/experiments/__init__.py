@@ -50,7 +50,7 @@ from ._tasks import TaskGrid, one_task, run_grid
 __all__ = [
     "register", "check_name", "registry", "run", "manifest", "save", "load", "add_manifest",
     "stored_names", "assert_prefix_matches", "describe", "format_deviation", "benchmark_path",
-    "load_benchmark", "register_grid", "TaskGrid", "run_grid",
+    "load_benchmark", "register_grid", "TaskGrid", "run_grid", "task_grid",
 ]
 
 STORED_DIR = Path(__file__).resolve().parent / "stored"
@@ -138,17 +138,25 @@ def run(name: str, *, full: bool = True, progress: bool = False, workers: int | 
     ``"tcp://127.0.0.1:8786"``) on an existing Dask cluster; the history is the serial one
     (:func:`run_grid`). Other experiments then run as one task on one worker.
     """
+    if name not in _GRIDS and workers in (None, 1) and scheduler is None:
+        return _known(name)(full=full, progress=progress)
+    return run_grid(task_grid(name, full=full), workers=workers, scheduler=scheduler,
+                    progress=progress)
+
+
+def _known(name: str) -> Experiment:
     check_name(name)
     experiments = registry()
     if name not in experiments:
         raise KeyError(f"unknown experiment {name!r}; known: {sorted(experiments)}")
-    if name in _GRIDS:
-        return run_grid(_GRIDS[name](full), workers=workers, scheduler=scheduler,
-                        progress=progress)
-    if workers in (None, 1) and scheduler is None:
-        return experiments[name][0](full=full, progress=progress)
-    return run_grid(one_task(experiments[name][0], full), workers=workers, scheduler=scheduler,
-                    progress=progress)
+    return experiments[name][0]
+
+
+def task_grid(name: str, *, full: bool = True) -> TaskGrid:
+    """The tasks of experiment ``name``: its :class:`TaskGrid` if it was registered with
+    :func:`register_grid`, else a grid of one task (the whole experiment)."""
+    experiment = _known(name)
+    return _GRIDS[name](full) if name in _GRIDS else one_task(experiment, full)
 
 
 def manifest(history: Mapping[str, np.ndarray]) -> dict[str, dict[str, object]]:

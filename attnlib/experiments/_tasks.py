@@ -32,7 +32,7 @@ import numpy as np
 from .._progress import progress as progress_bar
 from .._validation import check_int
 
-__all__ = ["TaskGrid", "run_grid", "merge_tasks", "one_task"]
+__all__ = ["TaskGrid", "run_grid", "merge_tasks", "one_task", "local_cluster"]
 
 History = dict[str, np.ndarray]
 
@@ -104,6 +104,16 @@ def _run_on_client(grid: TaskGrid, client: object, progress: bool
     return results  # type: ignore[return-value]
 
 
+def local_cluster(workers: int) -> object:
+    """A ``dask.distributed.LocalCluster`` of ``workers`` single-threaded processes on this
+    machine, without a dashboard (its internal HTTP server takes a free port)."""
+    from distributed import LocalCluster
+
+    return LocalCluster(n_workers=check_int("workers", workers, minimum=1), threads_per_worker=1,
+                        processes=True, dashboard_address=":0",
+                        scheduler_kwargs={"dashboard": False})
+
+
 def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | None = None,
              progress: bool = False) -> History:
     """Run ``grid`` and return its history (module docstring).
@@ -126,13 +136,12 @@ def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | Non
     if scheduler is None and (workers is None or workers == 1):
         return grid.assemble([grid.task(*args) for args in progress_bar(
             grid.tasks, total=len(grid.tasks), desc="tasks", enabled=progress)])
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if scheduler is not None:
         with Client(scheduler) as client:
             results = _run_on_client(grid, client, progress)
     else:
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+        with local_cluster(workers) as cluster, Client(cluster) as client:
             results = _run_on_client(grid, client, progress)
     return grid.assemble(results)
