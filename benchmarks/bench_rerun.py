@@ -10,7 +10,9 @@ their total exceeds ``--budget`` seconds (at least two tasks): that set of tasks
 *measured subset* (the whole run when every task fitted). It then runs the same tasks through
 :func:`attnlib.experiments.run_grid` with ``workers=2`` (a fresh LocalCluster of two
 single-threaded worker processes, its start-up included) and checks that every task's result is
-identical to the serial one. Experiments that are not grids are one task each: two workers
+identical to the serial one. Each task also records the CPU seconds its process spent on it
+(``time.process_time``): CPU time per task does not depend on how busy the machine is, wall time
+does. Experiments that are not grids are one task each: two workers
 cannot speed them up, and they are listed without a measurement. Nothing is saved to the
 stored runs. The 1-minute load average is recorded before and after every figure (the machine
 is shared); the results go to ``attnlib/experiments/stored/benchmark_rerun.json``.
@@ -23,6 +25,7 @@ import json
 import os
 import platform
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -41,24 +44,34 @@ def _results(results: list) -> dict:
     return {"results": results}
 
 
+def _timed(task, *args) -> tuple[dict, float, float]:
+    """``task(*args)`` with the wall and CPU seconds of this process spent on it."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = task(*args)
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
 def measure(name: str, grid: TaskGrid, budget: float) -> dict:
     """Serial time of the measured subset, then its time on 2 workers (module docstring)."""
-    serial, results, load_before = [], [], os.getloadavg()[0]
+    serial, load_before = [], os.getloadavg()[0]
     for args in grid.tasks:
-        start = time.perf_counter()
-        results.append(grid.task(*args))
-        serial.append(time.perf_counter() - start)
-        if len(serial) >= 2 and sum(serial) > budget:
+        serial.append(_timed(grid.task, *args))
+        if len(serial) >= 2 and sum(wall for _, wall, _ in serial) > budget:
             break
     load_mid = os.getloadavg()[0]
-    subset = TaskGrid(list(grid.tasks[:len(serial)]), grid.task, _results)
+    subset = TaskGrid(list(grid.tasks[:len(serial)]), partial(_timed, grid.task), _results)
     start = time.perf_counter()
     parallel = run_grid(subset, workers=2)["results"]
     seconds_2 = time.perf_counter() - start
     return {"name": name, "tasks_total": len(grid.tasks), "tasks_measured": len(serial),
-            "whole_run": len(serial) == len(grid.tasks), "serial_seconds": sum(serial),
-            "task_seconds": serial, "workers2_seconds": seconds_2,
-            "identical": all(_same(a, b) for a, b in zip(results, parallel)),
+            "whole_run": len(serial) == len(grid.tasks),
+            "serial_seconds": sum(wall for _, wall, _ in serial),
+            "task_seconds": [wall for _, wall, _ in serial],
+            "task_cpu_seconds": [cpu for _, _, cpu in serial],
+            "workers2_seconds": seconds_2,
+            "workers2_task_seconds": [wall for _, wall, _ in parallel],
+            "workers2_task_cpu_seconds": [cpu for _, _, cpu in parallel],
+            "identical": all(_same(a[0], b[0]) for a, b in zip(serial, parallel)),
             "load_before_serial": load_before, "load_before_workers2": load_mid,
             "load_after": os.getloadavg()[0]}
 
@@ -83,7 +96,9 @@ def main() -> None:
     parser.add_argument("--output", default=None)
     args = parser.parse_args()
     names = args.names or experiments.stored_names()
-    meta = {"date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+    autogroup = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    meta = {"sched_autogroup": autogroup.read_text().strip() if autogroup.exists() else None,
+            "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
             "python": platform.python_version(), "cpu_count": os.cpu_count(),
             "budget_seconds": args.budget, "blas_threads_env": os.environ.get(
                 "OPENBLAS_NUM_THREADS"), "load_average_before": os.getloadavg()}
