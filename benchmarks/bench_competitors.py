@@ -41,29 +41,13 @@ from pathlib import Path
 
 import numpy as np
 
-D, P, SEED, BLOCK = 10, 20, 8, 256
+from bench_attention import D, P, _problem, _relative, _status_kb  # the same data (seed 8) as the attention benchmark
+
+BLOCK = 256
 IMPLS = ("attnlib", "torch_naive", "torch_blocked", "torch_compile")
 DTYPES = ("float64", "float32")
 #: (rounds, calls per round) by n: fewer repeats where one call takes seconds
 REPEATS = {500: (7, 10), 2000: (5, 3), 8000: (3, 1), 20000: (2, 1)}
-
-
-def _status_kb(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(field)
-
-
-def _problem(n: int):
-    from attnlib import data
-
-    rng = np.random.default_rng(SEED)
-    problem = data.default_problem(rng=rng, d=D, p=P)
-    x, y = problem.sample(n, rng=rng)
-    a = 0.3 / np.sqrt(D) * rng.standard_normal((P, D))
-    b = 0.3 / np.sqrt(D) * rng.standard_normal((D, D))
-    return a, b, x, y
 
 
 # ----------------------------------------------------------------- implementations
@@ -121,10 +105,6 @@ def _torch_call(impl: str, n: int, dtype: str):
         return total, at.grad.numpy(), bt.grad.numpy()
 
     return call
-
-
-def _relative(approx, exact) -> float:
-    return float(np.abs(np.asarray(approx) - exact).max() / np.abs(exact).max())
 
 
 def serve(impl: str) -> None:
