@@ -15,14 +15,14 @@ float32, by five implementations:
 
 Each implementation runs in its own persistent process (PyTorch with its default threads,
 attnlib with its default two block threads). For each n every configuration is first called
-once (the warm-up; for ``torch_compile`` it compiles), then called once more with the peak
-resident set size reset before (``/proc/self/clear_refs``): its *memory* is the rise of the
-peak over the RSS before that call. Then come interleaved rounds: in each round the
+once (the warm-up; for ``torch_compile`` it compiles) and once more. Its *memory* is measured
+in a fresh process (:func:`fresh_memory`): the rise of the peak resident set size over the RSS
+before one call, the peak reset just before (``/proc/self/clear_refs``); in a warm process the
+allocator keeps freed memory (glibc raises its mmap threshold after large frees, attnlib keeps
+its work arrays), so a second call would not show it. Then come interleaved rounds: in each round the
 configurations run in a freshly shuffled order, each timed over a few calls, so slow drifts of
 the machine's load hit every implementation alike; a configuration's time is the median over
-rounds, with the range. The 1-minute load average is recorded at every round. attnlib's
-memory is measured separately in a fresh process per configuration (its work arrays are cached
-between calls, so a second call in a warm process would not show them). Every implementation's
+rounds, with the range. The 1-minute load average is recorded at every round. Every implementation's
 loss and gradients are compared with attnlib's float64 result. At n = 20,000 the float64
 naive and compiled versions (about 9 GB each) are skipped unless ``--include-huge``.
 """
@@ -162,15 +162,31 @@ def serve(impl: str) -> None:
         print(json.dumps(answer), file=answers, flush=True)
 
 
-def fresh_attnlib_memory(n: int, dtype: str) -> float:
-    """Peak RSS rise (MB) of attnlib's first call in a fresh process."""
-    code = ("import json, numpy as np; from pathlib import Path; import bench_competitors as b; "
-            f"call = b._attnlib_call({n}, {dtype!r}); base = b._status_kb('VmRSS'); "
+def fresh_memory(impl: str, n: int, dtype: str) -> float:
+    """Peak RSS rise (MB) of one call in a fresh process (``torch_compile``: compiled first,
+    on a call at n = 64, so the compiler's own memory is not counted)."""
+    make = (f"b._attnlib_call({n}, {dtype!r})" if impl == "attnlib"
+            else f"b._torch_call({impl!r}, {n}, {dtype!r})")
+    warm = (f"b._torch_call({impl!r}, 64, {dtype!r})(); " if impl == "torch_compile" else "")
+    code = ("import bench_competitors as b; from pathlib import Path; "
+            f"{warm}call = {make}; base = b._status_kb('VmRSS'); "
             "Path('/proc/self/clear_refs').write_text('5'); call(); "
             "print(max(b._status_kb('VmHWM') - base, 0) / 1024)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parent, check=True)
     return float(done.stdout.strip().splitlines()[-1])
+
+
+def remeasure_memory(path: Path) -> None:
+    """Replace ``peak_mb`` of every row of a stored run by :func:`fresh_memory`."""
+    results = json.loads(path.read_text())
+    for row in results["rows"]:
+        row["peak_mb"] = fresh_memory(row["impl"], row["n"], row["dtype"])
+        print(f"n = {row['n']:6d} {row['impl']:14s} {row['dtype']}: {row['peak_mb']:.0f} MB "
+              f"(warm process: {row['peak_mb_warm']:.0f} MB)", flush=True)
+    results["meta"]["memory"] = "first call in a fresh process (remeasured)"
+    results["meta"]["load_average_memory"] = os.getloadavg()
+    path.write_text(json.dumps(results, indent=1) + "\n")
 
 
 class Worker:
@@ -204,9 +220,14 @@ def main() -> None:
     parser.add_argument("--include-huge", action="store_true")
     parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--output", default=None)
+    parser.add_argument("--memory-only", default=None, metavar="JSON",
+                        help="only remeasure the memory of the rows of a stored run")
     args = parser.parse_args()
     if args.serve:
         serve(args.serve)
+        return
+    if args.memory_only:
+        remeasure_memory(Path(args.memory_only))
         return
     from attnlib import experiments
 
@@ -239,10 +260,7 @@ def main() -> None:
                         continue
                     row = {"impl": impl, "dtype": dtype, "n": n, **setup, "seconds": [],
                            "load": []}
-                    if impl == "attnlib":
-                        row["peak_mb"] = fresh_attnlib_memory(n, dtype)
-                    else:
-                        row["peak_mb"] = row["peak_mb_warm"]
+                    row["peak_mb"] = fresh_memory(impl, n, dtype)
                     configs.append(row)
             rounds, calls = REPEATS.get(n, (2, 1))
             for _ in range(rounds):
