@@ -138,6 +138,7 @@ def run(name: str, *, full: bool = True, progress: bool = False, workers: int | 
     ``"tcp://127.0.0.1:8786"``) on an existing Dask cluster; the history is the serial one
     (:func:`run_grid`). Other experiments then run as one task on one worker.
     """
+    check_name(name)
     if name not in _GRIDS and workers in (None, 1) and scheduler is None:
         return _known(name)(full=full, progress=progress)
     return run_grid(task_grid(name, full=full), workers=workers, scheduler=scheduler,
