@@ -30,30 +30,31 @@ Threads: when there are several blocks, ``workers`` threads (default: up to 2, t
 cores) process them concurrently, numpy releasing the GIL in ``exp`` and in BLAS. The products
 here have an inner dimension of only d, too skinny for a multithreaded BLAS to pay, and a
 threaded BLAS inside threaded blocks oversubscribes the cores; so every block runs with a
-single BLAS thread (a thread-local setting of numpy's bundled OpenBLAS, a no-op where numpy
-uses another BLAS). Each block's partial sums are added in block order, so results do not
-depend on ``workers``.
+single BLAS thread: :func:`_run_blocks` limits the BLAS libraries loaded with numpy
+(OpenBLAS, MKL, BLIS, ... through ``threadpoolctl``) to one thread while the blocks run and
+restores the previous count afterwards. Each block's partial sums are added in block order,
+so results do not depend on ``workers``. :func:`limit_blas_threads` sets the count for the
+rest of a process (each Dask worker process of :mod:`attnlib.experiments` uses one).
 """
 
 from __future__ import annotations
 
-import ctypes
-import glob
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import DTypeLike
+from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from ._validation import as_matrix, check_int
 
 __all__ = [
     "Mask",
     "BLOCK_ELEMENTS",
+    "limit_blas_threads",
     "auto_block_size",
     "attention_weights",
     "attend",
@@ -150,33 +151,14 @@ def _resolve_workers(workers: int | None, n_blocks: int) -> int:
     return min(check_int("workers", workers, minimum=1), n_blocks)
 
 
-def _openblas_local_threads() -> Callable[[int], int] | None:
-    """``openblas_set_num_threads_local`` of numpy's bundled OpenBLAS (>= 0.3.27), if any."""
-    folder = os.path.dirname(np.__file__) + ".libs"
-    for path in sorted(glob.glob(os.path.join(folder, "libscipy_openblas*"))):
-        try:
-            setter = ctypes.CDLL(path).openblas_set_num_threads_local
-        except (OSError, AttributeError):
-            continue
-        setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
-        return setter
-    return None
+#: The BLAS libraries loaded with numpy (found once: inspecting them costs about 0.2 ms).
+_BLAS = ThreadpoolController()
 
 
-_SET_LOCAL_BLAS_THREADS = _openblas_local_threads()
-
-
-@contextmanager
-def _single_blas_thread() -> Iterator[None]:
-    """Run the enclosed BLAS calls of this thread on one BLAS thread, then restore."""
-    if _SET_LOCAL_BLAS_THREADS is None:
-        yield
-        return
-    previous = _SET_LOCAL_BLAS_THREADS(1)
-    try:
-        yield
-    finally:
-        _SET_LOCAL_BLAS_THREADS(previous)
+def limit_blas_threads(threads: int) -> None:
+    """Use ``threads`` BLAS threads in this process from now on (every BLAS library loaded so
+    far: numpy's and scipy's OpenBLAS, MKL, BLIS, ..., through ``threadpoolctl``)."""
+    threadpool_limits(limits=check_int("threads", threads, minimum=1), user_api="blas")
 
 
 #: Work arrays up to this many entries per thread are kept between calls (see _scratch).
@@ -216,7 +198,7 @@ def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int,
     """``[work(start, stop, scratch) for each block]`` in block order, on ``workers`` threads.
 
     ``scratch`` holds ``buffers`` work arrays with ``stop - start`` rows and ``width`` columns
-    (from :func:`_scratch`); every block runs with a single BLAS thread.
+    (from :func:`_scratch`); the blocks run with a single BLAS thread (module docstring).
     """
     spans = list(_blocks(n_queries, block))
     threads = _resolve_workers(workers, len(spans))
@@ -224,12 +206,12 @@ def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int,
     def run(span: tuple[int, int]) -> T:
         rows = span[1] - span[0]
         scratch = _scratch(buffers, block, width, dtype)
-        with _single_blas_thread():
-            return work(span[0], span[1], [array[:rows] for array in scratch])
+        return work(span[0], span[1], [array[:rows] for array in scratch])
 
-    if threads == 1:
-        return [run(span) for span in spans]
-    return list(_pool(threads).map(run, spans))
+    with _BLAS.limit(limits=1, user_api="blas"):
+        if threads == 1:
+            return [run(span) for span in spans]
+        return list(_pool(threads).map(run, spans))
 
 
 # ---------------------------------------------------------------------------- softmax

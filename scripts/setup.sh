@@ -25,7 +25,8 @@ want="$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)"
 missing="$(.venv/bin/python -I - <<'PY' 2>&1
 import importlib.util
 modules = ("attnlib", "numpy", "scipy", "sympy", "matplotlib", "jupyter_book", "pytest",
-           "xdist", "nbval", "hypothesis", "playwright", "ipywidgets", "mpmath")
+           "xdist", "nbval", "hypothesis", "playwright", "ipywidgets", "mpmath", "dask",
+           "distributed", "threadpoolctl")
 print(" ".join(m for m in modules if importlib.util.find_spec(m) is None))
 PY
 )"

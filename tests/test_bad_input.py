@@ -44,6 +44,7 @@ from attnlib import (algorithm, analysis, attention, darcy, data, fitting, geome
                      langevin, lora, optim, population, potentials, qk_attention, reference,
                      regularizers, symbolic, verdicts, villani, vit)
 from attnlib import experiments
+from attnlib.experiments._tasks import merge_tasks
 
 # --------------------------------------------------------------------------- enumeration
 #: Plain result containers: constructed by the package, never from user input.
@@ -143,6 +144,10 @@ def _benchmark(tmp: Path) -> str:
     """A tiny stored benchmark result in the store ``tmp`` (for experiments.load_benchmark)."""
     (tmp / "benchmark_fuzz.json").write_text('{"rows": []}')
     return "fuzz"
+
+
+def _grid_task(value: int) -> dict[str, np.ndarray]:
+    return {f"v{value}": np.asarray(float(value))}
 
 
 def _tiny_experiment(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
@@ -441,6 +446,13 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "experiments.format_deviation": lambda: dict(value=1e-3, resolution=1e-12),
         "experiments.benchmark_path": lambda: dict(name="attention"),
         "experiments.load_benchmark": lambda: dict(name=_benchmark(tmp)),
+        "experiments.register_grid": lambda: dict(name="fuzz_grid_registered"),
+        "experiments.task_grid": lambda: dict(name="fuzz_tiny", full=False),
+        "experiments.TaskGrid": lambda: dict(tasks=[(1,), (2,)], task=_grid_task,
+                                             assemble=merge_tasks),
+        "experiments.run_grid": lambda: dict(
+            grid=experiments.TaskGrid([(1,), (2,)], _grid_task, merge_tasks), workers=1),
+        "attention.limit_blas_threads": lambda: dict(threads=1),
     }
 
 
@@ -537,6 +549,7 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
     ("symbolic.symmetric_symbols", "name", "unknown_option"): _NEW_NAME,
     ("symbolic.lower_triangular_symbols", "name", "unknown_option"): _NEW_NAME,
     ("experiments.register", "name", "unknown_option"): _NEW_NAME,
+    ("experiments.register_grid", "name", "unknown_option"): _NEW_NAME,
     ("experiments.check_name", "name", "unknown_option"): _NEW_NAME,
     ("experiments.save", "name", "unknown_option"): _NEW_NAME,
     ("experiments.benchmark_path", "name", "unknown_option"): _NEW_NAME,
@@ -553,6 +566,7 @@ NAN_PASSES_THROUGH = {
 #: (callable, argument, case) -> the documented exception (other than ValueError/TypeError).
 DOCUMENTED_ERRORS: dict[tuple[str, str, str], type[BaseException]] = {
     ("experiments.run", "name", "unknown_option"): KeyError,
+    ("experiments.task_grid", "name", "unknown_option"): KeyError,
     ("experiments.load", "name", "unknown_option"): FileNotFoundError,
     ("experiments.load_benchmark", "name", "unknown_option"): FileNotFoundError,
     ("experiments.describe", "name", "unknown_option"): FileNotFoundError,

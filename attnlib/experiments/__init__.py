@@ -10,6 +10,13 @@ Every long run in the book follows the pattern "stored run, replayed prefix" (bo
 * a chapter loads it with :func:`load`, plots it, reruns the prefix live and calls
   :func:`assert_prefix_matches`, so a stale or hand-edited result fails the tests.
 
+An experiment made of independent seeded tasks (one per seed or grid point) is registered
+with :func:`register_grid` as a :class:`TaskGrid` (its tasks, one pure task function, and how
+to assemble the results): ``python -m attnlib.experiments NAME --workers K`` then runs its
+tasks on K local Dask worker processes and ``--scheduler ADDRESS`` on an existing Dask
+cluster, with results identical to the serial run task by task (``attnlib/experiments/_tasks.py``).
+Any other registered experiment runs there as a single task.
+
 Stored files are written atomically (a temporary file in ``stored/``, flushed and fsynced, then
 renamed over the old file with ``os.replace``), so an interrupted save leaves the previous file
 intact. Each file carries a manifest (key ``__manifest__``: a JSON map from every key to its
@@ -38,11 +45,12 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 
 from .._validation import check_positive
+from ._tasks import TaskGrid, one_task, run_grid
 
 __all__ = [
     "register", "check_name", "registry", "run", "manifest", "save", "load", "add_manifest",
     "stored_names", "assert_prefix_matches", "describe", "format_deviation", "benchmark_path",
-    "load_benchmark",
+    "load_benchmark", "register_grid", "TaskGrid", "run_grid", "task_grid",
 ]
 
 STORED_DIR = Path(__file__).resolve().parent / "stored"
@@ -51,6 +59,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Experiment = Callable[..., dict[str, np.ndarray]]
 _REGISTRY: dict[str, tuple[Experiment, str]] = {}
+_GRIDS: dict[str, Callable[[bool], TaskGrid]] = {}
 
 
 def register(name: str) -> Callable[[Experiment], Experiment]:
@@ -66,6 +75,28 @@ def register(name: str) -> Callable[[Experiment], Experiment]:
             raise ValueError(f"experiment name {name!r} is registered twice")
         _REGISTRY[name] = (fn, (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else "")
         return fn
+
+    return decorate
+
+
+def register_grid(name: str) -> Callable[[Callable[[bool], TaskGrid]], Experiment]:
+    """Decorator registering ``grid(full: bool = True) -> TaskGrid`` under ``name``.
+
+    ``full=False`` declares the replayed prefix (usually the first task, shortened). The
+    decorated name becomes the usual ``fn(full=True, progress=False) -> history`` (serial);
+    :func:`run` with ``workers`` or ``scheduler`` distributes the tasks instead.
+    """
+    check_name(name)
+
+    def decorate(grid: Callable[[bool], TaskGrid]) -> Experiment:
+        def experiment(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+            return run_grid(grid(full), progress=progress)
+
+        experiment.__name__, experiment.__doc__ = grid.__name__, grid.__doc__
+        experiment.__module__, experiment.__qualname__ = grid.__module__, grid.__qualname__
+        register(name)(experiment)
+        _GRIDS[name] = grid
+        return experiment
 
     return decorate
 
@@ -98,13 +129,35 @@ def registry() -> dict[str, tuple[Experiment, str]]:
     return dict(_REGISTRY)
 
 
-def run(name: str, *, full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
-    """Run the registered experiment ``name`` and return its history (nothing is saved)."""
+def run(name: str, *, full: bool = True, progress: bool = False, workers: int | None = None,
+        scheduler: str | None = None) -> dict[str, np.ndarray]:
+    """Run the registered experiment ``name`` and return its history (nothing is saved).
+
+    Serial by default. ``workers=K`` runs the tasks of a grid experiment (:func:`register_grid`)
+    on a local Dask cluster of K single-threaded processes, ``scheduler`` (an address such as
+    ``"tcp://127.0.0.1:8786"``) on an existing Dask cluster; the history is the serial one
+    (:func:`run_grid`). Other experiments then run as one task on one worker.
+    """
+    check_name(name)
+    if name not in _GRIDS and workers in (None, 1) and scheduler is None:
+        return _known(name)(full=full, progress=progress)
+    return run_grid(task_grid(name, full=full), workers=workers, scheduler=scheduler,
+                    progress=progress)
+
+
+def _known(name: str) -> Experiment:
     check_name(name)
     experiments = registry()
     if name not in experiments:
         raise KeyError(f"unknown experiment {name!r}; known: {sorted(experiments)}")
-    return experiments[name][0](full=full, progress=progress)
+    return experiments[name][0]
+
+
+def task_grid(name: str, *, full: bool = True) -> TaskGrid:
+    """The tasks of experiment ``name``: its :class:`TaskGrid` if it was registered with
+    :func:`register_grid`, else a grid of one task (the whole experiment)."""
+    experiment = _known(name)
+    return _GRIDS[name](full) if name in _GRIDS else one_task(experiment, full)
 
 
 def manifest(history: Mapping[str, np.ndarray]) -> dict[str, dict[str, object]]:

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache, partial
+from typing import Callable
 
 import numpy as np
 
 from .. import darcy, vit
 from ..regularizers import Regularizer
 from ..verdicts import NOT_REPRODUCED, Verdict, combine as combine_verdicts, not_testable, verdict
-from . import load, register
+from . import TaskGrid, load, register, register_grid, run_grid
 from ._tasks import merge_tasks
 
 REGIMES = ("none", "log", "power")
@@ -241,18 +243,26 @@ PHASE2_RUNS = {
 }
 
 
+def phase2_grid(name: str, *, full: bool,
+                run_task: Callable[[Phase2Task], dict[str, np.ndarray]]) -> TaskGrid:
+    """The stored Phase-2 configuration ``name`` (see :data:`PHASE2_RUNS`) as a task grid,
+    each task run by ``run_task(spec)``; ``full=False``: the first seed, ``phase2_prefix``
+    epochs (the replayed prefix)."""
+    optimizer, lam, seeds = PHASE2_RUNS[name]
+    setup = replace(BOOK, lam=lam)
+    seeds = seeds if full else seeds[:1]
+    epochs = setup.phase2_epochs if full else setup.phase2_prefix
+    return TaskGrid([(spec,) for spec in phase2_tasks(optimizer, lam, seeds, epochs)], run_task,
+                    partial(combine, config={**asdict(setup), "optimizer": optimizer,
+                                             "epochs": epochs, "seeds": list(seeds)}))
+
+
 def phase2_run(name: str, task: DarcyTask, start: dict[str, np.ndarray], *,
                full: bool, progress: bool = False) -> dict[str, np.ndarray]:
-    """Run the stored Phase-2 configuration ``name`` (see :data:`PHASE2_RUNS`) on ``task``.
-
-    ``full=False`` runs the replayed prefix: the first seed, ``phase2_prefix`` epochs.
-    """
-    optimizer, lam, seeds = PHASE2_RUNS[name]
-    setup = replace(task.setup, lam=lam)
-    return phase2_history(replace(task, setup=setup), start, optimizer=optimizer,
-                          seeds=seeds if full else seeds[:1],
-                          epochs=setup.phase2_epochs if full else setup.phase2_prefix,
-                          progress=progress)
+    """Run the stored Phase-2 configuration ``name`` (:func:`phase2_grid`) on ``task`` from
+    the weights ``start``, serially."""
+    return run_grid(phase2_grid(name, full=full, run_task=partial(phase2_task, task, start)),
+                    progress=progress)
 
 
 #: [choice] the lambda sweep that locates the "low-regularization regime": Adam, log and power
@@ -297,36 +307,43 @@ def _stored_start() -> dict[str, np.ndarray]:
     return phase1_weights(load(PHASE1_NAME))
 
 
-@register("darcy_phase2_adam")
-def phase2_adam(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@lru_cache(maxsize=1)
+def _book_inputs() -> tuple[DarcyTask, dict[str, np.ndarray]]:
+    """The book-scale data and the stored Phase-1 weights, built once per process."""
+    return make_task(BOOK), _stored_start()
+
+
+def book_phase2_task(spec: Phase2Task) -> dict[str, np.ndarray]:
+    """One Phase-2 task at book scale from the stored Phase-1 weights (:func:`phase2_task`)."""
+    return phase2_task(*_book_inputs(), spec)
+
+
+@register_grid("darcy_phase2_adam")
+def phase2_adam(full: bool = True) -> TaskGrid:
     """Darcy 32x32, Phase 2 with Adam: only W_Q, W_K; none/log/power; three seeds."""
-    return phase2_run("darcy_phase2_adam", make_task(BOOK), _stored_start(), full=full,
-                      progress=progress)
+    return phase2_grid("darcy_phase2_adam", full=full, run_task=book_phase2_task)
 
 
-@register("darcy_phase2_sgd")
-def phase2_sgd(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("darcy_phase2_sgd")
+def phase2_sgd(full: bool = True) -> TaskGrid:
     """Darcy 32x32, Phase 2 with plain SGD: only W_Q, W_K; none/log/power; one seed."""
-    return phase2_run("darcy_phase2_sgd", make_task(BOOK), _stored_start(), full=full,
-                      progress=progress)
+    return phase2_grid("darcy_phase2_sgd", full=full, run_task=book_phase2_task)
 
 
-@register("darcy_phase2_noisy")
-def phase2_noisy(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("darcy_phase2_noisy")
+def phase2_noisy(full: bool = True) -> TaskGrid:
     """Darcy 32x32, Phase 2 with SGD plus Gaussian noise (Langevin): none/log/power; one seed."""
-    return phase2_run("darcy_phase2_noisy", make_task(BOOK), _stored_start(), full=full,
-                      progress=progress)
+    return phase2_grid("darcy_phase2_noisy", full=full, run_task=book_phase2_task)
 
 
-@register("darcy_phase2_noisy_strong")
-def phase2_noisy_strong(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("darcy_phase2_noisy_strong")
+def phase2_noisy_strong(full: bool = True) -> TaskGrid:
     """Darcy 32x32, Phase 2 with noisy SGD and a strong lambda = STRONG_LAM; one seed."""
-    return phase2_run("darcy_phase2_noisy_strong", make_task(BOOK), _stored_start(), full=full,
-                      progress=progress)
+    return phase2_grid("darcy_phase2_noisy_strong", full=full, run_task=book_phase2_task)
 
 
-@register("darcy_phase2_lambda_sweep")
-def phase2_lambda_sweep(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("darcy_phase2_lambda_sweep")
+def phase2_lambda_sweep(full: bool = True) -> TaskGrid:
     """Darcy 32x32, Phase 2 with Adam, log and power at lambda = 1e-4, 1e-3, 1e-2; 3 seeds.
 
     ``full=False`` (the replayed prefix) runs one epoch of the first seed at the first lambda.
@@ -334,10 +351,10 @@ def phase2_lambda_sweep(full: bool = True, progress: bool = False) -> dict[str, 
     seeds = BOOK.seeds if full else BOOK.seeds[:1]
     epochs = SWEEP_EPOCHS if full else BOOK.phase2_prefix
     specs = [spec for spec in sweep_tasks(seeds, epochs) if full or spec.lam == SWEEP_LAMS[0]]
-    task, start = make_task(BOOK), _stored_start()
-    parts = [phase2_task(task, start, spec, progress=progress) for spec in specs]
-    return combine(parts, {**asdict(BOOK), "optimizer": "adam", "epochs": epochs,
-                           "lams": list(SWEEP_LAMS), "seeds": list(seeds)})
+    return TaskGrid([(spec,) for spec in specs], book_phase2_task,
+                    partial(combine, config={**asdict(BOOK), "optimizer": "adam",
+                                             "epochs": epochs, "lams": list(SWEEP_LAMS),
+                                             "seeds": list(seeds)}))
 
 
 @register("darcy_large")

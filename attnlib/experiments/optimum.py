@@ -1,7 +1,7 @@
 """Registered Part I runs measured against a certified optimum (chapters 5 and 6).
 
 Both experiments are grids of independent tasks (one function call per seed or per (n, seed)),
-combined by stacking; each task draws its data exactly as ``paper1_defaults`` does
+registered with :func:`attnlib.experiments.register_grid` and combined by stacking; each task draws its data exactly as ``paper1_defaults`` does
 (:func:`attnlib.experiments.ablations.defaults_data`: problem, n training and test samples from
 ``default_rng(seed)``).
 
@@ -34,12 +34,13 @@ Algorithm 1's step at that n: ``hessian`` (len(N_VALUES), seeds, p d + d^2), ``s
 from __future__ import annotations
 
 import json
+from functools import partial
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from .. import algorithm, population, reference
-from .._progress import progress as progress_bar
-from . import register
+from . import TaskGrid, register_grid
 from .ablations import defaults_data
 
 __all__ = ["LONG_ITERATIONS", "GRADIENT_METHODS", "N_VALUES", "slow_directions_task",
@@ -112,14 +113,10 @@ def slow_directions_task(seed: int, *, iterations: int = LONG_ITERATIONS, polish
     return out
 
 
-@register("paper1_slow_directions")
-def paper1_slow_directions(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
-    """Algorithm 1 for 12,000 iterations and three remedies, gap to the certified optimum."""
-    seeds = SLOW_SEEDS
-    iterations = LONG_ITERATIONS if full else PREFIX_ITERATIONS
+def _slow_directions_history(seeds: Sequence[int], iterations: int,
+                             results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
     history: dict[str, np.ndarray] = {"iteration": np.arange(0, iterations + 1, EVERY)}
-    for seed in progress_bar(seeds, total=len(seeds), desc="seeds", enabled=progress):
-        task = slow_directions_task(seed, iterations=iterations, polish=full, progress=progress)
+    for seed, task in zip(seeds, results):
         history.update({f"{key}_seed{seed}": value for key, value in task.items()})
     config = dict(seeds=list(seeds), iterations=iterations, every=EVERY, methods=GRADIENT_METHODS,
                   polish_after=POLISH_AFTER, stop_ratio=STOP_RATIO,
@@ -127,6 +124,15 @@ def paper1_slow_directions(full: bool = True, progress: bool = False) -> dict[st
                   curvature="power iteration, 100 steps, default_rng(300 + seed)")
     history["config"] = np.asarray(json.dumps(config))
     return history
+
+
+@register_grid("paper1_slow_directions")
+def paper1_slow_directions(full: bool = True) -> TaskGrid:
+    """Algorithm 1 for 12,000 iterations and three remedies, gap to the certified optimum."""
+    iterations = LONG_ITERATIONS if full else PREFIX_ITERATIONS
+    return TaskGrid([(seed,) for seed in SLOW_SEEDS],
+                    partial(slow_directions_task, iterations=iterations, polish=full),
+                    partial(_slow_directions_history, SLOW_SEEDS, iterations))
 
 
 def curvature_task(n: int, seed: int) -> dict[str, np.ndarray]:
@@ -143,17 +149,20 @@ def curvature_task(n: int, seed: int) -> dict[str, np.ndarray]:
                                                                   problem.Sigma, problem.M)))
 
 
-@register("paper1_curvature_vs_n")
-def paper1_curvature_vs_n(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
-    """Hessian spectrum of Q_hat at its minimizer for n = 125..2000: the slow directions."""
-    n_values = N_VALUES if full else N_VALUES[:1]
-    seeds = CURVATURE_SEEDS if full else CURVATURE_SEEDS[:1]
-    tasks = [(n, s) for n in n_values for s in seeds]
-    results = [curvature_task(n, s) for n, s in progress_bar(tasks, total=len(tasks),
-                                                             desc="n x seed", enabled=progress)]
+def _curvature_history(n_values: Sequence[int], seeds: Sequence[int],
+                       results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
     history = {key: np.stack([r[key] for r in results]).reshape(
         (len(n_values), len(seeds)) + np.shape(results[0][key])) for key in results[0]}
     history["n_values"] = np.asarray(n_values)
     history["config"] = np.asarray(json.dumps(dict(n_values=list(n_values), seeds=list(seeds),
                                                    lam=1.0, start="spectral")))
     return history
+
+
+@register_grid("paper1_curvature_vs_n")
+def paper1_curvature_vs_n(full: bool = True) -> TaskGrid:
+    """Hessian spectrum of Q_hat at its minimizer for n = 125..2000: the slow directions."""
+    n_values = N_VALUES if full else N_VALUES[:1]
+    seeds = CURVATURE_SEEDS if full else CURVATURE_SEEDS[:1]
+    return TaskGrid([(n, s) for n in n_values for s in seeds], curvature_task,
+                    partial(_curvature_history, n_values, seeds))

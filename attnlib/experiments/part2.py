@@ -34,13 +34,15 @@ its history is the prefix of the full one (see :func:`attnlib.experiments.assert
 from __future__ import annotations
 
 import json
+from functools import partial
+from typing import Mapping
 
 import numpy as np
 
 from .. import langevin, lora, qk_attention
 from ..regularizers import make_regularizer
 from ..villani import FactorizedLoss, minimize_data_loss
-from . import register
+from . import TaskGrid, register, register_grid
 from ._tasks import merge_tasks
 
 MODELS = {"attention": qk_attention.make_problem, "lora": lora.make_problem}
@@ -226,12 +228,9 @@ def constants_task(model: str, regularizer: str, s: float, index: int, *, full: 
     return out
 
 
-@register("langevin_constants_lora")
-def constants_lora(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
-    """Autocorrelation times of slow observables, LoRA, three regularizers x temperatures."""
-    tasks = [(reg, s) for reg in CONSTANT_REGULARIZERS for s in TEMPERATURES]
-    out = merge_tasks([constants_task(CONSTANT_MODEL, reg, s, i, full=full, progress=progress)
-                  for i, (reg, s) in enumerate(tasks)])
+def _constants_history(full: bool, results: list[Mapping[str, np.ndarray]]
+                       ) -> dict[str, np.ndarray]:
+    out = merge_tasks(results)
     n_steps = CONSTANT_STEPS if full else PREFIX_STEPS
     out["times"] = STEP * CONSTANT_RECORD * np.arange(n_steps // CONSTANT_RECORD + 1)
     out["config"] = np.array(json.dumps(dict(
@@ -239,6 +238,15 @@ def constants_lora(full: bool = True, progress: bool = False) -> dict[str, np.nd
         lam=LAM, step=STEP, chains=CONSTANT_CHAINS, n_steps=n_steps,
         record_every=CONSTANT_RECORD, burn=CONSTANT_BURN, problem_seed=PROBLEM_SEED)))
     return out
+
+
+@register_grid("langevin_constants_lora")
+def constants_lora(full: bool = True) -> TaskGrid:
+    """Autocorrelation times of slow observables, LoRA, three regularizers x temperatures."""
+    tasks = [(reg, s) for reg in CONSTANT_REGULARIZERS for s in TEMPERATURES]
+    return TaskGrid([(reg, s, i) for i, (reg, s) in enumerate(tasks)],
+                    partial(constants_task, CONSTANT_MODEL, full=full),
+                    partial(_constants_history, full))
 
 
 def mala_task(model: str, sampler: str, s: float, index: int, *, full: bool
@@ -263,18 +271,22 @@ def mala_task(model: str, sampler: str, s: float, index: int, *, full: bool
     return out
 
 
-@register("langevin_mala_lora")
-def mala_lora(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
-    """Euler-Maruyama against MALA at h = 0.02 on the log-regularized LoRA loss."""
-    tasks = [(sampler, s) for sampler in ("em", "mala") for s in TEMPERATURES]
-    out = merge_tasks([mala_task(CONSTANT_MODEL, sampler, s, i, full=full)
-                  for i, (sampler, s) in enumerate(tasks)])
+def _mala_history(full: bool, results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    out = merge_tasks(results)
     n_steps = MALA_STEPS if full else PREFIX_STEPS
     out["times"] = STEP * TEMPERATURE_RECORD * np.arange(n_steps // TEMPERATURE_RECORD + 1)
     out["config"] = np.array(json.dumps(dict(
         model=CONSTANT_MODEL, regularizer="log", lam=LAM, step=STEP, chains=MALA_CHAINS,
         temperatures=TEMPERATURES, n_steps=n_steps, record_every=TEMPERATURE_RECORD)))
     return out
+
+
+@register_grid("langevin_mala_lora")
+def mala_lora(full: bool = True) -> TaskGrid:
+    """Euler-Maruyama against MALA at h = 0.02 on the log-regularized LoRA loss."""
+    tasks = [(sampler, s) for sampler in ("em", "mala") for s in TEMPERATURES]
+    return TaskGrid([(sampler, s, i) for i, (sampler, s) in enumerate(tasks)],
+                    partial(mala_task, CONSTANT_MODEL, full=full), partial(_mala_history, full))
 
 
 def anneal_temperature(epsilon: float, dim: int) -> float:
@@ -297,11 +309,9 @@ def anneal_task(model: str, epsilon: float, index: int, *, full: bool,
     return {f"eps{epsilon:g}/loss_mean": mean, f"eps{epsilon:g}/loss_sem": sem}
 
 
-@register("langevin_anneal_lora")
-def anneal_lora(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
-    """Theorem 3.3 with s = 2 epsilon / D: time to reach f* + epsilon, LoRA, log form."""
-    out = merge_tasks([anneal_task(CONSTANT_MODEL, eps, i, full=full, progress=progress)
-                  for i, eps in enumerate(ANNEAL_EPSILONS)])
+def _anneal_history(full: bool, results: list[Mapping[str, np.ndarray]]
+                    ) -> dict[str, np.ndarray]:
+    out = merge_tasks(results)
     n_steps = ANNEAL_STEPS if full else PREFIX_STEPS
     out["times"] = STEP * TEMPERATURE_RECORD * np.arange(n_steps // TEMPERATURE_RECORD + 1)
     prob = problem(CONSTANT_MODEL, "log")
@@ -313,3 +323,10 @@ def anneal_lora(full: bool = True, progress: bool = False) -> dict[str, np.ndarr
                                                 for e in ANNEAL_EPSILONS],
         n_steps=n_steps, record_every=TEMPERATURE_RECORD, init_scale=TEMPERATURE_INIT_SCALE)))
     return out
+
+
+@register_grid("langevin_anneal_lora")
+def anneal_lora(full: bool = True) -> TaskGrid:
+    """Theorem 3.3 with s = 2 epsilon / D: time to reach f* + epsilon, LoRA, log form."""
+    return TaskGrid([(eps, i) for i, eps in enumerate(ANNEAL_EPSILONS)],
+                    partial(anneal_task, CONSTANT_MODEL, full=full), partial(_anneal_history, full))

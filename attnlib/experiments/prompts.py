@@ -1,8 +1,9 @@
 """Registered runs of the prompts reconstruction (chapters 5 and 6; :mod:`attnlib.prompts`).
 
-Every run is a grid of independent seeded tasks (one function call each); the registered
-function maps the tasks in order and stacks the results, so the stored arrays do not depend on
-how many processes ran them (environment variable ``ATTNLIB_EXPERIMENT_WORKERS``, default 1).
+Every run is a grid of independent seeded tasks (one function call each) registered with
+:func:`attnlib.experiments.register_grid`: the results are stacked in task order, so the stored
+arrays do not depend on how many processes ran them (``python -m attnlib.experiments NAME
+--workers K`` or ``--scheduler ADDRESS``).
 
 The task is seed 0's default problem of ``paper1_defaults`` (:func:`attnlib.experiments.ablations.defaults_data`),
 d = 10, p = 20, kappa = 10, with M multiplied by ``scale`` and noise level ``noise_std``.
@@ -30,21 +31,18 @@ a point of S: this is the finite-context loss gap ``L_n - L`` on S).
 from __future__ import annotations
 
 import json
-import os
-from concurrent.futures import ProcessPoolExecutor
 from functools import partial
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from .. import algorithm, population, prompts, reference, verdicts
-from .._progress import progress as progress_bar
 from ..data import RegressionProblem
-from . import register
+from . import TaskGrid, register_grid
 from .ablations import defaults_data
 
 __all__ = ["BIAS_N", "BIAS_SCALES", "scaled_task", "bias_task", "bias_tasks", "assemble_bias",
-           "map_tasks", "experiment_data", "experiment_task", "experiment_tasks",
+           "experiment_data", "experiment_task", "experiment_tasks",
            "assemble_experiment", "experiment_claims", "start_ratio_map", "variance_task",
            "variance_tasks", "assemble_variance", "claims_map_task", "claims_map_tasks",
            "assemble_claims_map", "claims_map_cell", "claim_values"]
@@ -67,19 +65,6 @@ def scaled_task(scale: float = 1.0, noise_std: float = 0.0) -> RegressionProblem
     """Seed 0's default problem with ``M -> scale M`` and the given noise level."""
     problem, _, _ = defaults_data(0)
     return RegressionProblem(Sigma=problem.Sigma, M=scale * problem.M, noise_std=noise_std)
-
-
-def map_tasks(fn: Callable[..., dict[str, np.ndarray]], tasks: Sequence[tuple],
-              *, progress: bool = False) -> list[dict[str, np.ndarray]]:
-    """``[fn(*task) for task in tasks]``, in order, on ``ATTNLIB_EXPERIMENT_WORKERS`` processes."""
-    workers = int(os.environ.get("ATTNLIB_EXPERIMENT_WORKERS", "1"))
-    if workers <= 1 or len(tasks) <= 1:
-        return [fn(*task) for task in progress_bar(tasks, total=len(tasks), desc="tasks",
-                                                   enabled=progress)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(fn, *task) for task in tasks]
-        return [future.result() for future in progress_bar(futures, total=len(futures),
-                                                           desc="tasks", enabled=progress)]
 
 
 def bias_prompts(n: int) -> int:
@@ -165,11 +150,11 @@ def assemble_bias(tasks: Sequence[tuple[int, int, int]],
     return history
 
 
-@register("paper1_prompts_bias")
-def paper1_prompts_bias(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("paper1_prompts_bias")
+def paper1_prompts_bias(full: bool = True) -> TaskGrid:
     """Finite-context bias at sigma = 0 for n = 10..5000 (prompts, pooled whitening)."""
     tasks = bias_tasks(full)
-    return assemble_bias(tasks, map_tasks(bias_task, tasks, progress=progress))
+    return TaskGrid(tasks, bias_task, partial(assemble_bias, tasks))
 
 
 TOKENS_CHECK_N = (640, 1280)
@@ -208,12 +193,12 @@ def assemble_tokens(tasks: Sequence[tuple[int, int]],
     return history
 
 
-@register("paper1_prompts_bias_tokens")
-def paper1_prompts_bias_tokens(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("paper1_prompts_bias_tokens")
+def paper1_prompts_bias_tokens(full: bool = True) -> TaskGrid:
     """The finite-context bias at n = 640 and 1280 with four times the tokens of
     ``paper1_prompts_bias``: does the estimate depend on the sample size?"""
     tasks = tokens_tasks(full)
-    return assemble_tokens(tasks, map_tasks(tokens_task, tasks, progress=progress))
+    return TaskGrid(tasks, tokens_task, partial(assemble_tokens, tasks))
 
 
 # ----------------------------------------------------------------------------------------
@@ -337,8 +322,8 @@ def assemble_experiment(tasks: Sequence[tuple[int, int]], results: Sequence[dict
     return history
 
 
-@register("paper1_prompts_experiment")
-def paper1_prompts_experiment(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("paper1_prompts_experiment")
+def paper1_prompts_experiment(full: bool = True) -> TaskGrid:
     """The paper's experiment with N = 8 prompts of n = 500 tokens: five methods, 2000 iterations.
 
     For noise levels ``EXPERIMENT_NOISE`` and seeds ``EXPERIMENT_SEEDS``: the five methods of
@@ -353,10 +338,9 @@ def paper1_prompts_experiment(full: bool = True, progress: bool = False) -> dict
     """
     tasks = experiment_tasks(full)
     iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
-
-    results = [experiment_task(i, s, iterations=iterations, deploy=full, certify=full)
-               for i, s in tasks]
-    return assemble_experiment(tasks, results, iterations)
+    return TaskGrid(tasks, partial(experiment_task, iterations=iterations, deploy=full,
+                                   certify=full),
+                    partial(assemble_experiment, tasks, iterations=iterations))
 
 
 def claims_map_task(scale_index: int, noise_index: int, *,
@@ -397,8 +381,8 @@ def assemble_claims_map(tasks: Sequence[tuple[int, int]], results: Sequence[dict
     return history
 
 
-@register("paper1_prompts_claims_map")
-def paper1_prompts_claims_map(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("paper1_prompts_claims_map")
+def paper1_prompts_claims_map(full: bool = True) -> TaskGrid:
     """Claims (1)-(4) over ``||M|| x sigma``: Algorithm 1 and SGD, 2000 iterations, N = 4.
 
     For each scale in ``MAP_RUN_SCALES`` and noise level in ``MAP_RUN_NOISE`` (seed 0's
@@ -408,9 +392,8 @@ def paper1_prompts_claims_map(full: bool = True, progress: bool = False) -> dict
     """
     tasks = claims_map_tasks(full)
     iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
-    results = map_tasks(partial(claims_map_task, iterations=iterations, certify=full), tasks,
-                        progress=progress)
-    return assemble_claims_map(tasks, results, iterations)
+    return TaskGrid(tasks, partial(claims_map_task, iterations=iterations, certify=full),
+                    partial(assemble_claims_map, tasks, iterations=iterations))
 
 
 def claims_map_cell(history: dict[str, np.ndarray], scale_index: int,
@@ -500,11 +483,11 @@ def assemble_variance(tasks: Sequence[tuple[int, int]],
     return history
 
 
-@register("paper1_prompts_variance")
-def paper1_prompts_variance(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("paper1_prompts_variance")
+def paper1_prompts_variance(full: bool = True) -> TaskGrid:
     """Excess risk of the prompts minimizer against the number of prompts N (n = 40, sigma = 0.1)."""
     tasks = variance_tasks(full)
-    return assemble_variance(tasks, map_tasks(variance_task, tasks, progress=progress))
+    return TaskGrid(tasks, variance_task, partial(assemble_variance, tasks))
 
 
 def claim_values(history: dict[str, np.ndarray], noise_index: int,
@@ -620,13 +603,12 @@ def assemble_forms(tasks: Sequence[tuple[int, int, int, int]],
     return history
 
 
-@register("paper1_prompts_regularizer_forms")
-def paper1_prompts_regularizer_forms(full: bool = True,
-                                     progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("paper1_prompts_regularizer_forms")
+def paper1_prompts_regularizer_forms(full: bool = True) -> TaskGrid:
     """Finite-context minimizers with the balancing regularizer, its normalized form and none
     (sigma = 0, M x 1 and M x 2, n = 40 and 160)."""
     tasks = form_tasks(full)
-    return assemble_forms(tasks, map_tasks(form_task, tasks, progress=progress))
+    return TaskGrid(tasks, form_task, partial(assemble_forms, tasks))
 
 
 def renormalization_task(scale_index: int, variant_index: int, *,
@@ -703,14 +685,12 @@ def assemble_renormalization(tasks: Sequence[tuple[int, int]],
     return history
 
 
-@register("paper1_prompts_renormalization")
-def paper1_prompts_renormalization(full: bool = True,
-                                   progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("paper1_prompts_renormalization")
+def paper1_prompts_renormalization(full: bool = True) -> TaskGrid:
     """Algorithm 1 with and without renormalization, and with the normalized regularizer, on
     chapter 5's prompts data at M x 1 and M x 2 (2000 iterations; ``full=False``: the first
     cell for ``EXPERIMENT_PREFIX`` iterations)."""
     tasks = renormalization_tasks(full)
     iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
-    results = map_tasks(partial(renormalization_task, iterations=iterations, certify=full), tasks,
-                        progress=progress)
-    return assemble_renormalization(tasks, results, iterations)
+    return TaskGrid(tasks, partial(renormalization_task, iterations=iterations, certify=full),
+                    partial(assemble_renormalization, tasks, iterations=iterations))

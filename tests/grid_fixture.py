@@ -1,0 +1,57 @@
+"""Tiny task-grid experiments for tests/test_tasks.py (importable by Dask worker processes).
+
+``tiny_grid``: six seeded tasks, each a loss and gradient of the attention layer on its own
+random data. ``slow_grid``: tasks that announce themselves by creating a file in the folder
+named by ``ATTNLIB_TEST_MARKERS`` and then sleep (for the Ctrl-C test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from attnlib import attention
+from attnlib.experiments import TaskGrid, register_grid
+from attnlib.experiments._tasks import merge_tasks
+
+SEEDS = tuple(range(6))
+
+
+def tiny_task(seed: int, n: int) -> dict[str, np.ndarray]:
+    """Loss and gradient at a random layer on random data, all from ``default_rng(seed)``."""
+    rng = np.random.default_rng(seed)
+    x, y = rng.standard_normal((n, 4)), rng.standard_normal((n, 3))
+    value, grad_a, grad_b = attention.loss_and_grad(rng.standard_normal((3, 4)),
+                                                    0.3 * rng.standard_normal((4, 4)), x, y)
+    return {f"seed{seed}/loss": np.asarray(value), f"seed{seed}/grad_A": grad_a,
+            f"seed{seed}/grad_B": grad_b}
+
+
+def _assemble(n: int, results: list) -> dict[str, np.ndarray]:
+    return {**merge_tasks(results), "config": np.asarray(json.dumps({"n": n}))}
+
+
+@register_grid("tiny_grid")
+def tiny_grid(full: bool = True) -> TaskGrid:
+    """Six seeded attention losses and gradients (a test fixture)."""
+    n = 300 if full else 40
+    return TaskGrid([(seed,) for seed in (SEEDS if full else SEEDS[:1])],
+                    partial(tiny_task, n=n), partial(_assemble, n))
+
+
+def slow_task(index: int) -> dict[str, np.ndarray]:
+    """Create the marker file ``started<index>``, then sleep for a minute."""
+    (Path(os.environ["ATTNLIB_TEST_MARKERS"]) / f"started{index}").touch()
+    time.sleep(60)
+    return {f"task{index}": np.asarray(float(index))}
+
+
+@register_grid("slow_grid")
+def slow_grid(full: bool = True) -> TaskGrid:
+    """Two tasks of a minute each (a test fixture for interrupting a run)."""
+    return TaskGrid([(0,), (1,)], slow_task, merge_tasks)
