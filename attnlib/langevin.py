@@ -15,7 +15,10 @@ This module provides
 * :func:`euler_maruyama`: the Euler-Maruyama scheme
   ``theta_{k+1} = theta_k - h grad f(theta_k) + sqrt(s h) xi_k``, ``xi_k ~ N(0, I)``, run for
   many independent chains at once (``theta`` has shape ``(chains, D)``), with a history of the
-  loss (and optionally of block norms and states) every ``record_every`` steps;
+  loss (and optionally of block norms and states) every ``record_every`` steps; optionally
+  preconditioned by a constant SPD matrix P (chapter 12):
+  ``theta_{k+1} = theta_k - h P grad f(theta_k) + sqrt(s h) P^{1/2} xi_k``, the scheme of
+  ``d theta = -P grad f dt + sqrt(s) P^{1/2} dB``, whose stationary law is the same mu_s;
 * Gibbs-measure helpers on a grid in one or two dimensions: the normalised density
   (:func:`gibbs_density`), bin probabilities (:func:`gibbs_bin_probabilities`), expectations
   (:func:`gibbs_expectation`), exact samples (:func:`gibbs_sample`), the total variation distance of a histogram of chain states
@@ -41,7 +44,7 @@ import scipy.sparse.linalg as spla
 
 from ._progress import progress as _progress
 from ._validation import (DivergenceError, as_matrix, check_generator, check_in_range, check_int,
-                          check_positive)
+                          check_positive, check_spd)
 
 __all__ = [
     "LossAndGrad",
@@ -141,13 +144,26 @@ def _chain_settings(theta0: object, step: float, temperature: float, n_steps: in
 def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float,
                    temperature: float, n_steps: int, rng: np.random.Generator,
                    record_every: int = 1, blocks: Mapping[str, slice] | None = None,
-                   record_states: bool = False, progress: bool = False) -> LangevinRun:
+                   record_states: bool = False, preconditioner: np.ndarray | None = None,
+                   progress: bool = False) -> LangevinRun:
     """Integrate (SDE) for all chains with the Euler-Maruyama scheme.
 
     ``theta_{k+1} = theta_k - h grad f(theta_k) + sqrt(s h) xi_k`` with ``xi_k ~ N(0, I_D)``
     drawn from ``rng`` (one ``(chains, D)`` block per step, so a run is a deterministic
     function of ``rng``'s state). The scheme has weak order 1 (Kloeden and Platen 1992):
     ``|E g(theta_n) - E g(theta_{nh})| = O(h)`` for smooth g at fixed time ``n h``.
+
+    With a constant symmetric positive definite ``preconditioner`` P (D x D) the step is
+
+        theta_{k+1} = theta_k - h P grad f(theta_k) + sqrt(s h) P^{1/2} xi_k,
+
+    with ``P^{1/2}`` the symmetric square root: the Euler-Maruyama scheme of
+    ``d theta = -P grad f dt + sqrt(s) P^{1/2} dB``. Its generator is
+    ``L g = (s/2) tr(P Hess g) - (P grad f) . grad g``, and ``L* rho = div(P ((s/2) grad rho +
+    rho grad f)) = 0`` for ``rho ~ exp(-2 f / s)``: the stationary law is the same Gibbs measure
+    mu_s for every constant SPD P (in continuous time; the scheme's stationary law carries an
+    ``O(h)`` bias, as without P). It is plain Langevin in the coordinates
+    ``z = P^{-1/2} theta``; P changes the speed, not the target.
 
     Parameters
     ----------
@@ -166,6 +182,8 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
         norm of each block is recorded per chain.
     record_states
         Also store the states at the recorded times (memory ``R * chains * D`` floats).
+    preconditioner
+        Optional constant SPD matrix P (D x D); None is ``P = I``.
 
     Raises
     ------
@@ -183,6 +201,14 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
         if not isinstance(block, slice) or theta[:, block].shape[1] == 0:
             raise ValueError(f"blocks[{name!r}] must be a non-empty slice of the {dim} "
                              f"parameters, got {block!r}")
+    drift, noise = None, None
+    if preconditioner is not None:
+        drift = check_spd("preconditioner", preconditioner)
+        if drift.shape != (dim, dim):
+            raise ValueError(f"preconditioner must have shape ({dim}, {dim}) (D x D for "
+                             f"theta0 of shape {theta.shape}), got {drift.shape}")
+        eigenvalues, vectors = np.linalg.eigh(drift)
+        noise = (vectors * np.sqrt(eigenvalues)) @ vectors.T        # symmetric P^{1/2}
     n_records = n_steps // record_every + 1
     losses = np.empty((n_records, chains))
     norms = np.empty((n_records, chains, len(names))) if names else None
@@ -201,8 +227,13 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
     record(0, loss)
     for k in _progress(range(1, n_steps + 1), total=n_steps, desc="Langevin",
                        enabled=progress):
-        theta -= h * grad
-        theta += noise_scale * rng.standard_normal((chains, dim))
+        xi = rng.standard_normal((chains, dim))
+        if drift is None:
+            theta -= h * grad
+            theta += noise_scale * xi
+        else:                                   # rows: (P g)^T = g^T P for symmetric P
+            theta -= h * grad @ drift
+            theta += noise_scale * xi @ noise
         if not np.all(np.isfinite(theta)):
             raise LangevinDivergenceError(
                 f"the state of some chains became non-finite at step {k}; reduce the step h "
