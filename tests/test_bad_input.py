@@ -40,8 +40,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import attnlib
-from attnlib import (algorithm, analysis, attention, darcy, data, fitting, geometry, landscape,
-                     langevin, lora, optim, population, potentials, qk_attention, reference,
+from attnlib import (algorithm, analysis, attention, bridge, darcy, data, fitting, geometry,
+                     landscape, langevin, lora, optim, population, potentials, qk_attention, reference,
                      regularizers, symbolic, verdicts, villani, vit)
 from attnlib import experiments
 
@@ -195,6 +195,13 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "algorithm.precondition": lambda: dict(Sigma_hat=S),
         "algorithm.trace": lambda: dict(decay=0.9, nesterov=False),
         "algorithm.scale_by_adam": lambda: dict(eps=1e-8),
+        "bridge.flatten": lambda: dict(A=A, B=B),
+        "bridge.unflatten": lambda: dict(theta=bridge.flatten(A, B), p=4, d=3),
+        "bridge.preconditioner_matrix": lambda: dict(Sigma_hat=S, p=4),
+        "bridge.Potential": lambda: dict(data=algorithm.empirical_loss(X, Y), lam=1.0,
+                                         mild=c["reg"], coordinates="factor"),
+        "bridge.excess_risks": lambda: dict(theta=bridge.flatten(A, B)[None, :], p=4, d=3,
+                                            Sigma=S, M=M),
         "fitting.spectrum_gap_rate": lambda: dict(step=0.1, eigenvalues=np.array([1.0, 2.0])),
         "reference.factor_gradient": lambda: dict(grad_a=A, grad_b=B, inv_half=mf.inv_half),
         "reference.largest_curvature": lambda: dict(objective=c["objective"], point=(A, B),
