@@ -22,7 +22,9 @@ This module provides
 * Gibbs-measure helpers on a grid in one or two dimensions: the normalised density
   (:func:`gibbs_density`), bin probabilities (:func:`gibbs_bin_probabilities`), expectations
   (:func:`gibbs_expectation`), exact samples (:func:`gibbs_sample`), the total variation distance of a histogram of chain states
-  (:func:`histogram_tv`) and the spectral gap of the generator (:func:`spectral_gap`);
+  (:func:`histogram_tv`), moment checks of chain states against the grid Gibbs expectations
+  with autocorrelation-corrected error bars (:func:`gibbs_z_scores`) and the spectral gap of
+  the generator (:func:`spectral_gap`);
 * :func:`mala`: the Metropolis-adjusted Langevin algorithm, the same proposal followed by an
   accept/reject step that makes ``mu_s`` exactly stationary (no ``O(h)`` bias);
 * summaries over chains: :func:`chain_mean` (mean and standard error), :func:`tail_mean`
@@ -62,6 +64,7 @@ __all__ = [
     "gibbs_expectation",
     "gibbs_sample",
     "histogram_tv",
+    "gibbs_z_scores",
     "spectral_gap",
 ]
 
@@ -518,6 +521,45 @@ def histogram_tv(samples: np.ndarray, edges: Sequence[np.ndarray],
     inside = counts.sum()
     outside = (x.shape[0] - inside) / x.shape[0]
     return float(0.5 * np.abs(counts / x.shape[0] - p).sum() + 0.5 * outside)
+
+
+def gibbs_z_scores(states: np.ndarray, observables: Mapping[str, Callable[[np.ndarray],
+                                                                          np.ndarray]],
+                   loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float
+                   ) -> dict[str, float]:
+    """Standardised errors of chain averages against the Gibbs expectations on a grid.
+
+    ``states`` has shape ``(R, chains, D)`` (D = ``len(axes)``, 1 or 2): stationary records of
+    independent chains. For each observable ``g`` (a function of points ``(..., D) -> (...)``)
+    the result is
+
+        z_g = (mean of g over records and chains - E_{mu_s} g) / se_g,
+        se_g = std(g) sqrt(tau_g / (R chains)),
+
+    with ``E_{mu_s} g`` from :func:`gibbs_expectation` on the grid and ``tau_g`` the integrated
+    autocorrelation time of g's series (:func:`autocorrelation_time`, in records). For a chain
+    whose stationary law is mu_s, each ``|z_g|`` is of order 1; a wrong law (a wrong noise scale,
+    a visible ``O(h)`` bias) makes some grow like the square root of the sample size.
+    """
+    s = check_positive("temperature", temperature)
+    checked, points = _grid(axes)
+    x = as_matrix("states", states, shape=(None, None, len(checked)), ndim=3)
+    if not observables:
+        raise ValueError("observables must name at least one function of the state")
+    grid = points.reshape(tuple(a.size for a in checked) + (len(checked),))
+    scores = {}
+    for name, g in observables.items():
+        if not callable(g):
+            raise TypeError(f"observables[{name!r}] must be a function of the state")
+        series = np.asarray(g(x), dtype=np.float64)
+        if series.shape != x.shape[:2]:
+            raise ValueError(f"observables[{name!r}] must map (R, chains, D) states to "
+                             f"(R, chains) values, got shape {series.shape}")
+        tau = autocorrelation_time(series)
+        error = float(series.std()) * np.sqrt(tau / series.size)
+        exact = gibbs_expectation(loss_and_grad, checked, s, values=g(grid))
+        scores[name] = float((series.mean() - exact) / error)
+    return scores
 
 
 def spectral_gap(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float,

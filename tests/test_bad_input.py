@@ -341,6 +341,10 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "langevin.euler_maruyama": lambda: dict(loss_and_grad=well, theta0=np.zeros((3, 1)),
                                                 step=0.01, temperature=0.5, n_steps=4,
                                                 rng=_rng(), record_every=2),
+        "langevin.gibbs_z_scores": lambda: dict(
+            states=np.linspace(-1.0, 1.0, 24).reshape(12, 2, 1),
+            observables={"x": lambda z: z[..., 0]}, loss_and_grad=well, axes=axes,
+            temperature=0.5),
         "langevin.chain_mean": lambda: dict(values=np.arange(6.0).reshape(2, 3)),
         "langevin.tail_mean": lambda: dict(loss=np.arange(12.0).reshape(4, 3), fraction=0.5),
         "langevin.hitting_times": lambda: dict(times=np.arange(5.0),
@@ -497,6 +501,9 @@ _NEW_NAME = "any new name is valid"
 ACCEPTED: dict[tuple[str, str, str], str] = {
     ("attention.row_softmax", "logits", "inf"): "+inf logits share the weight (the limit)",
     ("attention.row_softmax", "logits", "extra_axis"): _ANY_AXES,
+    ("bridge.excess_risks", "theta", "extra_axis"): "one or two leading (batch) axes",
+    ("bridge.excess_risks", "theta", "missing_axis"): "a single parameter vector",
+    ("bridge.unflatten", "theta", "extra_axis"): "one or two leading (batch) axes",
     ("attention.row_softmax", "logits", "missing_axis"): _ANY_AXES,
     ("darcy.threshold", "g", "extra_axis"): _ANY_AXES,
     ("darcy.threshold", "g", "missing_axis"): _ANY_AXES,

@@ -300,31 +300,36 @@ WELL_AXES = [np.linspace(-2.6, 2.6, 261), np.linspace(-2.5, 4.5, 351)]
 PRECONDITIONER = np.array([[1.0, 0.5], [0.5, 0.6]])        # SPD, not diagonal
 
 
-def _moments(states: np.ndarray) -> dict[str, np.ndarray]:
-    x, y = states[..., 0], states[..., 1]
-    return {"x": x, "y": y, "x^2": x * x, "xy": x * y, "y^2": y * y}
+MOMENTS = {"x": lambda z: z[..., 0], "y": lambda z: z[..., 1],
+           "x^2": lambda z: z[..., 0] ** 2, "xy": lambda z: z[..., 0] * z[..., 1],
+           "y^2": lambda z: z[..., 1] ** 2}
 
 
 def _z_scores(run_temperature: float, *, preconditioner: np.ndarray | None, step: float = 0.01,
               n_steps: int = 4000, chains: int = 2000, s: float = 0.7) -> dict[str, float]:
     """Chains started from the Gibbs law exp(-2f/s) of the 2-D curved double well, run at
-    ``run_temperature``; for each moment, (time-and-chain mean over the second half - the
-    quadrature value under exp(-2f/s)) / its standard error, which uses the integrated
-    autocorrelation time: se = std sqrt(tau / (records * chains))."""
+    ``run_temperature``; z-scores of five moments over the second half against quadrature
+    (:func:`attnlib.langevin.gibbs_z_scores`)."""
     start = L.gibbs_sample(WELL_2D, WELL_AXES, s, size=chains, rng=np.random.default_rng(10))
     run = L.euler_maruyama(WELL_2D, start, step=step, temperature=run_temperature,
                            n_steps=n_steps, rng=np.random.default_rng(11), record_every=20,
                            record_states=True, preconditioner=preconditioner)
-    tail = run.states[run.states.shape[0] // 2:]
-    grid = np.stack(np.meshgrid(*WELL_AXES, indexing="ij"), axis=-1)
-    exact = _moments(grid)
-    scores = {}
-    for name, series in _moments(tail).items():
-        tau = L.autocorrelation_time(series)
-        error = series.std() * np.sqrt(tau / series.size)
-        scores[name] = (series.mean() - L.gibbs_expectation(WELL_2D, WELL_AXES, s,
-                                                            values=exact[name])) / error
-    return scores
+    return L.gibbs_z_scores(run.states[run.states.shape[0] // 2:], MOMENTS, WELL_2D, WELL_AXES,
+                            s)
+
+
+def test_gibbs_z_scores_of_exact_samples_are_standard():
+    """Independent exact draws (tau = 1) give z-scores of order one; a shifted sample does not."""
+    draws = L.gibbs_sample(WELL_2D, WELL_AXES, 0.7, size=40_000, rng=np.random.default_rng(20))
+    states = draws.reshape(200, 200, 2)
+    scores = L.gibbs_z_scores(states, MOMENTS, WELL_2D, WELL_AXES, 0.7)
+    assert max(abs(z) for z in scores.values()) < 4.5, scores
+    shifted = L.gibbs_z_scores(states + 0.05, MOMENTS, WELL_2D, WELL_AXES, 0.7)
+    assert abs(shifted["x"]) > 6 and abs(shifted["y"]) > 6, shifted
+    with pytest.raises(ValueError, match="observables"):
+        L.gibbs_z_scores(states, {}, WELL_2D, WELL_AXES, 0.7)
+    with pytest.raises(ValueError, match="states"):
+        L.gibbs_z_scores(states[..., :1], MOMENTS, WELL_2D, WELL_AXES, 0.7)
 
 
 def test_preconditioned_stationary_law_is_the_gibbs_density():

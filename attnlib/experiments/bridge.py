@@ -295,7 +295,7 @@ def kappa_tasks(full: bool = True) -> list[tuple[float, str, int, int]]:
     for kappa in KAPPAS:
         tasks.append((kappa, "reference", 0, 0))
         for name in KAPPA_METHODS:
-            noise = SIDE_METHODS[name][2]
+            noise = SIDE_METHODS[name.removesuffix(" (mild on U, V)")][2]
             tasks += [(kappa, name, c, KAPPA_ITERATIONS) for c in range(KAPPA_CHAINS if noise
                                                                          else 1)]
     return tasks
