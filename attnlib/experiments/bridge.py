@@ -1,4 +1,4 @@
-"""Stored runs of chapter 12: Part I's problem trained by Algorithm 1, gradient descent and Langevin.
+"""Stored runs of chapter 12: Part I's problem trained by Algorithm 1, GD and Langevin.
 
 Every run is a grid of independent seeded tasks (``*_tasks`` lists them, ``*_task`` runs one and
 returns its slice of the history, ``assemble_*`` stacks them), run here with a plain loop; the
@@ -25,10 +25,11 @@ every ``SIDE_EVERY`` iterations; NaN for the chains a deterministic method does 
 ``end_det`` and ``end_rotation`` (det O and ``||O - I||_F`` of the rotation of its projection
 on S_hat, relative to the spectral point), ``end_min_value`` and ``end_min_excess_risk`` (the
 certified minimum of Q_hat reached from it by :func:`attnlib.reference.reference_minimizer`: the
-basin it ends in). The reference task adds ``ref_value``, ``ref_excess_risk``,
-``ref_grad_norm``, ``ref_min_eigenvalue``, ``ref_max_eigenvalue`` for the minima reached from
-the spectral point and from the six points of S_hat of :func:`attnlib.experiments.part1.reference_starts`,
-and ``mild_shift`` (Q_hat at the minimizer of f minus Q_hat at the basin minimizer).
+basin it ends in; ``end_min_min_eigenvalue`` its smallest Hessian eigenvalue). The reference
+task adds ``ref_value``, ``ref_excess_risk``, ``ref_grad_norm``, ``ref_min_eigenvalue``,
+``ref_max_eigenvalue`` for the minima reached from the spectral point and from the six points
+of S_hat of :func:`attnlib.experiments.part1.reference_starts`, and ``mild_shift`` (Q_hat at
+the minimizer of f minus Q_hat at the basin minimizer).
 
 ``bridge_kappa`` (n = ``KAPPA_N`` [choice: a smaller sample keeps the sweep in budget]): for
 kappa in ``KAPPAS`` (X* held fixed, :func:`attnlib.experiments.ablations.defaults_data`), plain
@@ -194,11 +195,13 @@ def side_tasks(full: bool = True) -> list[tuple[str, int, int]]:
 
 def _orbit(data: algorithm.DataLoss, problem, a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     """Where (a, b) sits: dist_P to S_hat, det and ||O - I||_F of its projection's rotation,
-    and the certified minimum of Q_hat reached from it (value, excess risk)."""
+    and the certified minimum of Q_hat reached from it (value, excess risk, smallest Hessian
+    eigenvalue)."""
     _, _, rotation = data.manifold.project(a, b)
     minimum = reference.reference_minimizer(data.reference_objective(1.0), (a, b),
-                                            data.Sigma_hat, hessian=False)
+                                            data.Sigma_hat)
     return dict(end_dist_P_hat=data.manifold.distance(a, b),
+                end_min_min_eigenvalue=minimum.smallest_eigenvalue,
                 end_det=float(np.linalg.det(rotation)),
                 end_rotation=float(np.linalg.norm(rotation - np.eye(rotation.shape[0]))),
                 end_min_value=minimum.value,
