@@ -15,11 +15,16 @@ This module provides
 * :func:`euler_maruyama`: the Euler-Maruyama scheme
   ``theta_{k+1} = theta_k - h grad f(theta_k) + sqrt(s h) xi_k``, ``xi_k ~ N(0, I)``, run for
   many independent chains at once (``theta`` has shape ``(chains, D)``), with a history of the
-  loss (and optionally of block norms and states) every ``record_every`` steps;
+  loss (and optionally of block norms and states) every ``record_every`` steps; optionally
+  preconditioned by a constant SPD matrix P (chapter 12):
+  ``theta_{k+1} = theta_k - h P grad f(theta_k) + sqrt(s h) P^{1/2} xi_k``, the scheme of
+  ``d theta = -P grad f dt + sqrt(s) P^{1/2} dB``, whose stationary law is the same mu_s;
 * Gibbs-measure helpers on a grid in one or two dimensions: the normalised density
   (:func:`gibbs_density`), bin probabilities (:func:`gibbs_bin_probabilities`), expectations
   (:func:`gibbs_expectation`), exact samples (:func:`gibbs_sample`), the total variation distance of a histogram of chain states
-  (:func:`histogram_tv`) and the spectral gap of the generator (:func:`spectral_gap`);
+  (:func:`histogram_tv`), moment checks of chain states against the grid Gibbs expectations
+  with autocorrelation-corrected error bars (:func:`gibbs_z_scores`) and the spectral gap of
+  the generator (:func:`spectral_gap`);
 * :func:`mala`: the Metropolis-adjusted Langevin algorithm, the same proposal followed by an
   accept/reject step that makes ``mu_s`` exactly stationary (no ``O(h)`` bias);
 * summaries over chains: :func:`chain_mean` (mean and standard error), :func:`tail_mean`
@@ -41,7 +46,7 @@ import scipy.sparse.linalg as spla
 
 from ._progress import progress as _progress
 from ._validation import (DivergenceError, as_matrix, check_generator, check_in_range, check_int,
-                          check_positive)
+                          check_positive, check_spd)
 
 __all__ = [
     "LossAndGrad",
@@ -59,6 +64,7 @@ __all__ = [
     "gibbs_expectation",
     "gibbs_sample",
     "histogram_tv",
+    "gibbs_z_scores",
     "spectral_gap",
 ]
 
@@ -141,13 +147,26 @@ def _chain_settings(theta0: object, step: float, temperature: float, n_steps: in
 def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float,
                    temperature: float, n_steps: int, rng: np.random.Generator,
                    record_every: int = 1, blocks: Mapping[str, slice] | None = None,
-                   record_states: bool = False, progress: bool = False) -> LangevinRun:
+                   record_states: bool = False, preconditioner: np.ndarray | None = None,
+                   progress: bool = False) -> LangevinRun:
     """Integrate (SDE) for all chains with the Euler-Maruyama scheme.
 
     ``theta_{k+1} = theta_k - h grad f(theta_k) + sqrt(s h) xi_k`` with ``xi_k ~ N(0, I_D)``
     drawn from ``rng`` (one ``(chains, D)`` block per step, so a run is a deterministic
     function of ``rng``'s state). The scheme has weak order 1 (Kloeden and Platen 1992):
     ``|E g(theta_n) - E g(theta_{nh})| = O(h)`` for smooth g at fixed time ``n h``.
+
+    With a constant symmetric positive definite ``preconditioner`` P (D x D) the step is
+
+        theta_{k+1} = theta_k - h P grad f(theta_k) + sqrt(s h) P^{1/2} xi_k,
+
+    with ``P^{1/2}`` the symmetric square root: the Euler-Maruyama scheme of
+    ``d theta = -P grad f dt + sqrt(s) P^{1/2} dB``. Its generator is
+    ``L g = (s/2) tr(P Hess g) - (P grad f) . grad g``, and ``L* rho = div(P ((s/2) grad rho +
+    rho grad f)) = 0`` for ``rho ~ exp(-2 f / s)``: the stationary law is the same Gibbs measure
+    mu_s for every constant SPD P (in continuous time; the scheme's stationary law carries an
+    ``O(h)`` bias, as without P). It is plain Langevin in the coordinates
+    ``z = P^{-1/2} theta``; P changes the speed, not the target.
 
     Parameters
     ----------
@@ -166,6 +185,8 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
         norm of each block is recorded per chain.
     record_states
         Also store the states at the recorded times (memory ``R * chains * D`` floats).
+    preconditioner
+        Optional constant SPD matrix P (D x D); None is ``P = I``.
 
     Raises
     ------
@@ -183,6 +204,14 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
         if not isinstance(block, slice) or theta[:, block].shape[1] == 0:
             raise ValueError(f"blocks[{name!r}] must be a non-empty slice of the {dim} "
                              f"parameters, got {block!r}")
+    drift, noise = None, None
+    if preconditioner is not None:
+        drift = check_spd("preconditioner", preconditioner)
+        if drift.shape != (dim, dim):
+            raise ValueError(f"preconditioner must have shape ({dim}, {dim}) (D x D for "
+                             f"theta0 of shape {theta.shape}), got {drift.shape}")
+        eigenvalues, vectors = np.linalg.eigh(drift)
+        noise = (vectors * np.sqrt(eigenvalues)) @ vectors.T        # symmetric P^{1/2}
     n_records = n_steps // record_every + 1
     losses = np.empty((n_records, chains))
     norms = np.empty((n_records, chains, len(names))) if names else None
@@ -201,8 +230,13 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
     record(0, loss)
     for k in _progress(range(1, n_steps + 1), total=n_steps, desc="Langevin",
                        enabled=progress):
-        theta -= h * grad
-        theta += noise_scale * rng.standard_normal((chains, dim))
+        xi = rng.standard_normal((chains, dim))
+        if drift is None:
+            theta -= h * grad
+            theta += noise_scale * xi
+        else:                                   # rows: (P g)^T = g^T P for symmetric P
+            theta -= h * grad @ drift
+            theta += noise_scale * xi @ noise
         if not np.all(np.isfinite(theta)):
             raise LangevinDivergenceError(
                 f"the state of some chains became non-finite at step {k}; reduce the step h "
@@ -487,6 +521,45 @@ def histogram_tv(samples: np.ndarray, edges: Sequence[np.ndarray],
     inside = counts.sum()
     outside = (x.shape[0] - inside) / x.shape[0]
     return float(0.5 * np.abs(counts / x.shape[0] - p).sum() + 0.5 * outside)
+
+
+def gibbs_z_scores(states: np.ndarray, observables: Mapping[str, Callable[[np.ndarray],
+                                                                          np.ndarray]],
+                   loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float
+                   ) -> dict[str, float]:
+    """Standardised errors of chain averages against the Gibbs expectations on a grid.
+
+    ``states`` has shape ``(R, chains, D)`` (D = ``len(axes)``, 1 or 2): stationary records of
+    independent chains. For each observable ``g`` (a function of points ``(..., D) -> (...)``)
+    the result is
+
+        z_g = (mean of g over records and chains - E_{mu_s} g) / se_g,
+        se_g = std(g) sqrt(tau_g / (R chains)),
+
+    with ``E_{mu_s} g`` from :func:`gibbs_expectation` on the grid and ``tau_g`` the integrated
+    autocorrelation time of g's series (:func:`autocorrelation_time`, in records). For a chain
+    whose stationary law is mu_s, each ``|z_g|`` is of order 1; a wrong law (a wrong noise scale,
+    a visible ``O(h)`` bias) makes some grow like the square root of the sample size.
+    """
+    s = check_positive("temperature", temperature)
+    checked, points = _grid(axes)
+    x = as_matrix("states", states, shape=(None, None, len(checked)), ndim=3)
+    if not observables:
+        raise ValueError("observables must name at least one function of the state")
+    grid = points.reshape(tuple(a.size for a in checked) + (len(checked),))
+    scores = {}
+    for name, g in observables.items():
+        if not callable(g):
+            raise TypeError(f"observables[{name!r}] must be a function of the state")
+        series = np.asarray(g(x), dtype=np.float64)
+        if series.shape != x.shape[:2]:
+            raise ValueError(f"observables[{name!r}] must map (R, chains, D) states to "
+                             f"(R, chains) values, got shape {series.shape}")
+        tau = autocorrelation_time(series)
+        error = float(series.std()) * np.sqrt(tau / series.size)
+        exact = gibbs_expectation(loss_and_grad, checked, s, values=g(grid))
+        scores[name] = float((series.mean() - exact) / error)
+    return scores
 
 
 def spectral_gap(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float,

@@ -40,8 +40,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import attnlib
-from attnlib import (algorithm, analysis, attention, darcy, data, fitting, geometry, landscape,
-                     langevin, lora, optim, population, potentials, qk_attention, reference,
+from attnlib import (algorithm, analysis, attention, bridge, darcy, data, fitting, geometry,
+                     landscape, langevin, lora, optim, population, potentials, qk_attention, reference,
                      regularizers, symbolic, verdicts, villani, vit)
 from attnlib import experiments
 from attnlib.experiments._tasks import merge_tasks
@@ -200,6 +200,13 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "algorithm.precondition": lambda: dict(Sigma_hat=S),
         "algorithm.trace": lambda: dict(decay=0.9, nesterov=False),
         "algorithm.scale_by_adam": lambda: dict(eps=1e-8),
+        "bridge.flatten": lambda: dict(A=A, B=B),
+        "bridge.unflatten": lambda: dict(theta=bridge.flatten(A, B), p=4, d=3),
+        "bridge.preconditioner_matrix": lambda: dict(Sigma_hat=S, p=4),
+        "bridge.Potential": lambda: dict(data=algorithm.empirical_loss(X, Y), lam=1.0,
+                                         mild=c["reg"], coordinates="factor"),
+        "bridge.excess_risks": lambda: dict(theta=bridge.flatten(A, B)[None, :], p=4, d=3,
+                                            Sigma=S, M=M),
         "fitting.spectrum_gap_rate": lambda: dict(step=0.1, eigenvalues=np.array([1.0, 2.0])),
         "reference.factor_gradient": lambda: dict(grad_a=A, grad_b=B, inv_half=mf.inv_half),
         "reference.largest_curvature": lambda: dict(objective=c["objective"], point=(A, B),
@@ -339,6 +346,10 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "langevin.euler_maruyama": lambda: dict(loss_and_grad=well, theta0=np.zeros((3, 1)),
                                                 step=0.01, temperature=0.5, n_steps=4,
                                                 rng=_rng(), record_every=2),
+        "langevin.gibbs_z_scores": lambda: dict(
+            states=np.linspace(-1.0, 1.0, 24).reshape(12, 2, 1),
+            observables={"x": lambda z: z[..., 0]}, loss_and_grad=well, axes=axes,
+            temperature=0.5),
         "langevin.chain_mean": lambda: dict(values=np.arange(6.0).reshape(2, 3)),
         "langevin.tail_mean": lambda: dict(loss=np.arange(12.0).reshape(4, 3), fraction=0.5),
         "langevin.hitting_times": lambda: dict(times=np.arange(5.0),
@@ -502,6 +513,9 @@ _NEW_NAME = "any new name is valid"
 ACCEPTED: dict[tuple[str, str, str], str] = {
     ("attention.row_softmax", "logits", "inf"): "+inf logits share the weight (the limit)",
     ("attention.row_softmax", "logits", "extra_axis"): _ANY_AXES,
+    ("bridge.excess_risks", "theta", "extra_axis"): "one or two leading (batch) axes",
+    ("bridge.excess_risks", "theta", "missing_axis"): "a single parameter vector",
+    ("bridge.unflatten", "theta", "extra_axis"): "one or two leading (batch) axes",
     ("attention.row_softmax", "logits", "missing_axis"): _ANY_AXES,
     ("darcy.threshold", "g", "extra_axis"): _ANY_AXES,
     ("darcy.threshold", "g", "missing_axis"): _ANY_AXES,
