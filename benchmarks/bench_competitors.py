@@ -3,6 +3,11 @@
 Usage (from the repository root, with torch installed: ``pip install -e ".[bench]"``)::
 
     python benchmarks/bench_competitors.py [--ns 500 2000 8000 20000] [--output PATH]
+        [--keep-thread-env]
+
+The stored runs: ``benchmark_competitors.json`` (default threads) and
+``benchmark_competitors_1thread.json`` (``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` and
+``--keep-thread-env``: PyTorch on one thread, attnlib with its two block threads).
 
 The loss and gradient of paper 1's layer (d = 10, p = 20, leave-one-out mask) in float64 and
 float32, by five implementations:
@@ -13,8 +18,9 @@ float32, by five implementations:
   (gradients accumulate), so only 256 x n arrays exist at a time;
 * ``torch_compile``: ``torch.compile(dynamic=True)`` of the naive loss, then ``backward()``.
 
-Each implementation runs in its own persistent process (PyTorch with its default threads,
-attnlib with its default two block threads). For each n every configuration is first called
+Each implementation runs in its own persistent process with its default threads (PyTorch's
+intra-op threads, one per core; attnlib's two block threads), whatever ``OMP_NUM_THREADS`` the
+caller has set. For each n every configuration is first called
 once (the warm-up; for ``torch_compile`` it compiles) and once more. Its *memory* is measured
 in a fresh process (:func:`fresh_memory`): the rise of the peak resident set size over the RSS
 before one call, the peak reset just before (``/proc/self/clear_refs``); in a warm process the
@@ -44,6 +50,10 @@ import numpy as np
 from bench_attention import D, P, _problem, _relative, _status_kb  # the same data (seed 8) as the attention benchmark
 
 BLOCK = 256
+#: Every implementation runs with its default threads: the thread variables that the book's
+#: scripts set to 1 (scripts/setup.sh) are removed from the environment of its processes.
+ENV = {key: value for key, value in os.environ.items()
+       if key not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 IMPLS = ("attnlib", "torch_naive", "torch_blocked", "torch_compile")
 DTYPES = ("float64", "float32")
 #: (rounds, calls per round) by n: fewer repeats where one call takes seconds
@@ -173,7 +183,7 @@ def fresh_memory(impl: str, n: int, dtype: str) -> float:
             "Path('/proc/self/clear_refs').write_text('5'); call(); "
             "print(max(b._status_kb('VmHWM') - base, 0) / 1024)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parent, check=True)
+                          cwd=Path(__file__).resolve().parent, check=True, env=ENV)
     return float(done.stdout.strip().splitlines()[-1])
 
 
@@ -181,6 +191,8 @@ def remeasure_memory(path: Path) -> None:
     """Replace ``peak_mb`` of every row of a stored run by :func:`fresh_memory`."""
     results = json.loads(path.read_text())
     for row in results["rows"]:
+        if row["impl"] == "attnlib":
+            continue                     # already measured in a fresh process by the run
         row["peak_mb"] = fresh_memory(row["impl"], row["n"], row["dtype"])
         print(f"n = {row['n']:6d} {row['impl']:14s} {row['dtype']}: {row['peak_mb']:.0f} MB "
               f"(warm process: {row['peak_mb_warm']:.0f} MB)", flush=True)
@@ -194,7 +206,8 @@ class Worker:
         self.impl = impl
         self.process = subprocess.Popen([sys.executable, __file__, "--serve", impl],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True, cwd=Path(__file__).resolve().parent.parent)
+                                        text=True, cwd=Path(__file__).resolve().parent.parent,
+                                        env=ENV)
         self.info = json.loads(self.process.stdout.readline())
 
     def ask(self, **command) -> dict:
@@ -222,7 +235,12 @@ def main() -> None:
     parser.add_argument("--output", default=None)
     parser.add_argument("--memory-only", default=None, metavar="JSON",
                         help="only remeasure the memory of the rows of a stored run")
+    parser.add_argument("--keep-thread-env", action="store_true",
+                        help="keep OMP_NUM_THREADS etc. of the environment (with them set to "
+                             "1, PyTorch runs on one thread)")
     args = parser.parse_args()
+    if args.keep_thread_env:
+        ENV.update(os.environ)
     if args.serve:
         serve(args.serve)
         return
