@@ -85,6 +85,14 @@ def _line_fit(logx: np.ndarray, logy: np.ndarray) -> tuple[float, float, float]:
     return slope, intercept, stderr
 
 
+def _check_level(level: float) -> float:
+    """A confidence level in (0, 1)."""
+    level = check_positive("level", level)
+    if level >= 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    return level
+
+
 def fit_power_law(x: np.ndarray, y: np.ndarray, *, rng: np.random.Generator | None = None,
                   n_boot: int = 0, level: float = 0.95) -> PowerLawFit:
     """Fit ``y ~ C x^b`` by least squares of ``log y`` on ``log x`` (module docstring).
@@ -101,9 +109,7 @@ def fit_power_law(x: np.ndarray, y: np.ndarray, *, rng: np.random.Generator | No
         raise ValueError("x and y must be positive for a log-log fit")
     if np.unique(xs).size < 2:
         raise ValueError(f"x needs at least 2 distinct values, got {np.unique(xs).size}")
-    level = check_positive("level", level)
-    if level >= 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
+    level = _check_level(level)
     n_boot = check_int("n_boot", n_boot, minimum=0)
     seeds = ys.shape[1]
     logx = np.repeat(np.log(xs), seeds)
@@ -146,9 +152,7 @@ def fit_power_law_weighted(x: np.ndarray, y: np.ndarray, stderr: np.ndarray, *,
         raise ValueError("x and stderr must be positive")
     if np.unique(xs).size < 3:
         raise ValueError(f"x needs at least 3 distinct values, got {np.unique(xs).size}")
-    level = check_positive("level", level)
-    if level >= 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
+    level = _check_level(level)
     positive = ys > 0
     if positive.sum() < 2:
         raise ValueError("need at least 2 positive estimates to start the fit")

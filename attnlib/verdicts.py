@@ -26,8 +26,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ._validation import check_finite
+
 __all__ = ["REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "STATUSES",
-           "Verdict", "verdict", "not_testable", "combine"]
+           "Verdict", "verdict", "interval_verdict", "not_testable", "combine"]
 
 REPRODUCED = "reproduced"
 PARTLY = "partly reproduced"
@@ -141,6 +143,28 @@ def verdict(claim: str, value: object, threshold: object, *, direction: str = "<
     else:
         status = PARTLY
     return Verdict(claim, status, "; ".join(parts))
+
+
+def interval_verdict(claim: str, interval: tuple[float, float], threshold: float, *,
+                     quantity: str = "value") -> Verdict:
+    """A claim ``measured <= threshold`` judged on a confidence ``interval`` (low, high) of the
+    measured quantity: reproduced if the whole interval is at or below ``threshold`` (judged on
+    ``high``), not reproduced if the whole interval is above it (judged on ``low``), not
+    testable if the interval contains the threshold."""
+    if np.ndim(interval) != 1 or len(interval) != 2:
+        raise ValueError(f"interval must be a pair (low, high), got {interval!r}")
+    low, high = (check_finite("interval", v) for v in interval)
+    if low > high:
+        raise ValueError(f"interval must be (low, high) with low <= high, got {interval}")
+    threshold = check_finite("threshold", threshold)
+    if high <= threshold:
+        return verdict(claim, high, threshold, direction="<=",
+                       quantity=f"upper end of the {quantity} interval")
+    if low > threshold:
+        return verdict(claim, low, threshold, direction="<=",
+                       quantity=f"lower end of the {quantity} interval")
+    return not_testable(claim, f"the {quantity} interval [{low:.2f}, {high:.2f}] contains the "
+                               f"threshold {threshold:.2f}")
 
 
 def combine(claim: str, parts: Sequence[Verdict]) -> Verdict:

@@ -65,3 +65,13 @@ def test_combine_merges_sub_claims():
     assert capped.status == PARTLY and "not testable: c" in capped.reason
     with pytest.raises(ValueError):
         verdicts.combine("all", [])
+
+
+def test_interval_verdict_decides_only_when_the_interval_is_on_one_side() -> None:
+    assert verdicts.interval_verdict("c", (-1.6, -1.3), -1.2).status == verdicts.REPRODUCED
+    assert verdicts.interval_verdict("c", (-1.1, -0.7), -1.2).status == verdicts.NOT_REPRODUCED
+    straddles = verdicts.interval_verdict("c", (-1.3, -1.0), -1.2, quantity="exponent's 95%")
+    assert straddles.status == verdicts.NOT_TESTABLE
+    assert "exponent's 95% interval [-1.30, -1.00] contains the threshold -1.20" in straddles.reason
+    with pytest.raises(ValueError, match="interval must be"):
+        verdicts.interval_verdict("c", (1.0, 0.0), 0.5)

@@ -68,6 +68,18 @@ def scaled_task(scale: float = 1.0, noise_std: float = 0.0) -> RegressionProblem
     return RegressionProblem(Sigma=problem.Sigma, M=scale * problem.M, noise_std=noise_std)
 
 
+def _stack_cells(shape: tuple[int, ...], indices: Sequence[tuple[int, ...]],
+                 results: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """One array per key of shape ``shape + (the key's value shape)``, with cell i's result
+    at ``indices[i]`` and NaN where no cell was run (the stacking of every grid below)."""
+    history = {key: np.full(tuple(shape) + np.shape(value), np.nan)
+               for key, value in results[0].items()}
+    for index, result in zip(indices, results):
+        for key, value in result.items():
+            history[key][index] = value
+    return history
+
+
 def bias_prompts(n: int) -> int:
     """Number of prompts at context length n in ``paper1_prompts_bias``."""
     return max(1, BIAS_TOKENS // n)
@@ -131,13 +143,8 @@ def assemble_bias(tasks: Sequence[tuple[int, int, int]],
     n_values = sorted({n for _, n, _ in tasks})
     scales = sorted({k for k, _, _ in tasks})
     replicates = max(r for _, _, r in tasks) + 1
-    history: dict[str, np.ndarray] = {}
-    for key, first in results[0].items():
-        history[key] = np.full((len(scales), len(n_values), replicates) + np.shape(first),
-                               np.nan)
-    for (k, n, r), result in zip(tasks, results):
-        for key, value in result.items():
-            history[key][scales.index(k), n_values.index(n), r] = value
+    history = _stack_cells((len(scales), len(n_values), replicates),
+                           [(scales.index(k), n_values.index(n), r) for k, n, r in tasks], results)
     history["n_values"] = np.asarray(n_values)
     history["scales"] = np.asarray([BIAS_SCALES[k] for k in scales])
     history["prompts"] = np.asarray([bias_prompts(n) for n in n_values])
@@ -180,11 +187,8 @@ def tokens_tasks(full: bool = True) -> list[tuple[int, int]]:
 def assemble_tokens(tasks: Sequence[tuple[int, int]],
                     results: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """Stack the cells into arrays (n values, replicates, ...)."""
-    shape = (len(TOKENS_CHECK_N), TOKENS_CHECK_REPLICATES)
-    history = {key: np.full(shape + np.shape(value), np.nan) for key, value in results[0].items()}
-    for (n, r), result in zip(tasks, results):
-        for key, value in result.items():
-            history[key][TOKENS_CHECK_N.index(n), r] = value
+    history = _stack_cells((len(TOKENS_CHECK_N), TOKENS_CHECK_REPLICATES),
+                           [(TOKENS_CHECK_N.index(n), r) for n, r in tasks], results)
     history["n_values"] = np.asarray(TOKENS_CHECK_N)
     history["prompts"] = np.asarray([TOKENS_CHECK_FACTOR * bias_prompts(n) for n in TOKENS_CHECK_N])
     history["config"] = np.asarray(json.dumps(dict(
@@ -471,11 +475,8 @@ def assemble_variance(tasks: Sequence[tuple[int, int]],
     """Stack the cells as arrays (len(VARIANCE_PROMPTS), replicates, ...)."""
     counts = sorted({c for c, _ in tasks})
     replicates = max(r for _, r in tasks) + 1
-    history = {key: np.full((len(counts), replicates) + np.shape(value), np.nan)
-               for key, value in results[0].items()}
-    for (c, r), result in zip(tasks, results):
-        for key, value in result.items():
-            history[key][counts.index(c), r] = value
+    history = _stack_cells((len(counts), replicates), [(counts.index(c), r) for c, r in tasks],
+                           results)
     history["prompts"] = np.asarray(counts)
     history["config"] = np.asarray(json.dumps(dict(
         n=VARIANCE_N, prompts=list(VARIANCE_PROMPTS), noise_std=VARIANCE_NOISE,
@@ -591,11 +592,8 @@ def form_tasks(full: bool = True) -> list[tuple[int, int, int, int]]:
 def assemble_forms(tasks: Sequence[tuple[int, int, int, int]],
                    results: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """Stack the cells into arrays (scales, n values, variants, replicates, ...)."""
-    shape = (len(FORM_SCALES), len(FORM_N), len(FORM_VARIANTS), FORM_REPLICATES)
-    history = {key: np.full(shape + np.shape(value), np.nan) for key, value in results[0].items()}
-    for (k, n, v, r), result in zip(tasks, results):
-        for key, value in result.items():
-            history[key][k, FORM_N.index(n), v, r] = value
+    history = _stack_cells((len(FORM_SCALES), len(FORM_N), len(FORM_VARIANTS), FORM_REPLICATES),
+                           [(k, FORM_N.index(n), v, r) for k, n, v, r in tasks], results)
     history["config"] = np.asarray(json.dumps(dict(
         problem="seed 0 default problem, M scaled, noise_std = 0", scales=list(FORM_SCALES),
         n_values=list(FORM_N), variants=list(FORM_VARIANTS), replicates=FORM_REPLICATES,
@@ -673,11 +671,7 @@ def assemble_renormalization(tasks: Sequence[tuple[int, int]],
     """Stack the cells into arrays (scales, variants, ...) with the iteration grid."""
     from .part1 import recorded_iterations
 
-    shape = (len(FORM_SCALES), len(RENORM_VARIANTS))
-    history = {key: np.full(shape + np.shape(value), np.nan) for key, value in results[0].items()}
-    for (k, v), result in zip(tasks, results):
-        for key, value in result.items():
-            history[key][k, v] = value
+    history = _stack_cells((len(FORM_SCALES), len(RENORM_VARIANTS)), list(tasks), results)
     history["iteration"] = recorded_iterations(iterations)
     history["config"] = np.asarray(json.dumps(dict(
         n=EXPERIMENT_N, prompts=EXPERIMENT_PROMPTS, noise_std=RENORM_NOISE, seed=0,
