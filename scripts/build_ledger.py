@@ -35,6 +35,7 @@ from pathlib import Path
 import yaml
 from docutils.nodes import make_id
 
+from attnlib import claims as attnlib_claims
 from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, STATUSES, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -213,7 +214,14 @@ def load_claims(path: Path = CLAIMS) -> dict:
     data = yaml.safe_load(path.read_text())
     required = ("id", "paper", "label", "claim", "notebook", "section", "evidence")
     ids = set()
+    texts = attnlib_claims.registry()
     for claim in data["claims"]:
+        # the claim's text is typed once: in its chapter module of attnlib.claims
+        if claim.get("id") in texts:
+            if "claim" in claim:
+                raise ValueError(f"{path.name}: claim {claim['id']} has its text in "
+                                 "attnlib.claims; remove its 'claim' field here")
+            claim["claim"] = texts[claim["id"]]
         missing = [key for key in required if not claim.get(key)]
         if missing:
             raise ValueError(f"{path.name}: claim {claim.get('id', '?')} lacks {missing}")
