@@ -90,8 +90,12 @@ def check_in_range(name: str, value: float, low: float, high: float, *,
     return number
 
 
-def check_int(name: str, value: int, *, minimum: int) -> int:
-    """Return ``value`` as an int after checking it is an integer >= ``minimum``."""
+def check_int(name: str, value: int, *, minimum: int, maximum: int | None = None) -> int:
+    """Return ``value`` as an int after checking ``minimum <= value (<= maximum)``.
+
+    ``maximum`` bounds sizes and counts whose cost grows with them (symbolic dimensions,
+    worker processes, iterations): a huge value fails at once instead of hanging.
+    """
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if isinstance(value, (int, np.integer)):
@@ -103,6 +107,8 @@ def check_int(name: str, value: int, *, minimum: int) -> int:
         number = int(real)
     if number < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return number
 
 
