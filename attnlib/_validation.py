@@ -12,6 +12,10 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 
+#: ``ndim`` of :func:`as_matrix` meaning "any number of axes" (numpy allows at most 64).
+ANY_NDIM = tuple(range(65))
+
+
 def as_matrix(name: str, value: object, shape: Sequence[int | None] | None = None,
               ndim: int | tuple[int, ...] = 2, *, allow_empty: bool = False,
               dtype: DTypeLike = np.float64, finite: bool = True) -> np.ndarray:
@@ -35,7 +39,8 @@ def as_matrix(name: str, value: object, shape: Sequence[int | None] | None = Non
     array = raw.astype(dtype, copy=False)
     allowed = (ndim,) if isinstance(ndim, int) else ndim
     if array.ndim not in allowed:
-        axes = " or ".join(map(str, allowed))
+        axes = (f"{allowed[0]} to {allowed[-1]}" if len(allowed) > 3 else
+                " or ".join(map(str, allowed)))
         raise ValueError(f"{name} must have {axes} axes, got shape {array.shape}")
     if shape is not None:
         for axis, (got, want) in enumerate(zip(array.shape, shape)):

@@ -203,7 +203,7 @@ class GD:
         _check_step(self.step_scale, self.step)
 
     def transform(self, eta: float) -> Transform:
-        return scale(-eta)
+        return scale(-check_positive("eta", eta))
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,8 @@ class Momentum:
         _check_step(self.step_scale, self.step)
 
     def transform(self, eta: float) -> Transform:
-        return chain(trace(decay=self.decay, nesterov=self.nesterov), scale(-eta))
+        return chain(trace(decay=self.decay, nesterov=self.nesterov),
+                     scale(-check_positive("eta", eta)))
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,8 @@ class Adam:
         check_positive("eps", self.eps, allow_zero=True)
 
     def transform(self, eta: float) -> Transform:
-        return chain(scale_by_adam(betas=self.betas, eps=self.eps), scale(-eta))
+        return chain(scale_by_adam(betas=self.betas, eps=self.eps),
+                     scale(-check_positive("eta", eta)))
 
 
 UpdateRule = Union[GD, Momentum, Adam]

@@ -54,7 +54,8 @@ import numpy as np
 import sympy as sp
 
 from . import attention
-from ._validation import as_matrix, check_finite, check_generator, check_int, check_spd
+from ._validation import (as_matrix, check_finite, check_generator, check_int, check_positive,
+                          check_spd)
 from .data import RegressionProblem
 from .population import population_loss
 
@@ -660,7 +661,8 @@ class TiltingMonteCarlo:
     def z_scores(self, *, mgf: float, tilted_mean: np.ndarray) -> np.ndarray:
         """``(estimate - claim) / standard error``: the MGF first, then the d mean entries."""
         claim = as_matrix("tilted_mean", tilted_mean, shape=(self.u.size,), ndim=1)
-        return np.concatenate([[(self.mgf - float(mgf)) / self.mgf_se],
+        mgf = check_positive("mgf", mgf)
+        return np.concatenate([[(self.mgf - mgf) / self.mgf_se],
                                (self.tilted_mean - claim) / self.tilted_mean_se])
 
 

@@ -102,12 +102,12 @@ class Standardizer:
         return cls(float(data.mean()), std)
 
     def encode(self, x: np.ndarray) -> np.ndarray:
-        """Return ``(x - mean) / std``."""
-        return (np.asarray(x, dtype=float) - self.mean) / self.std
+        """Return ``(x - mean) / std`` (``x`` of any number of axes)."""
+        return (as_matrix("x", x, ndim=tuple(range(1, 65))) - self.mean) / self.std
 
     def decode(self, z: np.ndarray) -> np.ndarray:
-        """Return ``mean + std z``."""
-        return self.mean + self.std * np.asarray(z, dtype=float)
+        """Return ``mean + std z`` (``z`` of any number of axes)."""
+        return self.mean + self.std * as_matrix("z", z, ndim=tuple(range(1, 65)))
 
 
 def patchify(fields: np.ndarray, patch: int) -> np.ndarray:

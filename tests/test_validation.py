@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attnlib import (attention, darcy, data, geometry, landscape, langevin, optim, potentials,
-                     qk_attention, symbolic, villani, vit)
+                     qk_attention, regularizers, symbolic, villani, vit)
 from attnlib._validation import (DivergenceError, as_matrix, check_finite, check_in_range,
                                  check_int, check_not_diverged, check_positive)
 
@@ -178,3 +178,34 @@ def test_symbolic_evaluate_never_parses_strings(tmp_path) -> None:
     assert symbolic.evaluate(z ** 2 + 1, [(z, 3.0)]) == 10.0
     with pytest.raises(ValueError, match="free symbols left: \\['z'\\]"):
         symbolic.evaluate(z ** 2, [])
+
+
+# ------------------------------------------------- issue 27: public methods are validated
+def test_public_methods_listed_in_issue_27_check_their_input() -> None:
+    problem = data.default_problem(rng=np.random.default_rng(0), d=3, p=4)
+    manifold = geometry.minimizer_manifold(problem.Sigma, problem.M)
+    U, V = manifold.U_star, manifold.V_star
+    for bad, error in [(U + 0j, TypeError), (U.astype(object), TypeError),
+                       (np.where(U == U[0, 0], np.nan, U), ValueError)]:
+        with pytest.raises(error, match="^U "):
+            manifold.unfactor(bad, V)
+    regularizer = regularizers.Regularizer("log", 0.1)
+    for method in (regularizer.g, regularizer.dg):
+        with pytest.raises(ValueError, match="^t contains NaN"):
+            method(np.array([np.nan, 1.0]))
+    # booleans are promoted to float64, not float16: g(1) = log 2
+    assert regularizer.g(np.array([True, False]))[0] == pytest.approx(np.log(2.0), rel=1e-12)
+    scaler = vit.Standardizer(mean=0.5, std=2.0)
+    with pytest.raises(ValueError, match="^x contains NaN"):
+        scaler.encode(np.array([np.nan, 1.0]))
+    with pytest.raises(ValueError, match="^z contains NaN"):
+        scaler.decode(np.array([np.nan, 1.0]))
+
+
+def test_regularizer_overflow_names_t() -> None:
+    power = regularizers.Regularizer("power", 0.1, eps=4.0)
+    with pytest.raises(ValueError, match="^t = 1e\\+300 gives a non-finite g\\(t\\)"):
+        power.g(np.array([1.0, 1e300]))
+    with pytest.raises(ValueError, match="^W is too large"):
+        power.value(np.full((2, 2), 1e200))
+    assert np.isfinite(power.g(np.array([1.0, 1e10]))).all()
