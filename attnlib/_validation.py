@@ -6,6 +6,7 @@ so that bad input never surfaces as a silent NaN or a traceback from deep inside
 
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import numpy as np
@@ -115,6 +116,32 @@ def check_int(name: str, value: int, *, minimum: int, maximum: int | None = None
     if maximum is not None and number > maximum:
         raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return number
+
+
+def available_memory() -> int:
+    """Bytes of memory this process can still allocate: ``MemAvailable`` of /proc/meminfo
+    (Linux), else the physical memory, else (unknown platform) 2^63."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2 ** 63
+
+
+def check_memory(name: str, value: object, n_bytes: float, what: str) -> None:
+    """Raise ``ValueError`` naming ``name`` (= ``value``) when ``n_bytes`` (an estimate of what
+    the call will allocate for ``what``) exceeds :func:`available_memory`, before allocating."""
+    available = available_memory()
+    if n_bytes > available:
+        raise ValueError(f"{name} = {value} needs about {n_bytes / 2 ** 30:.3g} GiB for {what}, "
+                         f"more than the {available / 2 ** 30:.3g} GiB of memory available; "
+                         f"use a smaller {name}")
 
 
 def check_spd(name: str, matrix: object, *, rtol: float = 1e-10) -> np.ndarray:

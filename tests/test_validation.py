@@ -209,3 +209,31 @@ def test_regularizer_overflow_names_t() -> None:
     with pytest.raises(ValueError, match="^W is too large"):
         power.value(np.full((2, 2), 1e200))
     assert np.isfinite(power.g(np.array([1.0, 1e10]))).all()
+
+
+# ------------------------------------------------------- issue 27: bounded sizes, up front
+_HUGE = 2 ** 63
+
+
+def test_huge_iteration_counts_and_sizes_fail_up_front() -> None:
+    from attnlib import algorithm
+
+    rng = np.random.default_rng(0)
+    problem = data.default_problem(rng=rng, d=2, p=2)
+    X, Y = problem.sample(8, rng=rng)
+    with pytest.raises(ValueError, match=r"^iterations = 9223372036854775808 needs about .* "
+                                         r"GiB for the history, more than the"):
+        algorithm.train(algorithm.empirical_loss(X, Y), iterations=_HUGE)
+    config = vit.ViTConfig(size=8, patch=4, width=4, key_dim=2)
+    fields = np.random.default_rng(1).standard_normal((2, 8, 8))
+    patches = vit.patchify(fields, 4)
+    with pytest.raises(ValueError, match="^epochs = 9223372036854775808 needs about"):
+        vit.train(vit.init_params(config, rng=rng), patches, patches, epochs=_HUGE,
+                  batch_size=2, lr=1e-3, rng=rng)
+    with pytest.raises(ValueError, match="^n = 9223372036854775808 needs about"):
+        data.sample_regression(_HUGE, problem.Sigma, problem.M, 0.1, rng=rng)
+    with pytest.raises(ValueError, match="^d = 9223372036854775808 needs about"):
+        data.random_rotation(_HUGE, rng=rng)
+    with pytest.raises(ValueError, match="^n_steps = 9223372036854775808 needs about"):
+        langevin.euler_maruyama(potentials.double_well, np.zeros((3, 1)), step=0.01,
+                                temperature=0.5, n_steps=_HUGE, rng=rng)

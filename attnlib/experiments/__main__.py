@@ -21,6 +21,7 @@ import sys
 import time
 
 from . import add_manifest, registry, run, save, stored_names
+from ._tasks import check_workers
 
 
 def _listing(experiments: dict) -> str:
@@ -44,11 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="run the tasks on the Dask cluster of this scheduler address")
     args = parser.parse_args(argv)
-    if args.workers is not None and (args.workers < 1 or args.scheduler is not None):
-        parser.print_usage(sys.stderr)
-        print("error: --workers must be a positive integer and cannot be combined with "
-              "--scheduler", file=sys.stderr)
-        return 2
+    if args.workers is not None:
+        try:
+            check_workers(args.workers)
+            if args.scheduler is not None:
+                raise ValueError("workers cannot be combined with --scheduler")
+        except ValueError as exc:
+            parser.print_usage(sys.stderr)
+            print(f"error: --{exc}", file=sys.stderr)
+            return 2
     if args.add_manifest:
         for name in stored_names():
             if add_manifest(name):
