@@ -509,6 +509,8 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "experiments.load": lambda: dict(name=_stored(tmp)),
         "experiments.add_manifest": lambda: dict(name=_stored(tmp)),
         "experiments.stored_names": lambda: dict(),
+        "experiments.stored_files": lambda: dict(),
+        "experiments.check_writable": lambda: dict(),
         "experiments.registry": lambda: dict(),
         "experiments.assert_prefix_matches": lambda: dict(
             stored={"loss": np.arange(5.0)}, replayed={"loss": np.arange(3.0)}, rtol=1e-8,
