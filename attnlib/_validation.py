@@ -6,10 +6,15 @@ so that bad input never surfaces as a silent NaN or a traceback from deep inside
 
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import numpy as np
 from numpy.typing import DTypeLike
+
+
+#: ``ndim`` of :func:`as_matrix` meaning "any number of axes" (numpy allows at most 64).
+ANY_NDIM = tuple(range(65))
 
 
 def as_matrix(name: str, value: object, shape: Sequence[int | None] | None = None,
@@ -35,7 +40,8 @@ def as_matrix(name: str, value: object, shape: Sequence[int | None] | None = Non
     array = raw.astype(dtype, copy=False)
     allowed = (ndim,) if isinstance(ndim, int) else ndim
     if array.ndim not in allowed:
-        axes = " or ".join(map(str, allowed))
+        axes = (f"{allowed[0]} to {allowed[-1]}" if len(allowed) > 3 else
+                " or ".join(map(str, allowed)))
         raise ValueError(f"{name} must have {axes} axes, got shape {array.shape}")
     if shape is not None:
         for axis, (got, want) in enumerate(zip(array.shape, shape)):
@@ -90,8 +96,12 @@ def check_in_range(name: str, value: float, low: float, high: float, *,
     return number
 
 
-def check_int(name: str, value: int, *, minimum: int) -> int:
-    """Return ``value`` as an int after checking it is an integer >= ``minimum``."""
+def check_int(name: str, value: int, *, minimum: int, maximum: int | None = None) -> int:
+    """Return ``value`` as an int after checking ``minimum <= value (<= maximum)``.
+
+    ``maximum`` bounds sizes and counts whose cost grows with them (symbolic dimensions,
+    worker processes, iterations): a huge value fails at once instead of hanging.
+    """
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if isinstance(value, (int, np.integer)):
@@ -103,7 +113,35 @@ def check_int(name: str, value: int, *, minimum: int) -> int:
         number = int(real)
     if number < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return number
+
+
+def available_memory() -> int:
+    """Bytes of memory this process can still allocate: ``MemAvailable`` of /proc/meminfo
+    (Linux), else the physical memory, else (unknown platform) 2^63."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2 ** 63
+
+
+def check_memory(name: str, value: object, n_bytes: float, what: str) -> None:
+    """Raise ``ValueError`` naming ``name`` (= ``value``) when ``n_bytes`` (an estimate of what
+    the call will allocate for ``what``) exceeds :func:`available_memory`, before allocating."""
+    available = available_memory()
+    if n_bytes > available:
+        raise ValueError(f"{name} = {value} needs about {n_bytes / 2 ** 30:.3g} GiB for {what}, "
+                         f"more than the {available / 2 ** 30:.3g} GiB of memory available; "
+                         f"use a smaller {name}")
 
 
 def check_spd(name: str, matrix: object, *, rtol: float = 1e-10) -> np.ndarray:

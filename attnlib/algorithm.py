@@ -71,7 +71,7 @@ import numpy as np
 from . import attention
 from ._progress import progress as progress_bar
 from ._validation import (as_matrix, check_finite, check_generator, check_in_range, check_int,
-                          check_positive, check_spd)
+                          check_memory, check_positive, check_spd)
 from .data import RegressionProblem
 from .geometry import MinimizerManifold, minimizer_manifold
 from .optim import adam_increment
@@ -203,7 +203,7 @@ class GD:
         _check_step(self.step_scale, self.step)
 
     def transform(self, eta: float) -> Transform:
-        return scale(-eta)
+        return scale(-check_positive("eta", eta))
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,8 @@ class Momentum:
         _check_step(self.step_scale, self.step)
 
     def transform(self, eta: float) -> Transform:
-        return chain(trace(decay=self.decay, nesterov=self.nesterov), scale(-eta))
+        return chain(trace(decay=self.decay, nesterov=self.nesterov),
+                     scale(-check_positive("eta", eta)))
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,8 @@ class Adam:
         check_positive("eps", self.eps, allow_zero=True)
 
     def transform(self, eta: float) -> Transform:
-        return chain(scale_by_adam(betas=self.betas, eps=self.eps), scale(-eta))
+        return chain(scale_by_adam(betas=self.betas, eps=self.eps),
+                     scale(-check_positive("eta", eta)))
 
 
 UpdateRule = Union[GD, Momentum, Adam]
@@ -562,6 +564,11 @@ def _step_size(method: Method, data: DataLoss, a: np.ndarray, b: np.ndarray) -> 
                         precondition=method.precondition, step_scale=rule.step_scale)
 
 
+#: Bytes per iteration of a history while it is recorded (at most 12 keys, each a Python
+#: float in a list and then a float64): what ``iterations`` is checked against up front.
+_HISTORY_BYTES = 12 * 40
+
+
 def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations: int = 2000,
           init: Pair | None = None, problem: RegressionProblem | None = None,
           reference: ReferenceOptimum | None = None,
@@ -592,6 +599,7 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     if not isinstance(method, Method):
         raise TypeError(f"method must be an attnlib.algorithm.Method, got {type(method).__name__}")
     iterations = check_int("iterations", iterations, minimum=0)
+    check_memory("iterations", iterations, _HISTORY_BYTES * (iterations + 1), "the history")
     test_every = check_int("test_every", test_every, minimum=1)
     if rng is not None:
         check_generator("rng", rng)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import as_matrix, check_generator, check_int, check_positive, check_spd
+from ._validation import (as_matrix, check_generator, check_int, check_memory, check_positive,
+                          check_spd)
 
 __all__ = [
     "random_rotation",
@@ -38,6 +39,7 @@ def random_rotation(d: int, *, rng: np.random.Generator) -> np.ndarray:
     Haar distributed (Mezzadri 2007).
     """
     d = check_int("d", d, minimum=1)
+    check_memory("d", d, 4 * 8 * d * d, "the d x d matrices")
     rng = check_generator("rng", rng)
     gaussian = rng.standard_normal((d, d))
     q, r = np.linalg.qr(gaussian)
@@ -56,6 +58,7 @@ def covariance(d: int, *, kappa: float = 10.0, spectrum: np.ndarray | None = Non
     Sigma is diagonal. The result is exactly symmetric.
     """
     d = check_int("d", d, minimum=1)
+    check_memory("d", d, 4 * 8 * d * d, "the d x d matrices")
     if spectrum is None:
         kappa = check_positive("kappa", kappa)
         if kappa < 1:
@@ -86,6 +89,7 @@ def sample_regression(n: int, Sigma: np.ndarray, M: np.ndarray, noise_std: float
     sigma = check_spd("Sigma", Sigma)
     d = sigma.shape[0]
     m = as_matrix("M", M, shape=(None, d))
+    check_memory("n", n, 3 * 8 * n * (d + m.shape[0]), "the samples X and Y")
     noise_std = check_positive("noise_std", noise_std, allow_zero=True)
     rng = check_generator("rng", rng)
     chol = np.linalg.cholesky(sigma)

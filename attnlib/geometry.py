@@ -97,7 +97,10 @@ class MinimizerManifold:
 
     def unfactor(self, U: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(A, B) = (U Sigma^{-1/2}, Sigma^{-1/2} V Sigma^{-1/2})``."""
-        return U @ self.inv_half, self.inv_half @ V @ self.inv_half
+        d = self.half.shape[0]
+        u = as_matrix("U", U, shape=(self.Xstar.shape[0], d))
+        v = as_matrix("V", V, shape=(d, d))
+        return u @ self.inv_half, self.inv_half @ v @ self.inv_half
 
     def point(self, O: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The point of S with rotation ``O`` (default identity), as ``(A, B)``."""
@@ -146,7 +149,9 @@ class MinimizerManifold:
         balanced); it is a global minimum only for J = all, a saddle otherwise (J = none is
         the origin).
         """
-        mask = np.asarray(keep, dtype=bool)
+        mask = np.asarray(keep)
+        if mask.dtype != bool:
+            raise TypeError(f"keep must be a boolean array, got dtype {mask.dtype}")
         if mask.shape != self.singular_values.shape:
             raise ValueError(f"keep must be a boolean array of length {self.singular_values.size}"
                              f", got shape {mask.shape}")

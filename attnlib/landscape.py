@@ -44,7 +44,7 @@ from typing import Literal
 
 import numpy as np
 
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import as_matrix, check_finite, check_generator, check_int, check_positive
 from .data import covariance, random_rotation
 from .geometry import MinimizerManifold, factor_hessian, minimizer_manifold, one_point_ratios
 from .population import factor_loss_and_grad, factor_regularizer_and_grad, spd_sqrt
@@ -133,7 +133,7 @@ class OnePointScan:
 
     def failure_radius(self, geometry: str = "P", *, threshold: float = 0.0) -> float:
         """The smallest radius whose smallest alpha ratio is ``<= threshold`` (NaN if none)."""
-        failed = np.nonzero(self.alpha(geometry) <= threshold)[0]
+        failed = np.nonzero(self.alpha(geometry) <= check_finite("threshold", threshold))[0]
         return float(self.radii[failed[0]]) if failed.size else float("nan")
 
     def _pick(self, geometry: str) -> tuple[np.ndarray, np.ndarray]:
@@ -194,13 +194,18 @@ class StationaryPoint:
 
     def n_negative(self, which: str = "Q") -> int:
         """Number of eigenvalues below ``-zero_tol * max|h|`` (strict-saddle directions)."""
-        h = self.hessian_Q if which == "Q" else self.hessian_L
+        h = self._hessian(which)
         return int(np.sum(h < -self.zero_tol * np.abs(h).max()))
 
     def n_zero(self, which: str = "Q") -> int:
         """Number of eigenvalues with ``|h| <= zero_tol * max|h|`` (flat directions)."""
-        h = self.hessian_Q if which == "Q" else self.hessian_L
+        h = self._hessian(which)
         return int(np.sum(np.abs(h) <= self.zero_tol * np.abs(h).max()))
+
+    def _hessian(self, which: str) -> np.ndarray:
+        if which not in ("Q", "L"):
+            raise ValueError(f"which must be 'Q' or 'L', got {which!r}")
+        return self.hessian_Q if which == "Q" else self.hessian_L
 
 
 def stationary_point_table(manifold: MinimizerManifold, *, lam: float = 1.0, c: float = 2.0,

@@ -46,7 +46,7 @@ import scipy.sparse.linalg as spla
 
 from ._progress import progress as _progress
 from ._validation import (DivergenceError, as_matrix, check_generator, check_in_range, check_int,
-                          check_positive, check_spd)
+                          check_memory, check_positive, check_spd)
 
 __all__ = [
     "LossAndGrad",
@@ -213,6 +213,9 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
         eigenvalues, vectors = np.linalg.eigh(drift)
         noise = (vectors * np.sqrt(eigenvalues)) @ vectors.T        # symmetric P^{1/2}
     n_records = n_steps // record_every + 1
+    check_memory("n_steps", n_steps, 8 * n_records * chains * (1 + len(names)
+                                                            + dim * record_states),
+                 "the recorded history")
     losses = np.empty((n_records, chains))
     norms = np.empty((n_records, chains, len(names))) if names else None
     states = np.empty((n_records, chains, dim)) if record_states else None
@@ -278,6 +281,8 @@ def mala(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float, tempera
         theta0, step, temperature, n_steps, record_every, rng)
     chains, dim = theta.shape
     n_records = n_steps // record_every + 1
+    check_memory("n_steps", n_steps, 8 * n_records * chains * (1 + dim * record_states),
+                 "the recorded history")
     losses = np.empty((n_records, chains))
     states = np.empty((n_records, chains, dim)) if record_states else None
     loss, grad = _evaluate(loss_and_grad, theta, 0)

@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 from scipy import optimize
 
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import ANY_NDIM, as_matrix, check_generator, check_int, check_positive
 from .population import spd_sqrt
 
 __all__ = ["ObjectiveFn", "ReferenceOptimum", "ReferenceNotConverged", "reference_minimizer",
@@ -72,8 +72,9 @@ class ReferenceOptimum:
         return float(self.hessian_eigenvalues[-1])
 
     def gap(self, values: np.ndarray) -> np.ndarray:
-        """Optimization gap ``values - Q_hat*`` (e.g. a history's ``objective``)."""
-        return np.asarray(values, dtype=float) - self.value
+        """Optimization gap ``values - Q_hat*`` (e.g. a history's ``objective``; any number of
+        axes, and NaN, a history's "no value here", passes through)."""
+        return as_matrix("values", values, ndim=ANY_NDIM, finite=False) - self.value
 
 
 def factor_gradient(grad_a: np.ndarray, grad_b: np.ndarray,

@@ -25,6 +25,11 @@ Profiles ``g`` (registry :data:`REGULARIZER_NAMES`):
 
 All formulas are vectorised: a leading ``batch_ndim`` axes of ``W`` index independent blocks
 (for example many Langevin chains), the remaining axes are the block.
+
+Input checks: ``t`` (any number of axes, or an mpmath number for arbitrary precision) must be
+real, finite and ``>= 0`` and ``W`` real and finite; a value that overflows float64 (a huge
+``t`` in a super-quadratic profile) raises ``ValueError`` naming ``t`` or ``W`` instead of
+returning inf.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._validation import check_int, check_positive
+from ._validation import ANY_NDIM, as_matrix, check_int, check_positive
 
 __all__ = ["REGULARIZER_NAMES", "Regularizer", "make_regularizer"]
 
@@ -99,35 +104,62 @@ class Regularizer:
     # Profiles: scalar functions of t = ||W||_F^2 (numpy arrays or mpmath numbers).
     def g(self, t: Any) -> Any:
         """The profile g(t) (works on numpy arrays and on mpmath numbers)."""
-        return _profile(self.name, self.eps, t, 0, _log1p_for(t))
+        return self._of_t("g(t)", t, lambda t: _profile(self.name, self.eps, t, 0,
+                                                       _log1p_for(t)))
 
     def dg(self, t: Any) -> Any:
         """The derivative g'(t)."""
-        return _profile(self.name, self.eps, t, 1, _log1p_for(t))
+        return self._of_t("g'(t)", t, lambda t: _profile(self.name, self.eps, t, 1,
+                                                        _log1p_for(t)))
 
     def d2g(self, t: Any) -> Any:
         """The second derivative g''(t) (for "power_source" at t = 0 use :meth:`t_d2g`)."""
-        return _profile(self.name, self.eps, t, 2, _log1p_for(t))
+        return self._of_t("g''(t)", t, lambda t: _profile(self.name, self.eps, t, 2,
+                                                         _log1p_for(t)))
 
     def t_d2g(self, t: Any) -> Any:
         """``t g''(t)``, finite at t = 0 for every profile (the Laplacian needs only this)."""
         if self.name == "power_source":
             p = 1.0 + self.eps / 2.0
-            return p * (p - 1) * t ** (p - 1)
-        return t * self.d2g(t)
+            return self._of_t("t g''(t)", t, lambda t: p * (p - 1) * t ** (p - 1))
+        return self._of_t("t g''(t)", t, lambda t: t * self.d2g(t))
 
     # Functions of t and the block size D.
     def value_t(self, t: Any) -> Any:
         """``R = lam g(t)``."""
-        return self.lam * self.g(t)
+        return self._of_t("lam g(t)", t, lambda t: self.lam * self.g(t))
 
     def grad_sq_t(self, t: Any) -> Any:
         """``||grad R||^2 = 4 lam^2 t g'(t)^2``."""
-        return 4 * self.lam ** 2 * t * self.dg(t) ** 2
+        return self._of_t("||grad R||^2", t, lambda t: 4 * self.lam ** 2 * t * self.dg(t) ** 2)
 
     def laplacian_t(self, t: Any, dim: int) -> Any:
         """``Laplacian R = 2 lam (D g'(t) + 2 t g''(t))`` for a block of ``dim`` entries."""
-        return 2 * self.lam * (dim * self.dg(t) + 2 * self.t_d2g(t))
+        dim = check_int("dim", dim, minimum=1)
+        return self._of_t("Laplacian R", t, lambda t: 2 * self.lam * (dim * self.dg(t)
+                                                                      + 2 * self.t_d2g(t)))
+
+    @staticmethod
+    def _of_t(what: str, t: Any, formula: Callable[[Any], Any]) -> Any:
+        """``formula(t)`` after checking ``t`` (a squared norm: real, finite, >= 0, any number
+        of axes, or an mpmath number); raises ``ValueError`` naming t when the result is not
+        finite (float64 overflow)."""
+        if _is_mpmath(t):
+            import mpmath
+
+            if not (mpmath.isfinite(t) and t >= 0):
+                raise ValueError(f"t must be a finite number >= 0 (a squared norm), got {t}")
+            return formula(t)
+        t = as_matrix("t", t, ndim=ANY_NDIM)
+        if np.any(t < 0):
+            raise ValueError(f"t must be >= 0 (a squared norm), got {t.min():.3g}")
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            value = formula(t)
+        if not np.all(np.isfinite(value)):
+            worst = np.asarray(t)[~np.isfinite(np.broadcast_to(value, np.shape(t)))]
+            raise ValueError(f"t = {worst.flat[0]:.3g} gives a non-finite {what} (float64 "
+                             "overflow, or t = 0 in g'' of 'power_source': use t_d2g)")
+        return value
 
     # Functions of the block W.
     def value(self, W: np.ndarray, *, batch_ndim: int = 0) -> np.ndarray:
@@ -148,20 +180,25 @@ class Regularizer:
 
     def _block(self, W: np.ndarray, batch_ndim: int) -> tuple[np.ndarray, np.ndarray, int]:
         batch_ndim = check_int("batch_ndim", batch_ndim, minimum=0)
-        W = np.asarray(W, dtype=np.float64)
+        W = as_matrix("W", W, ndim=ANY_NDIM)
         if W.ndim <= batch_ndim:
             raise ValueError(f"W must have more than batch_ndim={batch_ndim} axes, "
                              f"got shape {W.shape}")
-        if not np.all(np.isfinite(W)):
-            raise ValueError("W contains NaN or infinite entries")
         axes = tuple(range(batch_ndim, W.ndim))
-        t = np.sum(W * W, axis=axes)
+        with np.errstate(over="ignore"):
+            t = np.sum(W * W, axis=axes)
+        if not np.all(np.isfinite(t)):
+            raise ValueError("W is too large: its squared norm overflows float64")
         return W, t, int(np.prod(W.shape[batch_ndim:]))
+
+
+def _is_mpmath(t: Any) -> bool:
+    return type(t).__module__.startswith("mpmath")
 
 
 def _log1p_for(t: Any) -> Callable[[Any], Any]:
     """``mpmath.log1p`` for mpmath numbers, ``numpy.log1p`` otherwise."""
-    if type(t).__module__.startswith("mpmath"):
+    if _is_mpmath(t):
         import mpmath
 
         return mpmath.log1p

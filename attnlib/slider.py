@@ -56,9 +56,18 @@ class FrameSlider:
 
     def frame(self, **params: Any) -> Frame:
         """The stored frame for ``params`` (each a value of its control)."""
-        key = tuple(self.controls[name].index(params.get(name, self.initial[name]))
-                    for name in self.controls)
-        return self.frames[key]
+        unknown = sorted(set(params) - set(self.controls))
+        if unknown:
+            raise TypeError(f"{unknown[0]} is not a control of this slider "
+                            f"(controls: {list(self.controls)})")
+        key = []
+        for name, values in self.controls.items():
+            value = params.get(name, self.initial[name])
+            if value not in values:
+                raise ValueError(f"{name} must be one of the precomputed values {values}, "
+                                 f"got {value!r}")
+            key.append(values.index(value))
+        return self.frames[tuple(key)]
 
     def to_html(self) -> str:
         """Self-contained HTML: sliders, the initial frame and the script that swaps frames."""

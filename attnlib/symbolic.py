@@ -29,6 +29,13 @@ step 3 for a symbolic d only from the exponent ``u^T Sigma u / 2`` on (the MGF f
 rests on the independence argument of step 2, not on a sympy computation); step 4 for explicit
 (p, d), with h derived from the MGF in that dimension (the book uses (3, 2) and (4, 3)).
 
+Input: no function here parses a string. Every expression, matrix and symbol argument must
+already be a sympy object (``sympify`` of a string evaluates Python code), and a string or any
+other object is refused with a ``TypeError`` naming the argument. Sizes are bounded so that a
+huge size fails at once instead of hanging: dimensions of the derivations at most
+:data:`MAX_DIMENSION`, symbol matrices at most :data:`MAX_SYMBOLS_PER_AXIS` per axis, moment
+orders at most :data:`MAX_MOMENT_ORDER`.
+
 Numeric bridge: :func:`evaluate` substitutes numbers into a derived expression (to compare it
 with :mod:`attnlib.population`), :func:`tilting_monte_carlo` estimates the MGF and the tilted
 mean by Monte Carlo (with standard errors) in any dimension, without using the derivation, and
@@ -47,7 +54,8 @@ import numpy as np
 import sympy as sp
 
 from . import attention
-from ._validation import as_matrix, check_finite, check_generator, check_int, check_spd
+from ._validation import (as_matrix, check_finite, check_generator, check_int, check_positive,
+                          check_spd)
 from .data import RegressionProblem
 from .population import population_loss
 
@@ -75,9 +83,54 @@ __all__ = [
     "tilting_monte_carlo",
     "finite_context_errors",
     "ratio_estimator_moments",
+    "MAX_DIMENSION",
+    "MAX_SYMBOLS_PER_AXIS",
+    "MAX_MOMENT_ORDER",
 ]
 
 _T = sp.Symbol("t", real=True)
+
+#: Largest p or d of a derivation (the book uses d <= 10; the cost grows steeply with d).
+MAX_DIMENSION = 12
+#: Largest number of rows or columns of a matrix of symbols.
+MAX_SYMBOLS_PER_AXIS = 100
+#: Largest k of :func:`gaussian_moment` (k = 60 already takes half a minute).
+MAX_MOMENT_ORDER = 40
+
+
+def _dimension(name: str, value: int) -> int:
+    """``value`` as a dimension of a derivation: an integer in ``[1, MAX_DIMENSION]``."""
+    return check_int(name, value, minimum=1, maximum=MAX_DIMENSION)
+
+
+def _sympy_object(name: str, value: object) -> sp.Basic | sp.MatrixBase:
+    """``value`` if it is a sympy expression or matrix; strings and other objects are refused
+    (never parsed: ``sympify`` of a string evaluates Python code)."""
+    if not isinstance(value, (sp.Basic, sp.MatrixBase)):
+        raise TypeError(f"{name} must be a sympy expression or matrix (strings are never "
+                        f"parsed), got {type(value).__name__}")
+    return value
+
+
+def _sympy_matrix(name: str, value: object, rows: int | None, cols: int | None) -> sp.MatrixBase:
+    """``value`` if it is an explicit sympy matrix of the given shape (None: any size)."""
+    if not isinstance(value, sp.MatrixBase):
+        raise TypeError(f"{name} must be an explicit sympy Matrix (e.g. from matrix_symbols; "
+                        f"strings are never parsed), got {type(value).__name__}")
+    for axis, (got, want) in enumerate(zip(value.shape, (rows, cols))):
+        if want is not None and got != want:
+            raise ValueError(f"{name} must have shape ({rows or '*'}, {cols or '*'}), got "
+                             f"{value.shape} (axis {axis} is {got}, expected {want})")
+    if value.shape[0] == 0 or value.shape[1] == 0:
+        raise ValueError(f"{name} must not be empty, got shape {value.shape}")
+    return value
+
+
+def _symbol_name(name: object) -> str:
+    """``name`` if it is a plain identifier (the stem of generated symbol names)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise TypeError(f"name must be a plain identifier string such as 'a', got {name!r}")
+    return name
 
 
 def _is_zero(expr: sp.Expr) -> bool:
@@ -88,7 +141,7 @@ def _is_zero(expr: sp.Expr) -> bool:
     symbolic denominators; expressions outside both (exponentials, square roots) fall back to
     ``expand(expr) == 0``.
     """
-    expr = sp.sympify(expr)
+    expr = sp.sympify(expr, strict=True)
     symbols = sorted(expr.free_symbols, key=str)
     if not symbols:
         return sp.simplify(expr) == 0
@@ -109,7 +162,7 @@ def _is_zero(expr: sp.Expr) -> bool:
 def _gradient(expr: sp.Expr, variables: sp.Matrix) -> sp.Matrix:
     """Entrywise derivative ``d expr / d variables[i, j]`` of a polynomial, in sympy's sparse
     polynomial ring (exact, and much faster than ``sp.diff`` on an unexpanded tree)."""
-    symbols = sorted(sp.sympify(expr).free_symbols | set(variables.free_symbols), key=str)
+    symbols = sorted(sp.sympify(expr, strict=True).free_symbols | set(variables.free_symbols), key=str)
     ring, *generators = sp.ring(symbols, sp.QQ)
     lookup = dict(zip(symbols, generators))
     poly = ring(expr)
@@ -128,6 +181,12 @@ class Identity:
     name: str
     lhs: object
     rhs: object
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string, got {type(self.name).__name__}")
+        _sympy_object("lhs", self.lhs)
+        _sympy_object("rhs", self.rhs)
 
     def difference(self) -> object:
         """``lhs - rhs`` (entrywise for matrices)."""
@@ -154,14 +213,16 @@ class Identity:
 # ----------------------------------------------------------------------------- symbols
 def matrix_symbols(name: str, rows: int, cols: int) -> sp.Matrix:
     """A ``rows x cols`` matrix of independent real symbols ``name_ij`` (1-based)."""
-    rows = check_int("rows", rows, minimum=1)
-    cols = check_int("cols", cols, minimum=1)
+    name = _symbol_name(name)
+    rows = check_int("rows", rows, minimum=1, maximum=MAX_SYMBOLS_PER_AXIS)
+    cols = check_int("cols", cols, minimum=1, maximum=MAX_SYMBOLS_PER_AXIS)
     return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i + 1}{j + 1}", real=True))
 
 
 def symmetric_symbols(name: str, d: int) -> sp.Matrix:
     """A ``d x d`` symmetric matrix of real symbols ``name_ij`` with ``i <= j``."""
-    d = check_int("d", d, minimum=1)
+    name = _symbol_name(name)
+    d = check_int("d", d, minimum=1, maximum=MAX_SYMBOLS_PER_AXIS)
     return sp.Matrix(d, d, lambda i, j: sp.Symbol(f"{name}_{min(i, j) + 1}{max(i, j) + 1}",
                                                   real=True))
 
@@ -172,7 +233,8 @@ def lower_triangular_symbols(name: str, d: int) -> sp.Matrix:
     Every symmetric positive definite Sigma is ``L L^T`` for exactly one such L (Cholesky),
     so identities proved for symbolic ``L L^T`` hold for every positive definite Sigma.
     """
-    d = check_int("d", d, minimum=1)
+    name = _symbol_name(name)
+    d = check_int("d", d, minimum=1, maximum=MAX_SYMBOLS_PER_AXIS)
     return sp.Matrix(d, d, lambda i, j: sp.Symbol(f"{name}_{i + 1}{j + 1}", real=True,
                                                   positive=(i == j)) if i >= j else 0)
 
@@ -197,12 +259,18 @@ def _scalar_mgf() -> sp.Expr:
 
 def gaussian_moment(k: int) -> sp.Integer:
     """``E z^k`` for z ~ N(0, 1) as the k-th derivative of the derived MGF at t = 0."""
-    k = check_int("k", k, minimum=0)
+    k = check_int("k", k, minimum=0, maximum=MAX_MOMENT_ORDER)
     return sp.Integer(sp.diff(_scalar_mgf(), _T, k).subs(_T, 0))
 
 
 def gaussian_mgf(L: sp.Matrix, u: sp.Matrix) -> sp.Expr:
-    """``E exp(u.x)`` for ``x = L z``, z ~ N(0, I): ``prod_i mgf((L^T u)_i)`` (independence)."""
+    """``E exp(u.x)`` for ``x = L z``, z ~ N(0, I): ``prod_i mgf((L^T u)_i)`` (independence).
+
+    ``L`` is a d x d sympy matrix, ``u`` a d x 1 sympy matrix (strings are refused).
+    """
+    d = _sympy_matrix("L", L, None, None).shape[0]
+    L = _sympy_matrix("L", L, d, d)
+    u = _sympy_matrix("u", u, d, 1)
     w = L.T * u
     mgf = _scalar_mgf()
     return sp.Mul(*[mgf.subs(_T, w[i]) for i in range(w.shape[0])])
@@ -213,6 +281,7 @@ def mgf_identity(d: int) -> Identity:
 
     Both sides are exponentials, so the identity is checked on their logarithms (exponents).
     """
+    d = _dimension("d", d)
     L = lower_triangular_symbols("l", d)
     u = matrix_symbols("u", d, 1)
     exponent = sp.expand_log(sp.log(gaussian_mgf(L, u)), force=True)
@@ -224,7 +293,8 @@ def tilting_ratio(L: sp.Matrix, u: sp.Matrix) -> sp.Matrix:
     """``E[x exp(u.x)] / E[exp(u.x)]`` for ``x = L z``, by differentiating the MGF in u.
 
     ``E[x_i exp(u.x)] = d/du_i E[exp(u.x)]`` (differentiation under the expectation, valid
-    because the MGF is finite everywhere), so the ratio is ``grad_u log MGF(u)``.
+    because the MGF is finite everywhere), so the ratio is ``grad_u log MGF(u)``. ``L`` is
+    d x d and ``u`` d x 1, both sympy matrices.
     """
     mgf = gaussian_mgf(L, u)
     return sp.Matrix([sp.expand(sp.powsimp(sp.diff(mgf, u[i]) / mgf)) for i in range(u.shape[0])])
@@ -232,6 +302,7 @@ def tilting_ratio(L: sp.Matrix, u: sp.Matrix) -> sp.Matrix:
 
 def tilting_identity(d: int) -> Identity:
     """The exponential-tilting identity ``E[x e^{u.x}] / E[e^{u.x}] = Sigma u`` in dimension d."""
+    d = _dimension("d", d)
     L = lower_triangular_symbols("l", d)
     u = matrix_symbols("u", d, 1)
     return Identity(f"exponential tilting (d={d})", tilting_ratio(L, u), L * L.T * u)
@@ -270,7 +341,7 @@ def ratio_estimator_moments(d: int = 2) -> list[Identity]:
     the Gaussian query weight into ``det(I - 2 V V^T)^{-1/2}`` and ``C = (I - 2 V V^T)^{-1}``
     (:func:`attnlib.prompts.context_correction`).
     """
-    d = check_int("d", d, minimum=1)
+    d = _dimension("d", d)
     u = matrix_symbols("u", d, 1)
     t = matrix_symbols("t", d, 1)
     mgf = gaussian_mgf(sp.eye(d), t)
@@ -315,9 +386,18 @@ def gaussian_expectation(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> sp.Ex
     """Exact ``E[expr]`` for a polynomial in independent N(0, 1) ``variables``.
 
     Each monomial ``prod_i v_i^{k_i}`` is replaced by ``prod_i E z^{k_i}`` (moments from
-    :func:`gaussian_moment`); other symbols are treated as constants.
+    :func:`gaussian_moment`); other symbols are treated as constants. ``expr`` must be a sympy
+    expression and ``variables`` a non-empty sequence of sympy Symbols (strings are refused).
     """
-    expr = sp.sympify(expr)
+    expr = _sympy_object("expr", expr)
+    if isinstance(variables, (str, bytes)) or not isinstance(variables, Sequence) \
+            or len(variables) == 0:
+        raise TypeError(f"variables must be a non-empty sequence of sympy Symbols, got "
+                        f"{variables!r:.80}")
+    for index, variable in enumerate(variables):
+        if not isinstance(variable, sp.Symbol):
+            raise TypeError(f"variables[{index}] must be a sympy Symbol (strings are never "
+                            f"parsed), got {type(variable).__name__}")
     variables = list(variables)
     others = sorted(expr.free_symbols - set(variables), key=str)
     ring, *_ = sp.ring(variables + others, sp.QQ)
@@ -338,8 +418,12 @@ def attention_limit(L: sp.Matrix, B: sp.Matrix, x: sp.Matrix) -> sp.Matrix:
 
     ``sum_i softmax_i(x^T B x_i) x_i -> E[x' e^{(B^T x).x'}] / E[e^{(B^T x).x'}]`` (law of
     large numbers in numerator and denominator), which :func:`tilting_ratio` evaluates.
+    ``L`` and ``B`` are d x d sympy matrices, ``x`` a d x 1 sympy matrix.
     """
+    L = _sympy_matrix("L", L, None, None)
     d = L.shape[0]
+    B = _sympy_matrix("B", B, d, d)
+    x = _sympy_matrix("x", x, d, 1)
     u = matrix_symbols("w", d, 1)
     ratio = tilting_ratio(L, u)
     return ratio.subs({u[i]: (B.T * x)[i] for i in range(d)}, simultaneous=True)
@@ -353,8 +437,7 @@ def population_loss_identity(p: int, d: int) -> Identity:
     ``1/2 tr(F Sigma F^T) + p sigma^2 / 2``, ``F = A Sigma B^T - M``, which equals
     ``1/2 ||F Sigma^{1/2}||_F^2 + p sigma^2/2`` since ``Sigma^{1/2} Sigma^{1/2} = Sigma``.
     """
-    p = check_int("p", p, minimum=1)
-    d = check_int("d", d, minimum=1)
+    p, d = _dimension("p", p), _dimension("d", d)
     A, B, M = matrix_symbols("a", p, d), matrix_symbols("b", d, d), matrix_symbols("m", p, d)
     L = lower_triangular_symbols("l", d)
     sigma = sp.Symbol("sigma", positive=True)
@@ -371,8 +454,7 @@ def population_loss_identity(p: int, d: int) -> Identity:
 # ------------------------------------------------------- factorization and its symmetry
 def _square_root_setup(p: int, d: int) -> dict[str, sp.Matrix]:
     """Symbols for the factorization: A, B, M and a symmetric R with ``Sigma = R R``."""
-    p = check_int("p", p, minimum=1)
-    d = check_int("d", d, minimum=1)
+    p, d = _dimension("p", p), _dimension("d", d)
     A, B, M = matrix_symbols("a", p, d), matrix_symbols("b", d, d), matrix_symbols("m", p, d)
     R = symmetric_symbols("r", d)
     return {"A": A, "B": B, "M": M, "R": R, "Sigma": R * R,
@@ -404,8 +486,7 @@ def symmetry_identities(p: int, d: int) -> list[Identity]:
       and symmetric positive definite Sigma (general symmetric symbols), i.e.
       ``(A K) Sigma (B Sigma adj(K)^T adj(Sigma))^T = det(K) det(Sigma) A Sigma B^T``.
     """
-    p = check_int("p", p, minimum=1)
-    d = check_int("d", d, minimum=1)
+    p, d = _dimension("p", p), _dimension("d", d)
     U, V = matrix_symbols("u", p, d), matrix_symbols("v", d, d)
     A, B = matrix_symbols("a", p, d), matrix_symbols("b", d, d)
     G, K = matrix_symbols("g", d, d), matrix_symbols("k", d, d)
@@ -580,7 +661,8 @@ class TiltingMonteCarlo:
     def z_scores(self, *, mgf: float, tilted_mean: np.ndarray) -> np.ndarray:
         """``(estimate - claim) / standard error``: the MGF first, then the d mean entries."""
         claim = as_matrix("tilted_mean", tilted_mean, shape=(self.u.size,), ndim=1)
-        return np.concatenate([[(self.mgf - float(mgf)) / self.mgf_se],
+        mgf = check_positive("mgf", mgf)
+        return np.concatenate([[(self.mgf - mgf) / self.mgf_se],
                                (self.tilted_mean - claim) / self.tilted_mean_se])
 
 

@@ -119,12 +119,11 @@ class FactorizedLoss(ABC):
     def pack(self, W1: np.ndarray, W2: np.ndarray) -> np.ndarray:
         """``theta = (vec W_1, vec W_2)`` (row-major); leading batch axes are kept."""
         s1, s2 = self.block_shapes
-        W1 = np.asarray(W1, dtype=np.float64)
-        W2 = np.asarray(W2, dtype=np.float64)
-        if W1.shape[-2:] != s1 or W2.shape[-2:] != s2 or W1.shape[:-2] != W2.shape[:-2]:
-            raise ValueError(f"blocks must have shapes (..., {s1[0]}, {s1[1]}) and "
-                             f"(..., {s2[0]}, {s2[1]}) with equal batch axes, got "
-                             f"{W1.shape} and {W2.shape}")
+        W1 = as_matrix("W1", W1, shape=(None,) * (np.ndim(W1) - 2) + s1, ndim=tuple(range(2, 65)))
+        W2 = as_matrix("W2", W2, shape=(None,) * (np.ndim(W2) - 2) + s2, ndim=tuple(range(2, 65)))
+        if W1.shape[:-2] != W2.shape[:-2]:
+            raise ValueError(f"W1 has batch axes {W1.shape[:-2]} and W2 has {W2.shape[:-2]}: "
+                             "the leading (batch) axes of the blocks must be equal")
         batch = W1.shape[:-2]
         return np.concatenate([W1.reshape(batch + (-1,)), W2.reshape(batch + (-1,))], axis=-1)
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from ._progress import progress as _progress
 from ._validation import (as_matrix, check_finite, check_generator, check_int, check_not_diverged,
-                          check_positive)
+                          check_memory, check_positive)
 from .attention import row_softmax
 from .optim import adam_increment, check_betas
 from .regularizers import Regularizer
@@ -102,12 +102,12 @@ class Standardizer:
         return cls(float(data.mean()), std)
 
     def encode(self, x: np.ndarray) -> np.ndarray:
-        """Return ``(x - mean) / std``."""
-        return (np.asarray(x, dtype=float) - self.mean) / self.std
+        """Return ``(x - mean) / std`` (``x`` of any number of axes)."""
+        return (as_matrix("x", x, ndim=tuple(range(1, 65))) - self.mean) / self.std
 
     def decode(self, z: np.ndarray) -> np.ndarray:
-        """Return ``mean + std z``."""
-        return self.mean + self.std * np.asarray(z, dtype=float)
+        """Return ``mean + std z`` (``z`` of any number of axes)."""
+        return self.mean + self.std * as_matrix("z", z, ndim=tuple(range(1, 65)))
 
 
 def patchify(fields: np.ndarray, patch: int) -> np.ndarray:
@@ -306,6 +306,7 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
     so a diverged run never returns a history of NaNs.
     """
     epochs = check_int("epochs", epochs, minimum=0)
+    check_memory("epochs", epochs, 16 * 40 * (epochs + 1), "the history")
     batch_size = check_int("batch_size", batch_size, minimum=1)
     lr = check_positive("lr", lr)
     noise_std = check_positive("noise_std", noise_std, allow_zero=True)

@@ -1,7 +1,8 @@
 """Bad input to every public function of attnlib gets a clear error that names the argument.
 
 The test enumerates ``__all__`` of every module of the package (every module must have one),
-takes one valid call of each public function or validating class from :data:`EXAMPLES`, and
+takes one valid call of each public function or validating class, and of each public method
+of every public class (on an instance from :data:`INSTANCES`), from :data:`EXAMPLES`, and
 replaces one argument at a time by a bad value chosen from the type of its valid value:
 
 * arrays: a NaN entry, an infinite entry, complex, object and string dtypes, an empty array,
@@ -83,6 +84,20 @@ def public_callables() -> list[str]:
     return sorted(found)
 
 
+def public_methods() -> list[str]:
+    """``module.Class.method`` of every public method (plain, static or class method) defined
+    by a public class in the ``__all__`` of every module, result containers included (an
+    inherited method is listed under the class that defines it)."""
+    found = []
+    for qualname in public_callables():
+        cls = _resolve(qualname)
+        if inspect.isclass(cls):
+            found += [f"{qualname}.{name}" for name, member in vars(cls).items()
+                      if not name.startswith("_") and (inspect.isfunction(member) or isinstance(
+                          member, (staticmethod, classmethod)))]
+    return sorted(found)
+
+
 def test_every_module_declares_all() -> None:
     missing = [name for name in _modules() if not hasattr(importlib.import_module(name),
                                                           "__all__")]
@@ -90,7 +105,7 @@ def test_every_module_declares_all() -> None:
 
 
 def test_every_public_callable_has_an_example() -> None:
-    names = set(public_callables()) - RESULT_TYPES
+    names = (set(public_callables()) - RESULT_TYPES) | set(public_methods())
     assert sorted(names - set(EXAMPLES)) == [], "add a valid call to EXAMPLES"
     assert sorted(set(EXAMPLES) - names) == [], "EXAMPLES names a callable that is not public"
 
@@ -163,6 +178,44 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     registry = {**experiments.registry(), "fuzz_tiny": (_tiny_experiment, "tiny")}
     monkeypatch.setattr(experiments, "_REGISTRY", registry)
     return tmp_path
+
+
+@functools.cache
+def _scan() -> Any:
+    return landscape.one_point_scan(ctx()["manifold"], np.array([0.1, 0.2]), kind="random",
+                                    lam=1.0, n_samples=2, rng=_rng())
+
+
+#: The instance each public method is called on (``module.Class`` -> builder).
+INSTANCES: dict[str, Callable[[], Any]] = {
+    "algorithm.GD": lambda: algorithm.GD(step_scale=0.5),
+    "algorithm.Momentum": lambda: algorithm.Momentum(decay=0.9),
+    "algorithm.Adam": lambda: algorithm.Adam(lr=0.01),
+    "algorithm.Method": lambda: algorithm.METHODS["algorithm1"],
+    "algorithm.DataLoss": lambda: algorithm.closed_form_loss(ctx()["Sigma"], ctx()["M"]),
+    "bridge.Potential": lambda: bridge.Potential(
+        data=algorithm.empirical_loss(ctx()["X"], ctx()["Y"]), lam=1.0, mild=ctx()["reg"],
+        coordinates="factor"),
+    "data.RegressionProblem": lambda: ctx()["problem"],
+    "geometry.MinimizerManifold": lambda: ctx()["manifold"],
+    "landscape.OnePointScan": _scan,
+    "landscape.StationaryPoint": lambda: landscape.stationary_point_table(
+        ctx()["manifold"], lam=1.0)[0],
+    "lora.LoRAProblem": lambda: ctx()["lora"],
+    "qk_attention.AttentionProblem": lambda: ctx()["qa"],
+    "reference.ReferenceOptimum": lambda: reference.reference_minimizer(
+        ctx()["objective"], start=ctx()["manifold"].point(), Sigma=ctx()["Sigma"]),
+    "regularizers.Regularizer": lambda: ctx()["reg"],
+    "slider.FrameSlider": lambda: importlib.import_module("attnlib.slider").frame_slider(
+        lambda a: plt.figure(figsize=(1, 1)), controls={"a": [1.0, 2.0]}, alt="a = {a:g}"),
+    "symbolic.Identity": lambda: symbolic.Identity("x", symbolic.sp.Symbol("z"),
+                                                   symbolic.sp.Symbol("z")),
+    "symbolic.TiltingMonteCarlo": lambda: symbolic.tilting_monte_carlo(
+        ctx()["Sigma"], np.array([0.1, 0.2, 0.3]), n_samples=100, rng=_rng()),
+    "villani.FactorizedLoss": lambda: ctx()["qa"],
+    "villani.OrbitConstants": lambda: ctx()["consts"],
+    "vit.Standardizer": lambda: vit.Standardizer(mean=0.5, std=2.0),
+}
 
 
 def _darcy_file(tmp: Path) -> Path:
@@ -456,6 +509,8 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "experiments.load": lambda: dict(name=_stored(tmp)),
         "experiments.add_manifest": lambda: dict(name=_stored(tmp)),
         "experiments.stored_names": lambda: dict(),
+        "experiments.stored_files": lambda: dict(),
+        "experiments.check_writable": lambda: dict(),
         "experiments.registry": lambda: dict(),
         "experiments.assert_prefix_matches": lambda: dict(
             stored={"loss": np.arange(5.0)}, replayed={"loss": np.arange(3.0)}, rtol=1e-8,
@@ -471,6 +526,75 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "experiments.run_grid": lambda: dict(
             grid=experiments.TaskGrid([(1,), (2,)], _grid_task, merge_tasks), workers=1),
         "attention.limit_blas_threads": lambda: dict(threads=1),
+        # public methods (called on INSTANCES[module.Class])
+        "algorithm.GD.transform": lambda: dict(eta=0.1),
+        "algorithm.Momentum.transform": lambda: dict(eta=0.1),
+        "algorithm.Adam.transform": lambda: dict(eta=0.1),
+        "algorithm.Method.describe": lambda: dict(),
+        "algorithm.DataLoss.objective": lambda: dict(lam=1.0),
+        "algorithm.DataLoss.reference_objective": lambda: dict(lam=1.0),
+        "bridge.Potential.mild_value": lambda: dict(theta=bridge.flatten(A, B)),
+        "bridge.Potential.reference_objective": lambda: dict(),
+        "data.RegressionProblem.sample": lambda: dict(n=5, rng=_rng()),
+        "geometry.MinimizerManifold.factor": lambda: dict(A=A, B=B),
+        "geometry.MinimizerManifold.unfactor": lambda: dict(U=c["U"], V=c["V"]),
+        "geometry.MinimizerManifold.point": lambda: dict(O=np.eye(3)),
+        "geometry.MinimizerManifold.project": lambda: dict(A=A, B=B),
+        "geometry.MinimizerManifold.distance": lambda: dict(A=A, B=B),
+        "geometry.MinimizerManifold.symmetry_normal_direction": lambda: dict(K=np.eye(3)),
+        "geometry.MinimizerManifold.balanced_svd_point": lambda: dict(
+            keep=np.array([True, False, True])),
+        "landscape.OnePointScan.alpha": lambda: dict(geometry="P"),
+        "landscape.OnePointScan.beta": lambda: dict(geometry="P"),
+        "landscape.OnePointScan.failure_radius": lambda: dict(geometry="P", threshold=0.0),
+        "landscape.StationaryPoint.n_negative": lambda: dict(which="Q"),
+        "landscape.StationaryPoint.n_zero": lambda: dict(which="Q"),
+        "lora.LoRAProblem.predict": lambda: dict(theta=np.zeros(lp.dim)),
+        "lora.LoRAProblem.act": lambda: dict(theta=np.zeros(lp.dim), G=np.eye(lp.rank)),
+        "qk_attention.AttentionProblem.predict": lambda: dict(theta=c["theta_star"]),
+        "qk_attention.AttentionProblem.derivative_constants": lambda: dict(),
+        "qk_attention.AttentionProblem.act": lambda: dict(theta=c["theta_star"],
+                                                          G=np.eye(qa.d_k)),
+        "reference.ReferenceOptimum.gap": lambda: dict(values=np.array([1.0, 2.0])),
+        "regularizers.Regularizer.g": lambda: dict(t=np.array([0.5, 2.0])),
+        "regularizers.Regularizer.dg": lambda: dict(t=np.array([0.5, 2.0])),
+        "regularizers.Regularizer.d2g": lambda: dict(t=np.array([0.5, 2.0])),
+        "regularizers.Regularizer.t_d2g": lambda: dict(t=np.array([0.5, 2.0])),
+        "regularizers.Regularizer.value_t": lambda: dict(t=np.array([0.5, 2.0])),
+        "regularizers.Regularizer.grad_sq_t": lambda: dict(t=np.array([0.5, 2.0])),
+        "regularizers.Regularizer.laplacian_t": lambda: dict(t=np.array([0.5, 2.0]), dim=4),
+        "regularizers.Regularizer.value": lambda: dict(W=A, batch_ndim=0),
+        "regularizers.Regularizer.gradient": lambda: dict(W=A, batch_ndim=0),
+        "regularizers.Regularizer.laplacian": lambda: dict(W=A, batch_ndim=0),
+        "slider.FrameSlider.frame": lambda: dict(a=1.0),
+        "slider.FrameSlider.to_html": lambda: dict(),
+        "slider.FrameSlider.widget": lambda: dict(),
+        "symbolic.Identity.difference": lambda: dict(),
+        "symbolic.Identity.holds": lambda: dict(),
+        "symbolic.Identity.assert_holds": lambda: dict(),
+        "symbolic.TiltingMonteCarlo.z_scores": lambda: dict(mgf=1.5,
+                                                            tilted_mean=np.array([0.1, 0.2, 0.3])),
+        "villani.FactorizedLoss.act": lambda: dict(theta=c["theta_star"], G=np.eye(qa.d_k)),
+        "villani.FactorizedLoss.pack": lambda: dict(W1=qa.unpack(c["theta_star"])[0],
+                                                    W2=qa.unpack(c["theta_star"])[1]),
+        "villani.FactorizedLoss.unpack": lambda: dict(theta=c["theta_star"]),
+        "villani.FactorizedLoss.with_regularizer": lambda: dict(regularizer=c["reg"]),
+        "villani.FactorizedLoss.loss_and_grad_flat": lambda: dict(theta=c["theta_star"][None]),
+        "villani.FactorizedLoss.loss": lambda: dict(theta=c["theta_star"]),
+        "villani.FactorizedLoss.gradient": lambda: dict(theta=c["theta_star"]),
+        "villani.FactorizedLoss.data_loss": lambda: dict(theta=c["theta_star"]),
+        "villani.FactorizedLoss.second_derivative": lambda: dict(
+            theta=c["theta_star"], directions=np.eye(qa.dim)[:2]),
+        "villani.FactorizedLoss.data_laplacian_blocks": lambda: dict(theta=c["theta_star"],
+                                                                     chunk=8),
+        "villani.FactorizedLoss.regularizer_laplacian": lambda: dict(theta=c["theta_star"]),
+        "villani.FactorizedLoss.laplacian": lambda: dict(theta=c["theta_star"]),
+        "villani.FactorizedLoss.hutchinson_laplacian": lambda: dict(theta=c["theta_star"],
+                                                                    rng=_rng(), n_probes=4),
+        "villani.OrbitConstants.swapped": lambda: dict(),
+        "vit.Standardizer.fit": lambda: dict(data=c["dataset"].a),
+        "vit.Standardizer.encode": lambda: dict(x=c["dataset"].a),
+        "vit.Standardizer.decode": lambda: dict(z=c["dataset"].a),
     }
 
 
@@ -519,6 +643,7 @@ def bad_values(value: Any, default: Any) -> Iterator[tuple[str, Any]]:
 
 _ANY_AXES = "any number of axes is valid"
 _NEW_NAME = "any new name is valid"
+_BATCH_AXES = "leading axes index a batch (chains)"
 #: (callable, argument, case) -> why the value is valid (the call must then not return NaN).
 ACCEPTED: dict[tuple[str, str, str], str] = {
     ("attention.row_softmax", "logits", "inf"): "+inf logits share the weight (the limit)",
@@ -577,6 +702,22 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
     ("experiments.check_name", "name", "unknown_option"): _NEW_NAME,
     ("experiments.save", "name", "unknown_option"): _NEW_NAME,
     ("experiments.benchmark_path", "name", "unknown_option"): _NEW_NAME,
+    **{("reference.ReferenceOptimum.gap", "values", case): _ANY_AXES
+       for case in ("extra_axis", "missing_axis")},
+    **{(f"regularizers.Regularizer.{method}", arg, case): _ANY_AXES
+       for method, arg in [("g", "t"), ("dg", "t"), ("d2g", "t"), ("t_d2g", "t"),
+                           ("value_t", "t"), ("grad_sq_t", "t"), ("laplacian_t", "t"),
+                           ("value", "W"), ("gradient", "W"), ("laplacian", "W")]
+       for case in ("extra_axis", "missing_axis")},
+    **{(f"vit.Standardizer.{method}", arg, case): _ANY_AXES
+       for method, arg in [("fit", "data"), ("encode", "x"), ("decode", "z")]
+       for case in ("extra_axis", "missing_axis")},
+    **{(qualname, "theta", "extra_axis"): _BATCH_AXES
+       for qualname in ["bridge.Potential.mild_value", "lora.LoRAProblem.act",
+                        "lora.LoRAProblem.predict", "qk_attention.AttentionProblem.act",
+                        "qk_attention.AttentionProblem.predict", "villani.FactorizedLoss.act",
+                        "villani.FactorizedLoss.data_loss", "villani.FactorizedLoss.gradient",
+                        "villani.FactorizedLoss.loss", "villani.FactorizedLoss.unpack"]},
 }
 
 #: Arguments for which NaN passes through by design (checked by the caller, documented).
@@ -585,6 +726,12 @@ NAN_PASSES_THROUGH = {
                                              "loop's divergence check",
     ("optim.adam_increment", "grad", "inf"): "a non-finite gradient reaches the training "
                                              "loop's divergence check",
+    ("landscape.OnePointScan.failure_radius", "threshold", "negative"):
+        "alpha ratios have either sign; NaN means no radius failed (documented)",
+    ("reference.ReferenceOptimum.gap", "values", "nan"): "NaN in a history means 'no value "
+                                                         "here' (documented)",
+    ("reference.ReferenceOptimum.gap", "values", "inf"): "the gap of an infinite value is "
+                                                         "infinite (documented)",
 }
 
 #: (callable, argument, case) -> the documented exception (other than ValueError/TypeError).
@@ -621,7 +768,11 @@ def _signature_defaults(fn: Callable) -> dict[str, Any]:
 
 
 def _resolve(qualname: str) -> Callable:
-    module, name = qualname.split(".", 1)
+    """The function or class ``module.name``, or the bound method ``module.Class.method`` of
+    a fresh instance from :data:`INSTANCES`."""
+    module, name, *method = qualname.split(".")
+    if method:
+        return getattr(INSTANCES[f"{module}.{name}"](), method[0])
     return getattr(importlib.import_module(f"attnlib.{module}"), name)
 
 

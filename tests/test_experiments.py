@@ -3,8 +3,12 @@ benchmark results shipped as package data."""
 
 from __future__ import annotations
 
+import errno
 import fnmatch
+import hashlib
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -38,7 +42,8 @@ def test_save_and_load_round_trip_with_manifest(store: Path) -> None:
     assert path == store / "run_a.npz" and _same(experiments.load("run_a"), OLD)
     with np.load(path) as raw:
         listed = json.loads(str(raw[experiments.MANIFEST_KEY]))
-    assert listed["weights"] == {"shape": [4, 4], "dtype": "<f8"}
+    assert listed["weights"] == {"shape": [4, 4], "dtype": "<f8", "sha256": hashlib.sha256(
+        np.eye(4).tobytes()).hexdigest()}
     assert sorted(path.parent.iterdir()) == [path]          # no temporary file left behind
 
 
@@ -81,15 +86,89 @@ def test_load_names_file_and_key_of_a_partial_or_edited_file(store: Path) -> Non
         experiments.load("run_a")
 
 
-def test_files_without_manifest_load_and_get_one_without_rerun(store: Path) -> None:
+def test_files_without_manifest_are_refused_until_one_is_written_without_rerun(
+        store: Path) -> None:
     _rewrite(store / "legacy.npz", OLD)
-    assert _same(experiments.load("legacy"), OLD)
+    with pytest.raises(ValueError, match=r"legacy\.npz has no manifest .* `python -m "
+                                         r"attnlib\.experiments --add-manifest legacy`"):
+        experiments.load("legacy")
+    assert experiments.add_manifest("legacy") and not experiments.add_manifest("legacy")
+    assert _same(experiments.load("legacy", expect=["loss"]), OLD)
     with pytest.raises(ValueError, match=r"legacy\.npz has no key 'missing'"):
         experiments.load("legacy", expect=["loss", "missing"])
-    assert experiments.add_manifest("legacy") and not experiments.add_manifest("legacy")
-    with np.load(store / "legacy.npz") as raw:
-        assert experiments.MANIFEST_KEY in raw.files
-    assert _same(experiments.load("legacy", expect=["loss"]), OLD)
+    # a manifest of shapes and dtypes only (before hashes) is upgraded by the same command
+    shapes = {key: {"shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.str}
+              for key, v in OLD.items()}
+    _rewrite(store / "older.npz", {experiments.MANIFEST_KEY: np.asarray(json.dumps(shapes)),
+                                   **OLD})
+    with pytest.raises(ValueError, match="older.npz: the manifest entry of 'loss' must be"):
+        experiments.load("older")
+    assert cli.main(["--add-manifest"]) == 0
+    assert _same(experiments.load("older"), OLD)
+
+
+@pytest.mark.parametrize("change", ["doubled", "nan", "truncated"])
+def test_hashes_detect_changed_values(store: Path, change: str) -> None:
+    path = experiments.save("run_a", OLD)
+    with np.load(path) as raw:
+        contents = {key: raw[key] for key in raw.files}
+    loss = contents["loss"]
+    contents["loss"] = {"doubled": 2 * loss, "nan": np.full_like(loss, np.nan),
+                        "truncated": np.where(np.arange(loss.size) < 25, loss, 0.0)}[change]
+    _rewrite(path, contents)
+    with pytest.raises(ValueError, match=r"run_a\.npz: the values of key 'loss' do not match "
+                                         r"the SHA-256 of its manifest"):
+        experiments.load("run_a")
+    assert cli.main(["--add-manifest", "run_a"]) == 0          # a deliberate edit, blessed
+    assert np.array_equal(experiments.load("run_a")["loss"], contents["loss"], equal_nan=True)
+
+
+def test_declared_sizes_are_checked_before_decompressing(store: Path) -> None:
+    path = experiments.save("run_a", OLD)
+    with np.load(path) as raw:
+        contents = {key: raw[key] for key in raw.files}
+    contents["loss"] = np.zeros(2_500_000)                # 20 MB that compress to ~20 kB
+    _rewrite(path, contents)
+    assert path.stat().st_size < 200_000
+    with pytest.raises(ValueError, match=r"key 'loss' declares 20000128 bytes uncompressed, its "
+                                         r"manifest's shape and dtype 400; not decompressed"):
+        experiments.load("run_a")
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("{not json", "its manifest is not valid JSON"),
+    ("[1, 2]", "its manifest must be a JSON object, got list"),
+    ('{"loss": 3}', "the manifest entry of 'loss' must be"),
+    ('{"loss": {"shape": ["a"], "dtype": "<f8", "sha256": "0"}}', "manifest entry of 'loss'"),
+    ('{"loss": {"shape": [50], "dtype": "no such dtype", "sha256": "0"}}',
+     "manifest entry of 'loss'"),
+])
+def test_a_malformed_manifest_is_a_clear_error(store: Path, text: str, problem: str) -> None:
+    path = experiments.save("run_a", OLD)
+    with np.load(path) as raw:
+        contents = {key: raw[key] for key in raw.files}
+    _rewrite(path, {**contents, experiments.MANIFEST_KEY: np.asarray(text)})
+    with pytest.raises(ValueError, match=re.escape(problem)) as error:
+        experiments.load("run_a")
+    assert "--add-manifest run_a" in str(error.value)
+
+
+def test_saved_files_follow_the_umask_and_stale_temporaries_are_removed(store: Path) -> None:
+    old_mask = os.umask(0o027)
+    try:
+        path = experiments.save("run_a", OLD)
+        path = experiments.save("run_a", OLD)                 # re-saved over the old file
+    finally:
+        os.umask(old_mask)
+    assert path.stat().st_mode & 0o777 == 0o640
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = store / f".run_a.{dead.pid}.abc.tmp"               # left by a SIGKILLed save
+    live = store / f".run_a.{os.getpid()}.def.tmp"             # a save still in progress
+    stale.write_bytes(b"partial")
+    live.write_bytes(b"partial")
+    experiments.save("run_a", OLD)
+    assert not stale.exists() and live.exists()
 
 
 def test_every_file_in_the_repository_store_loads() -> None:
@@ -204,3 +283,51 @@ def test_benchmark_results_are_package_data() -> None:
 def test_missing_benchmark_names_the_command() -> None:
     with pytest.raises(FileNotFoundError, match="benchmarks/bench_nothing.py"):
         experiments.load_benchmark("nothing")
+
+
+def _tiny_run(name: str, **kwargs: object) -> dict:
+    return {"loss": np.arange(3.0)}
+
+
+def test_cli_interrupt_during_a_save_is_reported_not_raised(
+        store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    experiments.save("paper1_defaults", OLD)
+    before = (store / "paper1_defaults.npz").read_bytes()
+    monkeypatch.setattr(cli, "run", _tiny_run)
+
+    def interrupted(descriptor: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    assert cli.main(["paper1_defaults"]) == 130
+    assert "interrupted: paper1_defaults was not saved" in capsys.readouterr().err
+    assert (store / "paper1_defaults.npz").read_bytes() == before
+    assert [path.name for path in store.iterdir()] == ["paper1_defaults.npz"]
+
+
+def test_cli_full_disk_is_a_clear_error(store: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture) -> None:
+    experiments.save("paper1_defaults", OLD)
+    before = (store / "paper1_defaults.npz").read_bytes()
+    monkeypatch.setattr(cli, "run", _tiny_run)
+
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np, "savez_compressed", full_disk)
+    assert cli.main(["paper1_defaults"]) == 1
+    err = capsys.readouterr().err
+    assert "error: paper1_defaults was not saved ([Errno 28] No space left on device)" in err
+    assert (store / "paper1_defaults.npz").read_bytes() == before
+    assert [path.name for path in store.iterdir()] == ["paper1_defaults.npz"]
+
+
+def test_cli_checks_the_store_is_writable_before_running(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setattr(experiments, "STORED_DIR", blocker / "stored")   # cannot be created
+    ran: list[str] = []
+    monkeypatch.setattr(cli, "run", lambda name, **kwargs: ran.append(name) or {})
+    assert cli.main(["paper1_defaults"]) == 1
+    assert ran == [] and "is not writable" in capsys.readouterr().err

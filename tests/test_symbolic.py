@@ -172,3 +172,113 @@ def test_finite_context_errors_shrink_with_n() -> None:
     assert np.all(np.isnan(result["loss_error"][1]))
     with pytest.raises(ValueError, match="ns entry"):
         S.finite_context_errors(problem, a, b, [1], reps=1, n_queries=1, rng=rng)
+
+
+# ------------------------------------------------------------- strings are never parsed
+def _valid_symbolic_calls() -> dict[str, dict[str, object]]:
+    """One valid call of every public function (or class) of attnlib.symbolic that takes a
+    sympy object, as keyword arguments."""
+    L1, u1 = S.lower_triangular_symbols("L", 1), S.matrix_symbols("u", 1, 1)
+    z = sp.Symbol("z0")
+    return {
+        "Identity": dict(name="x", lhs=z, rhs=z),
+        "gaussian_expectation": dict(expr=z ** 2, variables=[z]),
+        "gaussian_mgf": dict(L=L1, u=u1),
+        "tilting_ratio": dict(L=L1, u=u1),
+        "attention_limit": dict(L=L1, B=S.matrix_symbols("B", 1, 1),
+                                x=S.matrix_symbols("x", 1, 1)),
+        "evaluate": dict(expr=z ** 2, values=[(z, 3.0)]),
+    }
+
+
+def _string_cases() -> list[tuple[str, str]]:
+    return [(name, arg) for name, kwargs in _valid_symbolic_calls().items()
+            for arg, value in kwargs.items() if _is_sympy(value)]
+
+
+def _is_sympy(value: object) -> bool:
+    if isinstance(value, list):
+        return all(map(_is_sympy, value))
+    return isinstance(value, (sp.Basic, sp.MatrixBase))
+
+
+def test_every_sympy_argument_is_in_the_string_test() -> None:
+    """A public symbolic function taking a sympy object must be listed above."""
+    import inspect
+
+    takes_sympy = set()
+    for name in S.__all__:
+        obj = getattr(S, name)
+        if not callable(obj):
+            continue
+        for arg, parameter in inspect.signature(obj).parameters.items():
+            annotation = str(parameter.annotation)
+            if "sp." in annotation or (name == "Identity" and arg in ("lhs", "rhs")):
+                takes_sympy.add((name, arg))
+    assert takes_sympy - set(_string_cases()) == set()
+
+
+@pytest.mark.parametrize("name, arg", _string_cases())
+def test_no_entry_point_parses_a_string_into_code(name: str, arg: str, tmp_path) -> None:
+    marker = tmp_path / "executed"
+    attack = f"__import__('pathlib').Path({str(marker)!r}).touch() or z0**2"
+    kwargs = _valid_symbolic_calls()[name]
+    getattr(S, name)(**kwargs)                      # the valid call runs
+    kwargs[arg] = attack
+    with pytest.raises(TypeError, match=rf"^{arg} must be"):
+        result = getattr(S, name)(**kwargs)
+        if isinstance(result, S.Identity):
+            result.holds()
+    assert not marker.exists()
+
+
+def test_variables_and_symbol_names_are_not_parsed(tmp_path) -> None:
+    marker = tmp_path / "executed"
+    attack = f"__import__('pathlib').Path({str(marker)!r}).touch() or z0"
+    z = sp.Symbol("z0")
+    with pytest.raises(TypeError, match=r"^variables\[0\] must be a sympy Symbol"):
+        S.gaussian_expectation(z ** 2, [attack])
+    with pytest.raises(TypeError, match="^variables must be"):
+        S.gaussian_expectation(z ** 2, attack)
+    with pytest.raises(TypeError, match=r"^values\[0\]\[0\] must be"):
+        S.evaluate(z ** 2, [(attack, 1.0)])
+    for make in (lambda n: S.matrix_symbols(n, 1, 1), lambda n: S.symmetric_symbols(n, 1),
+                 lambda n: S.lower_triangular_symbols(n, 1)):
+        with pytest.raises(TypeError, match="^name must be a plain identifier"):
+            make(attack)
+    assert not marker.exists()
+
+
+def test_symbolic_matrices_must_have_matching_shapes() -> None:
+    L2 = S.lower_triangular_symbols("L", 2)
+    with pytest.raises(ValueError, match=r"^u must have shape \(2, 1\)"):
+        S.gaussian_mgf(L2, S.matrix_symbols("u", 3, 1))
+    with pytest.raises(ValueError, match=r"^L must have shape \(2, 2\)"):
+        S.tilting_ratio(S.matrix_symbols("L", 2, 3), S.matrix_symbols("u", 2, 1))
+    with pytest.raises(ValueError, match=r"^B must have shape"):
+        S.attention_limit(L2, S.matrix_symbols("B", 2, 1), S.matrix_symbols("x", 2, 1))
+
+
+# ------------------------------------------------------------------- bounded sizes
+_HUGE = 10 ** 9
+
+
+@pytest.mark.parametrize("call, arg", [
+    (lambda: S.matrix_symbols("a", _HUGE, 1), "rows"),
+    (lambda: S.matrix_symbols("a", 1, _HUGE), "cols"),
+    (lambda: S.symmetric_symbols("s", _HUGE), "d"),
+    (lambda: S.lower_triangular_symbols("l", _HUGE), "d"),
+    (lambda: S.gaussian_moment(_HUGE), "k"),
+    (lambda: S.mgf_identity(_HUGE), "d"),
+    (lambda: S.tilting_identity(_HUGE), "d"),
+    (lambda: S.ratio_estimator_moments(_HUGE), "d"),
+    (lambda: S.population_loss_identity(_HUGE, 1), "p"),
+    (lambda: S.population_loss_identity(1, _HUGE), "d"),
+    (lambda: S.factorization_identities(_HUGE, 1), "p"),
+    (lambda: S.symmetry_identities(1, _HUGE), "d"),
+    (lambda: S.regularizer_identities(_HUGE), "p"),
+    (lambda: S.gradient_identities(1, _HUGE), "d"),
+])
+def test_huge_symbolic_sizes_fail_at_once(call, arg: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{arg} must be at most \d+, got {_HUGE}"):
+        call()

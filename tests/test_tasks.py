@@ -162,3 +162,15 @@ def test_ctrl_c_leaves_the_stored_file_untouched(store: Path, tmp_path: Path,
     assert "Traceback" not in err, err
     assert (store / "slow_grid.npz").read_bytes() == before
     assert [path.name for path in store.iterdir() if path.suffix == ".tmp"] == []
+
+
+def test_a_huge_local_cluster_is_refused_before_starting(store: Path) -> None:
+    grid = TaskGrid([(1,)], _sum_task, dict)
+    limit = 4 * (os.cpu_count() or 1)
+    with pytest.raises(ValueError, match=rf"^workers must be at most {limit}, got 1000000000"):
+        run_grid(grid, workers=10 ** 9)
+    result = subprocess.run([sys.executable, "-c", CLI, str(store), "tiny_grid", "--workers",
+                             str(10 ** 9)], env=ENV, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert f"error: --workers must be at most {limit}, got 1000000000" in result.stderr
+    assert not (store / "tiny_grid.npz").exists()

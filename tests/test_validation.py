@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attnlib import (attention, darcy, data, geometry, landscape, langevin, optim, potentials,
-                     qk_attention, symbolic, villani, vit)
+                     qk_attention, regularizers, symbolic, villani, vit)
 from attnlib._validation import (DivergenceError, as_matrix, check_finite, check_in_range,
                                  check_int, check_not_diverged, check_positive)
 
@@ -178,3 +178,62 @@ def test_symbolic_evaluate_never_parses_strings(tmp_path) -> None:
     assert symbolic.evaluate(z ** 2 + 1, [(z, 3.0)]) == 10.0
     with pytest.raises(ValueError, match="free symbols left: \\['z'\\]"):
         symbolic.evaluate(z ** 2, [])
+
+
+# ------------------------------------------------- issue 27: public methods are validated
+def test_public_methods_listed_in_issue_27_check_their_input() -> None:
+    problem = data.default_problem(rng=np.random.default_rng(0), d=3, p=4)
+    manifold = geometry.minimizer_manifold(problem.Sigma, problem.M)
+    U, V = manifold.U_star, manifold.V_star
+    for bad, error in [(U + 0j, TypeError), (U.astype(object), TypeError),
+                       (np.where(U == U[0, 0], np.nan, U), ValueError)]:
+        with pytest.raises(error, match="^U "):
+            manifold.unfactor(bad, V)
+    regularizer = regularizers.Regularizer("log", 0.1)
+    for method in (regularizer.g, regularizer.dg):
+        with pytest.raises(ValueError, match="^t contains NaN"):
+            method(np.array([np.nan, 1.0]))
+    # booleans are promoted to float64, not float16: g(1) = log 2
+    assert regularizer.g(np.array([True, False]))[0] == pytest.approx(np.log(2.0), rel=1e-12)
+    scaler = vit.Standardizer(mean=0.5, std=2.0)
+    with pytest.raises(ValueError, match="^x contains NaN"):
+        scaler.encode(np.array([np.nan, 1.0]))
+    with pytest.raises(ValueError, match="^z contains NaN"):
+        scaler.decode(np.array([np.nan, 1.0]))
+
+
+def test_regularizer_overflow_names_t() -> None:
+    power = regularizers.Regularizer("power", 0.1, eps=4.0)
+    with pytest.raises(ValueError, match="^t = 1e\\+300 gives a non-finite g\\(t\\)"):
+        power.g(np.array([1.0, 1e300]))
+    with pytest.raises(ValueError, match="^W is too large"):
+        power.value(np.full((2, 2), 1e200))
+    assert np.isfinite(power.g(np.array([1.0, 1e10]))).all()
+
+
+# ------------------------------------------------------- issue 27: bounded sizes, up front
+_HUGE = 2 ** 63
+
+
+def test_huge_iteration_counts_and_sizes_fail_up_front() -> None:
+    from attnlib import algorithm
+
+    rng = np.random.default_rng(0)
+    problem = data.default_problem(rng=rng, d=2, p=2)
+    X, Y = problem.sample(8, rng=rng)
+    with pytest.raises(ValueError, match=r"^iterations = 9223372036854775808 needs about .* "
+                                         r"GiB for the history, more than the"):
+        algorithm.train(algorithm.empirical_loss(X, Y), iterations=_HUGE)
+    config = vit.ViTConfig(size=8, patch=4, width=4, key_dim=2)
+    fields = np.random.default_rng(1).standard_normal((2, 8, 8))
+    patches = vit.patchify(fields, 4)
+    with pytest.raises(ValueError, match="^epochs = 9223372036854775808 needs about"):
+        vit.train(vit.init_params(config, rng=rng), patches, patches, epochs=_HUGE,
+                  batch_size=2, lr=1e-3, rng=rng)
+    with pytest.raises(ValueError, match="^n = 9223372036854775808 needs about"):
+        data.sample_regression(_HUGE, problem.Sigma, problem.M, 0.1, rng=rng)
+    with pytest.raises(ValueError, match="^d = 9223372036854775808 needs about"):
+        data.random_rotation(_HUGE, rng=rng)
+    with pytest.raises(ValueError, match="^n_steps = 9223372036854775808 needs about"):
+        langevin.euler_maruyama(potentials.double_well, np.zeros((3, 1)), step=0.01,
+                                temperature=0.5, n_steps=_HUGE, rng=rng)

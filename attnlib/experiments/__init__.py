@@ -20,10 +20,12 @@ Any other registered experiment runs there as a single task.
 Stored files are written atomically (a temporary file in ``stored/``, flushed and fsynced, then
 renamed over the old file with ``os.replace``), so an interrupted save leaves the previous file
 intact. Each file carries a manifest (key ``__manifest__``: a JSON map from every key to its
-shape and dtype, written first); :func:`load` checks it and names the file and the missing or
-malformed key. Files stored before manifests existed still load unchecked;
-``python -m attnlib.experiments --add-manifest`` adds one to them from their own keys and
-shapes, without rerunning anything. Experiment names are plain identifiers
+shape, dtype and SHA-256, written first); :func:`load` checks the declared size of each array
+against it before decompressing, then every key, shape, dtype and hash, and names the file,
+the key and the command that regenerates it. A file without a manifest (or with a malformed
+one) is refused. ``python -m attnlib.experiments --add-manifest [NAME ...]`` writes the
+manifest of stored files from their current contents, without rerunning anything: without
+names, of every stored file that has no hashed manifest; with names, of those files. Experiment names are plain identifiers
 (``[A-Za-z_][A-Za-z0-9_]*``), so a name can never point outside ``stored/``.
 
 Configurations live in the submodules of this package (one per part of the book); they are
@@ -32,6 +34,7 @@ discovered automatically, so adding a module needs no edit here.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -49,6 +52,7 @@ from ._tasks import TaskGrid, one_task, run_grid
 
 __all__ = [
     "register", "check_name", "registry", "run", "manifest", "save", "load", "add_manifest",
+    "check_writable", "stored_files",
     "stored_names", "assert_prefix_matches", "describe", "format_deviation", "benchmark_path",
     "load_benchmark", "register_grid", "TaskGrid", "run_grid", "task_grid",
 ]
@@ -160,20 +164,73 @@ def task_grid(name: str, *, full: bool = True) -> TaskGrid:
     return _GRIDS[name](full) if name in _GRIDS else one_task(experiment, full)
 
 
+def _sha256(array: np.ndarray) -> str:
+    """SHA-256 of the array's entries in C order (its shape and dtype are listed separately)."""
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+
+
 def manifest(history: Mapping[str, np.ndarray]) -> dict[str, dict[str, object]]:
-    """The manifest of a history: ``key -> {"shape": [...], "dtype": "<f8"}`` for every key."""
-    return {key: {"shape": list(np.shape(value)), "dtype": np.asarray(value).dtype.str}
-            for key, value in history.items() if key != MANIFEST_KEY}
+    """The manifest of a history: ``key -> {"shape": [...], "dtype": "<f8", "sha256": "..."}``
+    for every key (the hash of the entries in C order: a changed, doubled, truncated or
+    NaN-filled value no longer matches)."""
+    out = {}
+    for key, value in history.items():
+        if key != MANIFEST_KEY:
+            array = np.asarray(value)
+            out[key] = {"shape": list(array.shape), "dtype": array.dtype.str,
+                        "sha256": _sha256(array)}
+    return out
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _remove_stale_temporaries(name: str) -> None:
+    """Delete ``.NAME.PID.*.tmp`` files of save processes that no longer run (SIGKILL, power
+    loss); temporaries of a live process (a concurrent save) are left alone."""
+    for path in STORED_DIR.glob(f".{name}.*.tmp"):
+        pid = path.name[len(name) + 2:].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def check_writable() -> Path:
+    """Return the store directory after checking a file can be created in it (creating the
+    directory if needed); ``PermissionError``/``OSError`` naming it otherwise. The command
+    line calls this before running anything, so a read-only store fails at once."""
+    try:
+        STORED_DIR.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=STORED_DIR, prefix=".write-check.", suffix=".tmp"):
+            pass
+    except OSError as exc:
+        raise type(exc)(exc.errno, f"the store {STORED_DIR} is not writable ({exc.strerror})"
+                        ) from exc
+    return STORED_DIR
 
 
 def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
     """Save ``history`` (a dict of arrays) as ``stored/NAME.npz``, atomically; return the path.
 
-    The arrays (object arrays are refused: files are loaded without pickle) and the manifest
-    are written to a temporary file in ``stored/``, flushed and fsynced, then renamed over
+    The manifest (:func:`manifest`: shape, dtype and SHA-256 of every array) is written first,
+    then the arrays (object arrays are refused: files are loaded without pickle), to a
+    temporary file ``.NAME.PID.*.tmp`` in ``stored/``, flushed and fsynced, then renamed over
     ``NAME.npz`` with ``os.replace``: a reader, or an interruption at any point (SIGINT,
     SIGKILL, power loss after the rename), sees either the complete old file or the complete
-    new one. A temporary file left by a killed process is ignored by :func:`load`.
+    new one. The new file gets the permissions of the umask (like any new file), and
+    temporaries left by killed save processes are removed.
     """
     path = _path(name)
     arrays = {}
@@ -188,13 +245,15 @@ def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
         arrays[key] = array
     contents = {MANIFEST_KEY: np.asarray(json.dumps(manifest(arrays))), **arrays}
     STORED_DIR.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=STORED_DIR, prefix=f".{name}.", suffix=".tmp",
-                                         delete=False)
+    _remove_stale_temporaries(name)
+    handle = tempfile.NamedTemporaryFile(dir=STORED_DIR, prefix=f".{name}.{os.getpid()}.",
+                                         suffix=".tmp", delete=False)
     try:
         with handle:
             np.savez_compressed(handle, **contents)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(handle.name, 0o666 & ~_umask())
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
@@ -226,66 +285,171 @@ def _existing(name: str) -> Path:
     return path
 
 
-def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict[str, object]] | None]:
-    """Every array of the npz file ``path`` and its manifest (None when it has none)."""
+def _regenerate(name: str) -> str:
+    return (f"rerun `python -m attnlib.experiments {name}`, or, if its contents are known to "
+            f"be right, write a manifest from them with "
+            f"`python -m attnlib.experiments --add-manifest {name}`")
+
+
+def _checked_manifest(path: Path, text: str) -> dict[str, dict[str, object]]:
+    """Parse a manifest; ``ValueError`` naming the file and the problem if it is malformed."""
+    fix = _regenerate(path.stem)
+    try:
+        listed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"stored run {path}: its manifest is not valid JSON ({exc}); "
+                         f"{fix}") from exc
+    if not isinstance(listed, dict):
+        raise ValueError(f"stored run {path}: its manifest must be a JSON object, got "
+                         f"{type(listed).__name__}; {fix}")
+    for key, spec in listed.items():
+        valid = (isinstance(spec, dict) and isinstance(spec.get("shape"), list)
+                 and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                         for n in spec["shape"])
+                 and isinstance(spec.get("dtype"), str) and isinstance(spec.get("sha256"), str))
+        if valid:
+            try:
+                np.dtype(spec["dtype"])
+            except TypeError:
+                valid = False
+        if not valid:
+            raise ValueError(f"stored run {path}: the manifest entry of {key!r} must be "
+                             f'{{"shape": [non-negative ints], "dtype": "<numpy dtype>", '
+                             f'"sha256": "<hex>"}}, got {spec!r:.200}; {fix}')
+    return listed
+
+
+#: Largest manifest (bytes, uncompressed) read before anything else.
+MAX_MANIFEST_BYTES = 16 * 2 ** 20
+#: Room for the .npy header of one array on top of its entries (numpy headers are < 64 KiB).
+NPY_HEADER_BYTES = 2 ** 16
+
+
+def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict[str, object]]]:
+    """Every array of the npz file ``path`` and its manifest, each array's declared
+    (uncompressed) size checked against the manifest before it is decompressed."""
+    name = path.stem
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            members = {info.filename: info.file_size for info in stored.zip.infolist()}
+            if f"{MANIFEST_KEY}.npy" not in members:
+                raise ValueError(f"stored run {path} has no manifest (key {MANIFEST_KEY!r}), "
+                                 f"so its contents cannot be checked; {_regenerate(name)}")
+            if members[f"{MANIFEST_KEY}.npy"] > MAX_MANIFEST_BYTES:
+                raise ValueError(f"stored run {path}: its manifest declares "
+                                 f"{members[f'{MANIFEST_KEY}.npy']} bytes, more than "
+                                 f"{MAX_MANIFEST_BYTES}; {_regenerate(name)}")
+            listed = _checked_manifest(path, str(stored[MANIFEST_KEY]))
+            arrays = {}
+            for key in stored.files:
+                if key == MANIFEST_KEY:
+                    continue
+                if key not in listed:
+                    extra = sorted(set(stored.files) - set(listed) - {MANIFEST_KEY})
+                    raise ValueError(f"stored run {path} has keys not in its manifest: {extra}; "
+                                     f"{_regenerate(name)}")
+                spec = listed[key]
+                expected = int(np.prod(spec["shape"], dtype=object)) * \
+                    np.dtype(spec["dtype"]).itemsize
+                declared = members.get(f"{key}.npy", 0)
+                if declared > expected + NPY_HEADER_BYTES:
+                    raise ValueError(f"stored run {path}: key {key!r} declares {declared} "
+                                     f"bytes uncompressed, its manifest's shape and dtype "
+                                     f"{expected}; not decompressed; {_regenerate(name)}")
+                arrays[key] = stored[key]
+    except (zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise ValueError(f"stored run {path} is not a readable npz file ({exc}); delete it "
+                         f"and rerun `python -m attnlib.experiments {name}`") from exc
+    return arrays, listed
+
+
+def load(name: str, *, expect: Iterable[str] = ()) -> dict[str, np.ndarray]:
+    """Load the stored history of experiment ``name`` (without its manifest), checked.
+
+    Raises ``FileNotFoundError`` with the command that creates it when it is missing, and
+    ``ValueError`` naming the file (and the key) with the command that regenerates it when
+    the file is unreadable, has no manifest or a malformed one, declares an array larger than
+    its manifest says (checked before decompressing), misses a key of its manifest, has a key
+    not in it, or an array whose shape, dtype or SHA-256 differs (an edited, truncated,
+    doubled or NaN-filled value), or when a key in ``expect`` (the keys the caller needs) is
+    absent.
+    """
+    path = _existing(name)
+    arrays, listed = _read(path)
+    rerun = f"; {_regenerate(name)}"
+    for key, spec in listed.items():
+        if key not in arrays:
+            raise ValueError(f"stored run {path} is missing key {key!r} listed in its "
+                             f"manifest (an interrupted or edited save){rerun}")
+        value = arrays[key]
+        if list(value.shape) != spec["shape"] or value.dtype.str != spec["dtype"]:
+            raise ValueError(f"stored run {path}: key {key!r} has shape {value.shape} and "
+                             f"dtype {value.dtype.str}, its manifest says "
+                             f"{tuple(spec['shape'])} and {spec['dtype']}{rerun}")
+        if _sha256(value) != spec["sha256"]:
+            raise ValueError(f"stored run {path}: the values of key {key!r} do not match the "
+                             f"SHA-256 of its manifest (changed after saving){rerun}")
+    missing = [key for key in expect if key not in arrays]
+    if missing:
+        raise ValueError(f"stored run {path} has no key {missing[0]!r} (missing: {missing})"
+                         f"; rerun `python -m attnlib.experiments {name}`")
+    return arrays
+
+
+def _read_unchecked(path: Path, *, match_older: bool) -> dict[str, np.ndarray]:
+    """Every array of ``path`` except the manifest, for :func:`add_manifest`; with
+    ``match_older``, when the file has a manifest of shapes and dtypes (written before hashes
+    existed), the arrays must match it."""
     try:
         with np.load(path, allow_pickle=False) as stored:
             arrays = {key: stored[key] for key in stored.files}
     except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
         raise ValueError(f"stored run {path} is not a readable npz file ({exc}); delete it "
                          f"and rerun `python -m attnlib.experiments {path.stem}`") from exc
-    if MANIFEST_KEY not in arrays:
-        return arrays, None
-    try:
-        listed = json.loads(str(arrays.pop(MANIFEST_KEY)))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"stored run {path}: key {MANIFEST_KEY!r} is not valid JSON") from exc
-    return arrays, listed
-
-
-def load(name: str, *, expect: Iterable[str] = ()) -> dict[str, np.ndarray]:
-    """Load the stored history of experiment ``name`` (without its manifest).
-
-    Raises ``FileNotFoundError`` with the command that creates it when it is missing, and
-    ``ValueError`` naming the file and the key when the file is unreadable, a key of its
-    manifest is missing or has another shape or dtype, a key is not in the manifest, or a key
-    in ``expect`` (the keys the caller needs) is absent. Files without a manifest (stored
-    before manifests existed) are checked only against ``expect``.
-    """
-    path = _existing(name)
-    arrays, listed = _read(path)
-    rerun = f"; rerun `python -m attnlib.experiments {name}`"
-    if listed is not None:
-        for key, spec in listed.items():
-            if key not in arrays:
-                raise ValueError(f"stored run {path} is missing key {key!r} listed in its "
-                                 f"manifest (an interrupted or edited save){rerun}")
-            value = arrays[key]
-            if list(value.shape) != spec["shape"] or value.dtype.str != spec["dtype"]:
-                raise ValueError(f"stored run {path}: key {key!r} has shape {value.shape} and "
-                                 f"dtype {value.dtype.str}, its manifest says "
-                                 f"{tuple(spec['shape'])} and {spec['dtype']}{rerun}")
-        extra = sorted(set(arrays) - set(listed))
-        if extra:
-            raise ValueError(f"stored run {path} has keys not in its manifest: {extra}{rerun}")
-    missing = [key for key in expect if key not in arrays]
-    if missing:
-        raise ValueError(f"stored run {path} has no key {missing[0]!r} (missing: {missing})"
-                         f"{rerun}")
+    if MANIFEST_KEY in arrays and not match_older:
+        arrays.pop(MANIFEST_KEY)
+    elif MANIFEST_KEY in arrays:
+        try:
+            listed = json.loads(str(arrays.pop(MANIFEST_KEY)))
+            actual = {key: {"shape": list(value.shape), "dtype": value.dtype.str}
+                      for key, value in arrays.items()}
+            older = {key: {"shape": spec["shape"], "dtype": spec["dtype"]}
+                     for key, spec in listed.items()}
+        except (json.JSONDecodeError, TypeError, KeyError, AttributeError):
+            return arrays                       # a malformed manifest is replaced
+        if older != actual:
+            raise ValueError(f"stored run {path} does not match its own manifest (keys, shapes "
+                             f"or dtypes); rerun `python -m attnlib.experiments {path.stem}`")
     return arrays
 
 
-def add_manifest(name: str) -> bool:
-    """Give the stored file ``name`` a manifest built from its own keys, shapes and dtypes.
-
-    For files stored before manifests existed: nothing is rerun, the arrays are rewritten
-    unchanged (atomically, by :func:`save`). Returns False when the file already had one.
-    """
-    arrays, listed = _read(_existing(name))
-    if listed is not None:
+def _has_hashed_manifest(path: Path) -> bool:
+    try:
+        _read(path)
+    except ValueError:
         return False
-    save(name, arrays)
     return True
+
+
+def add_manifest(name: str, *, rewrite: bool = False) -> bool:
+    """Write the manifest of the stored file ``name`` from its current contents (no rerun).
+
+    The arrays are rewritten unchanged, with a manifest of their shapes, dtypes and SHA-256
+    (atomically, by :func:`save`). By default only a file whose manifest is missing, malformed
+    or without hashes (written before hashes existed; its arrays must still match its shapes
+    and dtypes) gets one; ``rewrite=True`` rewrites any file's (after a deliberate edit: the
+    hashes then bless its current contents). Returns whether the file was rewritten.
+    """
+    path = _existing(name)
+    if not rewrite and _has_hashed_manifest(path):
+        return False
+    save(name, _read_unchecked(path, match_older=not rewrite))
+    return True
+
+
+def stored_files() -> list[str]:
+    """Names of every ``NAME.npz`` in the store, registered or not."""
+    return sorted(path.stem for path in STORED_DIR.glob("*.npz"))
 
 
 def stored_names() -> list[str]:

@@ -4,23 +4,30 @@ Without a name it lists the registered experiments (``*`` marks those with a sto
 ``--all`` reruns every experiment that has a stored file (long, unstored ones such as
 ``darcy_large`` run only when named). Every name is checked before anything runs: an unknown
 name prints the usage and the list of experiments and exits with status 2.
-``--add-manifest`` gives stored files written before manifests existed a manifest built from
-their own keys and shapes (nothing is rerun).
+``--add-manifest [NAME ...]`` writes the manifest (shape, dtype, SHA-256 of every array) of
+stored files from their current contents, without rerunning anything: without names, of every
+stored file that has none or one without hashes; with names, of those files (after a
+deliberate edit). ``load`` refuses a file without a manifest.
 
 ``--workers K`` runs the tasks of each experiment on a local Dask cluster of K single-threaded
 worker processes; ``--scheduler ADDRESS`` (e.g. ``tcp://10.0.0.5:8786``, a cluster started with
 ``dask scheduler`` and ``dask worker``) on an existing cluster. The stored histories are the
-serial ones, task by task. Ctrl-C stops the run: the experiment being run is not saved (its
-stored file is untouched), experiments saved before it stay saved, and the exit status is 130.
+serial ones, task by task. Ctrl-C (or SIGTERM) stops the run, also during a save: the
+experiment being run is not saved (its stored file is untouched), experiments saved before it
+stay saved, and the exit status is 130 (143 for SIGTERM). The store is checked for
+writability before anything runs; a failed save (a full disk) prints the error and exits
+with status 1, leaving the stored file untouched.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 
-from . import add_manifest, registry, run, save, stored_names
+from . import add_manifest, check_writable, registry, run, save, stored_files, stored_names
+from ._tasks import check_workers
 
 
 def _listing(experiments: dict) -> str:
@@ -38,22 +45,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true",
                         help="rerun every experiment that has a stored file")
     parser.add_argument("--add-manifest", action="store_true",
-                        help="add a manifest to stored files that have none (no rerun)")
+                        help="write the manifest of the named stored files (or of every "
+                             "stored file without a hashed one) from their contents (no rerun)")
     parser.add_argument("--workers", type=int, default=None, metavar="K",
                         help="run the tasks on a local Dask cluster of K worker processes")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="run the tasks on the Dask cluster of this scheduler address")
     args = parser.parse_args(argv)
-    if args.workers is not None and (args.workers < 1 or args.scheduler is not None):
-        parser.print_usage(sys.stderr)
-        print("error: --workers must be a positive integer and cannot be combined with "
-              "--scheduler", file=sys.stderr)
-        return 2
+    if args.workers is not None:
+        try:
+            check_workers(args.workers)
+            if args.scheduler is not None:
+                raise ValueError("workers cannot be combined with --scheduler")
+        except ValueError as exc:
+            parser.print_usage(sys.stderr)
+            print(f"error: --{exc}", file=sys.stderr)
+            return 2
     if args.add_manifest:
-        for name in stored_names():
-            if add_manifest(name):
-                print(f"{name}: manifest added")
-        return 0
+        return _add_manifests(args.names)
     if args.all and args.names:
         parser.print_usage(sys.stderr)
         print("error: give experiment names or --all, not both", file=sys.stderr)
@@ -68,17 +77,51 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown experiment(s) {', '.join(map(repr, unknown))}; nothing was run. "
               f"Known experiments (* = stored):\n{_listing(experiments)}", file=sys.stderr)
         return 2
-    for name in names:
-        start = time.perf_counter()
-        try:
-            history = run(name, full=True, progress=True, workers=args.workers,
-                          scheduler=args.scheduler)
-        except KeyboardInterrupt:
-            print(f"\ninterrupted: {name} was not saved (its stored file, if any, is "
-                  "untouched)", file=sys.stderr)
-            return 130
-        path = save(name, history)
-        print(f"{name}: saved {path} in {time.perf_counter() - start:.1f} s")
+    try:
+        check_writable()
+    except OSError as exc:
+        print(f"error: {exc.strerror}; nothing was run", file=sys.stderr)
+        return 1
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        for name in names:
+            start = time.perf_counter()
+            try:
+                path = save(name, run(name, full=True, progress=True, workers=args.workers,
+                                      scheduler=args.scheduler))
+            except (KeyboardInterrupt, Terminated) as exc:
+                print(f"\n{'terminated' if isinstance(exc, Terminated) else 'interrupted'}: "
+                      f"{name} was not saved (its stored file, if any, is untouched)",
+                      file=sys.stderr)
+                return 143 if isinstance(exc, Terminated) else 130
+            except OSError as exc:
+                print(f"error: {name} was not saved ({exc}); its stored file, if any, is "
+                      "untouched", file=sys.stderr)
+                return 1
+            print(f"{name}: saved {path} in {time.perf_counter() - start:.1f} s")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+class Terminated(Exception):
+    """Raised in the main thread by SIGTERM, so a run or a save stops like on Ctrl-C."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _add_manifests(names: list[str]) -> int:
+    """``--add-manifest``: the named stored files, or every one without a hashed manifest."""
+    files = stored_files()
+    missing = [name for name in names if name not in files]
+    if missing:
+        print(f"error: no stored file for {', '.join(map(repr, missing))}", file=sys.stderr)
+        return 2
+    for name in names or files:
+        if add_manifest(name, rewrite=bool(names)):
+            print(f"{name}: manifest written from its current contents")
     return 0
 
 

@@ -24,15 +24,21 @@ function started, and re-raises ``KeyboardInterrupt`` (nothing is saved).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from .._progress import progress as progress_bar
-from .._validation import check_int
+from .._validation import check_int, check_memory
 
-__all__ = ["TaskGrid", "run_grid", "merge_tasks", "one_task", "local_cluster"]
+__all__ = ["TaskGrid", "run_grid", "merge_tasks", "one_task", "local_cluster", "check_workers"]
+
+#: Local worker processes allowed per core (more only queue for the same cores).
+WORKERS_PER_CORE = 4
+#: Memory a local worker process needs before it runs a task (interpreter, numpy, Dask).
+WORKER_BYTES = 200 * 2 ** 20
 
 History = dict[str, np.ndarray]
 
@@ -104,12 +110,22 @@ def _run_on_client(grid: TaskGrid, client: object, progress: bool
     return results  # type: ignore[return-value]
 
 
+def check_workers(workers: object) -> int:
+    """``workers`` as the size of a local cluster: an integer from 1 to
+    ``WORKERS_PER_CORE`` times the number of cores, whose processes fit in the available
+    memory (``WORKER_BYTES`` each); raises ``ValueError`` naming ``workers`` otherwise."""
+    cores = os.cpu_count() or 1
+    workers = check_int("workers", workers, minimum=1, maximum=WORKERS_PER_CORE * cores)
+    check_memory("workers", workers, workers * WORKER_BYTES, "the worker processes")
+    return workers
+
+
 def local_cluster(workers: int) -> object:
     """A ``dask.distributed.LocalCluster`` of ``workers`` single-threaded processes on this
     machine, without a dashboard (its internal HTTP server takes a free port)."""
     from distributed import LocalCluster
 
-    return LocalCluster(n_workers=check_int("workers", workers, minimum=1), threads_per_worker=1,
+    return LocalCluster(n_workers=check_workers(workers), threads_per_worker=1,
                         processes=True, dashboard_address=":0",
                         scheduler_kwargs={"dashboard": False})
 
@@ -125,7 +141,7 @@ def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | Non
     if not isinstance(grid, TaskGrid):
         raise TypeError(f"grid must be a TaskGrid, got {type(grid).__name__}")
     if workers is not None:
-        workers = check_int("workers", workers, minimum=1)
+        workers = check_workers(workers)
     if scheduler is not None:
         if not isinstance(scheduler, str) or not scheduler:
             raise TypeError(f"scheduler must be an address string such as "
