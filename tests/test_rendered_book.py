@@ -536,3 +536,60 @@ def test_every_claim_has_its_own_anchor(server: str, browser) -> None:
     assert len({anchor for anchor, _ in ids}) == len(ids), "claim anchors repeat"
     assert all(href == f"#{anchor}" for anchor, href in ids)
     assert 0 <= top < 900, f"#{first} does not scroll its claim into view (top {top})"
+
+
+def _synthetic_figure_png() -> str:
+    """A figure with 6 pt text and two lines only colour tells apart (red/green)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnlib import plotting
+
+    fig, ax = plotting.figure(width="small")
+    ax.plot([0, 1], [0, 1], color="#2ca02c", label="green")
+    ax.plot([0, 1], [1, 0], color="#d62728", label="red")
+    ax.set_xlabel("tiny label", fontsize=6)
+    png = plotting.figure_png(fig)
+    plt.close(fig)
+    return base64.b64encode(png).decode("ascii")
+
+
+def test_the_checks_catch_each_regression(browser) -> None:
+    """Each check fails on a page made to break it (so none of them can pass vacuously)."""
+    session = _Page(browser, "http://127.0.0.1:9", 1280)
+    try:
+        page = session.page
+        long_line = "column_a   column_b   " * 12
+        page.set_content(f"""<html><body><article>
+          <div class="cell_output"><div class="highlight"><pre style="white-space: pre-wrap;
+            width: 300px">{long_line}</pre></div></div>
+          <div class="cell_output"><div><pre style="white-space: pre; width: 300px;
+            overflow-x: auto">{long_line}</pre></div></div>
+          <p>the raw $x^{{2}}$ of an exercise</p>
+          <div class="math"><mjx-container display="true" style="display: block; width: 300px;
+            overflow-x: auto"><div style="width: 900px">a wide equation</div></mjx-container></div>
+          <table><thead><tr><th style="width: 10px; overflow-wrap: anywhere">Threshold</th>
+            </tr></thead><tbody><tr><td>1</td></tr></tbody></table>
+          <div class="cell_output"><img alt="a figure" width="300"
+            src="data:image/png;base64,{_synthetic_figure_png()}"></div>
+        </article></body></html>""")
+        page.add_script_tag(path=str(Path(__file__).resolve().parents[1]
+                                     / "book" / "_static" / "book.js"))
+        page.evaluate("() => { enlargeableFigures(); markScrollBoxes(); }")
+        found = {
+            "wrapped output": _check_outputs(page),
+            "raw TeX": _check_raw_tex(page),
+            "wide equation": _check_display_math(page, 1280),
+            "broken header": _check_tables(page, 1280),
+            "figure": _check_figure_text(page, 1280),
+        }
+    finally:
+        session.close()
+    assert any("printed output wraps" in p for p in found["wrapped output"]), found
+    assert any("raw TeX or $" in p for p in found["raw TeX"]), found
+    assert any("display equation" in p and "wide" in p for p in found["wide equation"]), found
+    assert any("breaks a word" in p for p in found["broken header"]), found
+    figure = " ".join(found["figure"])
+    assert "green / red (deuteranopia)" in figure and "on the page" in figure, found
