@@ -593,3 +593,24 @@ def test_the_checks_catch_each_regression(browser) -> None:
     assert any("breaks a word" in p for p in found["broken header"]), found
     figure = " ".join(found["figure"])
     assert "green / red (deuteranopia)" in figure and "on the page" in figure, found
+
+
+def test_bibliography_links_every_arxiv_id(server: str, browser) -> None:
+    """Every entry that names an arXiv identifier links to its arXiv page."""
+    if "book/bibliography.html" not in pages():
+        pytest.skip("no bibliography page in this build")
+    session = _Page(browser, server, 1280)
+    try:
+        entries = session.open("book/bibliography.html").evaluate(
+            "() => Array.from(document.querySelectorAll('div.citation')).map(e => "
+            "({text: e.textContent, links: Array.from(e.querySelectorAll('a'))"
+            ".map(a => a.href)}))")
+    finally:
+        session.close()
+    with_ids = [(re.findall(r"arXiv:\s*(\d{4}\.\d{4,5})", e["text"]), e) for e in entries]
+    with_ids = [(ids, e) for ids, e in with_ids if ids]
+    assert len(with_ids) >= 3
+    unlinked = [ids for ids, e in with_ids
+                if not all(any(f"arxiv.org/abs/{i}" in link for link in e["links"])
+                           for i in ids)]
+    assert not unlinked, f"arXiv identifiers without a link: {unlinked}"
