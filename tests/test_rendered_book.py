@@ -472,6 +472,8 @@ def _check_contents_drawer(page, width: int) -> list[str]:
         return []   # a page without sections has no drawer
     toggle.click()
     page.wait_for_timeout(400)
+    if not page.evaluate("() => document.getElementById('pst-secondary-sidebar-modal').open"):
+        return ["the \"on this page\" button does not open its drawer"]
     link = page.locator("#pst-secondary-sidebar-modal a[href^='#']").first
     if link.count() == 0:
         page.keyboard.press("Escape")
