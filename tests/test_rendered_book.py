@@ -161,7 +161,8 @@ def test_page(page_path: str, width: int, server: str, browser) -> None:
                     + _check_outputs(page) + _check_display_math(page, width)
                     + _check_text(page) + _check_raw_tex(page) + _check_tables(page, width)
                     + _check_figure_text(page, width) + _check_sliders(page)
-                    + _check_contents_drawer(page, width) + _check_navigation(page, width))
+                    + _check_footer(page) + _check_contents_drawer(page, width)
+                    + _check_navigation(page, width))
         problems += session.errors + [f"outside request: {url}" for url in session.external]
     finally:
         session.close()
@@ -463,6 +464,17 @@ def _check_figure_text(page, width: int) -> list[str]:
     return problems
 
 
+def _check_footer(page) -> list[str]:
+    """Every page's footer: build date, version and both licences."""
+    footer = page.locator(".attn-footer")
+    if footer.count() == 0:
+        return ["no footer with the build date, version and licences"]
+    text = footer.first.inner_text()
+    wanted = [r"Built \d{4}-\d{2}-\d{2}", r"version \d+\.\d+", "MIT", "CC BY 4.0"]
+    return [f"footer lacks {pattern!r}: {text!r}" for pattern in wanted
+            if not re.search(pattern, text)]
+
+
 def _check_contents_drawer(page, width: int) -> list[str]:
     """Phones: the "on this page" drawer closes after a tap on a section."""
     if width >= 992:
@@ -616,3 +628,25 @@ def test_bibliography_links_every_arxiv_id(server: str, browser) -> None:
                 if not all(any(f"arxiv.org/abs/{i}" in link for link in e["links"])
                            for i in ids)]
     assert not unlinked, f"arXiv identifiers without a link: {unlinked}"
+
+
+def test_landing_page_lists_every_chapter_and_how_to_cite(server: str, browser) -> None:
+    import yaml
+
+    toc = yaml.safe_load((Path(__file__).resolve().parents[1] / "_toc.yml").read_text())
+    chapters = [entry["file"] for part in toc["parts"] for entry in part["chapters"]
+                if entry["file"].startswith("notebooks/")]
+    session = _Page(browser, server, 1280)
+    try:
+        page = session.open("book/intro.html")
+        links = page.evaluate("() => Array.from(document.querySelectorAll("
+                              "'#the-chapters table a')).map(a => a.getAttribute('href'))")
+        rows = page.evaluate("() => Array.from(document.querySelectorAll("
+                             "'#the-chapters table tbody tr')).map(r => r.cells[2].innerText)")
+        bibtex = page.locator("#how-to-cite pre").first.inner_text()
+    finally:
+        session.close()
+    linked = {href.split("#")[0].removeprefix("../").removesuffix(".html") for href in links}
+    assert linked == set(chapters), f"chapters not listed: {set(chapters) - linked}"
+    assert len(rows) == len(chapters) and all(len(line.split()) >= 5 for line in rows)
+    assert bibtex.startswith("@software{") and "title = " in bibtex and "version = " in bibtex
