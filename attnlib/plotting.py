@@ -263,23 +263,28 @@ def _lab(linear_rgb: np.ndarray) -> np.ndarray:
 
 
 def confusable_series(fig) -> list[tuple[str, str, str]]:
-    """Pairs of lines in one axes that only colour tells apart, and too little of it.
+    """Pairs of series in one axes that only colour tells apart, and too little of it.
 
-    Two visible lines of at least two points that share line style and marker are confusable
+    A series is a visible, labelled line (its label is in the legend, so the reader has to
+    match it by its look) of at least two points; unlabelled lines (pieces of a labelled
+    series, guides) are left out. Two series that share line style and marker are confusable
     when their colours differ by less than :data:`MIN_DELTA_E` (:func:`delta_e`) under any
-    vision of :data:`CVD`. Returns ``(label a, label b, vision)`` triples, one per pair.
+    vision of :data:`CVD`. Returns ``(label a, label b, vision)`` triples, each pair once.
     """
-    pairs = []
+    pairs: list[tuple[str, str, str]] = []
     for ax in fig.axes:
         lines = [line for line in ax.get_lines()
-                 if line.get_visible() and len(np.atleast_1d(line.get_xdata())) > 1]
+                 if line.get_visible() and not line.get_label().startswith("_")
+                 and len(np.atleast_1d(line.get_xdata())) > 1]
         for a, b in itertools.combinations(lines, 2):
             if a.get_linestyle() != b.get_linestyle() or \
                     str(a.get_marker()) != str(b.get_marker()):
                 continue
             for vision in CVD:
+                pair = (a.get_label(), b.get_label(), vision)
                 if delta_e(a.get_color(), b.get_color(), vision) < MIN_DELTA_E:
-                    pairs.append((a.get_label(), b.get_label(), vision))
+                    if pair not in pairs:
+                        pairs.append(pair)
                     break
     return pairs
 

@@ -122,6 +122,8 @@ def test_confusable_series_finds_pairs_only_colour_tells_apart() -> None:
     plt.close(fig)
     fig = _two_lines("#777777", "#787878")             # the same grey to everyone
     assert plotting.confusable_series(fig)[0][2] == "normal vision"
+    fig.axes[0].get_lines()[1].set_label("_piece of a")  # unlabelled: not a series
+    assert plotting.confusable_series(fig) == []
     plt.close(fig)
 
 
