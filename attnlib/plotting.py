@@ -2,11 +2,18 @@
 
 Every chapter calls :func:`use_book_style` once and draws with :func:`figure`, so that figures
 are drawn at the size they are shown. The book's text column is about 690 CSS pixels wide and
-figures are saved at :data:`DPI` = 100 dots per inch, so a figure ``w`` inches wide is a
-``100 w`` pixel image shown at (almost) its natural size; :data:`WIDTHS` fixes the three
-widths the book uses. A font of ``s`` points is then ``s * 100 / 72`` pixels tall on screen,
-and the smallest font the style uses (9 pt, tick labels and legends) is 12.5 pixels, which is
-9 pt at the 96 pixels per inch that browsers assume.
+figures are laid out at :data:`DPI` = 100 dots per inch, so a figure ``w`` inches wide is shown
+``100 w`` CSS pixels wide; :data:`WIDTHS` fixes the three widths the book uses. A font of ``s``
+points is then ``s * 100 / 72`` CSS pixels tall, and the smallest font the style uses (9 pt,
+tick labels and legends) is 12.5 CSS pixels, which is 9 pt at the 96 pixels per inch that
+browsers assume.
+
+In a notebook, :func:`use_book_style` makes every displayed figure a :func:`figure_png`: pixels
+at :data:`PIXEL_RATIO` times that size (sharp on 2x screens and projectors), a 256-colour
+palette (about the bytes of a plain 1x image) and two text records the book's browser check
+reads: the smallest text on the figure in CSS pixels at its natural size
+(:func:`smallest_text_px`) and the pairs of series a colour-blind reader cannot tell apart
+(:func:`confusable_series`).
 
 Colours come from the Okabe-Ito palette (Okabe & Ito 2008, "Color Universal Design"), chosen
 to stay apart under the common colour-vision deficiencies; every named series of the book
@@ -16,21 +23,30 @@ grey. A method has one style across the whole book: ``plot_series(ax, x, y, "gd"
 
 from __future__ import annotations
 
+import io
+import itertools
 from typing import Any
 
 import matplotlib as mpl
+import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
+import numpy as np
 from cycler import cycler
 
 from ._validation import check_int, check_positive
 
 # plot_series and legend_below are thin wrappers of matplotlib calls (they accept whatever
 # ax.plot and fig.legend accept, NaN gaps included) and stay outside the checked API.
-__all__ = ["DPI", "WIDTHS", "OKABE_ITO", "CYCLE_COLOURS", "SERIES", "SERIES_GROUPS",
-           "METHOD_COLOURS", "use_book_style", "figure", "new_figure", "series_style"]
+__all__ = ["DPI", "PIXEL_RATIO", "WIDTHS", "OKABE_ITO", "CYCLE_COLOURS", "SERIES", "SERIES_GROUPS",
+           "METHOD_COLOURS", "CVD", "MIN_DELTA_E", "use_book_style", "figure", "new_figure",
+           "series_style", "delta_e", "smallest_text_px", "confusable_series", "figure_png",
+           "png_records"]
 
-#: Dots per inch of every saved figure (inline backend and ``savefig``).
+#: Dots per inch of the figure layout: one CSS pixel per dot when shown at natural size.
 DPI = 100
+
+#: Image pixels per CSS pixel of a displayed figure (2: sharp on 2x screens).
+PIXEL_RATIO = 2
 
 #: Figure widths in inches: "full" fills the ~690 px text column, "medium" and "small" are
 #: for single plots that need less room (a square scatter plot, a small inset-like figure).
@@ -91,8 +107,29 @@ SERIES_GROUPS = {
 METHOD_COLOURS = {name: SERIES[name]["color"] for name in SERIES_GROUPS["methods"]}
 
 
+#: Colour-vision simulations: Machado, Oliveira & Fernandes (2009), severity 1.0, acting on
+#: linear sRGB.
+CVD = {
+    "normal vision": np.eye(3),
+    "protanopia": np.array([[0.152286, 1.052583, -0.204868],
+                            [0.114503, 0.786281, 0.099216],
+                            [-0.003882, -0.048116, 1.051998]]),
+    "deuteranopia": np.array([[0.367322, 0.860646, -0.227968],
+                              [0.280085, 0.672501, 0.047413],
+                              [-0.011820, 0.042940, 0.968881]]),
+}
+
+#: Smallest CIE76 colour difference between two series that share a line style and marker
+#: (about 2.3 is "just noticeable"; the old green/red pair #2ca02c/#d62728 is 7.3 under
+#: deuteranopia).
+MIN_DELTA_E = 15.0
+
+
 def use_book_style() -> None:
-    """Set matplotlib defaults for the book: 100 dpi, 10/9 pt fonts, Okabe-Ito cycle."""
+    """Set matplotlib defaults for the book: 100 dpi, 10/9 pt fonts, Okabe-Ito cycle.
+
+    In IPython it also makes :func:`figure_png` the PNG form of every displayed figure.
+    """
     mpl.rcParams.update({
         "figure.figsize": (WIDTHS["full"], 0.6 * WIDTHS["full"]),
         "figure.dpi": DPI,
@@ -117,6 +154,139 @@ def use_book_style() -> None:
         "lines.markersize": 5,
         "image.cmap": "viridis",
     })
+    _register_png_formatter()
+
+
+def _register_png_formatter() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    formatter = shell.display_formatter.formatters["image/png"]
+    formatter.for_type(mpl.figure.Figure, _displayed_png)
+
+
+def _displayed_png(fig) -> tuple[str, dict[str, int]] | None:
+    """IPython's PNG form of a figure: base64 :func:`figure_png` and its CSS size."""
+    import base64
+
+    if not fig.axes and not fig.texts and not fig.images:
+        return None   # an empty figure shows nothing, as in the inline backend
+    png = figure_png(fig)
+    width, height = _png_size(png)
+    return (base64.b64encode(png).decode("ascii"),
+            {"width": round(width / PIXEL_RATIO), "height": round(height / PIXEL_RATIO)})
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def figure_png(fig, *, pixel_ratio: int = PIXEL_RATIO) -> bytes:
+    """The figure as a palette PNG at ``pixel_ratio`` image pixels per CSS pixel.
+
+    Carries two text chunks for the book's checks: ``attn:min-text-px`` (the
+    :func:`smallest_text_px` of the figure) and ``attn:confusable`` (the
+    :func:`confusable_series` pairs, ``;``-separated, empty when there are none).
+    """
+    from PIL import Image, PngImagePlugin
+
+    pixel_ratio = check_int("pixel_ratio", pixel_ratio, minimum=1)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI * pixel_ratio, bbox_inches="tight",
+                metadata={"Software": None})
+    image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    palette = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+                             dither=Image.Dither.NONE)
+    info = PngImagePlugin.PngInfo()
+    info.add_text("attn:min-text-px", f"{smallest_text_px(fig):.2f}")
+    info.add_text("attn:confusable", ";".join(
+        f"{a} / {b} ({vision})" for a, b, vision in confusable_series(fig)))
+    out = io.BytesIO()
+    palette.save(out, format="PNG", optimize=True, pnginfo=info)
+    return out.getvalue()
+
+
+def png_records(png: bytes) -> dict[str, str]:
+    """The ``attn:`` text chunks of a :func:`figure_png` (empty for any other PNG)."""
+    from PIL import Image
+
+    text = getattr(Image.open(io.BytesIO(png)), "text", {})
+    return {key: value for key, value in text.items() if key.startswith("attn:")}
+
+
+def smallest_text_px(fig) -> float:
+    """Height in CSS pixels of the smallest visible text, at the figure's natural size.
+
+    A font of ``s`` points is ``s * DPI / 72`` pixels. Every visible, non-empty text artist
+    counts (titles, labels, legends, annotations, colour bars), and of the tick labels those
+    of ticks inside the axes' view. ``inf`` when the figure has no text.
+    """
+    fig.canvas.draw()   # places the ticks
+    axes_lists = [(axis.majorTicks + axis.minorTicks, axis)
+                  for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)]
+    every_tick_label = {id(label) for ticks, _ in axes_lists
+                        for tick in ticks for label in (tick.label1, tick.label2)}
+    shown_tick_labels = [label for _, axis in axes_lists
+                         for label in axis.get_majorticklabels() + axis.get_minorticklabels()]
+    texts = [text for text in fig.findobj(mpl.text.Text) if id(text) not in every_tick_label]
+    sizes = [text.get_fontsize() for text in texts + shown_tick_labels
+             if text.get_visible() and text.get_text().strip()]
+    return min(sizes, default=float("inf")) * DPI / 72
+
+
+def delta_e(colour_a: Any, colour_b: Any, vision: str = "normal vision") -> float:
+    """CIE76 difference (Euclidean distance in CIELAB) of two colours seen under ``vision``.
+
+    ``vision`` is a key of :data:`CVD`; the simulation matrix acts on linear sRGB.
+    """
+    if vision not in CVD:
+        raise ValueError(f"vision must be one of {sorted(CVD)}, got {vision!r}")
+    a, b = (CVD[vision] @ _linear(np.array(mcolors.to_rgb(c))) for c in (colour_a, colour_b))
+    return float(np.linalg.norm(_lab(a) - _lab(b)))
+
+
+def _linear(rgb: np.ndarray) -> np.ndarray:
+    return np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+
+
+def _lab(linear_rgb: np.ndarray) -> np.ndarray:
+    to_xyz = np.array([[0.4124564, 0.3575761, 0.1804375],
+                       [0.2126729, 0.7151522, 0.0721750],
+                       [0.0193339, 0.1191920, 0.9503041]])
+    t = to_xyz @ np.clip(linear_rgb, 0.0, 1.0) / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def confusable_series(fig) -> list[tuple[str, str, str]]:
+    """Pairs of series in one axes that only colour tells apart, and too little of it.
+
+    A series is a visible, labelled line (its label is in the legend, so the reader has to
+    match it by its look) of at least two points; unlabelled lines (pieces of a labelled
+    series, guides) are left out. Two series that share line style and marker are confusable
+    when their colours differ by less than :data:`MIN_DELTA_E` (:func:`delta_e`) under any
+    vision of :data:`CVD`. Returns ``(label a, label b, vision)`` triples, each pair once.
+    """
+    pairs: list[tuple[str, str, str]] = []
+    for ax in fig.axes:
+        lines = [line for line in ax.get_lines()
+                 if line.get_visible() and not line.get_label().startswith("_")
+                 and len(np.atleast_1d(line.get_xdata())) > 1]
+        for a, b in itertools.combinations(lines, 2):
+            if a.get_linestyle() != b.get_linestyle() or \
+                    str(a.get_marker()) != str(b.get_marker()):
+                continue
+            for vision in CVD:
+                pair = (a.get_label(), b.get_label(), vision)
+                if delta_e(a.get_color(), b.get_color(), vision) < MIN_DELTA_E:
+                    if pair not in pairs:
+                        pairs.append(pair)
+                    break
+    return pairs
 
 
 def figure(nrows: int = 1, ncols: int = 1, *, width: str | float = "full",

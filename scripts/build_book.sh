@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
 # README command 1: set everything up, execute every notebook, build the HTML book.
+# Options through the environment (the publishing workflow sets both):
+#   ATTNBOOK_REPOSITORY_URL=https://github.com/OWNER/REPO  repository, issue, edit-this-page,
+#       Binder and Colab buttons (book/_ext/book_html.py); without it the site shows none;
+#   ATTNBOOK_PDF=attnbook.pdf  also print the whole book from the single-page build with
+#       headless Chromium (scripts/book_pdf.py) to _build/html/attnbook.pdf, linked from the
+#       landing page.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 start=$SECONDS
@@ -10,4 +16,8 @@ start=$SECONDS
 echo "== building the book (executing every notebook on a fresh kernel)"
 .venv/bin/jupyter-book build . -W -n --keep-going
 .venv/bin/python scripts/build_ledger.py --verify --root _build/jupyter_execute  # claims ledger
+if [ -n "${ATTNBOOK_PDF:-}" ]; then
+  echo "== printing the whole book to _build/html/$ATTNBOOK_PDF"
+  .venv/bin/python scripts/book_pdf.py "_build/html/$ATTNBOOK_PDF"
+fi
 echo "== built in $((SECONDS - start)) s: open $ROOT/_build/html/index.html"

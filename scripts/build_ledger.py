@@ -351,6 +351,18 @@ BADGES = {REPRODUCED: "success", PARTLY: "warning", NOT_REPRODUCED: "danger",
           NOT_TESTABLE: "dark", NOT_YET_TESTED: "light"}
 
 
+def claim_anchor_id(claim_id: str) -> str:
+    """The HTML id of a claim's row: ``ledger.html#claim-<id>`` links to that one claim."""
+    return "claim-" + make_id(claim_id)
+
+
+def _claim_anchor(claim_id: str) -> str:
+    """The claim's id and a link to itself, the row's anchor."""
+    anchor = claim_anchor_id(claim_id)
+    return (f'<small>`{claim_id}` <a class="claim-anchor" id="{anchor}" href="#{anchor}" '
+            f'title="Link to this claim">#</a></small>')
+
+
 def _badge(status: str) -> str:
     return f"{{bdg-{BADGES[status]}}}`{status}`"
 
@@ -365,7 +377,7 @@ def _cells(row: Row) -> list[str | list[str]]:
     printed_as = (f" <br> <small>verdict printed as: {escape(claim['claim'])}</small>"
                   if claim.get("statement") else "")
     title = (f"**{claim['label']}** {escape(claim.get('statement') or claim['claim'])}"
-             f"{printed_as} <br> {where} <br> <small>`{claim['id']}`</small>")
+             f"{printed_as} <br> {where} <br> {_claim_anchor(claim['id'])}")
     if printed is None:
         return [title, escape(claim.get("not_yet_tested", "no verdict printed")), "",
                 _badge(NOT_YET_TESTED)]

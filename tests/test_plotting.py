@@ -9,44 +9,16 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.colors as mcolors
+import matplotlib.figure
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
 from attnlib import plotting
 
-# Machado, Oliveira & Fernandes (2009), severity 1.0, acting on linear sRGB.
-CVD = {
-    "normal vision": np.eye(3),
-    "protanopia": np.array([[0.152286, 1.052583, -0.204868],
-                            [0.114503, 0.786281, 0.099216],
-                            [-0.003882, -0.048116, 1.051998]]),
-    "deuteranopia": np.array([[0.367322, 0.860646, -0.227968],
-                              [0.280085, 0.672501, 0.047413],
-                              [-0.011820, 0.042940, 0.968881]]),
-}
-# CIE76 colour difference (Euclidean distance in CIELAB). About 2.3 is "just noticeable";
-# the green/red pair the book used before (#2ca02c, #d62728) is 7.3 under deuteranopia.
-MIN_DELTA_E = 15.0
-
-
-def _linear(rgb: np.ndarray) -> np.ndarray:
-    return np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
-
-
-def _lab(linear_rgb: np.ndarray) -> np.ndarray:
-    to_xyz = np.array([[0.4124564, 0.3575761, 0.1804375],
-                       [0.2126729, 0.7151522, 0.0721750],
-                       [0.0193339, 0.1191920, 0.9503041]])
-    t = to_xyz @ np.clip(linear_rgb, 0.0, 1.0) / np.array([0.95047, 1.0, 1.08883])
-    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
-    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
-
-
-def delta_e(colour_a: str, colour_b: str, vision: str) -> float:
-    """CIE76 difference of two colours as seen under ``vision`` (a key of ``CVD``)."""
-    a, b = (CVD[vision] @ _linear(np.array(mcolors.to_rgb(c))) for c in (colour_a, colour_b))
-    return float(np.linalg.norm(_lab(a) - _lab(b)))
+CVD = plotting.CVD
+MIN_DELTA_E = plotting.MIN_DELTA_E
+delta_e = plotting.delta_e
 
 
 def test_delta_e_flags_the_old_green_red_pair() -> None:
@@ -127,3 +99,76 @@ def test_bad_arguments_are_named() -> None:
         plotting.figure(1, 4)
     with pytest.raises(ValueError, match="aspect"):
         plotting.figure(aspect=0.0)
+    with pytest.raises(ValueError, match="vision must be one of"):
+        plotting.delta_e("red", "blue", "tritanopia")
+
+
+def _two_lines(colour_a: str, colour_b: str, **style_b):
+    fig, ax = plotting.figure()
+    ax.plot([0, 1], [0, 1], color=colour_a, label="a")
+    ax.plot([0, 1], [1, 0], color=colour_b, label="b", **style_b)
+    return fig
+
+
+def test_confusable_series_finds_pairs_only_colour_tells_apart() -> None:
+    fig = _two_lines("#2ca02c", "#d62728")           # red/green, same style: confusable
+    assert plotting.confusable_series(fig) == [("a", "b", "deuteranopia")]
+    plt.close(fig)
+    fig = _two_lines("#2ca02c", "#d62728", linestyle="--")   # a line style tells them apart
+    assert plotting.confusable_series(fig) == []
+    plt.close(fig)
+    fig = _two_lines(plotting.OKABE_ITO["blue"], plotting.OKABE_ITO["vermillion"])
+    assert plotting.confusable_series(fig) == []
+    plt.close(fig)
+    fig = _two_lines("#777777", "#787878")             # the same grey to everyone
+    assert plotting.confusable_series(fig)[0][2] == "normal vision"
+    fig.axes[0].get_lines()[1].set_label("_piece of a")  # unlabelled: not a series
+    assert plotting.confusable_series(fig) == []
+    plt.close(fig)
+
+
+def test_smallest_text_counts_every_text_but_ticks_out_of_view() -> None:
+    fig, (left, right) = plotting.figure(1, 2)
+    assert plotting.smallest_text_px(fig) == pytest.approx(9 * plotting.DPI / 72)
+    right.set_xlabel("tiny", fontsize=6)
+    assert plotting.smallest_text_px(fig) == pytest.approx(6 * plotting.DPI / 72)
+    right.xaxis.label.set_visible(False)
+    left.annotate("note", (0.5, 0.5), fontsize=7.5)
+    assert plotting.smallest_text_px(fig) == pytest.approx(7.5 * plotting.DPI / 72)
+    plt.close(fig)
+    empty = matplotlib.figure.Figure()
+    assert plotting.smallest_text_px(empty) == float("inf")
+
+
+def test_figure_png_is_sharp_and_carries_its_records() -> None:
+    fig = _two_lines("#2ca02c", "#d62728")
+    fig.axes[0].set_title("small", fontsize=8)
+    png = plotting.figure_png(fig)
+    width, _ = plotting._png_size(png)
+    # bbox_inches="tight" trims or pads the margin by a few hundredths of an inch
+    css_width = plotting.DPI * fig.get_figwidth()
+    assert width == pytest.approx(plotting.PIXEL_RATIO * css_width, rel=0.05)
+    records = plotting.png_records(png)
+    assert float(records["attn:min-text-px"]) == pytest.approx(8 * plotting.DPI / 72, abs=0.01)
+    assert records["attn:confusable"] == "a / b (deuteranopia)"
+    plt.close(fig)
+    with pytest.raises(ValueError, match="pixel_ratio"):
+        plotting.figure_png(fig, pixel_ratio=0)
+
+
+def test_notebooks_display_figures_as_figure_png() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        plotting.use_book_style()
+        fig, ax = plotting.figure(width="small")
+        ax.plot([0, 1], [0, 1])
+        data, metadata = shell.display_formatter.format(fig)
+        plt.close(fig)
+    finally:
+        InteractiveShell.clear_instance()
+    png = __import__("base64").b64decode(data["image/png"])
+    width, height = plotting._png_size(png)
+    assert metadata["image/png"] == {"width": round(width / 2), "height": round(height / 2)}
+    assert "attn:min-text-px" in plotting.png_records(png)

@@ -3,13 +3,20 @@
 * the workflow validates against GitHub's workflow schema (check-jsonschema's vendored copy of
   the SchemaStore schema, offline), a broken workflow does not, and it builds with the README's
   build command and publishes only on pushes to main;
+* only the deploy job, which runs on pushes to main, may write to the repository; the build
+  job's token is read-only, and every action is pinned to a full commit SHA;
+* a build with a sample repository URL shows repository, issue, edit, Binder and Colab
+  buttons with the right targets (and a Colab copy with the install cell); a build without
+  one shows none;
 * scripts/publish.sh pushes a built site to the gh-pages branch of a remote (a throwaway bare
   repository here), with .nojekyll, replacing what was there.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -96,3 +103,104 @@ def test_citation_file_is_valid_and_names_both_papers():
         assert f"eprint = {{{arxiv}}}" in bib
         for author in reference["authors"]:     # full names, as in the bibliography
             assert f"{author['family-names']}, {author['given-names']}" in bib
+
+
+def test_only_the_deploy_job_writes_and_actions_are_pinned():
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    assert workflow["permissions"] == {"contents": "read"}
+    jobs = workflow["jobs"]
+    writers = [name for name, job in jobs.items()
+               if job.get("permissions", {}).get("contents") == "write"]
+    assert writers == ["deploy"]
+    assert jobs["deploy"]["if"] == "github.event_name == 'push' && github.ref == 'refs/heads/main'"
+    assert jobs["deploy"]["needs"] == "build"
+    assert all(job.get("permissions", {}).get("contents") == "read"
+               for name, job in jobs.items() if name != "deploy")
+    for name, job in jobs.items():
+        for step in job["steps"]:
+            if "uses" in step:
+                assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), \
+                    f"{name}: {step['uses']} is not pinned to a commit SHA"
+    lines = [line for line in WORKFLOW.read_text().splitlines() if "uses:" in line]
+    assert all(re.search(r"@[0-9a-f]{40}  # v\d+\.\d+\.\d+$", line) for line in lines), \
+        "each pinned action names its release tag in a comment"
+    assert jobs["build"]["env"]["ATTNBOOK_REPOSITORY_URL"] == \
+        "${{ github.server_url }}/${{ github.repository }}"
+
+
+SAMPLE_URL = "https://github.com/example-org/attnbook-sample"
+SMALL_TOC = """format: jb-book
+root: book/intro
+parts:
+  - caption: Sample
+    chapters:
+      - file: notebooks/ch01_model
+      - file: book/bibliography
+"""
+
+
+def _build_small_book(tmp_path: Path, url: str | None) -> Path:
+    """The landing page, chapter 1 and the bibliography, from stored outputs."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["execute"]["execute_notebooks"] = "off"
+    # the config file's folder is not the book's: name the local extension's folder absolutely
+    config["sphinx"]["local_extensions"] = {"book_html": str(ROOT / "book" / "_ext")}
+    (tmp_path / "config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (tmp_path / "toc.yml").write_text(SMALL_TOC)
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("ATTNBOOK_REPOSITORY_URL", "ATTNBOOK_PDF")}
+    if url:
+        env["ATTNBOOK_REPOSITORY_URL"] = url
+    out = tmp_path / ("with_url" if url else "without_url")
+    result = subprocess.run(
+        [str(BIN / "jupyter-book"), "build", str(ROOT), "--config", str(tmp_path / "config.yml"),
+         "--toc", str(tmp_path / "toc.yml"), "--path-output", str(out)],
+        capture_output=True, text=True, check=False, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return out / "_build" / "html"
+
+
+def _links(html: str) -> dict[str, str]:
+    """Header buttons by kind: their href."""
+    kinds = {"repository": r'href="([^"]+)"[^>]*title="Source repository"',
+             "issue": r'href="([^"]+)"[^>]*title="Open an issue"',
+             "edit": r'href="([^"]+)"[^>]*title="Suggest edit"',
+             "binder": r'href="([^"]+)"[^>]*title="Launch on Binder"',
+             "colab": r'href="([^"]+)"[^>]*title="Launch on Colab"'}
+    found = {}
+    for kind, pattern in kinds.items():
+        match = re.search(pattern, html)
+        if match:
+            found[kind] = match[1].replace("&amp;", "&")
+    return found
+
+
+def test_repository_and_launch_buttons_follow_the_build_url(tmp_path):
+    site = _build_small_book(tmp_path, SAMPLE_URL)
+    chapter = (site / "notebooks" / "ch01_model.html").read_text()
+    links = _links(chapter)
+    assert links == {
+        "repository": SAMPLE_URL,
+        "issue": links.get("issue", "") if links.get("issue", "").startswith(
+            f"{SAMPLE_URL}/issues/new?title=") else "wrong",
+        "edit": f"{SAMPLE_URL}/edit/main/notebooks/ch01_model.ipynb",
+        "binder": "https://mybinder.org/v2/gh/example-org/attnbook-sample/main"
+                  "?urlpath=lab/tree/notebooks/ch01_model.ipynb",
+        "colab": "https://colab.research.google.com/github/example-org/attnbook-sample/"
+                 "blob/gh-pages/_colab/notebooks/ch01_model.ipynb",
+    }
+    copy = json.loads((site / "_colab" / "notebooks" / "ch01_model.ipynb").read_text())
+    first = "".join(copy["cells"][0]["source"])
+    assert 'find_spec("attnlib") is None' in first
+    assert f'%pip install --quiet "attnlib @ git+{SAMPLE_URL}"' in first
+    original = json.loads((ROOT / "notebooks" / "ch01_model.ipynb").read_text())
+    assert copy["cells"][1:] == original["cells"]
+    # the prose pages have the repository buttons but nothing to launch
+    intro = _links((site / "book" / "intro.html").read_text())
+    assert intro["repository"] == SAMPLE_URL and "binder" not in intro and "colab" not in intro
+    assert f"{SAMPLE_URL}/blob/main/LICENSE" in chapter
+    assert (ROOT / "binder" / "postBuild").is_file() and (ROOT / "binder" / "runtime.txt").is_file()
+
+    local = _build_small_book(tmp_path, None)
+    assert _links((local / "notebooks" / "ch01_model.html").read_text()) == {}
+    assert not (local / "_colab").exists()

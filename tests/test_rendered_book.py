@@ -12,26 +12,44 @@ wide (desktop, tablet, phone), and fails when
 * an image does not load, has no alt text or a file name as alt text, or (at 1280 px) is
   shown at less than 70% of its natural width (its labels would shrink below ~6 pt);
 * a notebook figure or slider has no caption;
-* a code or output block scrolls sideways (1280 px, on screen or printed), or the page
-  does, or inline maths runs past the window edge without a scroll box of its own (390 px);
+* a code block scrolls sideways (1280 px, on screen or printed), or the page does, or
+  inline maths runs past the window edge without a scroll box of its own (390 px);
+* a printed output (a result table) wraps a line: it must keep its columns and scroll in its
+  own box, and a box that scrolls must show the scroll cue (any width);
+* a display equation is wider than its column at 1280 px, or scrolls without the cue;
+* raw TeX or a ``$`` is left in the page's text (outside code and rendered maths);
+* a figure cannot be enlarged, its smallest text (the ``attn:min-text-px`` record that
+  ``attnlib.plotting.figure_png`` writes into the image) is under 11 CSS px in the enlarged
+  view or, at 900 px and up, on the page, it carries no such record, or it has series that
+  only colour tells apart and a colour-blind reader cannot (``attn:confusable``);
+* a table header breaks a word, or (below 600 px) a stacked table's value has no label;
+* the phone's "on this page" drawer stays open after a tap on a section;
 * the visible navigation button does nothing: below 992 px it must open the navigation
   drawer, above it must hide the sidebar;
 * an interactive figure does not change its image when its slider moves, or a widget view
   is embedded that needs a kernel;
 * it shows a Python traceback or an nbval marker.
+
+Two more tests: every chapter page transfers at most 1.5 MB gzipped (figures included), and
+the ledger gives every claim its own anchor.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
+import gzip
 import http.server
 import os
 import re
 import threading
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import unquote, urlparse
 
 import pytest
+
+from attnlib.plotting import png_records
 
 HTML_DIR = os.environ.get("ATTNBOOK_HTML")
 CHROMIUM = os.environ.get("ATTNBOOK_CHROMIUM", "/usr/bin/chromium")
@@ -39,6 +57,8 @@ SKIP_DIRS = {"_static", "_sources", "_images", "vendor"}
 SKIP_PAGES = {"genindex.html", "search.html"}
 WIDTHS = (1280, 900, 390)
 MIN_FIGURE_SCALE = 0.7
+MIN_FIGURE_TEXT_PX = 11.0
+PAGE_BUDGET_BYTES = 1_500_000
 
 pytestmark = pytest.mark.skipif(not HTML_DIR, reason="set ATTNBOOK_HTML to a built book "
                                 "(scripts/test.sh does) to run the browser check")
@@ -138,7 +158,11 @@ def test_page(page_path: str, width: int, server: str, browser) -> None:
     try:
         page = session.open(page_path)
         problems = (_check_math(page) + _check_images(page, width) + _check_overflow(page, width)
-                    + _check_text(page) + _check_sliders(page) + _check_navigation(page, width))
+                    + _check_outputs(page) + _check_display_math(page, width)
+                    + _check_text(page) + _check_raw_tex(page) + _check_tables(page, width)
+                    + _check_figure_text(page, width) + _check_sliders(page)
+                    + _check_footer(page) + _check_contents_drawer(page, width)
+                    + _check_navigation(page, width))
         problems += session.errors + [f"outside request: {url}" for url in session.external]
     finally:
         session.close()
@@ -196,10 +220,11 @@ def _check_overflow(page, width: int) -> list[str]:
     problems = []
     if width >= 1280:
         scrolling = page.evaluate("""() => Array.from(document.querySelectorAll(
-                'article div.highlight pre, article div.cell_output pre, article .output pre'))
+                'article div.highlight pre'))
+            .filter(pre => !pre.closest('div.cell_output, div.output'))
             .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
             .map(pre => pre.textContent.trim().split('\\n')[0].slice(0, 60))""")
-        problems += [f"code/output block scrolls sideways: {first!r}" for first in scrolling]
+        problems += [f"code block scrolls sideways: {first!r}" for first in scrolling]
         page.emulate_media(media="print")
         cut = page.evaluate("""() => Array.from(document.querySelectorAll('pre'))
             .filter(pre => pre.scrollWidth > pre.clientWidth + 1).length""")
@@ -282,3 +307,346 @@ def _check_navigation(page, width: int) -> list[str]:
                            "style.display === 'none' || style.visibility === 'hidden' || "
                            "s.getBoundingClientRect().right <= 0; }")
     return [] if hidden else ["the sidebar toggle does not hide the sidebar"]
+
+
+# A function body's prelude for page.evaluate: renderedLines(el) counts the visual lines of
+# el's text (the distinct tops of its text boxes, 3 px apart or more).
+RENDERED_LINES = """() => { function renderedLines(element) {
+    const tops = [];
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+        const range = document.createRange();
+        range.selectNodeContents(walker.currentNode);
+        for (const r of range.getClientRects()) {
+            if (r.width > 0 && r.height > 0) tops.push(r.top);
+        }
+    }
+    tops.sort((a, b) => a - b);
+    return tops.filter((top, i) => i === 0 || top - tops[i - 1] >= 3).length;
+}"""
+
+
+def _check_outputs(page) -> list[str]:
+    """Printed outputs keep their lines: as many rendered lines as text lines; a box wider
+    than the column scrolls and shows the cue (book.js: .attn-scrolls on its parent)."""
+    found = page.evaluate(RENDERED_LINES + """; return Array.from(document.querySelectorAll(
+            'article div.cell_output pre')).map(pre => {
+        const text = pre.textContent.replace(/\\n$/, '');
+        return {first: text.split('\\n')[0].slice(0, 60), lines: text.split('\\n').length,
+                rendered: renderedLines(pre), scrolls: pre.scrollWidth > pre.clientWidth + 1,
+                cue: pre.parentElement.classList.contains('attn-scrolls')};
+    }); }""")
+    problems = []
+    for block in found:
+        if block["rendered"] > block["lines"]:
+            problems.append(f"printed output wraps ({block['lines']} lines shown as "
+                            f"{block['rendered']}): {block['first']!r}")
+        if block["scrolls"] and not block["cue"]:
+            problems.append(f"printed output scrolls without a scroll cue: {block['first']!r}")
+    return problems
+
+
+def _check_display_math(page, width: int) -> list[str]:
+    found = page.evaluate("""() => Array.from(document.querySelectorAll(
+            'article mjx-container[display="true"]')).map(m => ({
+        text: (m.querySelector('mjx-assistive-mml math') || m).getAttribute('alttext')
+              || (m.parentElement.textContent || '').trim().slice(0, 50),
+        content: (m.firstElementChild || m).getBoundingClientRect().width,
+        column: m.clientWidth, scrolls: m.scrollWidth > m.clientWidth + 1,
+        cue: m.parentElement.classList.contains('attn-scrolls')}))""")
+    problems = []
+    for math in found:
+        if width >= 1280 and math["content"] > math["column"] + 1:
+            problems.append(f"display equation {math['content']:.0f} px wide in a "
+                            f"{math['column']} px column: {math['text'][:50]!r}")
+        elif math["scrolls"] and not math["cue"]:
+            problems.append(f"display equation scrolls without a scroll cue: "
+                            f"{math['text'][:50]!r}")
+    return problems
+
+
+# TeX left in the text: a dollar sign, a backslash command, or ^{ / _{ outside code and maths
+RAW_TEX = re.compile(r"\$|\\[A-Za-z]{2,}|[_^]\{")
+
+
+def _check_raw_tex(page) -> list[str]:
+    texts = page.evaluate("""() => {
+        const skip = 'pre, code, kbd, script, style, mjx-container, .math, .highlight, '
+                   + 'textarea, .sd-badge';
+        const walker = document.createTreeWalker(document.querySelector('article')
+            || document.body, NodeFilter.SHOW_TEXT);
+        const found = [];
+        while (walker.nextNode()) {
+            const node = walker.currentNode;
+            if (node.parentElement && !node.parentElement.closest(skip)) {
+                found.push(node.textContent);
+            }
+        }
+        return found;
+    }""")
+    problems = []
+    for text in texts:
+        match = RAW_TEX.search(text)
+        if match:
+            start = max(0, match.start() - 30)
+            problems.append(f"raw TeX or $ in the text: {text[start:match.end() + 30]!r}")
+    return problems
+
+
+def _check_tables(page, width: int) -> list[str]:
+    """Header cells break only between words; stacked rows (phones) label their values."""
+    problems = page.evaluate(RENDERED_LINES + """; return Array.from(document.querySelectorAll(
+        'article table th'))
+        .filter(th => th.offsetParent !== null && th.textContent.trim())
+        .map(th => { const words = th.textContent.trim().split(/\\s+/).length;
+            return renderedLines(th) > words
+                ? `table header breaks a word: ${th.textContent.trim()}` : null; })
+        .filter(Boolean); }""")
+    if width < 600:
+        unlabelled = page.evaluate("""() => Array.from(document.querySelectorAll(
+                'article .pst-scrollable-table-container > table')).filter(t =>
+                t.querySelector('thead th')).flatMap(t => Array.from(
+                t.querySelectorAll('tbody td:not(:first-child)')))
+            .filter(td => td.offsetParent !== null && !td.hasAttribute('data-label')).length""")
+        if unlabelled:
+            problems.append(f"{unlabelled} value(s) of stacked tables without a label")
+    return problems
+
+
+def _image_bytes(src: str, page_url: str) -> bytes | None:
+    if src.startswith("data:image/png;base64,"):
+        return base64.b64decode(src.split(",", 1)[1])
+    path = Path(HTML_DIR) / unquote(urlparse(page_url).path.lstrip("/"))
+    target = (path.parent / unquote(urlparse(src).path)).resolve()
+    return target.read_bytes() if target.is_file() and target.suffix == ".png" else None
+
+
+def _check_figure_text(page, width: int) -> list[str]:
+    """Every notebook figure opens an enlarged view; its smallest text is measured there and
+    on the page (CSS px) from the size record the book's figure style writes."""
+    images = page.locator("article div.cell_output img, article figure img")
+    problems = []
+    for i in range(images.count()):
+        image = images.nth(i)
+        if image.evaluate("img => !!img.closest('.attn-slider')"):
+            continue   # slider frames are drawn by attnlib.slider, without the records
+        src = image.get_attribute("src") or ""
+        data = _image_bytes(src, page.url)
+        if data is None:
+            continue   # not a PNG (no record to read)
+        name = src[:60]
+        records = png_records(data)
+        if records.get("attn:confusable"):
+            problems.append(f"series only colour tells apart, not under colour-blindness: "
+                            f"{records['attn:confusable']} ({name})")
+        if "attn:min-text-px" not in records:
+            problems.append(f"figure without a text-size record (draw it after "
+                            f"attnlib.plotting.use_book_style): {name}")
+            continue
+        text_px = float(records["attn:min-text-px"])
+        sizes = image.evaluate("""img => ({shown: img.getBoundingClientRect().width,
+            css: parseFloat(img.getAttribute('width')) || img.naturalWidth})""")
+        on_page = text_px * sizes["shown"] / sizes["css"]
+        if width >= 900 and on_page < MIN_FIGURE_TEXT_PX:
+            problems.append(f"smallest figure text {on_page:.1f} px on the page: {name}")
+        if width in (390, 1280):   # the enlarged view, on a phone and a desktop
+            image.scroll_into_view_if_needed()
+            image.click()
+            enlarged = page.evaluate("""() => { const d = document.querySelector(
+                'dialog.attn-enlarged'); return d && d.open
+                ? d.querySelector('img').getBoundingClientRect().width : null; }""")
+            page.keyboard.press("Escape")
+            if enlarged is None:
+                problems.append(f"figure does not open an enlarged view: {name}")
+            elif text_px * enlarged / sizes["css"] < MIN_FIGURE_TEXT_PX:
+                problems.append(f"smallest figure text {text_px * enlarged / sizes['css']:.1f}"
+                                f" px in the enlarged view: {name}")
+    return problems
+
+
+def _check_footer(page) -> list[str]:
+    """Every page's footer: build date, version and both licences."""
+    footer = page.locator(".attn-footer")
+    if footer.count() == 0:
+        return ["no footer with the build date, version and licences"]
+    text = footer.first.inner_text()
+    wanted = [r"Built \d{4}-\d{2}-\d{2}", r"version \d+\.\d+", "MIT", "CC BY 4.0"]
+    return [f"footer lacks {pattern!r}: {text!r}" for pattern in wanted
+            if not re.search(pattern, text)]
+
+
+def _check_contents_drawer(page, width: int) -> list[str]:
+    """Phones: the "on this page" drawer closes after a tap on a section."""
+    if width >= 992:
+        return []
+    toggle = page.locator(".secondary-toggle:visible").first
+    if toggle.count() == 0:
+        return []   # a page without sections has no drawer
+    toggle.click()
+    page.wait_for_timeout(400)
+    if not page.evaluate("() => document.getElementById('pst-secondary-sidebar-modal').open"):
+        return ["the \"on this page\" button does not open its drawer"]
+    link = page.locator("#pst-secondary-sidebar-modal a[href^='#']").first
+    if link.count() == 0:
+        page.keyboard.press("Escape")
+        return []
+    link.click()
+    page.wait_for_timeout(400)
+    still_open = page.evaluate("() => document.getElementById("
+                               "'pst-secondary-sidebar-modal').open")
+    if still_open:
+        page.keyboard.press("Escape")
+        return ["the \"on this page\" drawer stays open after a tap on a section"]
+    return []
+
+
+def chapter_pages() -> list[str]:
+    return [path for path in pages() if path.startswith("notebooks/")]
+
+
+@pytest.mark.parametrize("page_path", chapter_pages())
+def test_page_weight(page_path: str, server: str, browser) -> None:
+    """Everything a phone downloads for a chapter, gzipped as a server would send it (images
+    and fonts count as they are: already compressed), is within the budget."""
+    session = _Page(browser, server, 390)
+    responses = []
+    session.page.on("response", lambda response: responses.append(response))
+    try:
+        session.open(page_path)
+        session.page.wait_for_timeout(500)
+        sizes = {}
+        for response in responses:
+            body = response.body()
+            sizes[response.url] = min(len(body), len(gzip.compress(body, 6)))
+    finally:
+        session.close()
+    total = sum(sizes.values())
+    heaviest = sorted(sizes.items(), key=lambda item: -item[1])[:5]
+    assert total <= PAGE_BUDGET_BYTES, (
+        f"{page_path}: {total / 1e6:.2f} MB gzipped in {len(sizes)} requests, budget "
+        f"{PAGE_BUDGET_BYTES / 1e6} MB; heaviest: "
+        + ", ".join(f"{url.rsplit('/', 1)[-1][:40]} {size / 1e3:.0f} kB"
+                    for url, size in heaviest))
+
+
+def test_every_claim_has_its_own_anchor(server: str, browser) -> None:
+    if "book/ledger.html" not in pages():
+        pytest.skip("no ledger page in this build")
+    session = _Page(browser, server, 390)
+    try:
+        page = session.open("book/ledger.html")
+        ids = page.evaluate("() => Array.from(document.querySelectorAll('a.claim-anchor'))"
+                            ".map(a => [a.id, a.getAttribute('href')])")
+        rows = page.locator("table.ledger-table tbody tr").count()
+        first = ids[0][0] if ids else None
+        if first:
+            page.goto(f"{server}/book/ledger.html#{first}")
+            page.wait_for_timeout(300)
+            top = page.evaluate(f"() => document.getElementById('{first}')"
+                                ".getBoundingClientRect().top")
+    finally:
+        session.close()
+    assert rows > 0 and len(ids) == rows, f"{len(ids)} anchors for {rows} claims"
+    assert len({anchor for anchor, _ in ids}) == len(ids), "claim anchors repeat"
+    assert all(href == f"#{anchor}" for anchor, href in ids)
+    assert 0 <= top < 900, f"#{first} does not scroll its claim into view (top {top})"
+
+
+def _synthetic_figure_png() -> str:
+    """A figure with 6 pt text and two lines only colour tells apart (red/green)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnlib import plotting
+
+    fig, ax = plotting.figure(width="small")
+    ax.plot([0, 1], [0, 1], color="#2ca02c", label="green")
+    ax.plot([0, 1], [1, 0], color="#d62728", label="red")
+    ax.set_xlabel("tiny label", fontsize=6)
+    png = plotting.figure_png(fig)
+    plt.close(fig)
+    return base64.b64encode(png).decode("ascii")
+
+
+def test_the_checks_catch_each_regression(browser) -> None:
+    """Each check fails on a page made to break it (so none of them can pass vacuously)."""
+    session = _Page(browser, "http://127.0.0.1:9", 1280)
+    try:
+        page = session.page
+        long_line = "column_a   column_b   " * 12
+        page.set_content(f"""<html><body><article>
+          <div class="cell_output"><div class="highlight"><pre style="white-space: pre-wrap;
+            width: 300px">{long_line}</pre></div></div>
+          <div class="cell_output"><div><pre style="white-space: pre; width: 300px;
+            overflow-x: auto">{long_line}</pre></div></div>
+          <p>the raw $x^{{2}}$ of an exercise</p>
+          <div class="math"><mjx-container display="true" style="display: block; width: 300px;
+            overflow-x: auto"><div style="width: 900px">a wide equation</div></mjx-container></div>
+          <table><thead><tr><th style="width: 10px; overflow-wrap: anywhere">Threshold</th>
+            </tr></thead><tbody><tr><td>1</td></tr></tbody></table>
+          <div class="cell_output"><img alt="a figure" width="300"
+            src="data:image/png;base64,{_synthetic_figure_png()}"></div>
+        </article></body></html>""")
+        page.add_script_tag(path=str(Path(__file__).resolve().parents[1]
+                                     / "book" / "_static" / "book.js"))
+        page.evaluate("() => { enlargeableFigures(); markScrollBoxes(); }")
+        found = {
+            "wrapped output": _check_outputs(page),
+            "raw TeX": _check_raw_tex(page),
+            "wide equation": _check_display_math(page, 1280),
+            "broken header": _check_tables(page, 1280),
+            "figure": _check_figure_text(page, 1280),
+        }
+    finally:
+        session.close()
+    assert any("printed output wraps" in p for p in found["wrapped output"]), found
+    assert any("raw TeX or $" in p for p in found["raw TeX"]), found
+    assert any("display equation" in p and "wide" in p for p in found["wide equation"]), found
+    assert any("breaks a word" in p for p in found["broken header"]), found
+    figure = " ".join(found["figure"])
+    assert "green / red (deuteranopia)" in figure and "on the page" in figure, found
+
+
+def test_bibliography_links_every_arxiv_id(server: str, browser) -> None:
+    """Every entry that names an arXiv identifier links to its arXiv page."""
+    if "book/bibliography.html" not in pages():
+        pytest.skip("no bibliography page in this build")
+    session = _Page(browser, server, 1280)
+    try:
+        entries = session.open("book/bibliography.html").evaluate(
+            "() => Array.from(document.querySelectorAll('div.citation')).map(e => "
+            "({text: e.textContent, links: Array.from(e.querySelectorAll('a'))"
+            ".map(a => a.href)}))")
+    finally:
+        session.close()
+    with_ids = [(re.findall(r"arXiv:\s*(\d{4}\.\d{4,5})", e["text"]), e) for e in entries]
+    with_ids = [(ids, e) for ids, e in with_ids if ids]
+    assert len(with_ids) >= 3
+    unlinked = [ids for ids, e in with_ids
+                if not all(any(f"arxiv.org/abs/{i}" in link for link in e["links"])
+                           for i in ids)]
+    assert not unlinked, f"arXiv identifiers without a link: {unlinked}"
+
+
+def test_landing_page_lists_every_chapter_and_how_to_cite(server: str, browser) -> None:
+    import yaml
+
+    toc = yaml.safe_load((Path(__file__).resolve().parents[1] / "_toc.yml").read_text())
+    chapters = [entry["file"] for part in toc["parts"] for entry in part["chapters"]
+                if entry["file"].startswith("notebooks/")]
+    session = _Page(browser, server, 1280)
+    try:
+        page = session.open("book/intro.html")
+        links = page.evaluate("() => Array.from(document.querySelectorAll("
+                              "'#the-chapters table a')).map(a => a.getAttribute('href'))")
+        rows = page.evaluate("() => Array.from(document.querySelectorAll("
+                             "'#the-chapters table tbody tr')).map(r => r.cells[2].innerText)")
+        bibtex = page.locator("#how-to-cite pre").first.inner_text()
+    finally:
+        session.close()
+    linked = {href.split("#")[0].removeprefix("../").removesuffix(".html") for href in links}
+    assert linked == set(chapters), f"chapters not listed: {set(chapters) - linked}"
+    assert len(rows) == len(chapters) and all(len(line.split()) >= 5 for line in rows)
+    assert bibtex.startswith("@software{") and "title = " in bibtex and "version = " in bibtex
