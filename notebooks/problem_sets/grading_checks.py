@@ -1,0 +1,112 @@
+"""Guards of the problem sets' hidden checks (shipped in the autograder only).
+
+Every hidden check loads this file afresh into a private namespace
+(``exec(open("grading_checks.py").read(), _guard := {})``), so no name in it existed while the
+submission ran, and then:
+
+* ``_guard["untampered"]()`` fails when a submission replaced a function of numpy or attnlib
+  (``np.allclose = lambda *a, **k: True``): every function reachable as an attribute of a loaded
+  numpy or attnlib module must be defined inside numpy's or attnlib's installed files (or be one
+  of numpy's compiled functions), not in a notebook cell;
+* ``_guard["call"](function, *args, allowed=(...))`` calls the student's function under a
+  profiler and fails when it entered an attnlib function that the exercise asks the student to
+  write (any attnlib function not in ``allowed``, by qualified name such as
+  ``"attnlib.population.spd_sqrt"``), however it was reached: an alias, ``getattr`` on a name
+  read from the test files, a copy of the function object;
+* ``_guard["close"](actual, expected)`` compares with array operators and methods only
+  (``ndarray`` methods cannot be rebound from Python), never through numpy module functions.
+
+What in-process checks cannot stop (a submission that rewrites Python's builtins, ``sys``, the
+grader or these files on disk) is listed in the teaching guide; ``scripts/grade.py`` flags such
+code for a human to read.
+"""
+
+import sys
+
+import attnlib  # noqa: F401  (its directory is where its functions must be defined)
+
+_PACKAGES = ("numpy", "attnlib")
+# modules whose functions a submission could replace to fool a comparison or the profiler
+_SCANNED = ("builtins", "sys", "math", "operator")
+
+
+def _home(package):
+    module = sys.modules[package]
+    return module.__path__[0]
+
+
+def _defined_in(code, directory):
+    return code.co_filename.startswith(directory)
+
+
+def untampered():
+    """Assert that no function of numpy, attnlib, builtins, sys, math or operator was replaced
+    by one defined outside the installed packages (a notebook cell's code)."""
+    installed = (sys.prefix, sys.base_prefix, sys.exec_prefix, _home("attnlib"), "<frozen ")
+    replaced = []
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name.split(".")[0] in _PACKAGES or name in _SCANNED):
+            continue
+        for attribute, value in list(vars(module).items()):
+            if type(value) is not _FUNCTION:  # compiled functions cannot come from a notebook cell
+                continue
+            if not value.__code__.co_filename.startswith(installed):
+                replaced.append(f"{name}.{attribute}")
+    assert not replaced, (f"the submission replaced {', '.join(sorted(replaced)[:5])}: "
+                          "answers must not change numpy, attnlib or Python's builtins")
+
+
+_FUNCTION = type(untampered)
+
+
+def _attnlib_name(code, home):
+    relative = code.co_filename[len(home):].lstrip("/").removesuffix(".py").replace("/", ".")
+    module = "attnlib" if relative == "__init__" else "attnlib." + relative
+    return f"{module}.{code.co_qualname}"
+
+
+def call(function, *args, allowed=(), forbidden=None):
+    """``function(*args)``, asserting which attnlib functions it entered (directly or not).
+
+    With ``forbidden=None`` every attnlib function outside ``allowed`` fails the check; with a
+    list of names only those do (for exercises that build on attnlib's other functions).
+    """
+    home = _home("attnlib")
+    entered = set()
+
+    def profiler(frame, event, _arg):
+        if event != "call" or not _defined_in(frame.f_code, home):
+            return
+        caller = frame.f_back
+        if caller is None or not _defined_in(caller.f_code, home):
+            entered.add(_attnlib_name(frame.f_code, home))
+
+    previous = sys.getprofile()
+    sys.setprofile(profiler)
+    try:
+        result = function(*args)
+    finally:
+        intact = sys.getprofile() is profiler
+        sys.setprofile(previous)
+    assert intact, "the answer switched off the grader's profiler"
+    if forbidden is None:
+        bad = sorted(name for name in entered if name not in allowed)
+    else:
+        bad = sorted(name for name in entered if name in forbidden)
+    assert not bad, (f"{getattr(function, '__name__', 'the answer')} calls {', '.join(bad)}: "
+                     "the exercise asks you to write it yourself")
+    return result
+
+
+def close(actual, expected, *, rtol=1e-7, atol=1e-9):
+    """True when ``|actual - expected| <= atol + rtol |expected|`` entry by entry, with the shapes
+    equal and ``actual`` a numpy array where ``expected`` is one; NaN is never close."""
+    if getattr(expected, "shape", ()) == ():
+        try:
+            actual = float(actual)
+        except (TypeError, ValueError):
+            return False
+        return abs(actual - float(expected)) <= atol + rtol * abs(float(expected))
+    if type(actual) is not type(expected) or actual.shape != expected.shape:
+        return False
+    return bool((abs(actual - expected) <= atol + rtol * abs(expected)).all())
