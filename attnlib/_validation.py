@@ -6,8 +6,12 @@ so that bad input never surfaces as a silent NaN or a traceback from deep inside
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import os
-from typing import Sequence
+import threading
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -186,3 +190,77 @@ def check_not_diverged(where: str, *values: object) -> None:
         if not np.all(np.isfinite(value)):
             raise DivergenceError(f"{where}: the run diverged (a loss, gradient or parameter is "
                                   "NaN or infinite); reduce the step size or learning rate")
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _non_finite(result: object) -> bool:
+    """True when a float entry of ``result`` (arrays, numbers, tuples, dicts, dataclasses of
+    them) is NaN or infinite."""
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return any(_non_finite(getattr(result, f.name)) for f in dataclasses.fields(result))
+    if isinstance(result, dict):
+        return any(_non_finite(value) for value in result.values())
+    if isinstance(result, (tuple, list)):
+        return any(_non_finite(value) for value in result)
+    if isinstance(result, (float, np.floating, np.ndarray)):
+        array = np.asarray(result)
+        return array.dtype.kind in "fc" and not bool(np.isfinite(array).all())
+    return False
+
+
+def _extremes(arguments: dict[str, object]) -> list[str]:
+    """``"NAME has entries up to X"`` for each numeric argument beyond 1e100 in magnitude or
+    nonzero below 1e-100 (the likely cause of an overflow), else for every numeric one."""
+    found, numeric = [], []
+    for name, value in arguments.items():
+        if isinstance(value, (bool, str)) or not isinstance(value, (int, float, np.number,
+                                                                    np.ndarray)):
+            continue
+        magnitude = np.abs(np.asarray(value, dtype=float)).ravel()
+        if magnitude.size == 0:
+            continue
+        numeric.append(name)
+        nonzero = magnitude[magnitude > 0]
+        if magnitude.max() > 1e100:
+            found.append(f"{name} has entries up to {magnitude.max():.3g}")
+        elif nonzero.size and nonzero.min() < 1e-100:
+            found.append(f"{name} has entries as small as {nonzero.min():.3g}")
+    return found or [f"{name} has a value that is too large or too small" for name in numeric]
+
+
+def finite_result(fn: _F) -> _F:
+    """Decorator: raise ``ValueError`` naming the extreme arguments when ``fn`` returns an
+    infinite or NaN float (float64 overflow of finite, valid-looking inputs), instead of
+    returning it silently."""
+    signature = inspect.signature(fn)
+
+    def overflow(args: tuple, kwargs: dict) -> ValueError:
+        causes = "; ".join(_extremes(dict(signature.bind(*args, **kwargs).arguments)))
+        return ValueError(f"{causes}: the result of {fn.__name__} is not finite (float64 "
+                          "overflow); rescale the input")
+
+    @functools.wraps(fn)
+    def checked(*args: object, **kwargs: object) -> object:
+        if _CHECKING.depth:                  # an outer checked call names its own arguments
+            return fn(*args, **kwargs)
+        _CHECKING.depth += 1
+        try:
+            result = fn(*args, **kwargs)
+        except OverflowError as exc:         # Python float arithmetic
+            raise overflow(args, kwargs) from exc
+        finally:
+            _CHECKING.depth -= 1
+        if _non_finite(result):
+            raise overflow(args, kwargs)
+        return result
+
+    return checked  # type: ignore[return-value]
+
+
+class _Depth(threading.local):
+    depth = 0
+
+
+_CHECKING = _Depth()

@@ -71,7 +71,8 @@ import numpy as np
 from . import attention
 from ._progress import progress as progress_bar
 from ._validation import (as_matrix, check_finite, check_generator, check_in_range, check_int,
-                          check_memory, check_positive, check_spd)
+                          check_memory, check_positive, check_spd,
+                          finite_result)
 from .data import RegressionProblem
 from .geometry import MinimizerManifold, minimizer_manifold
 from .optim import adam_increment
@@ -483,6 +484,7 @@ def spectral_init(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> tuple[np.ndarray,
     return _moments(Sigma_hat, M_hat).point()
 
 
+@finite_result
 def renormalize(A: np.ndarray, B: np.ndarray, Sigma_hat: np.ndarray,
                 tau: float) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(c A, B / c)`` with ``c = max(1, ||Sigma_hat^{1/2} B Sigma_hat^{1/2}||_F / tau)``.

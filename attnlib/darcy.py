@@ -38,7 +38,8 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from ._progress import progress as _progress
-from ._validation import as_matrix, check_finite, check_generator, check_int, check_positive
+from ._validation import (as_matrix, check_finite, check_generator, check_int, check_positive,
+                          finite_result)
 
 __all__ = [
     "DarcyDataset",
@@ -55,6 +56,7 @@ __all__ = [
 ]
 
 
+@finite_result
 def grf_spectrum(size: int, *, alpha: float = 2.0, tau: float = 3.0) -> np.ndarray:
     """Return ``coef[k1, k2] = tau^(alpha-1) (pi^2 (k1^2 + k2^2) + tau^2)^(-alpha/2)``.
 
@@ -68,6 +70,7 @@ def grf_spectrum(size: int, *, alpha: float = 2.0, tau: float = 3.0) -> np.ndarr
     return tau ** (alpha - 1.0) * (np.pi**2 * (k1**2 + k2**2) + tau**2) ** (-alpha / 2.0)
 
 
+@finite_result
 def sample_grf(size: int, count: int, *, rng: np.random.Generator, alpha: float = 2.0,
                tau: float = 3.0) -> np.ndarray:
     """Draw ``count`` Gaussian fields ``g = IDCT-II_ortho(size * coef * xi)`` with ``L[0,0] = 0``.
@@ -233,6 +236,7 @@ class DarcyDataset:
         return int(self.a.shape[0])
 
 
+@finite_result
 def generate(count: int, size: int, *, seed: int, alpha: float = 2.0, tau: float = 3.0,
              a_plus: float = 12.0, a_minus: float = 3.0, progress: bool = False) -> DarcyDataset:
     """Generate ``count`` Darcy pairs ``(a, u)`` on a ``size x size`` node grid with ``f = 1``.

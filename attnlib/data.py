@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import (as_matrix, check_generator, check_int, check_memory, check_positive,
-                          check_spd)
+                          check_spd, finite_result)
 
 __all__ = [
     "random_rotation",
@@ -29,6 +29,10 @@ __all__ = [
     "RegressionProblem",
     "default_problem",
 ]
+
+
+#: Largest condition number of :func:`covariance` (beyond it Sigma is singular in float64).
+MAX_CONDITION = 1e12
 
 
 def random_rotation(d: int, *, rng: np.random.Generator) -> np.ndarray:
@@ -61,8 +65,9 @@ def covariance(d: int, *, kappa: float = 10.0, spectrum: np.ndarray | None = Non
     check_memory("d", d, 4 * 8 * d * d, "the d x d matrices")
     if spectrum is None:
         kappa = check_positive("kappa", kappa)
-        if kappa < 1:
-            raise ValueError(f"kappa must be at least 1 (a condition number), got {kappa!r}")
+        if not 1 <= kappa <= MAX_CONDITION:
+            raise ValueError(f"kappa must lie in [1, {MAX_CONDITION:g}] (a condition number; "
+                             f"above, Sigma is singular in float64), got {kappa!r}")
         eigenvalues = np.geomspace(1.0, 1.0 / kappa, d)
     else:
         eigenvalues = as_matrix("spectrum", spectrum, shape=(d,), ndim=1)
@@ -138,6 +143,7 @@ class RegressionProblem:
         return sample_regression(n, self.Sigma, self.M, self.noise_std, rng=rng)
 
 
+@finite_result
 def default_problem(*, rng: np.random.Generator, d: int = 10, p: int = 20,
                     kappa: float = 10.0, noise_std: float = 0.1) -> RegressionProblem:
     """The book's default task [choice]: Sigma from :func:`covariance` (random rotation,

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import as_matrix, check_int, check_positive, check_spd
+from ._validation import (_extremes, as_matrix, check_in_range, check_int, check_positive, check_spd,
+                          finite_result)
 from .population import objective_and_grad, spd_sqrt
 
 __all__ = [
@@ -120,6 +121,7 @@ class MinimizerManifold:
         a_s, b_s = self.unfactor(self.U_star @ rotation, self.V_star @ rotation)
         return a_s, b_s, rotation
 
+    @finite_result
     def distance(self, A: np.ndarray, B: np.ndarray) -> float:
         """``dist_P((A, B), S)`` by orthogonal Procrustes (see the module docstring)."""
         u, v = self.factor(A, B)
@@ -172,7 +174,7 @@ def minimizer_manifold(Sigma: np.ndarray, M: np.ndarray, *, rtol: float = 1e-10
     rank (smallest singular value below ``rtol`` times the largest): S is then a different set
     (rank-deficient factors) and the formulas here do not apply.
     """
-    rtol = check_positive("rtol", rtol)
+    rtol = check_in_range("rtol", rtol, 0.0, 1.0, closed=(False, False))
     sigma = check_spd("Sigma", Sigma)
     d = sigma.shape[0]
     m = as_matrix("M", M, shape=(None, d))
@@ -191,6 +193,7 @@ def minimizer_manifold(Sigma: np.ndarray, M: np.ndarray, *, rtol: float = 1e-10
                              left=left, singular_values=singular, right=right_t.T)
 
 
+@finite_result
 def p_inner(first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray],
             Sigma: np.ndarray) -> float:
     """``<(A,B),(A',B')>_P = tr(A Sigma A'^T) + tr(Sigma B Sigma B'^T)``."""
@@ -203,6 +206,7 @@ def p_inner(first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.n
     return float(np.sum((a1 @ sigma) * a2) + np.sum((sigma @ b1 @ sigma) * b2))
 
 
+@finite_result
 def p_norm(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray) -> float:
     """``||(A, B)||_P = sqrt(<(A,B),(A,B)>_P)``."""
     sigma = check_spd("Sigma", Sigma)
@@ -211,6 +215,7 @@ def p_norm(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray) -> float:
     return float(np.sqrt(p_inner((a, b), (a, b), sigma)))
 
 
+@finite_result
 def one_point_ratios(A: np.ndarray, B: np.ndarray, manifold: MinimizerManifold, *,
                      lam: float = 1.0, geometry: str = "P") -> tuple[float, float, float]:
     """Return ``(alpha_ratio, beta_ratio, dist)`` at theta = (A, B) for ``Q = L + R``.
@@ -227,6 +232,9 @@ def one_point_ratios(A: np.ndarray, B: np.ndarray, manifold: MinimizerManifold, 
     a_s, b_s, _ = manifold.project(A, B)
     delta = (np.asarray(A, dtype=float) - a_s, np.asarray(B, dtype=float) - b_s)
     _, grad_a, grad_b = objective_and_grad(A, B, manifold.Sigma, manifold.M, lam=lam)
+    if not (np.all(np.isfinite(grad_a)) and np.all(np.isfinite(grad_b))):
+        raise ValueError("; ".join(_extremes({"A": A, "B": B, "lam": lam}))
+                         + ": the gradient of Q overflows float64")
     if geometry == "P":
         sigma_inv = manifold.inv_half @ manifold.inv_half
         grad = (grad_a @ sigma_inv, sigma_inv @ grad_b @ sigma_inv)
@@ -242,6 +250,7 @@ def one_point_ratios(A: np.ndarray, B: np.ndarray, manifold: MinimizerManifold, 
     return inner / dist2, grad2 / dist2, float(np.sqrt(dist2))
 
 
+@finite_result
 def factor_hessian(U: np.ndarray, V: np.ndarray, Xstar: np.ndarray, *,
                    lam: float = 1.0) -> np.ndarray:
     """Return the exact Hessian of ``Q - L* = 1/2||U V^T - X*||^2 + lambda/8||U^T U - V^T V||^2``.

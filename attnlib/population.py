@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_matrix, check_int, check_positive, check_spd
+from ._validation import as_matrix, check_int, check_positive, check_spd, finite_result
 
 __all__ = [
     "spd_sqrt",
@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 
+@finite_result
 def spd_sqrt(Sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(Sigma^{1/2}, Sigma^{-1/2})``, the symmetric square root and its inverse.
 
@@ -74,6 +75,7 @@ def _layer(A: object, B: object, d: int, names: tuple[str, str] = ("A", "B")
     return a, b
 
 
+@finite_result
 def to_factor(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Map ``(A, B)`` to ``(U, V) = (A Sigma^{1/2}, Sigma^{1/2} B Sigma^{1/2})``."""
     half, _ = spd_sqrt(Sigma)
@@ -81,6 +83,7 @@ def to_factor(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray) -> tuple[np.ndarr
     return a @ half, half @ b @ half
 
 
+@finite_result
 def from_factor(U: np.ndarray, V: np.ndarray, Sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of :func:`to_factor`: ``(A, B) = (U Sigma^{-1/2}, Sigma^{-1/2} V Sigma^{-1/2})``."""
     _, inv_half = spd_sqrt(Sigma)
@@ -88,12 +91,14 @@ def from_factor(U: np.ndarray, V: np.ndarray, Sigma: np.ndarray) -> tuple[np.nda
     return u @ inv_half, inv_half @ v @ inv_half
 
 
+@finite_result
 def target(M: np.ndarray, Sigma: np.ndarray) -> np.ndarray:
     """Return the factorization target ``X* = M Sigma^{1/2}`` (p x d)."""
     half, _ = spd_sqrt(Sigma)
     return as_matrix("M", M, shape=(None, half.shape[0])) @ half
 
 
+@finite_result
 def factor_loss_and_grad(U: np.ndarray, V: np.ndarray,
                          Xstar: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     """Return ``(1/2 ||U V^T - X*||_F^2, (U V^T - X*) V, (U V^T - X*)^T U)``.
@@ -107,6 +112,7 @@ def factor_loss_and_grad(U: np.ndarray, V: np.ndarray,
     return 0.5 * float(np.sum(residual ** 2)), residual @ v, residual.T @ u
 
 
+@finite_result
 def factor_regularizer_and_grad(U: np.ndarray, V: np.ndarray, *, lam: float = 1.0,
                                 normalized: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
     """Return ``(lambda/8 ||U^T U - V^T V||_F^2, lambda/2 U D, -lambda/2 V D)``,
@@ -134,12 +140,14 @@ def factor_regularizer_and_grad(U: np.ndarray, V: np.ndarray, *, lam: float = 1.
             grad_v / total - 2.0 * value * v / total ** 2)
 
 
+@finite_result
 def population_loss(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M: np.ndarray, *,
                     noise_std: float = 0.0) -> float:
     """Return ``L(A, B) = 1/2 ||(A Sigma B^T - M) Sigma^{1/2}||_F^2 + p noise_std^2 / 2``."""
     return population_loss_and_grad(A, B, Sigma, M, noise_std=noise_std)[0]
 
 
+@finite_result
 def population_loss_and_grad(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M: np.ndarray, *,
                              noise_std: float = 0.0) -> tuple[float, np.ndarray, np.ndarray]:
     """Return ``(L, dL/dA, dL/dB)`` with ``dL/dA = E Sigma B Sigma``,
@@ -155,6 +163,7 @@ def population_loss_and_grad(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M:
     return value, weighted @ b @ sigma, weighted.T @ a @ sigma
 
 
+@finite_result
 def regularizer(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, *, lam: float = 1.0,
                 normalized: bool = False) -> float:
     """Return ``R(A, B) = lambda/8 ||U^T U - V^T V||_F^2`` with (U, V) = :func:`to_factor`
@@ -162,6 +171,7 @@ def regularizer(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, *, lam: float =
     return regularizer_and_grad(A, B, Sigma, lam=lam, normalized=normalized)[0]
 
 
+@finite_result
 def regularizer_and_grad(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, *,
                          lam: float = 1.0, normalized: bool = False
                          ) -> tuple[float, np.ndarray, np.ndarray]:
@@ -177,6 +187,7 @@ def regularizer_and_grad(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, *,
     return value, grad_u @ half, half @ grad_v @ half
 
 
+@finite_result
 def objective_and_grad(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M: np.ndarray, *,
                        lam: float = 1.0,
                        noise_std: float = 0.0) -> tuple[float, np.ndarray, np.ndarray]:
@@ -190,6 +201,7 @@ def objective_and_grad(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M: np.nd
     return loss + reg, grad_a + reg_a, grad_b + reg_b
 
 
+@finite_result
 def empirical_moments(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(Sigma_hat, M_hat) = (X^T X / n, Y^T X (X^T X)^{-1})``.
 
@@ -210,6 +222,7 @@ def empirical_moments(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndar
     return sigma_hat, m_hat
 
 
+@finite_result
 def linear_excess_risk(M_fit: np.ndarray, Sigma: np.ndarray, M: np.ndarray) -> float:
     """Return the excess risk ``1/2 ||(M_fit - M) Sigma^{1/2}||_F^2`` of ``y_hat = M_fit x``."""
     sigma = check_spd("Sigma", Sigma)
@@ -218,6 +231,7 @@ def linear_excess_risk(M_fit: np.ndarray, Sigma: np.ndarray, M: np.ndarray) -> f
     return 0.5 * float(np.sum((diff @ sigma) * diff))
 
 
+@finite_result
 def ols_excess_risk(n: int, d: int, p: int, noise_std: float) -> float:
     """Return the exact expected OLS excess risk ``p sigma^2 d / (2 (n - d - 1))``.
 

@@ -55,7 +55,7 @@ import sympy as sp
 
 from . import attention
 from ._validation import (as_matrix, check_finite, check_generator, check_int, check_positive,
-                          check_spd)
+                          check_spd, finite_result)
 from .data import RegressionProblem
 from .population import population_loss
 
@@ -666,6 +666,7 @@ class TiltingMonteCarlo:
                                (self.tilted_mean - claim) / self.tilted_mean_se])
 
 
+@finite_result
 def tilting_monte_carlo(Sigma: np.ndarray, u: np.ndarray, *, n_samples: int,
                         rng: np.random.Generator, block_size: int = 100_000
                         ) -> TiltingMonteCarlo:
@@ -708,6 +709,7 @@ def tilting_monte_carlo(Sigma: np.ndarray, u: np.ndarray, *, n_samples: int,
                              tilted_mean_se=np.sqrt(spread) / sum_w)
 
 
+@finite_result
 def finite_context_errors(problem: RegressionProblem, A: np.ndarray, B: np.ndarray,
                           ns: Sequence[int], *, reps: int, n_queries: int,
                           rng: np.random.Generator,

@@ -65,5 +65,5 @@ def test_bad_inputs() -> None:
                          rank=1)
     with pytest.raises(ValueError, match="rank must be at least 1"):
         lora.make_problem(rng=np.random.default_rng(0), rank=0)
-    with pytest.raises(ValueError, match="blocks must have shapes"):
+    with pytest.raises(ValueError, match="W2 must have shape"):
         p.pack(np.zeros((5, 2)), np.zeros((3, 2)))

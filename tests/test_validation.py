@@ -237,3 +237,18 @@ def test_huge_iteration_counts_and_sizes_fail_up_front() -> None:
     with pytest.raises(ValueError, match="^n_steps = 9223372036854775808 needs about"):
         langevin.euler_maruyama(potentials.double_well, np.zeros((3, 1)), step=0.01,
                                 temperature=0.5, n_steps=_HUGE, rng=rng)
+
+
+def test_overflow_cases_listed_in_issue_27_raise_naming_the_argument() -> None:
+    from attnlib import algorithm, population
+
+    problem = data.default_problem(rng=np.random.default_rng(0), d=3, p=4)
+    A, B = algorithm.random_init(3, 4, rng=np.random.default_rng(1))
+    with pytest.raises(ValueError, match="^tau has entries as small as 4.94e-324"):
+        algorithm.renormalize(A, B, problem.Sigma, tau=5e-324)
+    with pytest.raises(ValueError, match="^tau has entries as small as 4.94e-324"):
+        darcy.grf_spectrum(4, tau=5e-324)
+    with pytest.raises(ValueError, match="^A has entries up to .*e\\+200: the result of "
+                                         "population_loss is not finite"):
+        population.population_loss(A * 1e200, B, problem.Sigma, problem.M)
+    assert np.isfinite(population.population_loss(A, B, problem.Sigma, problem.M))
