@@ -22,7 +22,9 @@ Memory (chapter 1 and the benchmarks appendix): query rows are processed in bloc
 block, and nothing else of size n x n, so the peak memory is O(n * block_size + n (d + p)).
 One block (``block_size >= n``) is the direct computation, kept as the tested reference of
 the blocked one; the block size is chosen automatically from n
-(:func:`auto_block_size`) unless given. Every path computes the softmax in
+(:func:`auto_block_size`: two blocks from n = 256 on, so that both cores work) unless given.
+The blocks compute per-row quantities only (``r_j``, ``h_j``, ``(dS X)_j``); the sums over
+rows that make the loss and the gradients are taken once, over all rows, after the blocks. Every path computes the softmax in
 :func:`_softmax_rows` (row-maximum subtraction), float64 by default; ``dtype=np.float32``
 runs the block arithmetic in single precision (results returned in float64).
 
@@ -32,9 +34,11 @@ here have an inner dimension of only d, too skinny for a multithreaded BLAS to p
 threaded BLAS inside threaded blocks oversubscribes the cores; so every block runs with a
 single BLAS thread: :func:`_run_blocks` limits the BLAS libraries loaded with numpy
 (OpenBLAS, MKL, BLIS, ... through ``threadpoolctl``) to one thread while the blocks run and
-restores the previous count afterwards. Each block's partial sums are added in block order,
-so results do not depend on ``workers``. :func:`limit_blas_threads` sets the count for the
-rest of a process (each Dask worker process of :mod:`attnlib.experiments` uses one).
+restores the previous count afterwards. A row's values do not depend on the block it is
+computed in (one BLAS thread; tested bit for bit with the book's OpenBLAS), and the sums over
+rows are taken once, so results do not depend on ``workers`` nor, for ``loss_and_grad``, on
+the block size. :func:`limit_blas_threads` sets the count for the rest of a process (each
+Dask worker process of :mod:`attnlib.experiments` uses one).
 """
 
 from __future__ import annotations
@@ -209,10 +213,12 @@ def _one_blas_thread() -> Iterator[None]:
     ``threadpoolctl``'s general ``limit`` context re-inspects the libraries on every entry,
     which cost 0.07 to 0.3 ms per call, a tenth of a whole evaluation at n = 500.
     """
-    switched = [(library, library.get_num_threads()) for library in _BLAS.lib_controllers
-                if library.user_api == "blas" and library.get_num_threads() != 1]
-    for library, _ in switched:
-        library.set_num_threads(1)
+    switched = []
+    for library in _BLAS.lib_controllers:
+        count = library.get_num_threads() if library.user_api == "blas" else 1
+        if count != 1:
+            library.set_num_threads(1)
+            switched.append((library, count))
     try:
         yield
     finally:
