@@ -19,7 +19,8 @@ Every round runs every configuration once, in a freshly shuffled order, and time
 and attnlib back to back, so a change of the machine's load hits both; the ratio attnlib /
 floor is taken per round and reported as the median over rounds with its range. The 1-minute
 load average is recorded at every round (the machine is shared: quote ratios, and the load
-beside them). Results: ``attnlib/experiments/stored/benchmark_floor.json``.
+beside them). With one thread the same ratio is also taken in CPU seconds of the process
+(``cpu_ratio``): it measures the work done, whatever share of the cores the process got. Results: ``attnlib/experiments/stored/benchmark_floor.json``.
 """
 
 from __future__ import annotations
@@ -46,23 +47,25 @@ CALLS = {500: 20, 2000: 3, 8000: 1}
 _POOL = ThreadPoolExecutor(max_workers=max(THREADS))
 
 
-def _seconds(call, calls: int) -> float:
-    start = time.perf_counter()
+def _seconds(call, calls: int) -> tuple[float, float]:
+    """Wall and CPU seconds (of this process) per call."""
+    wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(calls):
         call()
-    return (time.perf_counter() - start) / calls
+    return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
 
 
-def gemm_rate(dtype: str, threads: int) -> float:
-    """Flops per second of a 2000 x 2000 product in ``dtype`` on ``threads`` BLAS threads."""
+def gemm_rate(dtype: str, threads: int) -> tuple[float, float]:
+    """Flops per wall second and per CPU second of a 2000 x 2000 product in ``dtype`` on
+    ``threads`` BLAS threads (best of 3 each)."""
     left = np.random.default_rng(0).standard_normal((2000, 2000)).astype(dtype)
     with threadpool_limits(limits=threads, user_api="blas"):
         left @ left
-        best = min(_seconds(lambda: left @ left, 1) for _ in range(3))
-    return 2 * 2000 ** 3 / best
+        times = [_seconds(lambda: left @ left, 1) for _ in range(3)]
+    return 2 * 2000 ** 3 / min(t[0] for t in times), 2 * 2000 ** 3 / min(t[1] for t in times)
 
 
-def exp_seconds(n: int, dtype: str, threads: int) -> float:
+def exp_seconds(n: int, dtype: str, threads: int) -> tuple[float, float]:
     """Seconds for ``threads`` threads to apply ``numpy.exp`` to n^2 entries in all, in tiles
     of attnlib's block shape (each thread its own source and output tile, as attnlib's block
     threads have their own work arrays; best of 3)."""
@@ -85,7 +88,8 @@ def exp_seconds(n: int, dtype: str, threads: int) -> float:
             list(_POOL.map(run, range(threads)))
 
     all_threads()
-    return min(_seconds(all_threads, 1) for _ in range(3))
+    times = [_seconds(all_threads, 1) for _ in range(3)]
+    return min(t[0] for t in times), min(t[1] for t in times)
 
 
 def measure(config: tuple[int, str, int], calls: int) -> dict:
@@ -94,16 +98,19 @@ def measure(config: tuple[int, str, int], calls: int) -> dict:
 
     n, dtype, threads = config
     a, b, x, y = _problem(n)
-    rate = gemm_rate(dtype, threads)
-    exp_time = exp_seconds(n, dtype, threads)
+    rate, cpu_rate = gemm_rate(dtype, threads)
+    exp_time, exp_cpu = exp_seconds(n, dtype, threads)
     floor = 8 * n * n * D / rate + exp_time
     call = lambda: attention.loss_and_grad(a, b, x, y, dtype=np.dtype(dtype),  # noqa: E731
                                            workers=threads)
     call()
-    seconds = _seconds(call, calls)
-    return {"seconds": seconds, "floor_seconds": floor, "gemm_gflops": rate / 1e9,
-            "exp_per_second": n * n / exp_time, "ratio": seconds / floor,
-            "load": os.getloadavg()[0]}
+    seconds, cpu = _seconds(call, calls)
+    result = {"seconds": seconds, "floor_seconds": floor, "gemm_gflops": rate / 1e9,
+              "exp_per_second": n * n / exp_time, "ratio": seconds / floor,
+              "load": os.getloadavg()[0]}
+    if threads == 1:       # one thread: CPU seconds measure the work whatever the load
+        result["cpu_ratio"] = cpu / (8 * n * n * D / cpu_rate + exp_cpu)
+    return result
 
 
 def main() -> None:
@@ -136,7 +143,7 @@ def main() -> None:
     meta["load_average_after"] = os.getloadavg()
     rows = []
     print(f"{'n':>6} {'dtype':>8} {'threads':>7} | {'attnlib s':>10} {'floor s':>10} | "
-          f"{'attnlib / floor [range]':>24} | {'GEMM GF/s':>9} {'exp G/s':>7} | load")
+          f"{'attnlib / floor [range]':>24} | {'GEMM GF/s':>9} {'exp G/s':>7} | {'CPU ratio':>9} | load")
     for (n, dtype, threads), measured in rounds.items():
         ratios = [m["ratio"] for m in measured]
         row = {"n": n, "dtype": dtype, "threads": threads,
@@ -148,11 +155,14 @@ def main() -> None:
                "exp_per_second_median": float(np.median([m["exp_per_second"]
                                                          for m in measured])),
                "load": [m["load"] for m in measured]}
+        if threads == 1:
+            row["cpu_ratio_median"] = float(np.median([m["cpu_ratio"] for m in measured]))
         rows.append(row)
         print(f"{n:6d} {dtype:>8} {threads:7d} | {row['seconds_median']:10.4g} "
               f"{row['floor_seconds_median']:10.4g} | {row['ratio_median']:8.2f} "
               f"[{row['ratio_min']:.2f}, {row['ratio_max']:.2f}]{'':>6} | "
               f"{row['gemm_gflops_median']:9.1f} {row['exp_per_second_median'] / 1e9:7.3f} | "
+              f"{row.get('cpu_ratio_median', float('nan')):9.2f} | "
               f"{min(row['load']):.1f}-{max(row['load']):.1f}")
     output = Path(args.output) if args.output else experiments.benchmark_path("floor")
     output.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")

@@ -59,7 +59,8 @@ def floor_table(bench: dict) -> str:
     ns = sorted({n for n, _, _ in rows})
     threads = sorted({t for _, _, t in rows})
     lines = ["| n | dtype | " + " | ".join(f"{t} thread{'s' if t > 1 else ''}: attnlib, floor, "
-                                           "ratio [range]" for t in threads) + " | load avg |",
+                                           "ratio [range]" + ("; CPU-time ratio" if t == 1 else "")
+                                           for t in threads) + " | load avg |",
              "|---" * (len(threads) + 3) + "|"]
     for dtype in ("float64", "float32"):
         for n in ns:
@@ -67,9 +68,10 @@ def floor_table(bench: dict) -> str:
             for t in threads:
                 row = rows[(n, dtype, t)]
                 loads += row["load"]
+                cpu = f"; {row['cpu_ratio_median']:.2f}" if "cpu_ratio_median" in row else ""
                 cells.append(f"{row['seconds_median']:.3g} s, {row['floor_seconds_median']:.3g} s, "
                              f"{row['ratio_median']:.2f} [{row['ratio_min']:.2f}, "
-                             f"{row['ratio_max']:.2f}]")
+                             f"{row['ratio_max']:.2f}]{cpu}")
             lines.append(f"| {n} | {dtype} | " + " | ".join(cells) + f" | {_load_range(loads)} |")
     return "\n".join(lines)
 
@@ -85,12 +87,12 @@ ALGORITHM_LABELS = {
 
 def algorithm_table(bench: dict) -> str:
     """Per-call and per-iteration times at n, as multiples of one loss_and_grad call."""
-    lines = [f"| at n = {bench['meta']['n']} | ms (median) | x `loss_and_grad` [range] |",
-             "|---|---|---|"]
+    lines = [f"| at n = {bench['meta']['n']} | ms (median) | x `loss_and_grad` [range] | "
+             "in CPU time |", "|---|---|---|---|"]
     for row in bench["rows"]:
         lines.append(f"| {ALGORITHM_LABELS[row['name']]} | {row['seconds_median'] * 1e3:.3g} | "
                      f"{row['ratio_median']:.2f} [{row['ratio_min']:.2f}, "
-                     f"{row['ratio_max']:.2f}] |")
+                     f"{row['ratio_max']:.2f}] | {row['cpu_ratio_median']:.2f} |")
     lines.append(f"\nLoad average {_load_range(bench['load'])}, "
                  f"{bench['meta']['iterations']} iterations per training run, "
                  f"{bench['meta']['rounds']} rounds, {bench['meta']['date_utc']} UTC.")

@@ -27,7 +27,7 @@ def test_a_changed_result_changes_the_table() -> None:
     tables = _tables_module()
     bench = {"meta": {"n": 500, "iterations": 10, "rounds": 1, "date_utc": "x"}, "load": [1.0],
              "rows": [{"name": "loss_and_grad", "seconds_median": 0.002, "ratio_median": 1.0,
-                       "ratio_min": 1.0, "ratio_max": 1.0}]}
+                       "ratio_min": 1.0, "ratio_max": 1.0, "cpu_ratio_median": 1.0}]}
     first = tables.algorithm_table(bench)
     bench["rows"][0]["seconds_median"] = 0.003
     assert first != tables.algorithm_table(bench) and "| 3 |" in tables.algorithm_table(bench)
