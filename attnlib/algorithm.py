@@ -46,7 +46,8 @@ and ``eta ||H|| <= 2 c``. Without the preconditioner the (A, B) Hessian is ``J^T
 ``||J||^2 = max(||S||, ||S||^2)``, hence the extra factor. For the empirical attention
 objective the bound is that of its infinite-data limit, a proxy (:func:`default_step`).
 
-History (:func:`train`; one entry per iteration k = 0..iterations, recorded before step k+1):
+History (:func:`train`; one entry per iteration k = 0..iterations, or per iteration listed in
+``record_at``, recorded before step k+1; ``iteration`` lists them):
 ``objective`` (Q_hat, also for SGD), ``loss`` (the data loss), ``grad_norm`` (Frobenius norm of
 Q_hat's (A, B) gradient), ``dist_P_hat`` (dist_P to S_hat), ``time`` (seconds since the start);
 with ``reference`` (a :class:`attnlib.reference.ReferenceOptimum` of the same objective)
@@ -76,8 +77,8 @@ from ._validation import (as_matrix, check_finite, check_generator, check_in_ran
 from .data import RegressionProblem
 from .geometry import MinimizerManifold, minimizer_manifold
 from .optim import adam_increment
-from .population import (empirical_moments, population_loss_and_grad, regularizer_and_grad,
-                         spd_sqrt)
+from .population import (empirical_moments, factor_regularizer_and_grad,
+                         population_loss_and_grad, regularizer_and_grad, spd_sqrt)
 from .reference import ReferenceOptimum
 
 __all__ = [
@@ -371,15 +372,18 @@ class DataLoss:
         :func:`attnlib.population.factor_regularizer_and_grad`)."""
         lam = check_positive("lam", lam, allow_zero=True)
         normalized = _check_regularizer(regularizer) == "normalized"
+        half = self.manifold.half      # Sigma_hat^{1/2}, computed once (spd_sqrt(Sigma_hat))
 
         def value_and_grad(A: np.ndarray, B: np.ndarray, rows: np.ndarray | None = None
                            ) -> tuple[float, float, np.ndarray, np.ndarray]:
             loss, grad_a, grad_b = self(A, B, rows)
             if lam == 0:
                 return loss, loss, grad_a, grad_b
-            reg, reg_a, reg_b = regularizer_and_grad(A, B, self.Sigma_hat, lam=lam,
-                                                     normalized=normalized)
-            return loss + reg, loss, grad_a + reg_a, grad_b + reg_b
+            # population.regularizer_and_grad with the cached square root: R_hat in
+            # (U, V) = (A S^{1/2}, S^{1/2} B S^{1/2}), its gradient mapped back to (A, B).
+            reg, reg_u, reg_v = factor_regularizer_and_grad(A @ half, half @ B @ half, lam=lam,
+                                                            normalized=normalized)
+            return loss + reg, loss, grad_a + reg_u @ half, grad_b + half @ reg_v @ half
 
         return value_and_grad
 
@@ -496,8 +500,13 @@ def renormalize(A: np.ndarray, B: np.ndarray, Sigma_hat: np.ndarray,
     tau = check_positive("tau", tau)
     half, _ = spd_sqrt(check_spd("Sigma_hat", Sigma_hat))
     d = half.shape[0]
-    a = as_matrix("A", A, shape=(None, d))
-    b = as_matrix("B", B, shape=(d, d))
+    return _renormalize(as_matrix("A", A, shape=(None, d)), as_matrix("B", B, shape=(d, d)),
+                        half, tau)
+
+
+def _renormalize(a: np.ndarray, b: np.ndarray, half: np.ndarray,
+                 tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`renormalize` with ``half = Sigma_hat^{1/2}`` given (checked arguments)."""
     factor = max(1.0, float(np.linalg.norm(half @ b @ half)) / tau)
     return factor * a, b / factor
 
@@ -571,13 +580,27 @@ def _step_size(method: Method, data: DataLoss, a: np.ndarray, b: np.ndarray) -> 
 _HISTORY_BYTES = 12 * 40
 
 
+def _check_record_at(record_at: object, iterations: int) -> frozenset[int] | None:
+    """The iterations at which :func:`train` records its history (None: every one)."""
+    if record_at is None:
+        return None
+    points = np.asarray(record_at)
+    if points.ndim != 1 or points.size == 0 or points.dtype.kind not in "iu":
+        raise ValueError(f"record_at must be a non-empty 1-D array of iteration numbers, got "
+                         f"{record_at!r}")
+    if np.any(np.diff(points) <= 0) or points[0] < 0 or points[-1] > iterations:
+        raise ValueError(f"record_at must increase strictly within [0, iterations = "
+                         f"{iterations}], got range [{points.min()}, {points.max()}]")
+    return frozenset(int(k) for k in points)
+
+
 def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations: int = 2000,
           init: Pair | None = None, problem: RegressionProblem | None = None,
           reference: ReferenceOptimum | None = None,
           test: tuple[np.ndarray, np.ndarray] | None = None, test_every: int = 10,
           rng: np.random.Generator | None = None,
           callback: Callable[[int, np.ndarray, np.ndarray], bool | None] | None = None,
-          progress: bool = False) -> TrainResult:
+          progress: bool = False, record_at: np.ndarray | None = None) -> TrainResult:
     """Train the attention layer on ``data`` (:func:`empirical_loss`, :func:`prompts_loss` or
     :func:`closed_form_loss`) with ``method`` (default: Algorithm 1); the pieces are described
     in the module docstring.
@@ -588,8 +611,11 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     for ``excess_risk`` and ``dist_P``); ``reference`` (a certified optimum of the same
     objective, for ``gap`` and ``dist_ref``); ``test``, ``test_every`` (held-out
     ``(X_test, Y_test)`` for the deployed test risk; needs the empirical loss); ``rng``
-    (random init and SGD minibatches); ``callback(k, A, B)`` after recording iteration k
-    (returning True stops); ``progress`` (a progress bar).
+    (random init and SGD minibatches); ``callback(k, A, B)`` after iteration k (returning
+    True stops); ``progress`` (a progress bar); ``record_at`` (the iterations at which the
+    history is recorded, increasing, from 0 to ``iterations``; default every one: the other
+    iterations compute only the objective and its gradient, and ``history["iteration"]``
+    lists the recorded ones).
 
     Raises ``ValueError`` for a non-positive step, an invalid tau or batch size, and
     inconsistent options.
@@ -605,6 +631,7 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     test_every = check_int("test_every", test_every, minimum=1)
     if rng is not None:
         check_generator("rng", rng)
+    recorded = _check_record_at(record_at, iterations)
     objective = data.objective(method.lam, regularizer=method.regularizer)
     sigma_hat = data.Sigma_hat
     p, d = data.M_hat.shape
@@ -649,6 +676,7 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     keys += ["gap", "dist_ref"] if reference is not None else []
     keys += ["excess_risk", "dist_P"] if truth is not None else []
     records: dict[str, list[float]] = {key: [] for key in keys}
+    recorded_iterations: list[int] = []
     test_records: dict[str, list[float]] = {"test_iteration": [], "test_loss": []}
     if problem is not None:
         test_records["test_risk"] = []
@@ -669,19 +697,23 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         if not np.isfinite(value) or value > 1e8 * max(1.0, initial):
             diverged = True
             break
-        records["objective"].append(value)
-        records["loss"].append(loss)
-        records["grad_norm"].append(float(np.sqrt(np.sum(grad_a ** 2) + np.sum(grad_b ** 2))))
-        records["dist_P_hat"].append(data.manifold.distance(a, b))
-        if reference is not None:
-            u, v = data.manifold.factor(a, b)
-            records["gap"].append(value - reference.value)
-            records["dist_ref"].append(float(np.sqrt(np.sum((u - reference_point[0]) ** 2)
-                                                     + np.sum((v - reference_point[1]) ** 2))))
-        if truth is not None:
-            excess, _, _ = population_loss_and_grad(a, b, problem.Sigma, problem.M)
-            records["excess_risk"].append(excess)
-            records["dist_P"].append(truth.distance(a, b))
+        record = recorded is None or k in recorded
+        if record:
+            recorded_iterations.append(k)
+            records["objective"].append(value)
+            records["loss"].append(loss)
+            records["grad_norm"].append(float(np.sqrt(np.sum(grad_a ** 2)
+                                                      + np.sum(grad_b ** 2))))
+            records["dist_P_hat"].append(data.manifold.distance(a, b))
+            if reference is not None:
+                u, v = data.manifold.factor(a, b)
+                records["gap"].append(value - reference.value)
+                records["dist_ref"].append(float(np.sqrt(
+                    np.sum((u - reference_point[0]) ** 2) + np.sum((v - reference_point[1]) ** 2))))
+            if truth is not None:
+                excess, _, _ = population_loss_and_grad(a, b, problem.Sigma, problem.M)
+                records["excess_risk"].append(excess)
+                records["dist_P"].append(truth.distance(a, b))
         if test is not None and (k % test_every == 0 or k == iterations):
             prediction = attention.predict_new(a, b, data.X, x_test)
             test_records["test_iteration"].append(k)
@@ -690,7 +722,8 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
             if problem is not None:
                 test_records["test_risk"].append(0.5 * float(np.mean(
                     np.sum((x_test @ problem.M.T - prediction) ** 2, axis=1))))
-        records["time"].append(time.perf_counter() - start)
+        if record:
+            records["time"].append(time.perf_counter() - start)
         if callback is not None and callback(k, a, b):
             stopped = True
             break
@@ -702,13 +735,13 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         (update_a, update_b), state = optimizer.update((grad_a, grad_b), state)
         a, b = a + update_a, b + update_b
         if tau is not None:
-            a, b = renormalize(a, b, sigma_hat, tau)
+            a, b = _renormalize(a, b, data.manifold.half, tau)
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
             diverged = True
             break
 
     history = {key: np.asarray(values, dtype=float) for key, values in records.items()}
-    history["iteration"] = np.arange(history["objective"].size)
+    history["iteration"] = np.asarray(recorded_iterations, dtype=int)
     if test is not None:
         history.update({key: np.asarray(values, dtype=float)
                         for key, values in test_records.items()})

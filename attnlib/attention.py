@@ -22,7 +22,9 @@ Memory (chapter 1 and the benchmarks appendix): query rows are processed in bloc
 block, and nothing else of size n x n, so the peak memory is O(n * block_size + n (d + p)).
 One block (``block_size >= n``) is the direct computation, kept as the tested reference of
 the blocked one; the block size is chosen automatically from n
-(:func:`auto_block_size`) unless given. Every path computes the softmax in
+(:func:`auto_block_size`: two blocks from n = 256 on, so that both cores work) unless given.
+The blocks compute per-row quantities only (``r_j``, ``h_j``, ``(dS X)_j``); the sums over
+rows that make the loss and the gradients are taken once, over all rows, after the blocks. Every path computes the softmax in
 :func:`_softmax_rows` (row-maximum subtraction), float64 by default; ``dtype=np.float32``
 runs the block arithmetic in single precision (results returned in float64).
 
@@ -32,9 +34,11 @@ here have an inner dimension of only d, too skinny for a multithreaded BLAS to p
 threaded BLAS inside threaded blocks oversubscribes the cores; so every block runs with a
 single BLAS thread: :func:`_run_blocks` limits the BLAS libraries loaded with numpy
 (OpenBLAS, MKL, BLIS, ... through ``threadpoolctl``) to one thread while the blocks run and
-restores the previous count afterwards. Each block's partial sums are added in block order,
-so results do not depend on ``workers``. :func:`limit_blas_threads` sets the count for the
-rest of a process (each Dask worker process of :mod:`attnlib.experiments` uses one).
+restores the previous count afterwards. A row's values do not depend on the block it is
+computed in (one BLAS thread; tested bit for bit with the book's OpenBLAS), and the sums over
+rows are taken once, so results do not depend on ``workers`` nor, for ``loss_and_grad``, on
+the block size. :func:`limit_blas_threads` sets the count for the rest of a process (each
+Dask worker process of :mod:`attnlib.experiments` uses one).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator, Literal, TypeVar
 
@@ -81,6 +86,9 @@ BLOCK_ELEMENTS = 2 ** 18
 #: for 26).
 MIN_BLOCK_ROWS = 64
 MAX_BLOCK_ELEMENTS = 2 ** 21
+#: From this many entries (n = 256 for n x n) on, a problem that fits in one block is split
+#: into two halves so that both cores work (one block would run on one thread).
+SPLIT_ELEMENTS = 2 ** 16
 
 
 # ----------------------------------------------------------------------------- checks
@@ -125,13 +133,17 @@ def _check_rows(rows: object | None, n: int) -> np.ndarray | None:
 
 
 def auto_block_size(n_queries: int, n_keys: int) -> int:
-    """Rows per block: all ``n_queries`` when ``n_queries * n_keys <= BLOCK_ELEMENTS``
-    (the direct computation), else ``BLOCK_ELEMENTS // n_keys`` raised to ``MIN_BLOCK_ROWS``
-    where a work array then stays within ``MAX_BLOCK_ELEMENTS`` (at least one row)."""
+    """Rows per block: all ``n_queries`` (the direct computation) when
+    ``n_queries * n_keys < SPLIT_ELEMENTS``; half of them, rounded up, up to
+    ``BLOCK_ELEMENTS`` (two blocks, one per core); else ``BLOCK_ELEMENTS // n_keys`` raised to
+    ``MIN_BLOCK_ROWS`` where a work array then stays within ``MAX_BLOCK_ELEMENTS`` (at least
+    one row). The blocks depend on the sizes only, never on the number of threads."""
     n_queries = check_int("n_queries", n_queries, minimum=1)
     n_keys = check_int("n_keys", n_keys, minimum=1)
-    if n_queries * n_keys <= BLOCK_ELEMENTS:
+    if n_queries * n_keys < SPLIT_ELEMENTS:
         return n_queries
+    if n_queries * n_keys <= BLOCK_ELEMENTS:
+        return -(-n_queries // 2)
     rows = max(1, BLOCK_ELEMENTS // n_keys, min(MIN_BLOCK_ROWS, MAX_BLOCK_ELEMENTS // n_keys))
     return min(rows, n_queries)
 
@@ -193,25 +205,62 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return _POOLS[threads]
 
 
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """Run the body with one thread in every BLAS library found at import (``_BLAS``).
+
+    Only the libraries not already on one thread are switched, and restored afterwards:
+    ``threadpoolctl``'s general ``limit`` context re-inspects the libraries on every entry,
+    which cost 0.07 to 0.3 ms per call, a tenth of a whole evaluation at n = 500.
+    """
+    switched = []
+    for library in _BLAS.lib_controllers:
+        count = library.get_num_threads() if library.user_api == "blas" else 1
+        if count != 1:
+            library.set_num_threads(1)
+            switched.append((library, count))
+    try:
+        yield
+    finally:
+        for library, count in switched:
+            library.set_num_threads(count)
+
+
 def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int, block: int,
                 workers: int | None, *, buffers: int, width: int, dtype: np.dtype) -> list[T]:
     """``[work(start, stop, scratch) for each block]`` in block order, on ``workers`` threads.
 
-    ``scratch`` holds ``buffers`` work arrays with ``stop - start`` rows and ``width`` columns
-    (from :func:`_scratch`); the blocks run with a single BLAS thread (module docstring).
+    The calling thread and ``workers - 1`` pool threads take the next block from a shared
+    counter until none is left (the caller works too, so one call costs one hand-over to the
+    pool, not one per block). ``scratch`` holds ``buffers`` work arrays with ``stop - start``
+    rows and ``width`` columns (from :func:`_scratch`); the blocks run with a single BLAS
+    thread (module docstring). The results are returned in block order whichever thread
+    computed them.
     """
     spans = list(_blocks(n_queries, block))
     threads = _resolve_workers(workers, len(spans))
+    results: list[T] = [None] * len(spans)          # type: ignore[list-item]
+    taken = iter(range(len(spans)))
+    lock = threading.Lock()
 
-    def run(span: tuple[int, int]) -> T:
-        rows = span[1] - span[0]
+    def drain() -> None:
         scratch = _scratch(buffers, block, width, dtype)
-        return work(span[0], span[1], [array[:rows] for array in scratch])
+        while True:
+            with lock:
+                index = next(taken, None)
+            if index is None:
+                return
+            start, stop = spans[index]
+            results[index] = work(start, stop, [array[:stop - start] for array in scratch])
 
-    with _BLAS.limit(limits=1, user_api="blas"):
-        if threads == 1:
-            return [run(span) for span in spans]
-        return list(_pool(threads).map(run, spans))
+    with _one_blas_thread():
+        helpers = [_pool(threads - 1).submit(drain) for _ in range(threads - 1)]
+        try:
+            drain()
+        finally:
+            for helper in helpers:
+                helper.result()
+    return results
 
 
 # ---------------------------------------------------------------------------- softmax
@@ -271,15 +320,17 @@ def _softmax_rows(logits: np.ndarray, self_columns: np.ndarray | None) -> tuple[
     return logits, logits.sum(axis=-1)
 
 
-def _block_terms(e: np.ndarray, z: np.ndarray, keys: np.ndarray, keys_t: np.ndarray,
-                 queries: np.ndarray, targets: np.ndarray, a_t: np.ndarray,
-                 t_out: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """One block's share of ``(2 m L_hat, m dL/dA, m dL/dB)`` from ``E`` and ``z`` (the output
-    of :func:`_softmax_rows`), formulas of the module docstring.
+def _block_rows(e: np.ndarray, z: np.ndarray, keys: np.ndarray, keys_t: np.ndarray,
+                targets: np.ndarray, a_t: np.ndarray,
+                t_out: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per query row of one block: the residuals ``r_j``, the outputs ``h_j`` and
+    ``(dS X)_j = sum_i w_ji (g_j . x_i - c_j) x_i`` (formulas of the module docstring), from
+    ``E`` and ``z`` (the output of :func:`_softmax_rows`).
 
     Works on one block of query rows (``e`` of shape (b, n), ``keys`` (n, d), ``keys_t`` (d, n))
     and on a stack of g prompts (``e`` (g, n, n), ``keys`` (g, n, d), ``keys_t`` (g, d, n));
-    ``t_out`` is a work array shaped like ``e``.
+    ``t_out`` is a work array shaped like ``e``. Each row's values are computed from that row
+    alone (with one BLAS thread they do not depend on how the rows are split into blocks).
     """
     hidden = (e @ keys) / z[..., None]                                    # h_j
     residual = hidden @ a_t.T - targets                                   # r_j
@@ -287,8 +338,14 @@ def _block_terms(e: np.ndarray, z: np.ndarray, keys: np.ndarray, keys_t: np.ndar
     c = np.einsum("...j,...j->...", g, hidden)                            # g_j . h_j
     t = np.matmul(g / z[..., None], keys_t, out=t_out)                    # (g_j . x_i) / z_j
     t *= e                                                                # w_ji g_j . x_i
-    ds_x = t @ keys - c[..., None] * hidden                               # (dS X)_j
-    p, d = a_t.shape
+    return residual, hidden, t @ keys - c[..., None] * hidden
+
+
+def _row_sums(residual: np.ndarray, hidden: np.ndarray, queries: np.ndarray,
+              ds_x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """``(sum_j ||r_j||^2, sum_j r_j h_j^T, sum_j x_j (dS X)_j^T)`` in float64, over the rows of
+    (possibly stacked) per-row arrays: m times ``(2 L_hat, dL/dA, dL/dB)``."""
+    p, d = residual.shape[-1], hidden.shape[-1]
     residual, hidden = residual.reshape(-1, p), hidden.reshape(-1, d)
     return (float(np.einsum("ij,ij->", residual, residual, dtype=np.float64)),
             residual.T.astype(np.float64) @ hidden.astype(np.float64),
@@ -300,14 +357,12 @@ def _blocks(n_queries: int, block: int) -> Iterator[tuple[int, int]]:
         yield start, min(start + block, n_queries)
 
 
-def _query_block(X: np.ndarray, rows: np.ndarray | None, start: int, stop: int,
-                 loo: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """Query tokens of one block and, for leave-one-out, their own columns."""
-    if rows is None:
-        index = np.arange(start, stop) if loo else None
-        return X[start:stop], index
-    index = rows[start:stop]
-    return X[index], (index if loo else None)
+def _self_columns(rows: np.ndarray | None, start: int, stop: int,
+                  loo: bool) -> np.ndarray | None:
+    """For leave-one-out, the columns of one block's query rows themselves (else None)."""
+    if not loo:
+        return None
+    return np.arange(start, stop) if rows is None else rows[start:stop]
 
 
 # ------------------------------------------------------------------------------ public
@@ -338,7 +393,7 @@ def _hidden(b: np.ndarray, keys: np.ndarray, queries: np.ndarray, loo: bool,
     hidden = np.empty((m, keys.shape[1]))
 
     def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
-        self_columns = np.arange(start, stop) if loo else None
+        self_columns = _self_columns(None, start, stop, loo)
         logits = np.matmul(queries_b[start:stop], keys_tt, out=scratch[0])
         e, z = _softmax_rows(logits, self_columns)
         hidden[start:stop] = (e @ keys_t) / z[:, None]
@@ -420,19 +475,20 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
     y_t = y.astype(kind, copy=False)
     xb = (x @ b).astype(kind, copy=False)
 
-    def work(start: int, stop: int,
-             scratch: list[np.ndarray]) -> tuple[float, np.ndarray, np.ndarray]:
-        queries, self_columns = _query_block(x, index, start, stop, loo)
+    residual, hidden, ds_x = np.empty((m, p), kind), np.empty((m, d), kind), np.empty((m, d), kind)
+
+    def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
+        self_columns = _self_columns(index, start, stop, loo)
         targets = y_t[start:stop] if index is None else y_t[index[start:stop]]
         queries_b = xb[start:stop] if index is None else xb[index[start:stop]]
         logits = np.matmul(queries_b, keys_t, out=scratch[0])
         e, z = _softmax_rows(logits, self_columns)                       # E = z W
-        return _block_terms(e, z, keys, keys_t, queries, targets, a_t, scratch[1])
+        residual[start:stop], hidden[start:stop], ds_x[start:stop] = _block_rows(
+            e, z, keys, keys_t, targets, a_t, scratch[1])
 
-    parts = _run_blocks(work, m, block, workers, buffers=2, width=n, dtype=kind)
-    total = sum(part[0] for part in parts)
-    grad_a = np.sum([part[1] for part in parts], axis=0)
-    grad_b = np.sum([part[2] for part in parts], axis=0)
+    _run_blocks(work, m, block, workers, buffers=2, width=n, dtype=kind)
+    queries = x if index is None else x[index]
+    total, grad_a, grad_b = _row_sums(residual, hidden, queries, ds_x)
     return total / (2 * m), grad_a / m, grad_b / m
 
 
@@ -496,8 +552,9 @@ def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.nda
         stack = [array.reshape(stop - start, n, n) for array in scratch]
         logits = np.matmul(xb[start:stop], keys_t[start:stop], out=stack[0])
         e, z = _softmax_rows(logits, self_columns)
-        return _block_terms(e, z, x[start:stop], keys_t[start:stop], x[start:stop],
-                            y[start:stop], a, stack[1])
+        residual, hidden, ds_x = _block_rows(e, z, x[start:stop], keys_t[start:stop],
+                                             y[start:stop], a, stack[1])
+        return _row_sums(residual, hidden, x[start:stop], ds_x)
 
     group = max(1, BLOCK_ELEMENTS // (n * n))
     parts = _run_blocks(work, prompts, group, workers, buffers=2, width=n * n,

@@ -1,21 +1,28 @@
-"""Benchmark of Algorithm 1's hot path (issue 3): prints figures, asserts nothing.
+"""Algorithm 1's cost per iteration against one loss-and-gradient call (issues 3 and 29).
 
-For d = 10, p = 20 and n in {500, 2000, 8000} it prints, each configuration measured in its own
-subprocess:
+Usage (from the repository root)::
 
-* seconds per evaluation of the training objective and its gradient,
-  ``attnlib.algorithm.empirical_objective_and_grad`` (attention loss + R_hat, leave-one-out);
-* seconds per iteration of ``attnlib.algorithm.train`` with its full history
-  (objective, excess risk, dist_P, dist_P_hat; no test set);
-* peak memory: rise of the process's peak RSS over its RSS just before the first call;
-* the achieved floating-point rate, counting ``8 n^2 d`` flops per evaluation (four n x n x d
-  products: logits, attention output, and the two backward products; exponentials and
-  elementwise work not counted), as a fraction of the numpy matmul rate measured in the same
-  subprocess (a 1500 x 1500 float64 product).
+    python benchmarks/bench_algorithm.py [--n 500] [--iterations 300] [--rounds 5] [--output PATH]
 
-Usage: ``python benchmarks/bench_algorithm.py [--sizes 500 2000 8000] [--repeats 5]``.
-The BLAS thread count is inherited from the environment (``OPENBLAS_NUM_THREADS``); on a
-loaded 2-core machine a single thread was about 8x faster than two at n = 500 (chapter 4).
+On the data of chapter 5's ``paper1_defaults`` (seed 0: d = 10, p = 20, kappa = 10, noise
+0.1, n = 500 samples, 500 test pairs) it times, interleaved in every round (shuffled order):
+
+* ``loss_and_grad``: one ``attention.loss_and_grad`` call (the hot path);
+* ``objective``: one evaluation of Algorithm 1's objective ``L_hat + R_hat`` and its gradient
+  (``DataLoss.objective``);
+* ``train_bare``: ``algorithm.train`` with Algorithm 1 and its default history (objective,
+  loss, gradient norm, dist_P to S_hat, time), per iteration;
+* ``train_chapter``: as chapter 5 calls it: with the truth (excess risk, dist_P), the certified
+  basin minimizer (gap, dist_ref) and the deployed test risk every 10 iterations;
+* ``train_chapter_recorded``: the same, recording the history only at
+  ``part1.recorded_iterations`` (every iteration up to 100, then every 10th).
+
+A per-iteration time is the training time divided by ``iterations + 1`` (one objective
+evaluation per recorded point 0..iterations). Ratios to ``loss_and_grad`` are taken per round;
+the median over rounds and the range are reported with the 1-minute load average, and the
+same ratio in CPU seconds of the process (the work done, whatever share of the cores the
+process got on a shared machine). Results:
+``attnlib/experiments/stored/benchmark_algorithm.json``.
 """
 
 from __future__ import annotations
@@ -23,86 +30,104 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
+import platform
+import random
 import sys
 import time
+from pathlib import Path
 
-D, P = 10, 20
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
+import numpy as np
 
 
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def measure(n: int, repeats: int) -> dict[str, float]:
-    """Measure one configuration in this process and return the figures."""
-    import numpy as np
-
-    from attnlib import algorithm, data, population
+def _setup(n: int, iterations: int) -> dict:
+    """The timed calls, built once (data, reference minimizer) outside the timing."""
+    from attnlib import algorithm, attention, data, reference
+    from attnlib.experiments import part1
 
     rng = np.random.default_rng(0)
-    problem = data.default_problem(rng=rng, d=D, p=P)
+    problem = data.default_problem(rng=rng, d=part1.D, p=part1.P, kappa=part1.KAPPA,
+                                   noise_std=part1.NOISE_STD)
     x, y = problem.sample(n, rng=rng)
-    sigma_hat, m_hat = population.empirical_moments(x, y)
-    a, b = algorithm.spectral_init(sigma_hat, m_hat)
-
-    big = rng.standard_normal((1500, 1500))
-    big @ big
-    start = time.perf_counter()
-    for _ in range(3):
-        big @ big
-    matmul_rate = 3 * 2 * 1500 ** 3 / (time.perf_counter() - start)
-    del big
-
-    baseline = _rss_mb()
-    peak_before = _peak_rss_mb()
-    algorithm.empirical_objective_and_grad(a, b, x, y, sigma_hat)        # warm-up
-    start = time.perf_counter()
-    for _ in range(repeats):
-        algorithm.empirical_objective_and_grad(a, b, x, y, sigma_hat)
-    per_eval = (time.perf_counter() - start) / repeats
-    peak = max(_peak_rss_mb(), peak_before) - baseline
-
-    start = time.perf_counter()
-    algorithm.train(algorithm.empirical_loss(x, y), iterations=repeats, problem=problem)
-    per_iteration = (time.perf_counter() - start) / (repeats + 1)
-    rate = 8 * n * n * D / per_eval
-    return dict(n=n, seconds_per_eval=per_eval, seconds_per_iteration=per_iteration,
-                peak_mb=peak, gflops=rate / 1e9, matmul_gflops=matmul_rate / 1e9,
-                fraction_of_matmul=rate / matmul_rate)
+    test = problem.sample(part1.N_TEST, rng=rng)
+    loss = algorithm.empirical_loss(x, y)
+    basin = reference.reference_minimizer(loss.reference_objective(1.0), loss.manifold.point(),
+                                          loss.Sigma_hat, hessian=False)
+    a, b = loss.manifold.point()
+    objective = loss.objective(1.0)
+    chapter = dict(problem=problem, reference=basin, test=test, test_every=part1.TEST_EVERY)
+    per_iteration = 1.0 / (iterations + 1)
+    return {
+        "loss_and_grad": (lambda: attention.loss_and_grad(a, b, x, y), 1.0),
+        "objective": (lambda: objective(a, b), 1.0),
+        "train_bare": (lambda: algorithm.train(loss, iterations=iterations), per_iteration),
+        "train_chapter": (lambda: algorithm.train(loss, iterations=iterations, **chapter),
+                          per_iteration),
+        "train_chapter_recorded": (
+            lambda: algorithm.train(loss, iterations=iterations, **chapter,
+                                    record_at=part1.recorded_iterations(iterations)),
+            per_iteration),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, default=500)
+    parser.add_argument("--iterations", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=20,
+                        help="loss_and_grad and objective calls per round")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the shuffled orders")
+    parser.add_argument("--output", default=None,
+                        help="default: attnlib/experiments/stored/benchmark_algorithm.json")
     args = parser.parse_args()
-    if args.child is not None:
-        print(json.dumps(measure(args.child, args.repeats)))
-        return
-    threads = os.environ.get("OPENBLAS_NUM_THREADS", "unset")
-    print(f"d = {D}, p = {P}, leave-one-out mask, float64, OPENBLAS_NUM_THREADS = {threads}")
-    print(f"{'n':>6} {'s / eval':>10} {'s / iter':>10} {'peak MB':>9} {'GFLOP/s':>8} "
-          f"{'matmul GFLOP/s':>15} {'fraction':>9}")
-    for n in args.sizes:
-        repeats = args.repeats if n <= 2000 else max(2, args.repeats // 2)
-        output = subprocess.run([sys.executable, __file__, "--child", str(n), "--repeats",
-                                 str(repeats)], capture_output=True, text=True, check=True)
-        row = json.loads(output.stdout.strip().splitlines()[-1])
-        print(f"{row['n']:>6} {row['seconds_per_eval']:>10.4f} "
-              f"{row['seconds_per_iteration']:>10.4f} {row['peak_mb']:>9.1f} "
-              f"{row['gflops']:>8.2f} {row['matmul_gflops']:>15.1f} "
-              f"{row['fraction_of_matmul']:>9.3f}")
+
+    import attnlib
+    from attnlib import experiments
+
+    calls = _setup(args.n, args.iterations)
+    for call, _ in calls.values():
+        call()                                                   # warm-up
+    shuffle = random.Random(args.seed)
+    seconds: dict[str, list[float]] = {name: [] for name in calls}
+    cpu_seconds: dict[str, list[float]] = {name: [] for name in calls}
+    loads = []
+    meta = {"date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+            "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+            "python": platform.python_version(), "numpy": np.__version__,
+            "attnlib": attnlib.__version__, "cpu_count": os.cpu_count(), "n": args.n,
+            "iterations": args.iterations, "rounds": args.rounds,
+            "load_average_before": os.getloadavg()}
+    for _ in range(args.rounds):
+        order = list(calls)
+        shuffle.shuffle(order)
+        for name in order:
+            call, scale = calls[name]
+            repeats = args.calls if scale == 1.0 else 1
+            start, cpu = time.perf_counter(), time.process_time()
+            for _ in range(repeats):
+                call()
+            seconds[name].append((time.perf_counter() - start) / repeats * scale)
+            cpu_seconds[name].append((time.process_time() - cpu) / repeats * scale)
+        loads.append(os.getloadavg()[0])
+    meta["load_average_after"] = os.getloadavg()
+    base = np.asarray(seconds["loss_and_grad"])
+    cpu_base = np.asarray(cpu_seconds["loss_and_grad"])
+    rows = []
+    print(f"n = {args.n}, {args.iterations} iterations per training run, {args.rounds} rounds; "
+          f"load {min(loads):.1f}-{max(loads):.1f}")
+    print(f"{'call':24s} {'ms (median)':>11} {'x loss_and_grad [range]':>26} {'in CPU time':>11}")
+    for name, values in seconds.items():
+        ratios = np.asarray(values) / base
+        row = {"name": name, "seconds_median": float(np.median(values)),
+               "ratio_median": float(np.median(ratios)), "ratio_min": float(ratios.min()),
+               "ratio_max": float(ratios.max()), "seconds": values,
+               "cpu_ratio_median": float(np.median(np.asarray(cpu_seconds[name]) / cpu_base))}
+        rows.append(row)
+        print(f"{name:24s} {row['seconds_median'] * 1e3:11.3f} {row['ratio_median']:12.3f} "
+              f"[{row['ratio_min']:.3f}, {row['ratio_max']:.3f}] {row['cpu_ratio_median']:11.3f}")
+    output = Path(args.output) if args.output else experiments.benchmark_path("algorithm")
+    output.write_text(json.dumps({"meta": meta, "rows": rows, "load": loads}, indent=1) + "\n")
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":

@@ -360,3 +360,41 @@ def test_normalized_regularizer_is_the_balancing_one_over_the_squared_norms() ->
         population.factor_regularizer_and_grad(0 * u, 0 * v, normalized=True)
     with pytest.raises(ValueError, match="regularizer must be"):
         algorithm.Method(regularizer="scaled")
+
+
+@pytest.mark.parametrize("regularizer", ["balancing", "normalized"])
+def test_objective_caches_sigma_hat_half_without_changing_a_bit(small, regularizer) -> None:
+    _, x, y = small
+    loss = algorithm.empirical_loss(x, y)
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((6, 4)) / 2, rng.standard_normal((4, 4)) / 2
+    value, data_loss, grad_a, grad_b = loss.objective(0.7, regularizer=regularizer)(a, b)
+    reg, reg_a, reg_b = population.regularizer_and_grad(
+        a, b, loss.Sigma_hat, lam=0.7, normalized=regularizer == "normalized")
+    attn, attn_a, attn_b = attention.loss_and_grad(a, b, x, y)
+    assert (value, data_loss) == (attn + reg, attn)
+    np.testing.assert_array_equal(grad_a, attn_a + reg_a)
+    np.testing.assert_array_equal(grad_b, attn_b + reg_b)
+
+
+def test_record_at_keeps_exactly_the_recorded_entries(small) -> None:
+    problem, x, y = small
+    loss = algorithm.empirical_loss(x, y)
+    method = replace(algorithm.METHODS["algorithm1"], tau=2 * loss.manifold.balanced_scale)
+    test = problem.sample(20, rng=np.random.default_rng(4))
+    every = algorithm.train(loss, method, iterations=12, problem=problem, test=test, test_every=5)
+    chosen = np.array([0, 1, 2, 7, 12])
+    some = algorithm.train(loss, method, iterations=12, problem=problem, test=test, test_every=5,
+                           record_at=chosen)
+    np.testing.assert_array_equal(some.history["iteration"], chosen)
+    for key, values in every.history.items():
+        if key == "time":
+            assert some.history[key].shape == chosen.shape
+        elif key.startswith("test_"):
+            np.testing.assert_array_equal(some.history[key], values)
+        elif key != "iteration":
+            np.testing.assert_array_equal(some.history[key], values[chosen])
+    np.testing.assert_array_equal(some.A, every.A)
+    for bad in ([], [3, 2], [0, 13], [0.5]):
+        with pytest.raises(ValueError, match="record_at"):
+            algorithm.train(loss, iterations=12, record_at=np.array(bad))

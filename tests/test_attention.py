@@ -214,6 +214,23 @@ def test_blocked_equals_direct(shape, mask, block, use_rows, workers) -> None:
         assert np.abs(fn(block) - want).max() <= 1e-12 * np.abs(want).max()
 
 
+@pytest.mark.parametrize("mask", MASKS)
+def test_split_blocks_give_the_direct_result_bit_for_bit(mask: str) -> None:
+    # Per-row values do not depend on the blocks (one BLAS thread) and the sums over rows are
+    # taken once, over all rows: so the automatic two halves at n = 500 (both cores) return
+    # exactly what one block returns, and the stored runs replay identically.
+    a, b, x, y = _layer(500, 10, 20, seed=5, scale=0.3)
+    rows = np.random.default_rng(5).integers(0, 500, size=300)
+    for chosen in (None, rows):
+        direct = attention.loss_and_grad(a, b, x, y, mask=mask, rows=chosen, block_size=10 ** 6)
+        for block in (None, 64):
+            split = attention.loss_and_grad(a, b, x, y, mask=mask, rows=chosen,
+                                            block_size=block)
+            assert split[0] == direct[0]
+            np.testing.assert_array_equal(split[1], direct[1])
+            np.testing.assert_array_equal(split[2], direct[2])
+
+
 def test_results_do_not_depend_on_workers() -> None:
     a, b, x, y = _layer(700, 10, 20, seed=21)
     one = attention.loss_and_grad(a, b, x, y, block_size=64, workers=1)
@@ -243,13 +260,47 @@ def test_blocked_loss_and_grad_never_allocates_an_n_by_n_array() -> None:
 
 
 def test_auto_block_size_bounds_the_work_array() -> None:
-    assert attention.auto_block_size(500, 500) == 500
+    assert attention.auto_block_size(200, 200) == 200           # below SPLIT_ELEMENTS: direct
+    assert attention.auto_block_size(500, 500) == 250           # two halves, one per core
+    assert attention.auto_block_size(257, 256) == 129
     block = attention.auto_block_size(20_000, 20_000)
     assert block == attention.MIN_BLOCK_ROWS
     assert block * 20_000 <= attention.MAX_BLOCK_ELEMENTS
     assert attention.auto_block_size(3000, 3000) == attention.BLOCK_ELEMENTS // 3000
     huge = attention.auto_block_size(10 ** 7, 10 ** 7)
     assert huge == 1
+
+
+def _extended_precision_loss_and_grad(a, b, x, y, mask):
+    """Loss and gradient in long double from the textbook softmax backward pass, written
+    independently of the library: ``dL/dW_ji = g_j . x_i``, ``dL/dS = W o (dL/dW - rowsum(W o
+    dL/dW))``, ``dL/dB = X^T (dL/dS) X`` (numpy's long double is 80-bit extended on x86)."""
+    a, b, x, y = (np.asarray(v, dtype=np.longdouble) for v in (a, b, x, y))
+    n = x.shape[0]
+    logits = x @ b @ x.T
+    if mask == "loo":
+        logits[np.arange(n), np.arange(n)] = -np.inf
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    weights /= weights.sum(axis=1, keepdims=True)
+    hidden = weights @ x
+    residual = hidden @ a.T - y
+    d_hidden = residual @ a / n
+    d_weights = d_hidden @ x.T
+    d_logits = weights * (d_weights - np.sum(weights * d_weights, axis=1, keepdims=True))
+    return (np.sum(residual ** 2) / (2 * n), residual.T @ hidden / n, x.T @ d_logits @ x)
+
+
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_float64_gradient_is_exact_to_round_off(mask: str, workers: int) -> None:
+    # n = 700: several blocks of the automatic size, split over the threads.
+    a, b, x, y = _layer(700, 10, 20, seed=29, scale=0.3)
+    got = attention.loss_and_grad(a, b, x, y, mask=mask, workers=workers)
+    want = _extended_precision_loss_and_grad(a, b, x, y, mask)
+    errors = [abs(got[0] - want[0]) / abs(want[0])] + [
+        float(np.abs(g - w).max() / np.abs(w).max()) for g, w in zip(got[1:], want[1:])]
+    # float64 round-off summed over n = 700 terms: observed up to 2e-15 relative.
+    assert max(errors) < 1e-14, errors
 
 
 # ------------------------------------------------------------------ float32 option

@@ -1,0 +1,173 @@
+"""attnlib's loss and gradient against this machine's floor (issue 29; appendix, README).
+
+Usage (from the repository root)::
+
+    python benchmarks/bench_floor.py [--ns 500 2000 8000] [--rounds 7] [--output PATH]
+
+For d = 10, p = 20, the leave-one-out mask, float64 and float32, 1 and 2 threads:
+
+* ``attnlib``: ``attention.loss_and_grad(A, B, X, Y, dtype=dtype, workers=threads)`` on the
+  data of ``bench_attention.py`` (seed 8);
+* ``floor``: ``8 n^2 d`` flops at this machine's GEMM rate plus ``n^2`` exponentials at its
+  exp rate, both measured in the same round: the GEMM rate of a 2000 x 2000 product in
+  ``dtype`` on ``threads`` BLAS threads (best of 3), and the rate of ``numpy.exp`` in place on
+  tiles of attnlib's block shape (values in [-8, 0]), ``threads`` threads taking ``n^2``
+  entries in all (best of 3). The floor counts no memory traffic, no max / sum passes, no call overhead:
+  no implementation that uses numpy's exp and this BLAS can reach it.
+
+Every round runs every configuration once, in a freshly shuffled order, and times its floor
+and attnlib back to back, so a change of the machine's load hits both; the ratio attnlib /
+floor is taken per round and reported as the median over rounds with its range. The 1-minute
+load average is recorded at every round (the machine is shared: quote ratios, and the load
+beside them). With one thread the same ratio is also taken in CPU seconds of the process
+(``cpu_ratio``): it measures the work done, whatever share of the cores the process got. Results: ``attnlib/experiments/stored/benchmark_floor.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from bench_attention import D, P, _problem
+
+DTYPES = ("float64", "float32")
+THREADS = (1, 2)
+#: calls per round by n (one call at n = 8000 takes a quarter to a few seconds)
+CALLS = {500: 20, 2000: 3, 8000: 1}
+_POOL = ThreadPoolExecutor(max_workers=max(THREADS))
+
+
+def _seconds(call, calls: int) -> tuple[float, float]:
+    """Wall and CPU seconds (of this process) per call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
+
+
+def gemm_rate(dtype: str, threads: int) -> tuple[float, float]:
+    """Flops per wall second and per CPU second of a 2000 x 2000 product in ``dtype`` on
+    ``threads`` BLAS threads (best of 3 each)."""
+    left = np.random.default_rng(0).standard_normal((2000, 2000)).astype(dtype)
+    with threadpool_limits(limits=threads, user_api="blas"):
+        left @ left
+        times = [_seconds(lambda: left @ left, 1) for _ in range(3)]
+    return 2 * 2000 ** 3 / min(t[0] for t in times), 2 * 2000 ** 3 / min(t[1] for t in times)
+
+
+def exp_seconds(n: int, dtype: str, threads: int) -> tuple[float, float]:
+    """Seconds for ``threads`` threads to apply ``numpy.exp`` to n^2 entries in all, in tiles
+    of attnlib's block shape (each thread its own source and output tile, as attnlib's block
+    threads have their own work arrays; best of 3)."""
+    from attnlib import attention
+
+    block = attention.auto_block_size(n, n)
+    source = np.linspace(-8.0, 0.0, block * n).astype(dtype).reshape(block, n)
+    outputs = [np.empty_like(source) for _ in range(threads)]
+    passes = -(-n // block)
+    shares = [len(range(k, passes, threads)) for k in range(threads)]
+
+    def run(k: int) -> None:
+        for _ in range(shares[k]):
+            np.exp(source, out=outputs[k])
+
+    def all_threads() -> None:
+        if threads == 1:
+            run(0)
+        else:
+            list(_POOL.map(run, range(threads)))
+
+    all_threads()
+    times = [_seconds(all_threads, 1) for _ in range(3)]
+    return min(t[0] for t in times), min(t[1] for t in times)
+
+
+def measure(config: tuple[int, str, int], calls: int) -> dict:
+    """One round of one configuration: its floor, then attnlib's time."""
+    from attnlib import attention
+
+    n, dtype, threads = config
+    a, b, x, y = _problem(n)
+    rate, cpu_rate = gemm_rate(dtype, threads)
+    exp_time, exp_cpu = exp_seconds(n, dtype, threads)
+    floor = 8 * n * n * D / rate + exp_time
+    call = lambda: attention.loss_and_grad(a, b, x, y, dtype=np.dtype(dtype),  # noqa: E731
+                                           workers=threads)
+    call()
+    seconds, cpu = _seconds(call, calls)
+    result = {"seconds": seconds, "floor_seconds": floor, "gemm_gflops": rate / 1e9,
+              "exp_per_second": n * n / exp_time, "ratio": seconds / floor,
+              "load": os.getloadavg()[0]}
+    if threads == 1:       # one thread: CPU seconds measure the work whatever the load
+        result["cpu_ratio"] = cpu / (8 * n * n * D / cpu_rate + exp_cpu)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ns", type=int, nargs="+", default=[500, 2000, 8000])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the shuffled orders")
+    parser.add_argument("--output", default=None,
+                        help="default: attnlib/experiments/stored/benchmark_floor.json")
+    args = parser.parse_args()
+
+    import attnlib
+    from attnlib import experiments
+
+    configs = [(n, dtype, threads) for n in args.ns for dtype in DTYPES for threads in THREADS]
+    rounds: dict[tuple, list[dict]] = {config: [] for config in configs}
+    shuffle = random.Random(args.seed)
+    meta = {"date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+            "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+            "python": platform.python_version(), "numpy": np.__version__,
+            "attnlib": attnlib.__version__, "cpu_count": os.cpu_count(), "d": D, "p": P,
+            "mask": "loo", "rounds": args.rounds, "calls": {n: CALLS.get(n, 1) for n in args.ns},
+            "load_average_before": os.getloadavg()}
+    for index in range(args.rounds):
+        order = configs[:]
+        shuffle.shuffle(order)
+        for config in order:
+            rounds[config].append(measure(config, CALLS.get(config[0], 1)))
+        print(f"round {index + 1}/{args.rounds} done, load {os.getloadavg()[0]:.2f}", flush=True)
+    meta["load_average_after"] = os.getloadavg()
+    rows = []
+    print(f"{'n':>6} {'dtype':>8} {'threads':>7} | {'attnlib s':>10} {'floor s':>10} | "
+          f"{'attnlib / floor [range]':>24} | {'GEMM GF/s':>9} {'exp G/s':>7} | {'CPU ratio':>9} | load")
+    for (n, dtype, threads), measured in rounds.items():
+        ratios = [m["ratio"] for m in measured]
+        row = {"n": n, "dtype": dtype, "threads": threads,
+               "seconds_median": float(np.median([m["seconds"] for m in measured])),
+               "floor_seconds_median": float(np.median([m["floor_seconds"] for m in measured])),
+               "ratio_median": float(np.median(ratios)), "ratio_min": float(min(ratios)),
+               "ratio_max": float(max(ratios)),
+               "gemm_gflops_median": float(np.median([m["gemm_gflops"] for m in measured])),
+               "exp_per_second_median": float(np.median([m["exp_per_second"]
+                                                         for m in measured])),
+               "load": [m["load"] for m in measured]}
+        if threads == 1:
+            row["cpu_ratio_median"] = float(np.median([m["cpu_ratio"] for m in measured]))
+        rows.append(row)
+        print(f"{n:6d} {dtype:>8} {threads:7d} | {row['seconds_median']:10.4g} "
+              f"{row['floor_seconds_median']:10.4g} | {row['ratio_median']:8.2f} "
+              f"[{row['ratio_min']:.2f}, {row['ratio_max']:.2f}]{'':>6} | "
+              f"{row['gemm_gflops_median']:9.1f} {row['exp_per_second_median'] / 1e9:7.3f} | "
+              f"{row.get('cpu_ratio_median', float('nan')):9.2f} | "
+              f"{min(row['load']):.1f}-{max(row['load']):.1f}")
+    output = Path(args.output) if args.output else experiments.benchmark_path("floor")
+    output.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    print(f"wrote {output}")
+
+
+if __name__ == "__main__":
+    main()

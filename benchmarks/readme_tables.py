@@ -1,0 +1,139 @@
+"""Write the README's benchmark tables from the stored benchmark results (never typed by hand).
+
+Usage (from the repository root)::
+
+    python benchmarks/readme_tables.py            # rewrite the tables in README.md
+    python benchmarks/readme_tables.py --check    # exit 1 if README.md differs from the JSON
+
+Each table sits in ``README.md`` between the lines ``<!-- begin table: NAME -->`` and
+``<!-- end table: NAME -->`` and is built from ``attnlib/experiments/stored/benchmark_*.json``:
+``competitors`` (``bench_competitors.py``), ``floor`` (``bench_floor.py``) and ``algorithm``
+(``bench_algorithm.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPETITORS = (("torch_naive", "naive autograd"), ("torch_blocked", "hand-blocked, 256 rows"),
+               ("torch_compile", "torch.compile"))
+
+
+def _load_range(loads: list[float]) -> str:
+    return f"{min(loads):.1f}-{max(loads):.1f}"
+
+
+def competitors_table(bench: dict) -> str:
+    """attnlib's time and memory, and each competitor's as a multiple of attnlib's."""
+    rows = {(row["impl"], row["dtype"], row["n"]): row for row in bench["rows"]}
+    ns = sorted({n for _, _, n in rows})
+    lines = ["| n | dtype | attnlib | " + " | ".join(label for _, label in COMPETITORS)
+             + " | load avg |", "|---" * (len(COMPETITORS) + 4) + "|"]
+    for dtype in ("float64", "float32"):
+        for n in ns:
+            ours = rows.get(("attnlib", dtype, n))
+            if ours is None:
+                continue
+            cells, loads = [], list(ours["load"])
+            for impl, _ in COMPETITORS:
+                rival = rows.get((impl, dtype, n))
+                if rival is None:
+                    cells.append("not run")
+                    continue
+                loads += rival["load"]
+                cells.append(f"{rival['seconds_median'] / ours['seconds_median']:.2f}x time, "
+                             f"{rival['peak_mb'] / max(ours['peak_mb'], 0.1):.1f}x memory")
+            lines.append(f"| {n} | {dtype} | {ours['seconds_median']:.3g} s, "
+                         f"{ours['peak_mb']:.0f} MB | " + " | ".join(cells)
+                         + f" | {_load_range(loads)} |")
+    return "\n".join(lines)
+
+
+def floor_table(bench: dict) -> str:
+    """attnlib / floor, median over rounds with the range, by n, dtype and threads."""
+    rows = {(row["n"], row["dtype"], row["threads"]): row for row in bench["rows"]}
+    ns = sorted({n for n, _, _ in rows})
+    threads = sorted({t for _, _, t in rows})
+    lines = ["| n | dtype | " + " | ".join(f"{t} thread{'s' if t > 1 else ''}: attnlib, floor, "
+                                           "ratio [range]" + ("; CPU-time ratio" if t == 1 else "")
+                                           for t in threads) + " | load avg |",
+             "|---" * (len(threads) + 3) + "|"]
+    for dtype in ("float64", "float32"):
+        for n in ns:
+            cells, loads = [], []
+            for t in threads:
+                row = rows[(n, dtype, t)]
+                loads += row["load"]
+                cpu = f"; {row['cpu_ratio_median']:.2f}" if "cpu_ratio_median" in row else ""
+                cells.append(f"{row['seconds_median']:.3g} s, {row['floor_seconds_median']:.3g} s, "
+                             f"{row['ratio_median']:.2f} [{row['ratio_min']:.2f}, "
+                             f"{row['ratio_max']:.2f}]{cpu}")
+            lines.append(f"| {n} | {dtype} | " + " | ".join(cells) + f" | {_load_range(loads)} |")
+    return "\n".join(lines)
+
+
+ALGORITHM_LABELS = {
+    "loss_and_grad": "one `attention.loss_and_grad` call",
+    "objective": "Algorithm 1's objective (`L_hat + R_hat`) and gradient",
+    "train_bare": "one iteration of `algorithm.train` (default history)",
+    "train_chapter": "one iteration as chapter 5 calls it (truth, basin, test risk)",
+    "train_chapter_recorded": "the same, history only at the recorded iterations",
+}
+
+
+def algorithm_table(bench: dict) -> str:
+    """Per-call and per-iteration times at n, as multiples of one loss_and_grad call."""
+    lines = [f"| at n = {bench['meta']['n']} | ms (median) | x `loss_and_grad` [range] | "
+             "in CPU time |", "|---|---|---|---|"]
+    for row in bench["rows"]:
+        lines.append(f"| {ALGORITHM_LABELS[row['name']]} | {row['seconds_median'] * 1e3:.3g} | "
+                     f"{row['ratio_median']:.2f} [{row['ratio_min']:.2f}, "
+                     f"{row['ratio_max']:.2f}] | {row['cpu_ratio_median']:.2f} |")
+    lines.append(f"\nLoad average {_load_range(bench['load'])}, "
+                 f"{bench['meta']['iterations']} iterations per training run, "
+                 f"{bench['meta']['rounds']} rounds, {bench['meta']['date_utc']} UTC.")
+    return "\n".join(lines)
+
+
+TABLES = {"competitors": competitors_table, "floor": floor_table, "algorithm": algorithm_table}
+
+
+def render(readme: str) -> str:
+    """``readme`` with every marked table rebuilt from its stored benchmark."""
+    from attnlib import experiments
+
+    for name, build in TABLES.items():
+        pattern = re.compile(rf"(<!-- begin table: {name} -->\n).*?(\n<!-- end table: {name} -->)",
+                             re.S)
+        if pattern.search(readme) is None:
+            raise ValueError(f"README.md has no markers for the {name!r} table")
+        table = build(experiments.load_benchmark(name))
+        readme = pattern.sub(lambda match: match.group(1) + table + match.group(2), readme)
+    return readme
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if README.md is not what the stored results give")
+    args = parser.parse_args()
+    path = ROOT / "README.md"
+    current = path.read_text()
+    wanted = render(current)
+    if args.check:
+        if wanted != current:
+            print("README.md's benchmark tables differ from the stored results; run "
+                  "python benchmarks/readme_tables.py")
+            sys.exit(1)
+        print("README.md's benchmark tables match the stored results")
+        return
+    path.write_text(wanted)
+    print(f"wrote the {', '.join(TABLES)} tables into {path}")
+
+
+if __name__ == "__main__":
+    main()

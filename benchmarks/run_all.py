@@ -1,0 +1,81 @@
+"""Run every benchmark the README and the appendix quote, then rewrite the README's tables.
+
+Usage (from the repository root, on an otherwise idle machine; torch from the ``bench`` extra)::
+
+    python benchmarks/run_all.py [--torch-python PYTHON] [--skip NAME ...]
+
+In order, each in its own process, with the 1-minute load average printed before and after:
+``bench_floor.py`` (attnlib / floor), ``bench_algorithm.py`` (Algorithm 1 per iteration),
+``bench_attention.py`` (memory, block sizes, float32, Langevin), ``bench_competitors.py`` (the
+PyTorch a user would write; default threads, then PyTorch on one thread) and ``bench_rerun.py``
+(serial against 2 Dask workers); then ``readme_tables.py`` writes the README's tables from the
+stored results. The PyTorch benchmarks need a Python with torch (``--torch-python``, default:
+this one if it has torch); without one they are skipped with a note and their stored results
+are kept. Each benchmark stores its results in ``attnlib/experiments/stored/benchmark_*.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+#: the thread variables the book's scripts set to 1; bench_competitors.py sets its own
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def plan(torch_python: str | None) -> list[tuple[str, list[str], dict[str, str]]]:
+    """(name, command, extra environment) of every benchmark, in the order they run."""
+    python = sys.executable
+    steps = [("floor", [python, "bench_floor.py"], {}),
+             ("algorithm", [python, "bench_algorithm.py"], {})]
+    attention = [python, "bench_attention.py"]
+    if torch_python:
+        attention += ["--torch-python", torch_python]
+    steps.append(("attention", attention, {}))
+    if torch_python:
+        steps.append(("competitors", [torch_python, "bench_competitors.py"], {}))
+        steps.append(("competitors_1thread",
+                      [torch_python, "bench_competitors.py", "--keep-thread-env", "--output",
+                       str(HERE.parent / "attnlib/experiments/stored/"
+                           "benchmark_competitors_1thread.json")], ONE_THREAD))
+    steps.append(("rerun", [python, "bench_rerun.py"], {}))
+    return steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--torch-python", default=None,
+                        help="a Python with torch and attnlib (default: this one, if it has torch)")
+    parser.add_argument("--skip", nargs="*", default=[], help="benchmark names not to run")
+    args = parser.parse_args()
+    torch_python = args.torch_python
+    if torch_python is None and importlib.util.find_spec("torch") is not None:
+        torch_python = sys.executable
+    if torch_python is None:
+        print("note: no Python with torch; the PyTorch comparisons keep their stored results")
+    failed = []
+    for name, command, extra in plan(torch_python):
+        if name in args.skip:
+            print(f"== {name}: skipped")
+            continue
+        print(f"== {name}: {' '.join(Path(part).name for part in command)} "
+              f"(load average {os.getloadavg()[0]:.2f})", flush=True)
+        start = time.perf_counter()
+        done = subprocess.run(command, cwd=HERE, env={**os.environ, **extra})
+        print(f"== {name}: {time.perf_counter() - start:.0f} s, exit {done.returncode} "
+              f"(load average {os.getloadavg()[0]:.2f})", flush=True)
+        if done.returncode != 0:
+            failed.append(name)
+    subprocess.run([sys.executable, "readme_tables.py"], cwd=HERE, check=True)
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main()
