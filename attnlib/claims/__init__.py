@@ -45,9 +45,13 @@ def registry() -> dict[str, str]:
 
 
 def text(claim_id: str) -> str:
-    """The text of claim ``claim_id`` (an id of ``book/claims.yml``)."""
+    """The text of claim ``claim_id`` (an id of ``book/claims.yml``); ``ValueError`` if no
+    chapter module defines it."""
+    if not isinstance(claim_id, str):
+        raise TypeError(f"claim_id must be a string (an id of book/claims.yml), got "
+                        f"{type(claim_id).__name__}")
     texts = registry()
     if claim_id not in texts:
-        raise KeyError(f"claim_id {claim_id!r} is not defined by any module of attnlib.claims "
+        raise ValueError(f"claim_id {claim_id!r} is not defined by any module of attnlib.claims "
                        f"(known: {len(texts)} ids)")
     return texts[claim_id]
