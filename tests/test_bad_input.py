@@ -47,7 +47,7 @@ from attnlib import claims, experiments
 from attnlib.experiments._tasks import merge_tasks
 
 # --------------------------------------------------------------------------- enumeration
-#: Plain result containers: constructed by the package, never from user input.
+#: Plain result containers (constructed by the package, never from user input) and protocols.
 RESULT_TYPES = {
     "algorithm.TrainResult", "analysis.SeedSummary", "attention.EscapeCurves",
     "darcy.DarcyDataset", "fitting.PowerLawFit", "fitting.GeometricFit",
@@ -55,7 +55,7 @@ RESULT_TYPES = {
     "langevin.LangevinRun", "villani.VillaniValue", "villani.OrbitConstants",
     "villani.FactorizedLoss", "symbolic.Identity", "symbolic.TiltingMonteCarlo",
     "optim.Transform", "optim.EmptyState", "optim.TraceState",
-    "optim.ScaleByAdamState", "reference.ReferenceOptimum", "verdicts.Verdict",
+    "optim.ScaleByAdamState", "algorithm.UpdateRule", "reference.ReferenceOptimum", "verdicts.Verdict",
     "langevin.MalaRun", "villani.OrbitCrossovers", "slider.Frame", "slider.FrameSlider",
     "prompts.FirstOrderMinimizer", "prompts.BiasEstimate",
 }
