@@ -1,10 +1,27 @@
 """attnlib: the algorithms of the book *How softmax attention trains*.
 
-Part I (Goel, Soltanolkotabi, Bartlett 2026): ``data``, ``attention``, ``population``,
-``geometry``, ``algorithm``. Part II (Frangi, Mukherjee, Kumar, Sun, Sun 2026): ``villani``,
-``langevin``, ``lora``, ``qk_attention``, ``darcy``, ``vit``. Shared: ``experiments`` (named,
-seeded runs and their stored histories) and ``plotting`` (the book's figure style).
-Import the submodules directly, e.g. ``from attnlib import attention``.
+Import the submodules directly, e.g. ``from attnlib import attention``. Every public module:
+
+Part I (Goel, Soltanolkotabi, Bartlett 2026)
+    ``data`` (covariances and the regression sampler), ``attention`` (the softmax layer, its
+    loss and exact gradient, blocked over query rows), ``symbolic`` (the infinite-data limit,
+    derived with sympy), ``population`` (closed-form loss, factorization coordinates, OLS),
+    ``geometry`` (the manifold S, the P-geometry, Hessians), ``landscape`` (stationary points,
+    one-point conditions), ``algorithm`` (Algorithm 1 and its baselines), ``optim`` (gradient
+    transformations with optax's contract), ``reference`` (certified reference optima),
+    ``prompts`` (the many-prompts reconstruction), ``analysis`` (summaries of histories),
+    ``fitting`` (power-law and geometric rate fits).
+Part II (Frangi, Mukherjee, Kumar, Sun, Sun 2026)
+    ``potentials`` (test potentials), ``regularizers`` (weight decay, log-amplified,
+    super-quadratic), ``villani`` (Villani diagnostics), ``langevin`` (Langevin dynamics and
+    Gibbs measures), ``lora`` (LoRA on a depth-2 net), ``qk_attention`` (attention trained in
+    W_Q, W_K), ``darcy`` (Darcy-flow data and solver), ``vit`` (the one-attention-layer ViT).
+Part III and shared
+    ``bridge`` (Part I's regression trained by Part II's Langevin dynamics), ``verdicts``
+    (verdicts computed from measurements), ``claims`` (each chapter's verdict rules),
+    ``experiments`` (named, seeded runs and their stored histories; the distributed runner
+    needs the ``distributed`` extra), ``plotting`` (the book's figure style), ``slider``
+    (interactive figures that work without a kernel; the live control needs ipywidgets).
 """
 
 __version__ = "0.1.0"

@@ -22,8 +22,9 @@ A method (:class:`Method`) is a composition of Algorithm 1's ingredients [seed +
 3. preconditioner [seed for B; the A side is this book's completion]:
    ``(G_A, G_B) -> (G_A Sigma_hat^{-1}, Sigma_hat^{-1} G_B Sigma_hat^{-1})`` (:func:`precondition`),
    which makes the step exactly gradient descent on ``(U, V) = (A S^{1/2}, S^{1/2} B S^{1/2})``;
-4. update rule (:class:`GD`, :class:`Momentum`, :class:`Adam`), composed from optax-style
-   gradient transformations (:func:`scale`, :func:`trace`, :func:`scale_by_adam`, :func:`chain`);
+4. update rule (:class:`UpdateRule`: :class:`GD`, :class:`Momentum`, :class:`Adam`), composed
+   from the gradient transformations of :mod:`attnlib.optim` (``scale``, ``trace``,
+   ``scale_by_adam``, ``chain``; Algorithm 1 is ``chain(precondition(Sigma_hat), scale(-eta))``);
 5. gradient estimate: full batch, or a minibatch of ``batch_size`` query rows each attending to
    all n keys (SGD; minus itself under the leave-one-out mask);
 6. optional renormalization ``(A, B) -> (c A, B / c)`` after each step so that
@@ -65,7 +66,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, NamedTuple, Union
+from typing import Callable, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -76,13 +77,14 @@ from ._validation import (as_matrix, check_finite, check_generator, check_in_ran
                           finite_result)
 from .data import RegressionProblem
 from .geometry import MinimizerManifold, minimizer_manifold
-from .optim import adam_increment
+from .optim import (EmptyState, Transform, apply_updates, chain, check_betas, scale,
+                    scale_by_adam, trace)
 from .population import (empirical_moments, factor_regularizer_and_grad,
                          population_loss_and_grad, regularizer_and_grad, spd_sqrt)
 from .reference import ReferenceOptimum
 
 __all__ = [
-    "Pair", "Transform", "chain", "scale", "precondition", "trace", "scale_by_adam",
+    "Pair", "precondition",
     "GD", "Momentum", "Adam", "UpdateRule", "Method", "METHODS",
     "DataLoss", "empirical_loss", "prompts_loss", "closed_form_loss", "empirical_objective_and_grad",
     "random_init", "spectral_init", "renormalize", "default_step",
@@ -99,93 +101,38 @@ def _moments(Sigma_hat: object, M_hat: object) -> MinimizerManifold:
     return minimizer_manifold(sigma, as_matrix("M_hat", M_hat, shape=(None, sigma.shape[0])))
 
 
-# ----------------------------------------------------------------------------------------
-# Gradient transformations (optax style): init(params) -> state,
-# update(grads, state) -> (updates, state); the parameters move by params + updates.
-# ----------------------------------------------------------------------------------------
-
-class Transform(NamedTuple):
-    """A gradient transformation: ``init(params) -> state``, ``update(g, state) -> (u, state)``."""
-
-    init: Callable[[Pair], Any]
-    update: Callable[[Pair, Any], tuple[Pair, Any]]
-
-
-def chain(*transforms: Transform) -> Transform:
-    """Apply ``transforms`` in order, each to the output of the previous one."""
-
-    def init(params: Pair) -> tuple:
-        return tuple(t.init(params) for t in transforms)
-
-    def update(grads: Pair, state: tuple) -> tuple[Pair, tuple]:
-        states = []
-        for t, s in zip(transforms, state):
-            grads, s = t.update(grads, s)
-            states.append(s)
-        return grads, tuple(states)
-
-    return Transform(init, update)
-
-
-def scale(factor: float) -> Transform:
-    """Multiply both components by ``factor`` (``scale(-eta)`` turns a direction into a step)."""
-    factor = check_finite("factor", factor)
-    return Transform(lambda params: None,
-                     lambda grads, state: ((factor * grads[0], factor * grads[1]), state))
-
-
 def precondition(Sigma_hat: np.ndarray) -> Transform:
-    """Algorithm 1's preconditioner: ``(G_A, G_B) -> (G_A S^{-1}, S^{-1} G_B S^{-1})``, S = Sigma_hat."""
+    """Algorithm 1's preconditioner, an :mod:`attnlib.optim` transformation:
+    ``(G_A, G_B) -> (G_A S^{-1}, S^{-1} G_B S^{-1})``, S = Sigma_hat."""
     _, inv_half = spd_sqrt(check_spd("Sigma_hat", Sigma_hat))
     inverse = inv_half @ inv_half
-    return Transform(lambda params: None,
-                     lambda grads, state: ((grads[0] @ inverse, inverse @ grads[1] @ inverse),
-                                           state))
 
+    def update(grads: Pair, state: EmptyState) -> tuple[Pair, EmptyState]:
+        if not isinstance(state, EmptyState):
+            raise TypeError(f"precondition was handed a state of type {type(state).__name__}, "
+                            "not EmptyState: pass the state made by this optimizer's init")
+        return (grads[0] @ inverse, inverse @ grads[1] @ inverse), state
 
-def trace(*, decay: float, nesterov: bool = False) -> Transform:
-    """Heavy-ball momentum ``m <- g + decay m``; the update is ``m`` (or ``g + decay m``, Nesterov)."""
-    decay = check_in_range("decay", decay, 0.0, 1.0, closed=(True, False))
-
-    def update(grads: Pair, state: Pair) -> tuple[Pair, Pair]:
-        new = (grads[0] + decay * state[0], grads[1] + decay * state[1])
-        if nesterov:
-            return (grads[0] + decay * new[0], grads[1] + decay * new[1]), new
-        return new, new
-
-    return Transform(lambda params: (np.zeros_like(params[0]), np.zeros_like(params[1])), update)
-
-
-def _betas(betas: object) -> tuple[float, float]:
-    if isinstance(betas, (str, bytes)) or np.shape(betas) != (2,):
-        raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
-    return tuple(check_in_range(f"betas[{i}]", b, 0.0, 1.0, closed=(True, False))
-                 for i, b in enumerate(betas))
-
-
-def scale_by_adam(*, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> Transform:
-    """Adam's direction ``m_hat / (sqrt(v_hat) + eps)`` (Kingma & Ba 2015, bias-corrected):
-    ``m <- b1 m + (1 - b1) g``, ``v <- b2 v + (1 - b2) g^2``, ``m_hat = m / (1 - b1^t)``,
-    ``v_hat = v / (1 - b2^t)``, t = 1, 2, ..."""
-    beta1, beta2 = _betas(betas)
-    eps = check_positive("eps", eps, allow_zero=True)
-
-    def init(params: Pair) -> tuple[int, list[np.ndarray], list[np.ndarray]]:
-        return 0, [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
-
-    def update(grads: Pair, state: tuple) -> tuple[Pair, tuple]:
-        t, first, second = state
-        t += 1
-        directions = [adam_increment(g, m, v, lr=1.0, t=t, betas=(beta1, beta2), eps=eps)
-                      for g, m, v in zip(grads, first, second)]
-        return (directions[0], directions[1]), (t, first, second)
-
-    return Transform(init, update)
+    return Transform(lambda params: EmptyState(), update)
 
 
 # ----------------------------------------------------------------------------------------
 # Update rules: the last piece of a method, turned into a Transform once the step is known.
 # ----------------------------------------------------------------------------------------
+
+@runtime_checkable
+class UpdateRule(Protocol):
+    """The last piece of a method: how a (preconditioned) gradient becomes a step.
+
+    ``eta(default_step)`` is the step size, given the step-size rule as a function of the
+    scale ``c`` (module docstring); ``transform(eta)`` is the :mod:`attnlib.optim`
+    transformation that turns the gradient into the update. :class:`GD`, :class:`Momentum`
+    and :class:`Adam` implement it; so can a new rule, without touching :class:`Method`."""
+
+    def eta(self, default_step: Callable[[float], float]) -> float: ...
+
+    def transform(self, eta: float) -> Transform: ...
+
 
 def _check_step(step_scale: float, step: float | None) -> None:
     check_positive("step_scale", step_scale)
@@ -203,6 +150,9 @@ class GD:
 
     def __post_init__(self) -> None:
         _check_step(self.step_scale, self.step)
+
+    def eta(self, default_step: Callable[[float], float]) -> float:
+        return self.step if self.step is not None else default_step(self.step_scale)
 
     def transform(self, eta: float) -> Transform:
         return scale(-check_positive("eta", eta))
@@ -222,6 +172,9 @@ class Momentum:
         check_in_range("decay", self.decay, 0.0, 1.0, closed=(True, False))
         _check_step(self.step_scale, self.step)
 
+    def eta(self, default_step: Callable[[float], float]) -> float:
+        return self.step if self.step is not None else default_step(self.step_scale)
+
     def transform(self, eta: float) -> Transform:
         return chain(trace(decay=self.decay, nesterov=self.nesterov),
                      scale(-check_positive("eta", eta)))
@@ -237,15 +190,17 @@ class Adam:
 
     def __post_init__(self) -> None:
         check_positive("lr", self.lr)
-        _betas(self.betas)
+        check_betas(self.betas)
         check_positive("eps", self.eps, allow_zero=True)
+
+    def eta(self, default_step: Callable[[float], float]) -> float:
+        return self.lr
 
     def transform(self, eta: float) -> Transform:
         return chain(scale_by_adam(betas=self.betas, eps=self.eps),
                      scale(-check_positive("eta", eta)))
 
 
-UpdateRule = Union[GD, Momentum, Adam]
 Regularizer = Literal["balancing", "normalized"]
 
 
@@ -281,8 +236,10 @@ class Method:
             raise ValueError(f"init must be 'spectral' or 'random', got {self.init!r}")
         _check_regularizer(self.regularizer)
         check_positive("lam", self.lam, allow_zero=True)
-        if not isinstance(self.update, (GD, Momentum, Adam)):
-            raise TypeError(f"update must be GD(), Momentum() or Adam(), got {self.update!r}")
+        if not isinstance(self.update, UpdateRule):
+            raise TypeError(f"update must be an UpdateRule (GD(), Momentum(), Adam() or an "
+                            f"object with eta(default_step) and transform(eta)), got "
+                            f"{self.update!r}")
         if self.batch_size is not None:
             check_int("batch_size", self.batch_size, minimum=1)
         if self.tau is not None:
@@ -566,13 +523,9 @@ def _start(method: Method, data: DataLoss, init: Pair | None,
 
 
 def _step_size(method: Method, data: DataLoss, a: np.ndarray, b: np.ndarray) -> float:
-    rule = method.update                      # its settings were checked when it was built
-    if isinstance(rule, Adam):
-        return rule.lr
-    if rule.step is not None:
-        return rule.step
-    return default_step(a, b, data.Sigma_hat, data.M_hat, lam=method.lam,
-                        precondition=method.precondition, step_scale=rule.step_scale)
+    return method.update.eta(lambda step_scale: default_step(
+        a, b, data.Sigma_hat, data.M_hat, lam=method.lam, precondition=method.precondition,
+        step_scale=step_scale))
 
 
 #: Bytes per iteration of a history while it is recorded (at most 12 keys, each a Python
@@ -732,8 +685,8 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         if batch_size is not None:
             rows = rng.choice(data.n_queries, size=batch_size, replace=False)
             _, _, grad_a, grad_b = objective(a, b, rows)
-        (update_a, update_b), state = optimizer.update((grad_a, grad_b), state)
-        a, b = a + update_a, b + update_b
+        updates, state = optimizer.update((grad_a, grad_b), state)
+        a, b = apply_updates((a, b), updates)
         if tau is not None:
             a, b = _renormalize(a, b, data.manifold.half, tau)
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):

@@ -73,8 +73,9 @@ def preconditioner_matrix(Sigma_hat: np.ndarray, p: int) -> np.ndarray:
     d = np.shape(Sigma_hat)[0]
     size = p * d + d * d
     columns = []
+    state = transform.init(unflatten(np.zeros(size), p, d))
     for unit in np.eye(size):
-        (ga, gb), _ = transform.update(unflatten(unit, p, d), None)
+        (ga, gb), _ = transform.update(unflatten(unit, p, d), state)
         columns.append(flatten(ga, gb))
     matrix = np.column_stack(columns)
     return 0.5 * (matrix + matrix.T)

@@ -1,55 +1,177 @@
-"""Optimizer updates shared by Part I's baselines (:mod:`attnlib.algorithm`) and Part II's ViT
-(:mod:`attnlib.vit`): one home for Adam (Kingma and Ba, ICLR 2015)."""
+"""Gradient transformations with optax's contract: one home for the optimizers of Part I's
+methods (:mod:`attnlib.algorithm`, chapters 4-6) and Part III's ViT (:mod:`attnlib.vit`,
+chapter 11).
+
+A transformation is a pair of pure functions, as in optax (``optax/_src/base.py``):
+
+    init(params) -> state
+    update(updates, state) -> (new_updates, new_state)
+
+``params`` and ``updates`` are tuples of arrays of matching shapes (``(A, B)`` in Part I, the
+ViT's trainable matrices in Part III). A state is an immutable NamedTuple that ``update``
+never changes in place, so replaying an update from the same state gives the same result.
+An optimizer is a :func:`chain` of transformations applied in order, e.g.
+``chain(scale_by_adam(), scale(-lr))``; the parameters then move by ``params + updates``.
+Each transformation checks that it was handed its own kind of state, so a state made by a
+different chain raises instead of silently skipping a transformation.
+"""
 
 from __future__ import annotations
 
+from typing import Any, Callable, NamedTuple
+
 import numpy as np
 
-from ._validation import check_in_range, check_int, check_positive
+from ._validation import check_finite, check_in_range, check_positive
 
-__all__ = ["check_betas", "adam_increment"]
+__all__ = ["Params", "Transform", "EmptyState", "TraceState", "ScaleByAdamState",
+           "check_betas", "chain", "scale", "trace", "scale_by_adam", "apply_updates"]
+
+#: Parameters, gradients or updates: a tuple of arrays (``(A, B)`` in Part I).
+Params = tuple[np.ndarray, ...]
+
+
+class Transform(NamedTuple):
+    """A gradient transformation: ``init(params) -> state``,
+    ``update(updates, state) -> (new_updates, new_state)``, both pure."""
+
+    init: Callable[[Params], Any]
+    update: Callable[[Params, Any], tuple[Params, Any]]
+
+
+class EmptyState(NamedTuple):
+    """The state of a stateless transformation (:func:`scale`)."""
+
+
+class TraceState(NamedTuple):
+    """:func:`trace`'s momentum ``m``, one array per parameter."""
+
+    momentum: Params
+
+
+class ScaleByAdamState(NamedTuple):
+    """:func:`scale_by_adam`'s step count ``t`` and moments ``m`` (``mu``), ``v`` (``nu``)."""
+
+    count: int
+    mu: Params
+    nu: Params
+
+
+def _check_updates(updates: object) -> Params:
+    if not isinstance(updates, (tuple, list)) or not updates:
+        raise TypeError(f"updates must be a non-empty tuple of arrays, got "
+                        f"{type(updates).__name__}")
+    return tuple(updates)
+
+
+def _check_state(name: str, state: object, kind: type, updates: Params,
+                 *fields: str) -> None:
+    """Raise unless ``state`` is a ``kind`` whose array ``fields`` match ``updates``' shapes."""
+    if not isinstance(state, kind):
+        raise TypeError(f"{name} was handed a state of type {type(state).__name__}, not "
+                        f"{kind.__name__}: pass the state made by this optimizer's init")
+    for field in fields:
+        arrays = getattr(state, field)
+        if len(arrays) != len(updates) or any(
+                np.shape(a) != np.shape(u) for a, u in zip(arrays, updates)):
+            raise ValueError(f"{name}: state.{field} has shapes "
+                             f"{[np.shape(a) for a in arrays]} but the updates have "
+                             f"{[np.shape(u) for u in updates]}")
+
+
+def chain(*transforms: Transform) -> Transform:
+    """Apply ``transforms`` in order, each to the output of the previous one; the state is the
+    tuple of their states (a state of another length raises ``ValueError``)."""
+    for i, transform in enumerate(transforms):
+        if not isinstance(transform, Transform):
+            raise TypeError(f"transforms[{i}] must be an attnlib.optim.Transform, got "
+                            f"{type(transform).__name__}")
+
+    def init(params: Params) -> tuple:
+        return tuple(t.init(params) for t in transforms)
+
+    def update(updates: Params, state: tuple) -> tuple[Params, tuple]:
+        if type(state) is not tuple or len(state) != len(transforms):
+            length = len(state) if isinstance(state, tuple) else type(state).__name__
+            raise ValueError(f"chain of {len(transforms)} transformations was handed a state "
+                             f"of {length} entries: pass the state made by this chain's init")
+        states = []
+        for transform, sub_state in zip(transforms, state):
+            updates, sub_state = transform.update(updates, sub_state)
+            states.append(sub_state)
+        return updates, tuple(states)
+
+    return Transform(init, update)
+
+
+def scale(factor: float) -> Transform:
+    """Multiply every update by ``factor`` (``scale(-eta)`` turns a direction into a step)."""
+    factor = check_finite("factor", factor)
+
+    def update(updates: Params, state: EmptyState) -> tuple[Params, EmptyState]:
+        updates = _check_updates(updates)
+        _check_state("scale", state, EmptyState, updates)
+        return tuple(factor * u for u in updates), state
+
+    return Transform(lambda params: EmptyState(), update)
+
+
+def trace(*, decay: float, nesterov: bool = False) -> Transform:
+    """Heavy-ball momentum ``m <- g + decay m``; the update is ``m``, or ``g + decay m`` with
+    Nesterov's look-ahead."""
+    decay = check_in_range("decay", decay, 0.0, 1.0, closed=(True, False))
+
+    def init(params: Params) -> TraceState:
+        return TraceState(tuple(np.zeros_like(p) for p in params))
+
+    def update(updates: Params, state: TraceState) -> tuple[Params, TraceState]:
+        updates = _check_updates(updates)
+        _check_state("trace", state, TraceState, updates, "momentum")
+        momentum = tuple(g + decay * m for g, m in zip(updates, state.momentum))
+        if nesterov:
+            return tuple(g + decay * m for g, m in zip(updates, momentum)), TraceState(momentum)
+        return momentum, TraceState(momentum)
+
+    return Transform(init, update)
 
 
 def check_betas(betas: object) -> tuple[float, float]:
     """Return Adam's ``(b1, b2)`` after checking it is a pair of numbers in ``[0, 1)``."""
-    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-        raise TypeError(f"betas must be a pair (b1, b2) of numbers in [0, 1), got {betas!r}")
+    if isinstance(betas, (str, bytes)) or np.shape(betas) != (2,):
+        raise ValueError(f"betas must be a pair (beta1, beta2) of numbers in [0, 1), "
+                         f"got {betas!r}")
     return (check_in_range("betas[0]", betas[0], 0.0, 1.0, closed=(True, False)),
             check_in_range("betas[1]", betas[1], 0.0, 1.0, closed=(True, False)))
 
 
-def adam_increment(grad: np.ndarray, moment1: np.ndarray, moment2: np.ndarray, *, lr: float,
-                   t: int, betas: tuple[float, float], eps: float) -> np.ndarray:
-    """Advance Adam's moments in place and return the step to subtract from the parameter.
-
-    ``m <- b1 m + (1 - b1) g``, ``v <- b2 v + (1 - b2) g^2`` (updated in place), then with the
-    bias corrections ``m_hat = m / (1 - b1^t)``, ``v_hat = v / (1 - b2^t)`` (t = 1, 2, ...)
-    the step is ``lr * m_hat / (sqrt(v_hat) + eps)``.
-
-    ``moment1`` and ``moment2`` must be float arrays of the gradient's shape (they are
-    updated in place). Settings are checked: ``lr > 0``, ``t >= 1``, ``0 <= b1, b2 < 1``,
-    ``eps >= 0``. A non-finite gradient is not an input error here: it passes through to the
-    step, where the training loop's divergence check reports it.
-    """
+def scale_by_adam(*, betas: tuple[float, float] = (0.9, 0.999),
+                  eps: float = 1e-8) -> Transform:
+    """Adam's direction (Kingma and Ba, ICLR 2015), bias-corrected:
+    ``m <- b1 m + (1 - b1) g``, ``v <- b2 v + (1 - b2) g^2``, ``t <- t + 1``, and the update is
+    ``m_hat / (sqrt(v_hat) + eps)`` with ``m_hat = m / (1 - b1^t)``, ``v_hat = v / (1 - b2^t)``."""
     beta1, beta2 = check_betas(betas)
-    lr = check_positive("lr", lr)
-    t = check_int("t", t, minimum=1)
     eps = check_positive("eps", eps, allow_zero=True)
-    grad = np.asarray(grad)
-    if grad.dtype.kind not in "biuf" or grad.size == 0:
-        raise TypeError(f"grad must be a non-empty real array, got dtype {grad.dtype}, "
-                        f"shape {grad.shape}")
-    for name, moment in (("moment1", moment1), ("moment2", moment2)):
-        if not isinstance(moment, np.ndarray) or moment.dtype.kind != "f":
-            raise TypeError(f"{name} must be a float numpy array (updated in place), got "
-                            f"{getattr(moment, 'dtype', type(moment).__name__)}")
-        if moment.shape != grad.shape:
-            raise ValueError(f"{name} has shape {moment.shape} but grad has shape "
-                             f"{grad.shape}; they must match")
-        if not np.all(np.isfinite(moment)):
-            raise ValueError(f"{name} contains NaN or infinite entries")
-    moment1 *= beta1
-    moment1 += (1 - beta1) * grad
-    moment2 *= beta2
-    moment2 += (1 - beta2) * grad ** 2
-    return lr * (moment1 / (1 - beta1 ** t)) / (np.sqrt(moment2 / (1 - beta2 ** t)) + eps)
+
+    def init(params: Params) -> ScaleByAdamState:
+        zeros = tuple(np.zeros_like(p) for p in params)
+        return ScaleByAdamState(0, zeros, zeros)
+
+    def update(updates: Params, state: ScaleByAdamState) -> tuple[Params, ScaleByAdamState]:
+        updates = _check_updates(updates)
+        _check_state("scale_by_adam", state, ScaleByAdamState, updates, "mu", "nu")
+        count = state.count + 1
+        mu = tuple(beta1 * m + (1 - beta1) * g for g, m in zip(updates, state.mu))
+        nu = tuple(beta2 * v + (1 - beta2) * g ** 2 for g, v in zip(updates, state.nu))
+        directions = tuple((m / (1 - beta1 ** count)) / (np.sqrt(v / (1 - beta2 ** count)) + eps)
+                           for m, v in zip(mu, nu))
+        return directions, ScaleByAdamState(count, mu, nu)
+
+    return Transform(init, update)
+
+
+def apply_updates(params: Params, updates: Params) -> Params:
+    """``params + updates``, entry by entry (new arrays; the inputs are not changed)."""
+    params, updates = _check_updates(params), _check_updates(updates)
+    if len(params) != len(updates):
+        raise ValueError(f"params has {len(params)} arrays but updates has {len(updates)}")
+    return tuple(p + u for p, u in zip(params, updates))

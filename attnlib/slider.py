@@ -103,7 +103,12 @@ class FrameSlider:
     def widget(self):
         """The live ipywidgets control (``interactive``) over the same values, built once."""
         if self._widget is None:
-            import ipywidgets
+            try:
+                import ipywidgets
+            except ImportError as exc:
+                raise ImportError("FrameSlider.widget() needs ipywidgets (pip install "
+                                  "'attnlib[book]' or pip install ipywidgets); the frozen "
+                                  "figure (_repr_html_) works without it") from exc
 
             def show(**params: Any) -> None:
                 self.draw(**params)

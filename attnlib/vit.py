@@ -35,7 +35,7 @@ from ._progress import progress as _progress
 from ._validation import (as_matrix, check_finite, check_generator, check_int, check_not_diverged,
                           check_memory, check_positive)
 from .attention import row_softmax
-from .optim import adam_increment, check_betas
+from .optim import apply_updates, chain, check_betas, scale, scale_by_adam
 from .regularizers import Regularizer
 
 __all__ = [
@@ -336,7 +336,10 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
     if regularizer is not None and not set(QK) <= set(names):
         raise ValueError("a regularizer on W_Q, W_K needs both of them in trainable")
     params = {key: np.array(value, dtype=dtype) for key, value in params.items()}
-    moments = {name: (np.zeros_like(params[name]), np.zeros_like(params[name])) for name in names}
+    descent = scale(-lr)
+    transform = (chain(scale_by_adam(betas=betas, eps=adam_eps), descent)
+                 if optimizer == "adam" else descent)
+    state = transform.init(tuple(params[name] for name in names))
     history: dict[str, list[float]] = {}
 
     def record(epoch: int) -> None:
@@ -366,15 +369,12 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
             step += 1
             check_not_diverged(f"vit.train, epoch {epoch}, step {step}", loss,
                                *(grads[name] for name in names))
-            for name in names:
-                if optimizer == "adam":
-                    params[name] -= adam_increment(grads[name], *moments[name], lr=lr, t=step,
-                                                   betas=betas, eps=adam_eps)
-                else:
-                    params[name] -= lr * grads[name]
-                    if noise_std:
-                        params[name] += noise_std * rng.standard_normal(params[name].shape,
-                                                                        dtype=dtype)
+            updates, state = transform.update(tuple(grads[name] for name in names), state)
+            moved = apply_updates(tuple(params[name] for name in names), updates)
+            for name, value in zip(names, moved):
+                params[name] = value
+                if noise_std:
+                    params[name] += noise_std * rng.standard_normal(value.shape, dtype=dtype)
             check_not_diverged(f"vit.train, epoch {epoch}, step {step} (after the update)",
                                *(params[name] for name in names))
         record(epoch)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv (once) and install attnlib with the book and test extras, pinned by
+# Create .venv (once) and install attnlib with the book, test and distributed extras, pinned by
 # constraints.txt. Reinstalls only when pyproject.toml or constraints.txt change.
 # Sourced by build_book.sh and test.sh; sets $VENV_PY.
 set -euo pipefail
@@ -36,7 +36,7 @@ if [ -n "$missing" ] && [ -e "$stamp" ]; then      # a fresh .venv has no stamp:
 fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "== installing attnlib and the pinned book/test stack into .venv (a few minutes the first time)"
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[book,test]"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[book,test,distributed]"
   echo "$want" > "$stamp"
 fi
 VENV_PY="$ROOT/.venv/bin/python"

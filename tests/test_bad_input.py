@@ -48,14 +48,15 @@ from attnlib import claims, experiments
 from attnlib.experiments._tasks import merge_tasks
 
 # --------------------------------------------------------------------------- enumeration
-#: Plain result containers: constructed by the package, never from user input.
+#: Plain result containers (constructed by the package, never from user input) and protocols.
 RESULT_TYPES = {
     "algorithm.TrainResult", "analysis.SeedSummary", "attention.EscapeCurves",
     "darcy.DarcyDataset", "fitting.PowerLawFit", "fitting.GeometricFit",
     "geometry.MinimizerManifold", "landscape.OnePointScan", "landscape.StationaryPoint",
     "langevin.LangevinRun", "villani.VillaniValue", "villani.OrbitConstants",
     "villani.FactorizedLoss", "symbolic.Identity", "symbolic.TiltingMonteCarlo",
-    "algorithm.Transform", "reference.ReferenceOptimum", "verdicts.Verdict",
+    "optim.Transform", "optim.EmptyState", "optim.TraceState",
+    "optim.ScaleByAdamState", "algorithm.UpdateRule", "reference.ReferenceOptimum", "verdicts.Verdict",
     "langevin.MalaRun", "villani.OrbitCrossovers", "slider.Frame", "slider.FrameSlider",
     "prompts.FirstOrderMinimizer", "prompts.BiasEstimate",
 }
@@ -250,11 +251,11 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "algorithm.DataLoss": lambda: dict(kind="closed_form", manifold=mf),
         "algorithm.empirical_loss": lambda: dict(X=X, Y=Y, mask="loo"),
         "algorithm.closed_form_loss": lambda: dict(Sigma_hat=S, M_hat=M),
-        "algorithm.chain": lambda: dict(),
-        "algorithm.scale": lambda: dict(factor=-0.1),
+        "optim.chain": lambda: dict(),
+        "optim.scale": lambda: dict(factor=-0.1),
         "algorithm.precondition": lambda: dict(Sigma_hat=S),
-        "algorithm.trace": lambda: dict(decay=0.9, nesterov=False),
-        "algorithm.scale_by_adam": lambda: dict(eps=1e-8),
+        "optim.trace": lambda: dict(decay=0.9, nesterov=False),
+        "optim.scale_by_adam": lambda: dict(eps=1e-8),
         "bridge.flatten": lambda: dict(A=A, B=B),
         "bridge.unflatten": lambda: dict(theta=bridge.flatten(A, B), p=4, d=3),
         "bridge.preconditioner_matrix": lambda: dict(Sigma_hat=S, p=4),
@@ -494,12 +495,10 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
                                   targets=c["targets"], epochs=1, batch_size=2, lr=1e-3,
                                   rng=_rng(), optimizer="adam", adam_eps=1e-8),
         "optim.check_betas": lambda: dict(betas=(0.9, 0.999)),
+        "optim.apply_updates": lambda: dict(params=(np.ones(3),), updates=(np.ones(3),)),
         "claims.chapter_modules": lambda: dict(),
         "claims.registry": lambda: dict(),
         "claims.text": lambda: dict(claim_id=next(iter(claims.registry()), "none")),
-        "optim.adam_increment": lambda: dict(grad=np.ones(3), moment1=np.zeros(3),
-                                             moment2=np.zeros(3), lr=0.1, t=1,
-                                             betas=(0.9, 0.999), eps=1e-8),
         # stored runs
         "experiments.register": lambda: dict(name="fuzz_registered"),
         "experiments.check_name": lambda: dict(name="fuzz_run"),
@@ -670,7 +669,7 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
     ("langevin.chain_mean", "values", "extra_axis"): "leading axes are free",
     ("langevin.chain_mean", "values", "missing_axis"): "one value per chain is valid",
     ("analysis.format_iterations", "value", "inf"): "inf means 'not reached' (documented)",
-    ("algorithm.scale", "factor", "negative"): "scale(-lr) is the descent step",
+    ("optim.scale", "factor", "negative"): "scale(-lr) is the descent step",
     ("verdicts.verdict", "value", "nan"): "NaN gives 'not testable' (documented)",
     ("verdicts.verdict", "value", "inf"): "an infinite measurement compares with the threshold",
     ("verdicts.verdict", "value", "negative"): "measurements have either sign",
@@ -729,10 +728,6 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
 
 #: Arguments for which NaN passes through by design (checked by the caller, documented).
 NAN_PASSES_THROUGH = {
-    ("optim.adam_increment", "grad", "nan"): "a non-finite gradient reaches the training "
-                                             "loop's divergence check",
-    ("optim.adam_increment", "grad", "inf"): "a non-finite gradient reaches the training "
-                                             "loop's divergence check",
     ("landscape.OnePointScan.failure_radius", "threshold", "negative"):
         "alpha ratios have either sign; NaN means no radius failed (documented)",
     ("reference.ReferenceOptimum.gap", "values", "nan"): "NaN in a history means 'no value "

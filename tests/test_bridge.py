@@ -42,7 +42,9 @@ def test_preconditioner_matrix_is_algorithm1s_transform(loss):
     np.testing.assert_allclose(matrix, expected, atol=1e-12)
     assert np.linalg.eigvalsh(matrix)[0] > 0
     g = _point(5)
-    (ga, gb), _ = algorithm.precondition(loss.Sigma_hat).update(bridge.unflatten(g, P_, D_), None)
+    transform = algorithm.precondition(loss.Sigma_hat)
+    grads = bridge.unflatten(g, P_, D_)
+    (ga, gb), _ = transform.update(grads, transform.init(grads))
     np.testing.assert_allclose(matrix @ g, bridge.flatten(ga, gb), atol=1e-12)
 
 

@@ -151,9 +151,8 @@ def test_range_checks_listed_in_the_issue() -> None:
     manifold = geometry.minimizer_manifold(problem.Sigma, problem.M)
     with pytest.raises(ValueError, match="^zero_tol must be a finite number > 0"):
         landscape.stationary_point_table(manifold, zero_tol=-1.0)
-    with pytest.raises(ValueError, match="^t must be at least 1"):
-        optim.adam_increment(np.ones(2), np.zeros(2), np.zeros(2), lr=0.1, t=0,
-                             betas=(0.9, 0.999), eps=1e-8)
+    with pytest.raises(ValueError, match=r"^decay must lie in \[0, 1\)"):
+        optim.trace(decay=1.5)
     with pytest.raises(ValueError, match="^n_queries must be at least 1"):
         attention.auto_block_size(-5, 10)
     with pytest.raises(ValueError, match="^d must be an integer, got nan"):

@@ -1,0 +1,150 @@
+"""Input checks shared by every module: one home for the book's error messages.
+
+Each check raises ``ValueError`` (or ``TypeError``) naming the argument and what was expected,
+so that bad input never surfaces as a silent NaN or a traceback from deep inside numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+
+def as_matrix(name: str, value: object, shape: Sequence[int | None] | None = None,
+              ndim: int | tuple[int, ...] = 2, *, allow_empty: bool = False,
+              dtype: DTypeLike = np.float64, finite: bool = True) -> np.ndarray:
+    """Return ``value`` as a finite ``dtype`` (float64) array with ``ndim`` axes and the shape.
+
+    ``ndim`` is a number of axes or a tuple of allowed numbers; ``shape`` entries that are
+    ``None`` are free. Raises ``TypeError`` naming ``name`` when the
+    entries are not real numbers (complex, strings, objects: nothing is silently cut to its real
+    part or parsed from text), and ``ValueError`` when the number of axes or a fixed dimension
+    differs, when the array is empty (unless ``allow_empty``) or an entry is NaN or infinite
+    (unless ``finite=False``: histories use NaN for "no value here").
+    """
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:        # ragged nested sequences
+        raise TypeError(f"{name} must be a real numeric array, got {type(value).__name__} "
+                        f"({exc})") from exc
+    if raw.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real numeric array, got dtype {raw.dtype} "
+                        f"({type(value).__name__})")
+    array = raw.astype(dtype, copy=False)
+    allowed = (ndim,) if isinstance(ndim, int) else ndim
+    if array.ndim not in allowed:
+        axes = " or ".join(map(str, allowed))
+        raise ValueError(f"{name} must have {axes} axes, got shape {array.shape}")
+    if shape is not None:
+        for axis, (got, want) in enumerate(zip(array.shape, shape)):
+            if want is not None and got != want:
+                expected = "(" + ", ".join("*" if w is None else str(w) for w in shape) + ")"
+                raise ValueError(f"{name} must have shape {expected}, got {array.shape} "
+                                 f"(axis {axis} is {got}, expected {want})")
+    if array.size == 0 and not allow_empty:
+        raise ValueError(f"{name} must not be empty, got shape {array.shape}")
+    if finite and not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    return array
+
+
+def check_real(name: str, value: object) -> float:
+    """``value`` as a float if it is a real number (not a string, None, complex or an array)."""
+    if isinstance(value, (str, bytes, complex, np.complexfloating)) or value is None \
+            or np.ndim(value) != 0:
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    try:
+        return float(value)        # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}") from exc
+
+
+def check_finite(name: str, value: float) -> float:
+    """Return ``value`` as a float after checking it is a finite real number (any sign)."""
+    number = check_real(name, value)
+    if not np.isfinite(number):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return number
+
+
+def check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float after checking it is finite and > 0 (or >= 0)."""
+    number = check_real(name, value)
+    if not np.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return number
+
+
+def check_in_range(name: str, value: float, low: float, high: float, *,
+                   closed: tuple[bool, bool] = (True, True)) -> float:
+    """Return ``value`` as a float after checking ``low <(=) value <(=) high``."""
+    number = check_finite(name, value)
+    above = number >= low if closed[0] else number > low
+    below = number <= high if closed[1] else number < high
+    if not (above and below):
+        interval = f"{'[' if closed[0] else '('}{low:g}, {high:g}{']' if closed[1] else ')'}"
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+    return number
+
+
+def check_int(name: str, value: int, *, minimum: int) -> int:
+    """Return ``value`` as an int after checking it is an integer >= ``minimum``."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        number = int(value)
+    else:
+        real = check_real(name, value)
+        if not np.isfinite(real) or int(real) != real:
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+        number = int(real)
+    if number < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return number
+
+
+def check_spd(name: str, matrix: object, *, rtol: float = 1e-10) -> np.ndarray:
+    """Return ``matrix`` as a float64 symmetric positive definite array.
+
+    Raises ``ValueError`` when it is not square, not symmetric (relative tolerance ``rtol``)
+    or not positive definite (Cholesky fails or the smallest eigenvalue is not positive
+    relative to the largest).
+    """
+    array = as_matrix(name, matrix)
+    if array.shape[0] != array.shape[1]:
+        raise ValueError(f"{name} must be square, got shape {array.shape}")
+    scale = max(np.abs(array).max(), np.finfo(float).tiny)
+    if np.abs(array - array.T).max() > rtol * scale:
+        raise ValueError(f"{name} must be symmetric")
+    eigenvalues = np.linalg.eigvalsh(array)
+    if eigenvalues[0] <= rtol * max(eigenvalues[-1], 0.0) or eigenvalues[0] <= 0:
+        raise ValueError(f"{name} must be positive definite (smallest eigenvalue "
+                         f"{eigenvalues[0]:.3g}, largest {eigenvalues[-1]:.3g}); "
+                         "it is singular or nearly so")
+    return 0.5 * (array + array.T)
+
+
+def check_generator(name: str, rng: object) -> np.random.Generator:
+    """Check that ``rng`` is a ``numpy.random.Generator`` (no global seeding in attnlib)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{name} must be a numpy.random.Generator "
+                        f"(e.g. numpy.random.default_rng(0)), got {type(rng).__name__}")
+    return rng
+
+
+class DivergenceError(FloatingPointError):
+    """A training loop or a sampler left the finite numbers (NaN or infinite loss, gradient or
+    parameters). Raised by :func:`attnlib.vit.train` and :func:`attnlib.langevin.euler_maruyama`
+    with the step at which it happened, so a diverged run never returns a silent NaN."""
+
+
+def check_not_diverged(where: str, *values: object) -> None:
+    """The book's one divergence rule: raise :class:`DivergenceError` naming ``where`` (the loop
+    and step) when any of ``values`` (losses, gradients, parameters) is NaN or infinite."""
+    for value in values:
+        if not np.all(np.isfinite(value)):
+            raise DivergenceError(f"{where}: the run diverged (a loss, gradient or parameter is "
+                                  "NaN or infinite); reduce the step size or learning rate")

@@ -1,0 +1,663 @@
+"""Algorithm 1 of paper 1 and its baselines (chapters 4-6), built from named pieces.
+
+Every Part I method trains the attention layer (A, B) on an objective
+
+    Q_hat(A, B) = data loss(A, B) + R_hat(A, B)
+
+with one of three data losses (:class:`DataLoss`): the layer's empirical loss L_hat on one
+sample set (:func:`empirical_loss`, :func:`attnlib.attention.loss_and_grad`), the layer's loss
+averaged over N prompts of context length n (:func:`prompts_loss`, the second reconstruction,
+:mod:`attnlib.prompts`), or the infinite-data limit with the empirical moments plugged in,
+``1/2 ||(A S B^T - M_hat) S^{1/2}||_F^2`` with ``S = Sigma_hat`` (:func:`closed_form_loss`, fast; chapters 4 and 6). ``R_hat`` is the balancing
+regularizer ``lambda/8 ||U^T U - V^T V||_F^2`` built from ``Sigma_hat`` (:mod:`attnlib.population`).
+
+A method (:class:`Method`) is a composition of Algorithm 1's ingredients [seed + choice]:
+
+1. initialization: ``"spectral"`` [seed; the split is a choice] from
+   ``M_hat Sigma_hat^{1/2} = Phi Gamma Psi^T``: ``A_0 = Phi Gamma^{1/2} Sigma_hat^{-1/2}``,
+   ``B_0 = Sigma_hat^{-1/2} Psi Gamma^{1/2} Sigma_hat^{-1/2}`` (:func:`spectral_init`), so
+   ``A_0 Sigma_hat B_0^T = M_hat`` and (A_0, B_0) lies on S_hat; or ``"random"``
+   (:func:`random_init`, i.i.d. ``N(0, 0.3^2 / d)`` entries [choice]);
+2. regularizer weight ``lam`` (1 in Algorithm 1 [choice: Procrustes-flow balancing term]; 0 off);
+3. preconditioner [seed for B; the A side is this book's completion]:
+   ``(G_A, G_B) -> (G_A Sigma_hat^{-1}, Sigma_hat^{-1} G_B Sigma_hat^{-1})`` (:func:`precondition`),
+   which makes the step exactly gradient descent on ``(U, V) = (A S^{1/2}, S^{1/2} B S^{1/2})``;
+4. update rule (:class:`UpdateRule`: :class:`GD`, :class:`Momentum`, :class:`Adam`), composed
+   from the gradient transformations of :mod:`attnlib.optim` (``scale``, ``trace``,
+   ``scale_by_adam``, ``chain``; Algorithm 1 is ``chain(precondition(Sigma_hat), scale(-eta))``);
+5. gradient estimate: full batch, or a minibatch of ``batch_size`` query rows each attending to
+   all n keys (SGD; minus itself under the leave-one-out mask);
+6. optional renormalization ``(A, B) -> (c A, B / c)`` after each step so that
+   ``||Sigma_hat^{1/2} B Sigma_hat^{1/2}||_F <= tau`` [choice standing in for the later version's
+   step] (:func:`renormalize`).
+
+:data:`METHODS` lists the five methods of chapter 5; each baseline swaps or drops pieces of
+Algorithm 1, so the ablation table reads off that dictionary.
+
+Step-size rule [derived, chapter 4]. With ``N = ||U_0||_F^2 + ||V_0||_F^2`` at the start
+(Sigma_hat coordinates), ``s_max = sigma_max(M_hat Sigma_hat^{1/2})`` and ``c = step_scale``,
+
+    eta = c / ((1 + lambda) max(s_max, N))                        (preconditioned)
+    eta = c / ((1 + lambda) max(s_max, N) max(||S||, ||S||^2))     (not preconditioned)
+
+Why: the Hessian of the closed-form objective in (U, V) satisfies
+``||H(U, V)|| <= s_max + 1.5 (1 + lambda) N <= 2.5 (1 + lambda) max(s_max, N)``, so at the
+start ``eta ||H|| <= 2.5 c``, below 2 for c < 0.8; on S, ``||H|| = 2 max(1, lambda) s_max``
+and ``eta ||H|| <= 2 c``. Without the preconditioner the (A, B) Hessian is ``J^T H J`` with
+``||J||^2 = max(||S||, ||S||^2)``, hence the extra factor. For the empirical attention
+objective the bound is that of its infinite-data limit, a proxy (:func:`default_step`).
+
+History (:func:`train`; one entry per iteration k = 0..iterations, recorded before step k+1):
+``objective`` (Q_hat, also for SGD), ``loss`` (the data loss), ``grad_norm`` (Frobenius norm of
+Q_hat's (A, B) gradient), ``dist_P_hat`` (dist_P to S_hat), ``time`` (seconds since the start);
+with ``reference`` (a :class:`attnlib.reference.ReferenceOptimum` of the same objective)
+``gap = Q_hat - Q_hat*`` and ``dist_ref``, the Frobenius distance in (U, V) coordinates of
+Sigma_hat to the reference minimizer (no symmetry quotiented out: the finite-data objective
+has none left, its Hessian at the minimizer is positive definite); with ``problem`` (the
+truth) ``excess_risk`` (``L(A, B) - L*`` with the true Sigma, M) and ``dist_P`` (to S). With
+``test = (X_test, Y_test)`` the deployed predictor (the n training samples as context,
+:func:`attnlib.attention.predict_new`) is evaluated every ``test_every`` iterations and at the
+last one (iterations in ``test_iteration``): ``test_loss = 1/(2m) sum ||y - y_hat||^2`` and,
+with ``problem``, ``test_risk = 1/(2m) sum ||M x - y_hat||^2`` (noise-free targets).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Literal, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+
+from . import attention
+from ._progress import progress as progress_bar
+from ._validation import (as_matrix, check_finite, check_generator, check_in_range, check_int,
+                          check_positive, check_spd)
+from .data import RegressionProblem
+from .geometry import MinimizerManifold, minimizer_manifold
+from .optim import EmptyState, Transform, apply_updates, chain, check_betas, scale, scale_by_adam, trace
+from .population import (empirical_moments, population_loss_and_grad, regularizer_and_grad,
+                         spd_sqrt)
+from .reference import ReferenceOptimum
+
+__all__ = [
+    "Pair", "precondition",
+    "GD", "Momentum", "Adam", "UpdateRule", "Method", "METHODS",
+    "DataLoss", "empirical_loss", "prompts_loss", "closed_form_loss", "empirical_objective_and_grad",
+    "random_init", "spectral_init", "renormalize", "default_step",
+    "TrainResult", "train",
+]
+
+#: A pair of arrays shaped like the parameters (A, B): parameters, gradients or updates.
+Pair = tuple[np.ndarray, np.ndarray]
+
+
+def _moments(Sigma_hat: object, M_hat: object) -> MinimizerManifold:
+    """S_hat for the moments, with errors naming ``Sigma_hat`` and ``M_hat``."""
+    sigma = check_spd("Sigma_hat", Sigma_hat)
+    return minimizer_manifold(sigma, as_matrix("M_hat", M_hat, shape=(None, sigma.shape[0])))
+
+
+def precondition(Sigma_hat: np.ndarray) -> Transform:
+    """Algorithm 1's preconditioner, an :mod:`attnlib.optim` transformation:
+    ``(G_A, G_B) -> (G_A S^{-1}, S^{-1} G_B S^{-1})``, S = Sigma_hat."""
+    _, inv_half = spd_sqrt(check_spd("Sigma_hat", Sigma_hat))
+    inverse = inv_half @ inv_half
+
+    def update(grads: Pair, state: EmptyState) -> tuple[Pair, EmptyState]:
+        if not isinstance(state, EmptyState):
+            raise TypeError(f"precondition was handed a state of type {type(state).__name__}, "
+                            "not EmptyState: pass the state made by this optimizer's init")
+        return (grads[0] @ inverse, inverse @ grads[1] @ inverse), state
+
+    return Transform(lambda params: EmptyState(), update)
+
+
+# ----------------------------------------------------------------------------------------
+# Update rules: the last piece of a method, turned into a Transform once the step is known.
+# ----------------------------------------------------------------------------------------
+
+@runtime_checkable
+class UpdateRule(Protocol):
+    """The last piece of a method: how a (preconditioned) gradient becomes a step.
+
+    ``eta(default_step)`` is the step size, given the step-size rule as a function of the
+    scale ``c`` (module docstring); ``transform(eta)`` is the :mod:`attnlib.optim`
+    transformation that turns the gradient into the update. :class:`GD`, :class:`Momentum`
+    and :class:`Adam` implement it; so can a new rule, without touching :class:`Method`."""
+
+    def eta(self, default_step: Callable[[float], float]) -> float: ...
+
+    def transform(self, eta: float) -> Transform: ...
+
+
+def _check_step(step_scale: float, step: float | None) -> None:
+    check_positive("step_scale", step_scale)
+    if step is not None:
+        check_positive("step", step)
+
+
+@dataclass(frozen=True)
+class GD:
+    """Gradient step ``-eta g``; ``eta`` from the step-size rule with ``c = step_scale`` unless
+    ``step`` is given."""
+
+    step_scale: float = 0.5
+    step: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_step(self.step_scale, self.step)
+
+    def eta(self, default_step: Callable[[float], float]) -> float:
+        return self.step if self.step is not None else default_step(self.step_scale)
+
+    def transform(self, eta: float) -> Transform:
+        return scale(-eta)
+
+
+@dataclass(frozen=True)
+class Momentum:
+    """Heavy-ball (or Nesterov) momentum ``-eta m``, ``m <- g + decay m`` [choice: a remedy for
+    the slow directions, chapter 5]; step as for :class:`GD`."""
+
+    decay: float = 0.9
+    nesterov: bool = True
+    step_scale: float = 0.5
+    step: float | None = None
+
+    def __post_init__(self) -> None:
+        check_in_range("decay", self.decay, 0.0, 1.0, closed=(True, False))
+        _check_step(self.step_scale, self.step)
+
+    def eta(self, default_step: Callable[[float], float]) -> float:
+        return self.step if self.step is not None else default_step(self.step_scale)
+
+    def transform(self, eta: float) -> Transform:
+        return chain(trace(decay=self.decay, nesterov=self.nesterov), scale(-eta))
+
+
+@dataclass(frozen=True)
+class Adam:
+    """Adam with learning rate ``lr`` (its step), ``betas`` and ``eps``."""
+
+    lr: float = 1e-2
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+
+    def __post_init__(self) -> None:
+        check_positive("lr", self.lr)
+        check_betas(self.betas)
+        check_positive("eps", self.eps, allow_zero=True)
+
+    def eta(self, default_step: Callable[[float], float]) -> float:
+        return self.lr
+
+    def transform(self, eta: float) -> Transform:
+        return chain(scale_by_adam(betas=self.betas, eps=self.eps), scale(-eta))
+
+
+Regularizer = Literal["balancing", "normalized"]
+
+
+def _check_regularizer(regularizer: object) -> str:
+    if regularizer not in ("balancing", "normalized"):
+        raise ValueError(f"regularizer must be 'balancing' or 'normalized', got {regularizer!r}")
+    return str(regularizer)
+
+
+@dataclass(frozen=True)
+class Method:
+    """A training method as a composition of Algorithm 1's ingredients (module docstring).
+
+    ``init`` ("spectral" or "random", the latter with entries ``N(0, init_scale^2 / d)``),
+    ``lam`` (regularizer weight, 0 = off), ``precondition``, ``update`` (:class:`GD`,
+    :class:`Momentum`, :class:`Adam`), ``batch_size`` (None = full batch; otherwise SGD over
+    query rows), ``tau`` (renormalization bound, None = off; must be at least the balanced
+    scale ``sqrt(trace Gamma_hat)``), ``regularizer`` (``"balancing"``, R_hat, or its
+    scale-invariant ``"normalized"`` form R_hat / (||U||_F^2 + ||V||_F^2) [choice]).
+    """
+
+    init: Literal["spectral", "random"] = "spectral"
+    lam: float = 1.0
+    precondition: bool = True
+    update: UpdateRule = field(default_factory=GD)
+    batch_size: int | None = None
+    tau: float | None = None
+    init_scale: float = 0.3
+    regularizer: Regularizer = "balancing"
+
+    def __post_init__(self) -> None:
+        if self.init not in ("spectral", "random"):
+            raise ValueError(f"init must be 'spectral' or 'random', got {self.init!r}")
+        _check_regularizer(self.regularizer)
+        check_positive("lam", self.lam, allow_zero=True)
+        if not isinstance(self.update, UpdateRule):
+            raise TypeError(f"update must be an UpdateRule (GD(), Momentum(), Adam() or an "
+                            f"object with eta(default_step) and transform(eta)), got "
+                            f"{self.update!r}")
+        if self.batch_size is not None:
+            check_int("batch_size", self.batch_size, minimum=1)
+        if self.tau is not None:
+            check_positive("tau", self.tau)
+        check_positive("init_scale", self.init_scale)
+
+    def describe(self) -> dict[str, object]:
+        """The method's pieces as plain values (for stored runs' JSON config)."""
+        update = {"rule": type(self.update).__name__, **self.update.__dict__}
+        return dict(init=self.init, lam=self.lam, precondition=self.precondition, update=update,
+                    batch_size=self.batch_size, tau=self.tau, init_scale=self.init_scale,
+                    regularizer=self.regularizer)
+
+
+#: The five methods of chapter 5 (keys match ``plotting.METHOD_COLOURS``).
+METHODS: dict[str, Method] = {
+    "algorithm1": Method(init="spectral", lam=1.0, precondition=True, update=GD()),
+    "random+precond+reg": Method(init="random", lam=1.0, precondition=True, update=GD()),
+    "gd": Method(init="random", lam=0.0, precondition=False, update=GD()),
+    "sgd": Method(init="random", lam=0.0, precondition=False, update=GD(), batch_size=32),
+    "adam": Method(init="random", lam=0.0, precondition=False, update=Adam(lr=1e-2)),
+}
+
+
+# ----------------------------------------------------------------------------------------
+# Data losses and the objective.
+# ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class DataLoss:
+    """The data term of Q_hat and the moments (Sigma_hat, M_hat) that the method uses.
+
+    ``kind`` is "empirical" (the attention layer's loss on ``X``, ``Y`` with ``mask``),
+    "prompts" (the loss averaged over N prompts ``X`` (N, n, d), ``Y`` (N, n, p), each its own
+    context; :func:`attnlib.attention.prompts_loss_and_grad`) or "closed_form"
+    (``1/2 ||(A S B^T - M_hat) S^{1/2}||_F^2``). Calling it with ``(A, B)`` (and for the layer's
+    losses optionally ``rows``, a minibatch of query rows) returns ``(loss, dloss/dA, dloss/dB)``.
+    ``manifold`` is S_hat for (Sigma_hat, M_hat) (pooled over the prompts for "prompts").
+    """
+
+    kind: Literal["empirical", "closed_form", "prompts"]
+    manifold: MinimizerManifold
+    X: np.ndarray | None = None
+    Y: np.ndarray | None = None
+    mask: attention.Mask = "loo"
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("empirical", "closed_form", "prompts"):
+            raise ValueError(f"kind must be 'empirical', 'prompts' or 'closed_form', got "
+                             f"{self.kind!r}")
+        if self.mask not in ("loo", "all"):
+            raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {self.mask!r}")
+        if self.kind != "closed_form" and (self.X is None or self.Y is None):
+            raise ValueError(f"kind={self.kind!r} needs the samples X and Y")
+
+    @property
+    def Sigma_hat(self) -> np.ndarray:
+        return self.manifold.Sigma
+
+    @property
+    def M_hat(self) -> np.ndarray:
+        return self.manifold.M
+
+    @property
+    def n_queries(self) -> int:
+        """Number of query rows a minibatch draws from (n, or N n for prompts; 0 for the
+        closed form)."""
+        if self.X is None:
+            return 0
+        return int(self.X.shape[0]) if self.kind == "empirical" else int(np.prod(self.X.shape[:2]))
+
+    def __call__(self, A: np.ndarray, B: np.ndarray,
+                 rows: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+        if self.kind == "empirical":
+            return attention.loss_and_grad(A, B, self.X, self.Y, mask=self.mask, rows=rows)
+        if self.kind == "prompts":
+            return attention.prompts_loss_and_grad(A, B, self.X, self.Y, mask=self.mask,
+                                                   rows=rows)
+        if rows is not None:
+            raise ValueError("rows (minibatches) need the empirical loss, not the closed form")
+        return population_loss_and_grad(A, B, self.Sigma_hat, self.M_hat)
+
+    def objective(self, lam: float, *, regularizer: Regularizer = "balancing"
+                  ) -> Callable[..., tuple[float, float, np.ndarray, np.ndarray]]:
+        """``(A, B[, rows]) -> (Q_hat, loss, dQ/dA, dQ/dB)`` with ``Q_hat = loss + R_hat``
+        (``regularizer``: the balancing R_hat or its ``"normalized"`` form,
+        :func:`attnlib.population.factor_regularizer_and_grad`)."""
+        lam = check_positive("lam", lam, allow_zero=True)
+        normalized = _check_regularizer(regularizer) == "normalized"
+
+        def value_and_grad(A: np.ndarray, B: np.ndarray, rows: np.ndarray | None = None
+                           ) -> tuple[float, float, np.ndarray, np.ndarray]:
+            loss, grad_a, grad_b = self(A, B, rows)
+            if lam == 0:
+                return loss, loss, grad_a, grad_b
+            reg, reg_a, reg_b = regularizer_and_grad(A, B, self.Sigma_hat, lam=lam,
+                                                     normalized=normalized)
+            return loss + reg, loss, grad_a + reg_a, grad_b + reg_b
+
+        return value_and_grad
+
+    def reference_objective(self, lam: float, *, regularizer: Regularizer = "balancing"
+                            ) -> Callable[[np.ndarray, np.ndarray],
+                                          tuple[float, np.ndarray, np.ndarray]]:
+        """``(A, B) -> (Q_hat, dQ/dA, dQ/dB)``, the form :mod:`attnlib.reference` minimizes."""
+        full = self.objective(lam, regularizer=regularizer)
+
+        def value_and_grad(A: np.ndarray, B: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+            value, _, grad_a, grad_b = full(A, B)
+            return value, grad_a, grad_b
+
+        return value_and_grad
+
+
+def empirical_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo",
+                   moments: tuple[np.ndarray, np.ndarray] | None = None) -> DataLoss:
+    """The layer's empirical loss L_hat on ``X`` (n, d), ``Y`` (n, p) with ``mask``.
+
+    ``moments = (Sigma_hat, M_hat)`` overrides the empirical moments (used by R_hat, the
+    preconditioner, the spectral start and the step rule). Raises ``ValueError`` for n < d,
+    singular Sigma_hat or p < d.
+    """
+    if mask not in ("loo", "all"):
+        raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
+    x = as_matrix("X", X)
+    y = as_matrix("Y", Y, shape=(x.shape[0], None))
+    manifold = (minimizer_manifold(*empirical_moments(x, y)) if moments is None
+                else _moments(*moments))                     # checks SPD, p >= d, rank
+    p, d = manifold.M.shape
+    if x.shape[1] != d or y.shape[1] != p:
+        raise ValueError(f"X, Y have shapes {x.shape}, {y.shape}; moments imply d = {d}, p = {p}")
+    return DataLoss("empirical", manifold, x, y, mask)
+
+
+def prompts_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo",
+                 moments: tuple[np.ndarray, np.ndarray] | None = None) -> DataLoss:
+    """The layer's loss averaged over N prompts of context length n (the second reconstruction).
+
+    ``X`` (N, n, d), ``Y`` (N, n, p); query j of prompt k attends over prompt k only (minus
+    itself for ``mask="loo"``). ``(Sigma_hat, M_hat)`` are the pooled moments of all N n
+    samples (:func:`attnlib.population.empirical_moments`) unless ``moments`` is given; they set
+    R_hat, the preconditioner, the spectral start and the step rule, as for
+    :func:`empirical_loss`. Raises ``ValueError`` for bad shapes, N n < d or p < d.
+    """
+    if mask not in ("loo", "all"):
+        raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
+    x = as_matrix("X", X, ndim=3)
+    y = as_matrix("Y", Y, shape=(x.shape[0], x.shape[1], None), ndim=3)
+    if x.shape[1] < 2:
+        raise ValueError(f"X must hold prompts of at least 2 tokens, shape (N, n, d), got {x.shape}")
+    d, p = x.shape[2], y.shape[2]
+    sigma_hat, m_hat = (empirical_moments(x.reshape(-1, d), y.reshape(-1, p)) if moments is None
+                        else moments)
+    manifold = minimizer_manifold(sigma_hat, m_hat)
+    if manifold.M.shape != (p, d):
+        raise ValueError(f"X, Y have shapes {x.shape}, {y.shape}; moments imply (p, d) = "
+                         f"{manifold.M.shape}")
+    return DataLoss("prompts", manifold, x, y, mask)
+
+
+def closed_form_loss(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> DataLoss:
+    """The infinite-data loss with ``(Sigma_hat, M_hat)`` plugged in (chapters 4 and 6)."""
+    return DataLoss("closed_form", _moments(Sigma_hat, M_hat))
+
+
+def empirical_objective_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray,
+                                 Sigma_hat: np.ndarray, *, lam: float = 1.0,
+                                 mask: attention.Mask = "loo", rows: np.ndarray | None = None
+                                 ) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """Return ``(L_hat + R_hat, L_hat, gradient in A, gradient in B)`` (one evaluation,
+    without building a :class:`DataLoss`; R_hat uses ``Sigma_hat``)."""
+    loss, grad_a, grad_b = attention.loss_and_grad(A, B, X, Y, mask=mask, rows=rows)
+    if check_positive("lam", lam, allow_zero=True) == 0:
+        return loss, loss, grad_a, grad_b
+    reg, reg_a, reg_b = regularizer_and_grad(A, B, check_spd("Sigma_hat", Sigma_hat), lam=lam)
+    return loss + reg, loss, grad_a + reg_a, grad_b + reg_b
+
+
+# ----------------------------------------------------------------------------------------
+# Initializations, renormalization, step rule.
+# ----------------------------------------------------------------------------------------
+
+def random_init(d: int, p: int, *, rng: np.random.Generator,
+                scale: float = 0.3) -> tuple[np.ndarray, np.ndarray]:
+    """Draw ``A`` (p x d) then ``B`` (d x d) with i.i.d. ``N(0, scale^2 / d)`` entries."""
+    d = check_int("d", d, minimum=1)
+    p = check_int("p", p, minimum=1)
+    rng = check_generator("rng", rng)
+    scale = check_positive("scale", scale)
+    std = scale / np.sqrt(d)
+    return std * rng.standard_normal((p, d)), std * rng.standard_normal((d, d))
+
+
+def spectral_init(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Spectral initialization: the det = +1 point ``O = I`` of S_hat.
+
+    ``M_hat Sigma_hat^{1/2} = Phi Gamma Psi^T`` (thin SVD), ``A_0 = Phi Gamma^{1/2} Sigma_hat^{-1/2}``,
+    ``B_0 = Sigma_hat^{-1/2} Psi Gamma^{1/2} Sigma_hat^{-1/2}``; then ``A_0 Sigma_hat B_0^T = M_hat``.
+    """
+    return _moments(Sigma_hat, M_hat).point()
+
+
+def renormalize(A: np.ndarray, B: np.ndarray, Sigma_hat: np.ndarray,
+                tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(c A, B / c)`` with ``c = max(1, ||Sigma_hat^{1/2} B Sigma_hat^{1/2}||_F / tau)``.
+
+    ``A Sigma_hat B^T`` (hence the infinite-data predictor) is unchanged and afterwards
+    ``||Sigma_hat^{1/2} B Sigma_hat^{1/2}||_F <= tau``, which bounds the softmax logits.
+    (:func:`train` additionally requires tau >= the balanced scale ``sqrt(trace Gamma_hat)``.)
+    """
+    tau = check_positive("tau", tau)
+    half, _ = spd_sqrt(check_spd("Sigma_hat", Sigma_hat))
+    d = half.shape[0]
+    a = as_matrix("A", A, shape=(None, d))
+    b = as_matrix("B", B, shape=(d, d))
+    factor = max(1.0, float(np.linalg.norm(half @ b @ half)) / tau)
+    return factor * a, b / factor
+
+
+def default_step(A0: np.ndarray, B0: np.ndarray, Sigma_hat: np.ndarray, M_hat: np.ndarray, *,
+                 lam: float, precondition: bool, step_scale: float = 0.5) -> float:
+    """The step-size rule of the module docstring (a curvature bound covering the start and S)."""
+    step_scale = check_positive("step_scale", step_scale)
+    lam = check_positive("lam", lam, allow_zero=True)
+    manifold = _moments(Sigma_hat, M_hat)
+    p, d = manifold.M.shape
+    u0, v0 = manifold.factor(as_matrix("A0", A0, shape=(p, d)), as_matrix("B0", B0, shape=(d, d)))
+    size = float(np.sum(u0 ** 2) + np.sum(v0 ** 2))
+    curvature = (1.0 + lam) * max(float(manifold.singular_values[0]), size)
+    if not precondition:
+        top = float(np.linalg.eigvalsh(manifold.Sigma)[-1])
+        curvature *= max(top, top ** 2)
+    return step_scale / curvature
+
+
+# ----------------------------------------------------------------------------------------
+# Training.
+# ----------------------------------------------------------------------------------------
+
+@dataclass
+class TrainResult:
+    """Output of :func:`train`: final parameters, per-iteration history, the step used.
+
+    ``history`` maps names to arrays (module docstring); ``diverged`` is true when training
+    stopped because the parameters, the attention logits or the objective stopped being
+    finite (or the objective exceeded 1e8 times its initial value); ``stopped`` when the
+    callback asked to stop. ``config`` records the method and the options.
+    """
+
+    A: np.ndarray
+    B: np.ndarray
+    history: dict[str, np.ndarray]
+    step: float
+    config: dict[str, object] = field(default_factory=dict)
+    diverged: bool = False
+    stopped: bool = False
+
+
+def _start(method: Method, data: DataLoss, init: Pair | None,
+           rng: np.random.Generator | None) -> Pair:
+    p, d = data.M_hat.shape
+    if init is not None:
+        return (as_matrix("init[0] (A0)", init[0], shape=(p, d)).copy(),
+                as_matrix("init[1] (B0)", init[1], shape=(d, d)).copy())
+    if method.init == "spectral":
+        return data.manifold.point()
+    if method.init == "random":
+        if rng is None:
+            raise ValueError("init='random' needs rng, a numpy.random.Generator")
+        return random_init(d, p, rng=rng, scale=method.init_scale)
+    raise ValueError(f"method.init must be 'spectral' or 'random', got {method.init!r}")
+
+
+def _step_size(method: Method, data: DataLoss, a: np.ndarray, b: np.ndarray) -> float:
+    return method.update.eta(lambda step_scale: default_step(
+        a, b, data.Sigma_hat, data.M_hat, lam=method.lam, precondition=method.precondition,
+        step_scale=step_scale))
+
+
+def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations: int = 2000,
+          init: Pair | None = None, problem: RegressionProblem | None = None,
+          reference: ReferenceOptimum | None = None,
+          test: tuple[np.ndarray, np.ndarray] | None = None, test_every: int = 10,
+          rng: np.random.Generator | None = None,
+          callback: Callable[[int, np.ndarray, np.ndarray], bool | None] | None = None,
+          progress: bool = False) -> TrainResult:
+    """Train the attention layer on ``data`` (:func:`empirical_loss`, :func:`prompts_loss` or
+    :func:`closed_form_loss`) with ``method`` (default: Algorithm 1); the pieces are described
+    in the module docstring.
+
+    Options (keyword only): ``iterations`` (number of updates; the history has
+    ``iterations + 1`` entries unless training diverged or the callback returned True);
+    ``init`` (an explicit ``(A0, B0)`` overriding ``method.init``); ``problem`` (the true task,
+    for ``excess_risk`` and ``dist_P``); ``reference`` (a certified optimum of the same
+    objective, for ``gap`` and ``dist_ref``); ``test``, ``test_every`` (held-out
+    ``(X_test, Y_test)`` for the deployed test risk; needs the empirical loss); ``rng``
+    (random init and SGD minibatches); ``callback(k, A, B)`` after recording iteration k
+    (returning True stops); ``progress`` (a progress bar).
+
+    Raises ``ValueError`` for a non-positive step, an invalid tau or batch size, and
+    inconsistent options.
+    """
+    if not isinstance(data, DataLoss):
+        raise TypeError("data must be an attnlib.algorithm.DataLoss (empirical_loss(X, Y), "
+                        "prompts_loss(X, Y) or closed_form_loss(Sigma_hat, M_hat)), got "
+                        f"{type(data).__name__}")
+    if not isinstance(method, Method):
+        raise TypeError(f"method must be an attnlib.algorithm.Method, got {type(method).__name__}")
+    iterations = check_int("iterations", iterations, minimum=0)
+    test_every = check_int("test_every", test_every, minimum=1)
+    if rng is not None:
+        check_generator("rng", rng)
+    objective = data.objective(method.lam, regularizer=method.regularizer)
+    sigma_hat = data.Sigma_hat
+    p, d = data.M_hat.shape
+    batch_size = method.batch_size
+    if batch_size is not None:
+        if data.kind == "closed_form":
+            raise ValueError("minibatches (method.batch_size) sample query rows: they need the "
+                             "empirical loss (or prompts), not the closed form")
+        if rng is None:
+            raise ValueError("minibatches (method.batch_size) need rng, a numpy.random.Generator")
+        batch_size = check_int("method.batch_size", batch_size, minimum=1)
+        if batch_size > data.n_queries:
+            raise ValueError(f"method.batch_size must be at most the number of query rows "
+                             f"{data.n_queries}, got {batch_size}")
+    a, b = _start(method, data, init, rng)
+    tau = method.tau
+    if tau is not None:
+        tau = check_positive("method.tau", tau)
+        if tau < data.manifold.balanced_scale * (1 - 1e-12):
+            raise ValueError(f"method.tau = {tau:.4g} is below the balanced scale sqrt(trace "
+                             f"Gamma_hat) = {data.manifold.balanced_scale:.4g}: renormalizing to it "
+                             "would unbalance the parameters and move S_hat; use tau >= that value")
+        a, b = renormalize(a, b, sigma_hat, tau)
+    step = _step_size(method, data, a, b)
+    pieces = ([precondition(sigma_hat)] if method.precondition else []) + \
+        [method.update.transform(step)]
+    optimizer = chain(*pieces)
+    state = optimizer.init((a, b))
+
+    truth = None if problem is None else minimizer_manifold(problem.Sigma, problem.M)
+    reference_point = None
+    if reference is not None:
+        reference_point = data.manifold.factor(reference.A, reference.B)
+    if test is not None:
+        if data.kind != "empirical":
+            raise ValueError("test needs the empirical loss (its samples X are the deployed "
+                             "context); for prompts see attnlib.prompts.deployed_risk")
+        x_test = as_matrix("test[0] (X_test)", test[0], shape=(None, d))
+        y_test = as_matrix("test[1] (Y_test)", test[1], shape=(x_test.shape[0], p))
+
+    keys = ["objective", "loss", "grad_norm", "dist_P_hat", "time"]
+    keys += ["gap", "dist_ref"] if reference is not None else []
+    keys += ["excess_risk", "dist_P"] if truth is not None else []
+    records: dict[str, list[float]] = {key: [] for key in keys}
+    test_records: dict[str, list[float]] = {"test_iteration": [], "test_loss": []}
+    if problem is not None:
+        test_records["test_risk"] = []
+    start = time.perf_counter()
+    initial = None
+    diverged = stopped = False
+
+    for k in progress_bar(range(iterations + 1), total=iterations + 1,
+                          desc="train", enabled=progress):
+        try:
+            value, loss, grad_a, grad_b = objective(a, b)
+        except ValueError:
+            if k == 0:
+                raise
+            diverged = True          # the attention logits overflowed float64
+            break
+        initial = value if initial is None else initial
+        if not np.isfinite(value) or value > 1e8 * max(1.0, initial):
+            diverged = True
+            break
+        records["objective"].append(value)
+        records["loss"].append(loss)
+        records["grad_norm"].append(float(np.sqrt(np.sum(grad_a ** 2) + np.sum(grad_b ** 2))))
+        records["dist_P_hat"].append(data.manifold.distance(a, b))
+        if reference is not None:
+            u, v = data.manifold.factor(a, b)
+            records["gap"].append(value - reference.value)
+            records["dist_ref"].append(float(np.sqrt(np.sum((u - reference_point[0]) ** 2)
+                                                     + np.sum((v - reference_point[1]) ** 2))))
+        if truth is not None:
+            excess, _, _ = population_loss_and_grad(a, b, problem.Sigma, problem.M)
+            records["excess_risk"].append(excess)
+            records["dist_P"].append(truth.distance(a, b))
+        if test is not None and (k % test_every == 0 or k == iterations):
+            prediction = attention.predict_new(a, b, data.X, x_test)
+            test_records["test_iteration"].append(k)
+            test_records["test_loss"].append(0.5 * float(np.mean(
+                np.sum((y_test - prediction) ** 2, axis=1))))
+            if problem is not None:
+                test_records["test_risk"].append(0.5 * float(np.mean(
+                    np.sum((x_test @ problem.M.T - prediction) ** 2, axis=1))))
+        records["time"].append(time.perf_counter() - start)
+        if callback is not None and callback(k, a, b):
+            stopped = True
+            break
+        if k == iterations:
+            break
+        if batch_size is not None:
+            rows = rng.choice(data.n_queries, size=batch_size, replace=False)
+            _, _, grad_a, grad_b = objective(a, b, rows)
+        updates, state = optimizer.update((grad_a, grad_b), state)
+        a, b = apply_updates((a, b), updates)
+        if tau is not None:
+            a, b = renormalize(a, b, sigma_hat, tau)
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+            diverged = True
+            break
+
+    history = {key: np.asarray(values, dtype=float) for key, values in records.items()}
+    history["iteration"] = np.arange(history["objective"].size)
+    if test is not None:
+        history.update({key: np.asarray(values, dtype=float)
+                        for key, values in test_records.items()})
+        history["test_iteration"] = history["test_iteration"].astype(int)
+    config = dict(method=method.describe(), step=step, iterations=iterations, data=data.kind,
+                  mask=data.mask, init="given" if init is not None else method.init,
+                  test_every=test_every)
+    return TrainResult(A=a, B=b, history=history, step=step, config=config, diverged=diverged,
+                       stopped=stopped)
+

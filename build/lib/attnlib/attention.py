@@ -1,0 +1,577 @@
+"""Paper 1's softmax self-attention layer (chapter 1): predictions, loss, exact gradient.
+
+Parameters ``A`` (p x d, value/output map) and ``B`` (d x d, merged key-query matrix). The n
+samples attend to each other: with logits ``s_ji = x_j^T B x_i``,
+
+    w_ji = exp(s_ji) / sum_{k in C(j)} exp(s_jk)   for i in C(j),  w_ji = 0 otherwise,
+    h_j  = sum_i w_ji x_i ,        y_hat_j = A h_j ,
+
+where the context ``C(j)`` is every sample except j (``mask="loo"``, leave-one-out, the
+book's default [choice]) or every sample (``mask="all"``). The empirical loss is
+
+    L_hat(A, B) = 1/(2n) sum_j || y_j - A h_j ||^2 .
+
+Exact gradient (reverse mode, derived in chapter 1): with residuals ``r_j = A h_j - y_j``,
+``g_j = A^T r_j / n`` and ``c_j = g_j . h_j``,
+
+    dL/dA = (1/n) sum_j r_j h_j^T ,
+    dL/dB = sum_j x_j [ sum_i w_ji (g_j . x_i - c_j) x_i ]^T = X^T (W o (G X^T - c 1^T)) X .
+
+Memory (chapter 1 and the benchmarks appendix): query rows are processed in blocks of
+``block_size`` rows; each thread holds two ``block_size x n`` work arrays, reused from block to
+block, and nothing else of size n x n, so the peak memory is O(n * block_size + n (d + p)).
+One block (``block_size >= n``) is the direct computation, kept as the tested reference of
+the blocked one; the block size is chosen automatically from n
+(:func:`auto_block_size`) unless given. Every path computes the softmax in
+:func:`_softmax_rows` (row-maximum subtraction), float64 by default; ``dtype=np.float32``
+runs the block arithmetic in single precision (results returned in float64).
+
+Threads: when there are several blocks, ``workers`` threads (default: up to 2, the number of
+cores) process them concurrently, numpy releasing the GIL in ``exp`` and in BLAS. The products
+here have an inner dimension of only d, too skinny for a multithreaded BLAS to pay, and a
+threaded BLAS inside threaded blocks oversubscribes the cores; so every block runs with a
+single BLAS thread: :func:`_run_blocks` limits the BLAS libraries loaded with numpy
+(OpenBLAS, MKL, BLIS, ... through ``threadpoolctl``) to one thread while the blocks run and
+restores the previous count afterwards. Each block's partial sums are added in block order,
+so results do not depend on ``workers``. :func:`limit_blas_threads` sets the count for the
+rest of a process (each Dask worker process of :mod:`attnlib.experiments` uses one).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterator, Literal, TypeVar
+
+import numpy as np
+from numpy.typing import DTypeLike
+from threadpoolctl import ThreadpoolController, threadpool_limits
+
+from ._validation import as_matrix, check_int
+
+__all__ = [
+    "Mask",
+    "BLOCK_ELEMENTS",
+    "limit_blas_threads",
+    "auto_block_size",
+    "attention_weights",
+    "attend",
+    "predict",
+    "predict_new",
+    "loss",
+    "loss_and_grad",
+    "prompts_loss_and_grad",
+    "deployed_risk",
+    "row_softmax",
+    "EscapeCurves",
+    "memorising_escape",
+]
+
+Mask = Literal["loo", "all"]
+T = TypeVar("T")
+
+#: Target entries of one ``block_size x n`` work array (2**18 float64 entries = 2 MB) ...
+BLOCK_ELEMENTS = 2 ** 18
+#: ... but at least this many query rows per block, as long as a work array stays within
+#: ``MAX_BLOCK_ELEMENTS`` (16 MB): blocks of fewer rows run the skinny products below their
+#: speed (measured in ``benchmarks/bench_attention.py``: at n = 8000, 64 to 128 rows took
+#: 0.22 to 0.27 s against 0.34 to 0.45 s for 32 rows; at n = 20,000, 52 rows 1.9 s against 2.6 s
+#: for 26).
+MIN_BLOCK_ROWS = 64
+MAX_BLOCK_ELEMENTS = 2 ** 21
+
+
+# ----------------------------------------------------------------------------- checks
+def _check_mask(mask: str) -> None:
+    if mask not in ("loo", "all"):
+        raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
+
+
+def _check_dtype(dtype: DTypeLike) -> np.dtype:
+    kind = np.dtype(dtype)
+    if kind not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be float64 or float32, got {kind}")
+    return kind
+
+
+def _check_tokens(name: str, X: object, *, d: int | None = None, minimum: int = 2) -> np.ndarray:
+    array = as_matrix(name, X, shape=(None, d))
+    if array.shape[0] < minimum:
+        raise ValueError(f"{name} must have at least {minimum} rows (samples), "
+                         f"got shape {array.shape}")
+    return array
+
+
+def _check_layer(A: object | None, B: object, d: int) -> tuple[np.ndarray | None, np.ndarray]:
+    b = as_matrix("B", B, shape=(d, d))
+    a = None if A is None else as_matrix("A", A, shape=(None, d))
+    return a, b
+
+
+def _check_rows(rows: object | None, n: int) -> np.ndarray | None:
+    if rows is None:
+        return None
+    index = np.asarray(rows)
+    if index.ndim != 1 or index.size == 0:
+        raise ValueError(f"rows must be a non-empty 1-D array of row indices, got shape "
+                         f"{index.shape}")
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"rows must hold integers, got dtype {index.dtype}")
+    if index.min() < 0 or index.max() >= n:
+        raise ValueError(f"rows must lie in [0, {n}), got range [{index.min()}, {index.max()}]")
+    return index.astype(np.intp, copy=False)
+
+
+def auto_block_size(n_queries: int, n_keys: int) -> int:
+    """Rows per block: all ``n_queries`` when ``n_queries * n_keys <= BLOCK_ELEMENTS``
+    (the direct computation), else ``BLOCK_ELEMENTS // n_keys`` raised to ``MIN_BLOCK_ROWS``
+    where a work array then stays within ``MAX_BLOCK_ELEMENTS`` (at least one row)."""
+    n_queries = check_int("n_queries", n_queries, minimum=1)
+    n_keys = check_int("n_keys", n_keys, minimum=1)
+    if n_queries * n_keys <= BLOCK_ELEMENTS:
+        return n_queries
+    rows = max(1, BLOCK_ELEMENTS // n_keys, min(MIN_BLOCK_ROWS, MAX_BLOCK_ELEMENTS // n_keys))
+    return min(rows, n_queries)
+
+
+def _resolve_block(block_size: int | None, n_queries: int, n_keys: int) -> int:
+    if block_size is None:
+        return auto_block_size(n_queries, n_keys)
+    return min(check_int("block_size", block_size, minimum=1), n_queries)
+
+
+_DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
+
+
+def _resolve_workers(workers: int | None, n_blocks: int) -> int:
+    if workers is None:
+        workers = _DEFAULT_WORKERS
+    return min(check_int("workers", workers, minimum=1), n_blocks)
+
+
+#: The BLAS libraries loaded with numpy (found once: inspecting them costs about 0.2 ms).
+_BLAS = ThreadpoolController()
+
+
+def limit_blas_threads(threads: int) -> None:
+    """Use ``threads`` BLAS threads in this process from now on (every BLAS library loaded so
+    far: numpy's and scipy's OpenBLAS, MKL, BLIS, ..., through ``threadpoolctl``)."""
+    threadpool_limits(limits=check_int("threads", threads, minimum=1), user_api="blas")
+
+
+#: Work arrays up to this many entries per thread are kept between calls (see _scratch).
+_SCRATCH_KEEP = 4 * BLOCK_ELEMENTS
+_THREAD_STATE = threading.local()
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+os.register_at_fork(after_in_child=_POOLS.clear)
+
+
+def _scratch(count: int, block: int, width: int, dtype: np.dtype) -> list[np.ndarray]:
+    """``count`` work arrays of shape ``(block, width)`` for the calling thread.
+
+    Small ones (the automatic block sizes) are cached per thread and reused across blocks and
+    calls: allocating fresh multi-megabyte arrays costs page faults that, measured on the
+    book's machine, took several times longer than the arithmetic done on them.
+    """
+    size = block * width
+    cached = getattr(_THREAD_STATE, "scratch", None)
+    if (cached is None or len(cached) < count or cached[0].dtype != dtype
+            or cached[0].size < size):
+        cached = [np.empty(size, dtype=dtype) for _ in range(count)]
+        if count * size <= _SCRATCH_KEEP:
+            _THREAD_STATE.scratch = cached
+    return [array[:size].reshape(block, width) for array in cached[:count]]
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """A persistent pool per thread count (its threads keep their scratch arrays)."""
+    if threads not in _POOLS:
+        _POOLS[threads] = ThreadPoolExecutor(max_workers=threads,
+                                             thread_name_prefix="attnlib-attention")
+    return _POOLS[threads]
+
+
+def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int, block: int,
+                workers: int | None, *, buffers: int, width: int, dtype: np.dtype) -> list[T]:
+    """``[work(start, stop, scratch) for each block]`` in block order, on ``workers`` threads.
+
+    ``scratch`` holds ``buffers`` work arrays with ``stop - start`` rows and ``width`` columns
+    (from :func:`_scratch`); the blocks run with a single BLAS thread (module docstring).
+    """
+    spans = list(_blocks(n_queries, block))
+    threads = _resolve_workers(workers, len(spans))
+
+    def run(span: tuple[int, int]) -> T:
+        rows = span[1] - span[0]
+        scratch = _scratch(buffers, block, width, dtype)
+        return work(span[0], span[1], [array[:rows] for array in scratch])
+
+    with _BLAS.limit(limits=1, user_api="blas"):
+        if threads == 1:
+            return [run(span) for span in spans]
+        return list(_pool(threads).map(run, spans))
+
+
+# ---------------------------------------------------------------------------- softmax
+def row_softmax(logits: np.ndarray) -> np.ndarray:
+    """``softmax`` along the last axis, ``exp(z_i - max z) / sum_k exp(z_k - max z)``.
+
+    The book's one home for the stable softmax of any number of axes, used by Part II's
+    models (``qk_attention``, ``vit``); the blocked layer below uses an in-place, masked
+    variant of the same formula. Subtracting the row maximum first keeps every exponent
+    <= 0, so huge logits cannot overflow. Infinite logits take their limits: an entry of
+    ``-inf`` gets weight exactly 0, and a row containing ``+inf`` splits its weight equally
+    among its ``+inf`` entries. float32 input stays float32.
+
+    Raises ``TypeError`` for non-real input and ``ValueError`` for an empty last axis, a NaN
+    logit, or a row whose entries are all ``-inf`` (nothing to attend to).
+    """
+    z = np.asarray(logits)
+    if z.dtype.kind not in "biuf":
+        raise TypeError(f"logits must be a real numeric array, got dtype {z.dtype}")
+    if z.dtype.kind != "f":
+        z = z.astype(np.float64)
+    if z.ndim < 1 or z.size == 0:
+        raise ValueError(f"logits must have at least one axis and no empty axis, "
+                         f"got shape {z.shape}")
+    top = z.max(axis=-1, keepdims=True)               # NaN propagates into the maximum
+    if np.isnan(top).any():
+        raise ValueError("logits contains NaN entries")
+    if np.isneginf(top).any():
+        raise ValueError("logits has a row whose entries are all -inf (nothing to attend to)")
+    infinite = np.isposinf(top)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if infinite.any():
+            weights = np.where(infinite, np.isposinf(z), np.exp(z - np.where(infinite, 0, top)))
+        else:
+            weights = np.exp(z - top)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def _softmax_rows(logits: np.ndarray, self_columns: np.ndarray | None) -> tuple[np.ndarray,
+                                                                                np.ndarray]:
+    """Overwrite ``logits`` (b, n), or a stack (g, b, n) of prompts, with
+    ``exp(s_ji - max_i s_ji)`` and return it with the row sums ``z_j``, so that
+    ``w_ji = E_ji / z_j``.
+
+    ``self_columns[k]`` is the column of query row k's own token (in every prompt of a
+    stack), excluded from its context (leave-one-out): that logit is set to -inf, so its weight is exactly 0. Raises
+    ``ValueError`` when a row maximum is not finite (logits overflowing float64).
+    """
+    if self_columns is not None:
+        logits[..., np.arange(logits.shape[-2]), self_columns] = -np.inf
+    row_max = logits.max(axis=-1, keepdims=True)
+    if not np.all(np.isfinite(row_max)):
+        raise ValueError("attention logits x_j^T B x_i overflow (not finite); B or X is too "
+                         "large in magnitude")
+    np.subtract(logits, row_max, out=logits)
+    np.exp(logits, out=logits)
+    return logits, logits.sum(axis=-1)
+
+
+def _block_terms(e: np.ndarray, z: np.ndarray, keys: np.ndarray, keys_t: np.ndarray,
+                 queries: np.ndarray, targets: np.ndarray, a_t: np.ndarray,
+                 t_out: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """One block's share of ``(2 m L_hat, m dL/dA, m dL/dB)`` from ``E`` and ``z`` (the output
+    of :func:`_softmax_rows`), formulas of the module docstring.
+
+    Works on one block of query rows (``e`` of shape (b, n), ``keys`` (n, d), ``keys_t`` (d, n))
+    and on a stack of g prompts (``e`` (g, n, n), ``keys`` (g, n, d), ``keys_t`` (g, d, n));
+    ``t_out`` is a work array shaped like ``e``.
+    """
+    hidden = (e @ keys) / z[..., None]                                    # h_j
+    residual = hidden @ a_t.T - targets                                   # r_j
+    g = residual @ a_t                                                    # A^T r_j
+    c = np.einsum("...j,...j->...", g, hidden)                            # g_j . h_j
+    t = np.matmul(g / z[..., None], keys_t, out=t_out)                    # (g_j . x_i) / z_j
+    t *= e                                                                # w_ji g_j . x_i
+    ds_x = t @ keys - c[..., None] * hidden                               # (dS X)_j
+    p, d = a_t.shape
+    residual, hidden = residual.reshape(-1, p), hidden.reshape(-1, d)
+    return (float(np.einsum("ij,ij->", residual, residual, dtype=np.float64)),
+            residual.T.astype(np.float64) @ hidden.astype(np.float64),
+            queries.reshape(-1, d).T @ ds_x.reshape(-1, d).astype(np.float64))
+
+
+def _blocks(n_queries: int, block: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, n_queries, block):
+        yield start, min(start + block, n_queries)
+
+
+def _query_block(X: np.ndarray, rows: np.ndarray | None, start: int, stop: int,
+                 loo: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Query tokens of one block and, for leave-one-out, their own columns."""
+    if rows is None:
+        index = np.arange(start, stop) if loo else None
+        return X[start:stop], index
+    index = rows[start:stop]
+    return X[index], (index if loo else None)
+
+
+# ------------------------------------------------------------------------------ public
+def attention_weights(B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo") -> np.ndarray:
+    """Return the (n, n) row-stochastic matrix ``W`` with ``w_ji`` as in the module docstring.
+
+    Row j holds the weights query j puts on the tokens; masked entries (the diagonal for
+    ``mask="loo"``) are exactly 0. Builds the whole n x n matrix: meant for inspection at
+    small n.
+    """
+    _check_mask(mask)
+    x = _check_tokens("X", X)
+    _, b = _check_layer(None, B, x.shape[1])
+    n = x.shape[0]
+    weights, z = _softmax_rows((x @ b) @ x.T, np.arange(n) if mask == "loo" else None)
+    weights /= z[:, None]
+    return weights
+
+
+def _hidden(b: np.ndarray, keys: np.ndarray, queries: np.ndarray, loo: bool,
+            block_size: int | None, dtype: np.dtype, workers: int | None) -> np.ndarray:
+    """``h`` for each query row (m, d): softmax-weighted averages of ``keys``, in blocks."""
+    m = queries.shape[0]
+    block = _resolve_block(block_size, m, keys.shape[0])
+    keys_t = keys.astype(dtype, copy=False)
+    keys_tt = np.ascontiguousarray(keys_t.T)
+    queries_b = (queries @ b).astype(dtype, copy=False)
+    hidden = np.empty((m, keys.shape[1]))
+
+    def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
+        self_columns = np.arange(start, stop) if loo else None
+        logits = np.matmul(queries_b[start:stop], keys_tt, out=scratch[0])
+        e, z = _softmax_rows(logits, self_columns)
+        hidden[start:stop] = (e @ keys_t) / z[:, None]
+
+    _run_blocks(work, m, block, workers, buffers=1, width=keys.shape[0], dtype=dtype)
+    return hidden
+
+
+def attend(B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo", block_size: int | None = None,
+           dtype: DTypeLike = np.float64, workers: int | None = None) -> np.ndarray:
+    """Return the (n, d) attention outputs ``h_j = sum_i w_ji x_i`` of the n samples.
+
+    Computed in blocks of query rows (``block_size``; automatic when None), never building an
+    n x n array; ``dtype`` sets the precision of the block arithmetic, ``workers`` the number
+    of threads over blocks (module docstring).
+    """
+    _check_mask(mask)
+    x = _check_tokens("X", X)
+    _, b = _check_layer(None, B, x.shape[1])
+    return _hidden(b, x, x, mask == "loo", block_size, _check_dtype(dtype), workers)
+
+
+def predict(A: np.ndarray, B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo",
+            block_size: int | None = None, dtype: DTypeLike = np.float64,
+            workers: int | None = None) -> np.ndarray:
+    """Return the (n, p) in-sample predictions ``y_hat_j = A h_j`` (see :func:`attend`)."""
+    _check_mask(mask)
+    x = _check_tokens("X", X)
+    a, b = _check_layer(A, B, x.shape[1])
+    return _hidden(b, x, x, mask == "loo", block_size, _check_dtype(dtype), workers) @ a.T
+
+
+def predict_new(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_query: np.ndarray, *,
+                block_size: int | None = None, dtype: DTypeLike = np.float64,
+                workers: int | None = None) -> np.ndarray:
+    """Predict at new points: ``A sum_i softmax_i(x^T B x_i) x_i`` over all context tokens.
+
+    ``X_context`` (n, d) holds the context samples (n >= 1), ``X_query`` (m, d) the new
+    points; returns (m, p). This is the deployed in-context predictor. With ``A = I_d`` it
+    returns the attention outputs themselves, whose infinite-context limit is
+    ``Sigma B^T x`` for Gaussian context ``N(0, Sigma)`` (exponential tilting, chapter 2).
+    """
+    context = _check_tokens("X_context", X_context, minimum=1)
+    d = context.shape[1]
+    query = _check_tokens("X_query", X_query, d=d, minimum=1)
+    a, b = _check_layer(A, B, d)
+    return _hidden(b, context, query, False, block_size, _check_dtype(dtype), workers) @ a.T
+
+
+def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
+                  mask: Mask = "loo", rows: np.ndarray | None = None,
+                  block_size: int | None = None, dtype: DTypeLike = np.float64,
+                  workers: int | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+    """Return ``(L_hat, dL_hat/dA, dL_hat/dB)`` (formulas in the module docstring).
+
+    ``rows`` (optional integer index array, repeats allowed) restricts the loss to those query
+    rows, each still attending over all n tokens (minus itself for ``"loo"``):
+    ``L = 1/(2|rows|) sum_{j in rows} ||y_j - A h_j||^2`` (a minibatch of queries for SGD).
+    Query rows are processed in blocks of ``block_size`` (automatic when None); peak memory is
+    two ``block_size x n`` arrays plus O(n (d + p)). ``dtype=np.float32`` runs the block
+    arithmetic in single precision; the loss and gradients are accumulated and returned in
+    float64. ``workers`` threads process the blocks (module docstring).
+    """
+    _check_mask(mask)
+    x = _check_tokens("X", X)
+    n, d = x.shape
+    a, b = _check_layer(A, B, d)
+    p = a.shape[0]
+    y = as_matrix("Y", Y, shape=(n, p))
+    index = _check_rows(rows, n)
+    kind = _check_dtype(dtype)
+    loo = mask == "loo"
+
+    m = n if index is None else index.size
+    block = _resolve_block(block_size, m, n)
+    keys = x.astype(kind, copy=False)
+    keys_t = np.ascontiguousarray(keys.T)
+    a_t = a.astype(kind, copy=False)
+    y_t = y.astype(kind, copy=False)
+    xb = (x @ b).astype(kind, copy=False)
+
+    def work(start: int, stop: int,
+             scratch: list[np.ndarray]) -> tuple[float, np.ndarray, np.ndarray]:
+        queries, self_columns = _query_block(x, index, start, stop, loo)
+        targets = y_t[start:stop] if index is None else y_t[index[start:stop]]
+        queries_b = xb[start:stop] if index is None else xb[index[start:stop]]
+        logits = np.matmul(queries_b, keys_t, out=scratch[0])
+        e, z = _softmax_rows(logits, self_columns)                       # E = z W
+        return _block_terms(e, z, keys, keys_t, queries, targets, a_t, scratch[1])
+
+    parts = _run_blocks(work, m, block, workers, buffers=2, width=n, dtype=kind)
+    total = sum(part[0] for part in parts)
+    grad_a = np.sum([part[1] for part in parts], axis=0)
+    grad_b = np.sum([part[2] for part in parts], axis=0)
+    return total / (2 * m), grad_a / m, grad_b / m
+
+
+def _check_prompts(X: object, Y: object, p: int) -> tuple[np.ndarray, np.ndarray]:
+    x = as_matrix("X", X, ndim=3)
+    if x.shape[1] < 2:
+        raise ValueError(f"X must hold prompts of at least 2 tokens, shape (N, n, d), got {x.shape}")
+    y = as_matrix("Y", Y, shape=(x.shape[0], x.shape[1], p), ndim=3)
+    return x, y
+
+
+def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
+                          mask: Mask = "loo", rows: np.ndarray | None = None,
+                          workers: int | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+    """Loss and gradient of the layer over N prompts of context length n (chapters 5 and 6).
+
+    ``X`` (N, n, d), ``Y`` (N, n, p): prompt k is its own context; query j of prompt k attends
+    over that prompt's tokens only (minus itself for ``mask="loo"``), giving ``h_kj`` as in
+    the module docstring, and
+
+        L_hat(A, B) = 1/(2 N n) sum_k sum_j || y_kj - A h_kj ||^2 ,
+
+    the average of :func:`loss_and_grad` over the prompts (N = 1 is that function). ``rows``
+    (flat query indices ``k n + j``, repeats allowed) restricts the average to those queries,
+    each still attending over its whole prompt (SGD minibatches). Memory: stacks of
+    ``BLOCK_ELEMENTS // n^2`` prompts share two work arrays of ``BLOCK_ELEMENTS`` entries when
+    ``n^2 <= BLOCK_ELEMENTS``; longer prompts go one by one through :func:`loss_and_grad`,
+    blocked over query rows. Cost O(N n^2 (d + p)).
+    """
+    _check_mask(mask)
+    b = as_matrix("B", B)
+    d = b.shape[0]
+    a, b = _check_layer(A, b, d)
+    x, y = _check_prompts(X, Y, a.shape[0])
+    if x.shape[2] != d:
+        raise ValueError(f"X must have shape (N, n, {d}) to match B, got {x.shape}")
+    prompts, n = x.shape[:2]
+    if rows is not None:
+        index = _check_rows(rows, prompts * n)
+        owner, local = np.divmod(index, n)
+        total, grad_a, grad_b = 0.0, np.zeros_like(a), np.zeros_like(b)
+        for k in np.unique(owner):
+            chosen = local[owner == k]
+            value, g_a, g_b = loss_and_grad(a, b, x[k], y[k], mask=mask, rows=chosen,
+                                            workers=workers)
+            total, grad_a, grad_b = (total + value * chosen.size, grad_a + g_a * chosen.size,
+                                     grad_b + g_b * chosen.size)
+        return total / index.size, grad_a / index.size, grad_b / index.size
+    if n * n > BLOCK_ELEMENTS:
+        parts = [loss_and_grad(a, b, x[k], y[k], mask=mask, workers=workers)
+                 for k in range(prompts)]
+        return (sum(part[0] for part in parts) / prompts,
+                np.sum([part[1] for part in parts], axis=0) / prompts,
+                np.sum([part[2] for part in parts], axis=0) / prompts)
+    keys_t = np.ascontiguousarray(x.transpose(0, 2, 1))
+    xb = x @ b
+    self_columns = np.arange(n) if mask == "loo" else None
+
+    def work(start: int, stop: int,
+             scratch: list[np.ndarray]) -> tuple[float, np.ndarray, np.ndarray]:
+        stack = [array.reshape(stop - start, n, n) for array in scratch]
+        logits = np.matmul(xb[start:stop], keys_t[start:stop], out=stack[0])
+        e, z = _softmax_rows(logits, self_columns)
+        return _block_terms(e, z, x[start:stop], keys_t[start:stop], x[start:stop],
+                            y[start:stop], a, stack[1])
+
+    group = max(1, BLOCK_ELEMENTS // (n * n))
+    parts = _run_blocks(work, prompts, group, workers, buffers=2, width=n * n,
+                        dtype=np.dtype(np.float64))
+    count = prompts * n
+    return (sum(part[0] for part in parts) / (2 * count),
+            np.sum([part[1] for part in parts], axis=0) / count,
+            np.sum([part[2] for part in parts], axis=0) / count)
+
+
+def loss(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *, mask: Mask = "loo",
+         block_size: int | None = None, dtype: DTypeLike = np.float64,
+         workers: int | None = None) -> float:
+    """Return the empirical loss ``L_hat = 1/(2n) sum_j ||y_j - A h_j||^2``."""
+    x = _check_tokens("X", X)
+    a, _ = _check_layer(A, B, x.shape[1])
+    y = as_matrix("Y", Y, shape=(x.shape[0], a.shape[0]))
+    residual = predict(a, B, x, mask=mask, block_size=block_size, dtype=dtype,
+                       workers=workers) - y
+    return float(np.einsum("ij,ij->", residual, residual)) / (2 * x.shape[0])
+
+
+def deployed_risk(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_test: np.ndarray,
+                  Y_test: np.ndarray, *, block_size: int | None = None,
+                  workers: int | None = None) -> float:
+    """Deployed test risk ``1/(2m) sum_k ||y_k - y_hat(x_k)||^2`` of the in-context predictor.
+
+    ``y_hat(x) = A sum_i softmax_i(x^T B x_i) x_i`` attends over the n context samples
+    ``X_context`` (:func:`predict_new`); ``(X_test, Y_test)`` are m fresh test pairs. Its
+    expectation over the test pairs is the population risk of the deployed predictor, whose
+    excess over ``L* = p noise_std^2 / 2`` the book reports beside the infinite-context
+    excess risk.
+    """
+    x_test = _check_tokens("X_test", X_test, minimum=1)
+    prediction = predict_new(A, B, X_context, x_test, block_size=block_size, workers=workers)
+    y = as_matrix("Y_test", Y_test, shape=prediction.shape)
+    residual = y - prediction
+    return float(np.einsum("ij,ij->", residual, residual)) / (2 * y.shape[0])
+
+
+@dataclass(frozen=True)
+class EscapeCurves:
+    """Result of :func:`memorising_escape`: one value per scale ``c`` (losses, not excesses)."""
+
+    scales: np.ndarray
+    loss_all: np.ndarray
+    loss_loo: np.ndarray
+    deployed: np.ndarray
+    self_top_fraction: float
+
+
+def memorising_escape(X: np.ndarray, Y: np.ndarray, X_test: np.ndarray, Y_test: np.ndarray,
+                      scales: np.ndarray) -> EscapeCurves:
+    """The losses along chapter 1's memorising ray ``B = c Sigma_hat^{-1}``, ``A = A_hat``.
+
+    ``A_hat = Y^T X (X^T X)^{-1}`` is the least-squares fit (what a layer that attends only to
+    itself would need) and ``Sigma_hat = X^T X / n``. For each ``c`` in ``scales`` this returns
+    the empirical loss with both masks and the deployed risk (:func:`deployed_risk`) on the
+    fresh pairs ``(X_test, Y_test)``, plus the fraction of tokens whose largest logit
+    ``x_j^T Sigma_hat^{-1} x_i`` is their own (``i = j``). When that fraction is 1, as
+    ``c -> infinity`` every token attends only to itself under the all-tokens mask and its
+    loss tends to the least-squares residual ``1/(2n) ||Y - X A_hat^T||_F^2``: the escape.
+    """
+    x = as_matrix("X", X)
+    n, d = x.shape
+    if n < d + 1:
+        raise ValueError(f"X must have more rows than columns for the least-squares fit, "
+                         f"got shape {x.shape}")
+    y = as_matrix("Y", Y, shape=(n, None))
+    grid = as_matrix("scales", scales, ndim=1)
+    a_hat = np.linalg.lstsq(x, y, rcond=None)[0].T
+    direction = np.linalg.inv(x.T @ x / n)
+    losses = {mask: np.array([loss(a_hat, c * direction, x, y, mask=mask) for c in grid])
+              for mask in ("all", "loo")}
+    deployed = np.array([deployed_risk(a_hat, c * direction, x, X_test, Y_test) for c in grid])
+    self_top = float(np.mean(np.argmax(x @ direction @ x.T, axis=1) == np.arange(n)))
+    return EscapeCurves(grid, losses["all"], losses["loo"], deployed, self_top)

@@ -1,0 +1,148 @@
+"""Data of Part I (chapter 1): Gaussian covariances and the linear-regression sampler.
+
+Paper 1's synthetic task (Goel, Soltanolkotabi, Bartlett 2026) is linear regression with a
+Gaussian design:
+
+    x ~ N(0, Sigma) in R^d,     y = M x + eps in R^p,     eps ~ N(0, noise_std^2 I_p).
+
+The book's defaults ([choice], see chapter 1) are d = 10, p = 20, noise_std = 0.1,
+``Sigma = Q diag(geomspace(1, 1/kappa, d)) Q^T`` with Q a Haar-random rotation and
+kappa = 10, and M with i.i.d. N(0, 1/(p d)) entries. The irreducible loss of any predictor is
+``L* = p noise_std^2 / 2`` (half the expected squared norm of eps).
+
+Every random draw goes through an explicit ``numpy.random.Generator``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validation import as_matrix, check_generator, check_int, check_positive, check_spd
+
+__all__ = [
+    "random_rotation",
+    "covariance",
+    "sample_regression",
+    "RegressionProblem",
+    "default_problem",
+]
+
+
+def random_rotation(d: int, *, rng: np.random.Generator) -> np.ndarray:
+    """Draw a ``(d, d)`` orthogonal matrix from the Haar measure on O(d).
+
+    QR of a matrix G with i.i.d. N(0, 1) entries, ``G = Q R``, with the columns of Q
+    multiplied by ``sign(diag R)`` so that the factorization is unique; the result is then
+    Haar distributed (Mezzadri 2007).
+    """
+    d = check_int("d", d, minimum=1)
+    rng = check_generator("rng", rng)
+    gaussian = rng.standard_normal((d, d))
+    q, r = np.linalg.qr(gaussian)
+    signs = np.sign(np.diag(r))
+    signs[signs == 0] = 1.0
+    return q * signs
+
+
+def covariance(d: int, *, kappa: float = 10.0, spectrum: np.ndarray | None = None,
+               rng: np.random.Generator | None = None, rotate: bool = True) -> np.ndarray:
+    """Return ``Sigma = Q diag(lambda) Q^T`` with a geometric or given spectrum.
+
+    ``lambda = geomspace(1, 1/kappa, d)`` (largest eigenvalue 1, condition number ``kappa``)
+    unless ``spectrum`` (d positive numbers) is given. ``Q`` is a Haar-random rotation drawn
+    from ``rng`` when ``rotate`` is true (``rng`` is then required); otherwise ``Q = I`` and
+    Sigma is diagonal. The result is exactly symmetric.
+    """
+    d = check_int("d", d, minimum=1)
+    if spectrum is None:
+        kappa = check_positive("kappa", kappa)
+        if kappa < 1:
+            raise ValueError(f"kappa must be at least 1 (a condition number), got {kappa!r}")
+        eigenvalues = np.geomspace(1.0, 1.0 / kappa, d)
+    else:
+        eigenvalues = as_matrix("spectrum", spectrum, shape=(d,), ndim=1)
+        if np.any(eigenvalues <= 0):
+            raise ValueError("spectrum must contain only positive eigenvalues, "
+                             f"got minimum {eigenvalues.min():.3g}")
+    if not rotate:
+        return np.diag(eigenvalues)
+    if rng is None:
+        raise TypeError("covariance(..., rotate=True) needs rng, a numpy.random.Generator")
+    rotation = random_rotation(d, rng=rng)
+    sigma = (rotation * eigenvalues) @ rotation.T
+    return 0.5 * (sigma + sigma.T)
+
+
+def sample_regression(n: int, Sigma: np.ndarray, M: np.ndarray, noise_std: float, *,
+                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Draw n i.i.d. pairs: rows of ``X`` (n, d) are ``x ~ N(0, Sigma)``; ``Y = X M^T + E``.
+
+    ``x = L z`` with ``L`` the Cholesky factor of Sigma and ``z ~ N(0, I_d)``; the rows of
+    ``E`` (n, p) are ``N(0, noise_std^2 I_p)``. Draw order: all of Z, then all of E.
+    """
+    n = check_int("n", n, minimum=1)
+    sigma = check_spd("Sigma", Sigma)
+    d = sigma.shape[0]
+    m = as_matrix("M", M, shape=(None, d))
+    noise_std = check_positive("noise_std", noise_std, allow_zero=True)
+    rng = check_generator("rng", rng)
+    chol = np.linalg.cholesky(sigma)
+    x = rng.standard_normal((n, d)) @ chol.T
+    y = x @ m.T + noise_std * rng.standard_normal((n, m.shape[0]))
+    return x, y
+
+
+@dataclass(frozen=True, eq=False)
+class RegressionProblem:
+    """A regression task ``x ~ N(0, Sigma)``, ``y = M x + eps``, ``eps ~ N(0, noise_std^2 I)``.
+
+    ``L_star = p noise_std^2 / 2`` is the population loss of the best possible predictor
+    ``y_hat = M x`` under the book's loss ``1/2 E||y - y_hat||^2``.
+    """
+
+    Sigma: np.ndarray
+    M: np.ndarray
+    noise_std: float
+
+    def __post_init__(self) -> None:
+        sigma = check_spd("Sigma", self.Sigma)
+        m = as_matrix("M", self.M, shape=(None, sigma.shape[0]))
+        object.__setattr__(self, "Sigma", sigma)
+        object.__setattr__(self, "M", m)
+        object.__setattr__(self, "noise_std",
+                           check_positive("noise_std", self.noise_std, allow_zero=True))
+
+    @property
+    def d(self) -> int:
+        """Input dimension."""
+        return int(self.Sigma.shape[0])
+
+    @property
+    def p(self) -> int:
+        """Output dimension."""
+        return int(self.M.shape[0])
+
+    @property
+    def L_star(self) -> float:
+        """Irreducible loss ``p noise_std^2 / 2``."""
+        return self.p * self.noise_std ** 2 / 2.0
+
+    def sample(self, n: int, *, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Draw ``(X, Y)`` with n rows each; see :func:`sample_regression`."""
+        return sample_regression(n, self.Sigma, self.M, self.noise_std, rng=rng)
+
+
+def default_problem(*, rng: np.random.Generator, d: int = 10, p: int = 20,
+                    kappa: float = 10.0, noise_std: float = 0.1) -> RegressionProblem:
+    """The book's default task [choice]: Sigma from :func:`covariance` (random rotation,
+    geometric spectrum with condition number ``kappa``), then M with i.i.d. N(0, 1/(p d))
+    entries, drawn in that order from ``rng``.
+    """
+    d = check_int("d", d, minimum=1)
+    p = check_int("p", p, minimum=1)
+    rng = check_generator("rng", rng)
+    sigma = covariance(d, kappa=kappa, rng=rng)
+    m = rng.standard_normal((p, d)) / np.sqrt(p * d)
+    return RegressionProblem(Sigma=sigma, M=m, noise_std=noise_std)

@@ -1,0 +1,361 @@
+"""Named, seeded experiment configurations, their stored histories, and the command line.
+
+Every long run in the book follows the pattern "stored run, replayed prefix" (book.md):
+
+* a configuration is a function registered under a name with :func:`register`; called with
+  ``full=True`` it runs the whole experiment, with ``full=False`` only the first stretch, and it
+  returns a dict of numpy arrays (its history);
+* ``python -m attnlib.experiments NAME`` runs the full configuration and saves its history
+  in ``attnlib/experiments/stored/NAME.npz`` (see :func:`save`);
+* a chapter loads it with :func:`load`, plots it, reruns the prefix live and calls
+  :func:`assert_prefix_matches`, so a stale or hand-edited result fails the tests.
+
+An experiment made of independent seeded tasks (one per seed or grid point) is registered
+with :func:`register_grid` as a :class:`TaskGrid` (its tasks, one pure task function, and how
+to assemble the results): ``python -m attnlib.experiments NAME --workers K`` then runs its
+tasks on K local Dask worker processes and ``--scheduler ADDRESS`` on an existing Dask
+cluster, with results identical to the serial run task by task (``attnlib/experiments/_tasks.py``).
+Any other registered experiment runs there as a single task.
+
+Stored files are written atomically (a temporary file in ``stored/``, flushed and fsynced, then
+renamed over the old file with ``os.replace``), so an interrupted save leaves the previous file
+intact. Each file carries a manifest (key ``__manifest__``: a JSON map from every key to its
+shape and dtype, written first); :func:`load` checks it and names the file and the missing or
+malformed key. Files stored before manifests existed still load unchecked;
+``python -m attnlib.experiments --add-manifest`` adds one to them from their own keys and
+shapes, without rerunning anything. Experiment names are plain identifiers
+(``[A-Za-z_][A-Za-z0-9_]*``), so a name can never point outside ``stored/``.
+
+Configurations live in the submodules of this package (one per part of the book); they are
+discovered automatically, so adding a module needs no edit here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pkgutil
+import re
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+
+from .._validation import check_positive
+from ._tasks import TaskGrid, one_task, run_grid
+
+__all__ = [
+    "register", "check_name", "registry", "run", "manifest", "save", "load", "add_manifest",
+    "stored_names", "assert_prefix_matches", "describe", "format_deviation", "benchmark_path",
+    "load_benchmark", "register_grid", "TaskGrid", "run_grid", "task_grid",
+]
+
+STORED_DIR = Path(__file__).resolve().parent / "stored"
+MANIFEST_KEY = "__manifest__"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+Experiment = Callable[..., dict[str, np.ndarray]]
+_REGISTRY: dict[str, tuple[Experiment, str]] = {}
+_GRIDS: dict[str, Callable[[bool], TaskGrid]] = {}
+
+
+def register(name: str) -> Callable[[Experiment], Experiment]:
+    """Decorator registering ``fn(full: bool = True, progress: bool = False)`` under ``name``.
+
+    The first line of the function's docstring is shown by ``python -m attnlib.experiments``.
+    """
+
+    check_name(name)
+
+    def decorate(fn: Experiment) -> Experiment:
+        if name in _REGISTRY:
+            raise ValueError(f"experiment name {name!r} is registered twice")
+        _REGISTRY[name] = (fn, (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else "")
+        return fn
+
+    return decorate
+
+
+def register_grid(name: str) -> Callable[[Callable[[bool], TaskGrid]], Experiment]:
+    """Decorator registering ``grid(full: bool = True) -> TaskGrid`` under ``name``.
+
+    ``full=False`` declares the replayed prefix (usually the first task, shortened). The
+    decorated name becomes the usual ``fn(full=True, progress=False) -> history`` (serial);
+    :func:`run` with ``workers`` or ``scheduler`` distributes the tasks instead.
+    """
+    check_name(name)
+
+    def decorate(grid: Callable[[bool], TaskGrid]) -> Experiment:
+        def experiment(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+            return run_grid(grid(full), progress=progress)
+
+        experiment.__name__, experiment.__doc__ = grid.__name__, grid.__doc__
+        experiment.__module__, experiment.__qualname__ = grid.__module__, grid.__qualname__
+        register(name)(experiment)
+        _GRIDS[name] = grid
+        return experiment
+
+    return decorate
+
+
+def check_name(name: object) -> str:
+    """Return ``name`` if it is a plain identifier (``[A-Za-z_][A-Za-z0-9_]*``), else raise.
+
+    Store names become file names under ``stored/``; a separator, ``..`` or a dot could
+    otherwise write outside the store or clash with the temporary files of :func:`save`.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"experiment name must be a plain identifier ([A-Za-z_][A-Za-z0-9_]*), "
+                         f"got {name!r}")
+    return name
+
+
+def _path(name: str) -> Path:
+    return STORED_DIR / f"{check_name(name)}.npz"
+
+
+def _discover() -> None:
+    for module in pkgutil.iter_modules([str(Path(__file__).resolve().parent)]):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+def registry() -> dict[str, tuple[Experiment, str]]:
+    """All registered experiments: name -> (function, one-line description)."""
+    _discover()
+    return dict(_REGISTRY)
+
+
+def run(name: str, *, full: bool = True, progress: bool = False, workers: int | None = None,
+        scheduler: str | None = None) -> dict[str, np.ndarray]:
+    """Run the registered experiment ``name`` and return its history (nothing is saved).
+
+    Serial by default. ``workers=K`` runs the tasks of a grid experiment (:func:`register_grid`)
+    on a local Dask cluster of K single-threaded processes, ``scheduler`` (an address such as
+    ``"tcp://127.0.0.1:8786"``) on an existing Dask cluster; the history is the serial one
+    (:func:`run_grid`). Other experiments then run as one task on one worker.
+    """
+    check_name(name)
+    if name not in _GRIDS and workers in (None, 1) and scheduler is None:
+        return _known(name)(full=full, progress=progress)
+    return run_grid(task_grid(name, full=full), workers=workers, scheduler=scheduler,
+                    progress=progress)
+
+
+def _known(name: str) -> Experiment:
+    check_name(name)
+    experiments = registry()
+    if name not in experiments:
+        raise KeyError(f"unknown experiment {name!r}; known: {sorted(experiments)}")
+    return experiments[name][0]
+
+
+def task_grid(name: str, *, full: bool = True) -> TaskGrid:
+    """The tasks of experiment ``name``: its :class:`TaskGrid` if it was registered with
+    :func:`register_grid`, else a grid of one task (the whole experiment)."""
+    experiment = _known(name)
+    return _GRIDS[name](full) if name in _GRIDS else one_task(experiment, full)
+
+
+def manifest(history: Mapping[str, np.ndarray]) -> dict[str, dict[str, object]]:
+    """The manifest of a history: ``key -> {"shape": [...], "dtype": "<f8"}`` for every key."""
+    return {key: {"shape": list(np.shape(value)), "dtype": np.asarray(value).dtype.str}
+            for key, value in history.items() if key != MANIFEST_KEY}
+
+
+def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
+    """Save ``history`` (a dict of arrays) as ``stored/NAME.npz``, atomically; return the path.
+
+    The arrays (object arrays are refused: files are loaded without pickle) and the manifest
+    are written to a temporary file in ``stored/``, flushed and fsynced, then renamed over
+    ``NAME.npz`` with ``os.replace``: a reader, or an interruption at any point (SIGINT,
+    SIGKILL, power loss after the rename), sees either the complete old file or the complete
+    new one. A temporary file left by a killed process is ignored by :func:`load`.
+    """
+    path = _path(name)
+    arrays = {}
+    for key, value in history.items():
+        if not isinstance(key, str) or key == MANIFEST_KEY:
+            raise ValueError(f"history keys must be strings other than {MANIFEST_KEY!r}, "
+                             f"got {key!r}")
+        array = np.asarray(value)
+        if array.dtype.hasobject:
+            raise TypeError(f"history[{key!r}] must be a numeric or string array, got dtype "
+                            "object (stored runs are loaded without pickle)")
+        arrays[key] = array
+    contents = {MANIFEST_KEY: np.asarray(json.dumps(manifest(arrays))), **arrays}
+    STORED_DIR.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=STORED_DIR, prefix=f".{name}.", suffix=".tmp",
+                                         delete=False)
+    try:
+        with handle:
+            np.savez_compressed(handle, **contents)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    _fsync_directory(STORED_DIR)
+    return path
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (a no-op where directories cannot be opened)."""
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _existing(name: str) -> Path:
+    """The path of the stored run ``name``; ``FileNotFoundError`` with the command if absent."""
+    path = _path(name)
+    if not path.exists():
+        raise FileNotFoundError(f"no stored run {path}; create it with "
+                                f"`python -m attnlib.experiments {name}`")
+    return path
+
+
+def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict[str, object]] | None]:
+    """Every array of the npz file ``path`` and its manifest (None when it has none)."""
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            arrays = {key: stored[key] for key in stored.files}
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        raise ValueError(f"stored run {path} is not a readable npz file ({exc}); delete it "
+                         f"and rerun `python -m attnlib.experiments {path.stem}`") from exc
+    if MANIFEST_KEY not in arrays:
+        return arrays, None
+    try:
+        listed = json.loads(str(arrays.pop(MANIFEST_KEY)))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"stored run {path}: key {MANIFEST_KEY!r} is not valid JSON") from exc
+    return arrays, listed
+
+
+def load(name: str, *, expect: Iterable[str] = ()) -> dict[str, np.ndarray]:
+    """Load the stored history of experiment ``name`` (without its manifest).
+
+    Raises ``FileNotFoundError`` with the command that creates it when it is missing, and
+    ``ValueError`` naming the file and the key when the file is unreadable, a key of its
+    manifest is missing or has another shape or dtype, a key is not in the manifest, or a key
+    in ``expect`` (the keys the caller needs) is absent. Files without a manifest (stored
+    before manifests existed) are checked only against ``expect``.
+    """
+    path = _existing(name)
+    arrays, listed = _read(path)
+    rerun = f"; rerun `python -m attnlib.experiments {name}`"
+    if listed is not None:
+        for key, spec in listed.items():
+            if key not in arrays:
+                raise ValueError(f"stored run {path} is missing key {key!r} listed in its "
+                                 f"manifest (an interrupted or edited save){rerun}")
+            value = arrays[key]
+            if list(value.shape) != spec["shape"] or value.dtype.str != spec["dtype"]:
+                raise ValueError(f"stored run {path}: key {key!r} has shape {value.shape} and "
+                                 f"dtype {value.dtype.str}, its manifest says "
+                                 f"{tuple(spec['shape'])} and {spec['dtype']}{rerun}")
+        extra = sorted(set(arrays) - set(listed))
+        if extra:
+            raise ValueError(f"stored run {path} has keys not in its manifest: {extra}{rerun}")
+    missing = [key for key in expect if key not in arrays]
+    if missing:
+        raise ValueError(f"stored run {path} has no key {missing[0]!r} (missing: {missing})"
+                         f"{rerun}")
+    return arrays
+
+
+def add_manifest(name: str) -> bool:
+    """Give the stored file ``name`` a manifest built from its own keys, shapes and dtypes.
+
+    For files stored before manifests existed: nothing is rerun, the arrays are rewritten
+    unchanged (atomically, by :func:`save`). Returns False when the file already had one.
+    """
+    arrays, listed = _read(_existing(name))
+    if listed is not None:
+        return False
+    save(name, arrays)
+    return True
+
+
+def stored_names() -> list[str]:
+    """Names of the registered experiments that have a stored file (what ``--all`` reruns)."""
+    return sorted(name for name in registry() if _path(name).exists())
+
+
+def benchmark_path(name: str) -> Path:
+    """Where ``benchmarks/bench_NAME.py`` stores its results: ``stored/benchmark_NAME.json``.
+
+    The results ship as package data, so a notebook that shows them runs from any directory.
+    ``name`` must be a plain identifier (:func:`check_name`).
+    """
+    return STORED_DIR / f"benchmark_{check_name(name)}.json"
+
+
+def load_benchmark(name: str) -> dict:
+    """Load the stored results of ``benchmarks/bench_NAME.py`` (a JSON document).
+
+    Raises ``FileNotFoundError`` with the command that creates them when they are missing.
+    """
+    path = benchmark_path(name)
+    if not path.exists():
+        raise FileNotFoundError(f"no stored benchmark {path}; create it with "
+                                f"`python benchmarks/bench_{name}.py`")
+    return json.loads(path.read_text())
+
+
+def assert_prefix_matches(stored: Mapping[str, np.ndarray], replayed: Mapping[str, np.ndarray],
+                          *, keys: list[str] | None = None, rtol: float = 1e-8,
+                          atol: float = 0.0) -> dict[str, float]:
+    """Check that a replayed prefix agrees with the start of the stored full run.
+
+    For each key (default: every key of ``replayed``), the replayed array must equal the
+    stored array's leading entries along axis 0 to the given tolerances
+    (``|replayed - stored| <= atol + rtol |stored|``). Returns the largest relative deviation
+    per key; raises ``AssertionError`` naming the key when a deviation exceeds the tolerance.
+    """
+    rtol = check_positive("rtol", rtol, allow_zero=True)
+    atol = check_positive("atol", atol, allow_zero=True)
+    deviations: dict[str, float] = {}
+    for key in keys if keys is not None else list(replayed):
+        if key not in stored:
+            raise AssertionError(f"stored run has no entry {key!r}; rerun the full experiment")
+        new = np.asarray(replayed[key], dtype=float)
+        old = np.asarray(stored[key], dtype=float)
+        if new.ndim and old.ndim:
+            old = old[: new.shape[0]]
+        if old.shape != new.shape:
+            raise AssertionError(f"{key}: stored shape {old.shape} vs replayed {new.shape}")
+        if not np.allclose(new, old, rtol=rtol, atol=atol, equal_nan=True):
+            raise AssertionError(f"{key}: replayed prefix differs from the stored run "
+                                 f"(max abs deviation {np.nanmax(np.abs(new - old)):.3g})")
+        scale = np.maximum(np.abs(old), np.finfo(float).tiny)
+        deviations[key] = float(np.nanmax(np.abs(new - old) / scale)) if new.size else 0.0
+    return deviations
+
+
+def describe(name: str) -> str:
+    """Return the stored run's metadata (the JSON string under key ``config``) if present."""
+    stored = load(name)
+    return json.dumps(json.loads(str(stored["config"])), indent=2) if "config" in stored else "{}"
+
+
+def format_deviation(value: float, *, resolution: float = 1e-12) -> str:
+    """Format a replay deviation (e.g. ``max`` of :func:`assert_prefix_matches`'s result).
+
+    Deviations at round-off level differ between machines and BLAS builds, so a value below
+    ``resolution`` prints as ``"< 1e-12"``; that keeps the stored notebook output reproducible.
+    """
+    value = check_positive("value", value, allow_zero=True)
+    resolution = check_positive("resolution", resolution)
+    return f"< {resolution:.0e}" if value < resolution else f"{value:.1g}"

@@ -1,0 +1,302 @@
+"""Registered ablations of Algorithm 1 (chapters 4 and 5): stored runs beyond ``paper1_defaults``.
+
+The default runs of the five methods live in :mod:`attnlib.experiments.part1`
+(``paper1_defaults``); this module adds what chapters 4 and 5 need on top of them, with the same
+data (seed s draws the problem, the training set and the test set from ``default_rng(s)``; every
+random start and SGD's minibatches come from ``default_rng(100 + s)``):
+
+``paper1_condition_sweep`` (chapter 5). For each seed, X* = M Sigma^{1/2} of the seed's default
+problem is held fixed while the condition number of Sigma varies:
+``Sigma_kappa = W diag(geomspace(1, 1/kappa, d)) W^T`` with W the eigenvectors of the default
+Sigma, and ``M_kappa = X* Sigma_kappa^{-1/2}`` (:func:`fixed_target_problem`). kappa = 10 is the
+default problem itself. The training samples use the same standard-normal draws for every kappa.
+Each method of :data:`attnlib.algorithm.METHODS` runs for at most ``SWEEP_ITERATIONS``
+iterations and stops early once the excess risk is at most ``min(THRESHOLDS)``. Keys (K kappas,
+5 methods, G grid iterations, NaN after a run stopped): ``kappas`` (K,), ``thresholds``,
+``iteration`` (G,), ``excess_risk_seed{s}`` (G, K, 5), ``first_iteration_seed{s}``
+(K, 5, len(THRESHOLDS)): the first iteration with excess risk <= each threshold, ``inf`` if not
+reached within the cap; ``step_seed{s}`` (K, 5).
+
+``ch4_defaults_ablations`` (chapter 4). Seed 0's default data, three runs of ``ITERATIONS``
+iterations from the spectral initialization with the preconditioner: Algorithm 1 as is;
+without the regularizer (lambda = 0); with renormalization at the tightest allowed bound
+``tau = sqrt(trace Gamma_hat)``. Keys ``excess_risk``, ``objective``, ``loss``, ``dist_P_hat``,
+``imbalance``, ``scale`` (G, 3), where imbalance and scale are :func:`attnlib.analysis.balance`
+with Sigma_hat.
+
+``ch4_small_n_renormalization`` (chapter 4). n = ``SMALL_N`` samples of the seed's default
+problem, both masks, renormalization off and at ``tau = sqrt(trace Gamma_hat)``, two methods:
+Algorithm 1 and Adam without regularizer (which moves the scale of B fastest).
+Keys per seed: ``excess_risk_seed{s}``, ``loss_seed{s}``, ``scale_seed{s}``,
+``self_weight_seed{s}`` (G, 2 methods, 2 masks, 2 taus): self_weight is the mean attention of
+a token on itself under the all-tokens mask; ``test_risk_seed{s}`` (T, 2, 2, 2) the deployed
+risk on ``N_TEST`` fresh points (noise-free targets).
+
+:func:`explorer_run` is the short live experiment behind chapter 5's widget.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+
+from .. import algorithm, analysis, attention, data, population
+from ..data import RegressionProblem
+from . import register
+from .part1 import D, ITERATIONS, KAPPA, N, N_TEST, NOISE_STD, P, SEEDS, recorded_iterations
+
+__all__ = [
+    "KAPPAS",
+    "THRESHOLDS",
+    "fixed_target_problem",
+    "defaults_data",
+    "explorer_run",
+    "start_excess_risks",
+]
+
+KAPPAS = (1.0, 10.0, 100.0, 1000.0)
+THRESHOLDS = (2e-2, 1e-2)
+SWEEP_SEEDS = SEEDS[:2]
+SWEEP_ITERATIONS = ITERATIONS
+SWEEP_PREFIX = 5
+ABLATION_PREFIX = 10
+SMALL_N = 20
+SMALL_ITERATIONS = 3000
+SMALL_TEST_EVERY = 100
+SMALL_PREFIX = 30
+
+
+def fixed_target_problem(Xstar: np.ndarray, Sigma: np.ndarray, noise_std: float
+                         ) -> RegressionProblem:
+    """The task with covariance ``Sigma`` and ``M = X* Sigma^{-1/2}``, so that the factorization
+    target ``M Sigma^{1/2}`` is the given ``X*`` whatever the conditioning of Sigma."""
+    _, inv_half = population.spd_sqrt(Sigma)
+    return RegressionProblem(Sigma=Sigma, M=np.asarray(Xstar, dtype=float) @ inv_half,
+                             noise_std=noise_std)
+
+
+def defaults_data(seed: int, *, kappa: float | None = None, n: int = N
+                  ) -> tuple[RegressionProblem, tuple[np.ndarray, np.ndarray],
+                             tuple[np.ndarray, np.ndarray]]:
+    """Return ``(problem, (X, Y), (X_test, Y_test))`` as ``paper1_defaults`` draws them for
+    ``seed`` (problem, then n training and ``N_TEST`` test samples from ``default_rng(seed)``).
+
+    With ``kappa`` the problem is replaced by :func:`fixed_target_problem` with the default
+    problem's X*, the eigenvectors of its Sigma and eigenvalues ``geomspace(1, 1/kappa, d)``;
+    the samples use the same generator state, hence the same standard-normal draws.
+    """
+    rng = np.random.default_rng(seed)
+    problem = data.default_problem(rng=rng, d=D, p=P, kappa=KAPPA, noise_std=NOISE_STD)
+    if kappa is not None:
+        _, vectors = np.linalg.eigh(problem.Sigma)
+        vectors = vectors[:, ::-1]                         # largest eigenvalue first
+        sigma = data.covariance(D, spectrum=np.geomspace(1.0, 1.0 / kappa, D), rotate=False)
+        sigma = vectors @ sigma @ vectors.T
+        problem = fixed_target_problem(population.target(problem.M, problem.Sigma),
+                                       0.5 * (sigma + sigma.T), NOISE_STD)
+    return problem, problem.sample(n, rng=rng), problem.sample(N_TEST, rng=rng)
+
+
+def _stop_below(problem: RegressionProblem, threshold: float):
+    def callback(_k: int, a: np.ndarray, b: np.ndarray) -> bool:
+        return population.population_loss(a, b, problem.Sigma, problem.M) <= threshold
+    return callback
+
+
+@register("paper1_condition_sweep")
+def paper1_condition_sweep(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Condition-number sweep (kappa 1..1000, X* fixed): iterations to a fixed excess risk."""
+    iterations = SWEEP_ITERATIONS if full else SWEEP_PREFIX
+    seeds = SWEEP_SEEDS if full else SWEEP_SEEDS[:1]
+    grid = recorded_iterations(iterations)
+    history: dict[str, np.ndarray] = {"kappas": np.asarray(KAPPAS),
+                                      "thresholds": np.asarray(THRESHOLDS), "iteration": grid}
+    for seed in seeds:
+        curves = np.full((grid.size, len(KAPPAS), len(algorithm.METHODS)), np.nan)
+        first = np.full((len(KAPPAS), len(algorithm.METHODS), len(THRESHOLDS)), np.inf)
+        steps = np.zeros((len(KAPPAS), len(algorithm.METHODS)))
+        for i, kappa in enumerate(KAPPAS):
+            problem, (x, y), _ = defaults_data(seed, kappa=kappa)
+            for j, method in enumerate(algorithm.METHODS.values()):
+                result = algorithm.train(algorithm.empirical_loss(x, y), method,
+                                         iterations=iterations, problem=problem,
+                                         rng=np.random.default_rng(100 + seed),
+                                         callback=_stop_below(problem, min(THRESHOLDS)),
+                                         progress=progress)
+                excess = result.history["excess_risk"]
+                kept = grid[grid < excess.size]
+                curves[: kept.size, i, j] = excess[kept]
+                first[i, j] = [analysis.iterations_to_threshold(excess, t) for t in THRESHOLDS]
+                steps[i, j] = result.step
+        history[f"excess_risk_seed{seed}"] = curves
+        history[f"first_iteration_seed{seed}"] = first
+        history[f"step_seed{seed}"] = steps
+    config = dict(d=D, p=P, n=N, noise_std=NOISE_STD, kappas=list(KAPPAS), seeds=list(seeds),
+                  iterations=iterations, thresholds=list(THRESHOLDS),
+                  methods=list(algorithm.METHODS),
+                  method_options={k: m.describe() for k, m in algorithm.METHODS.items()},
+                  early_stop="when the excess risk is <= min(thresholds)",
+                  target="X* = M Sigma^{1/2} of the seed's default problem, fixed over kappa")
+    history["config"] = np.asarray(json.dumps(config))
+    return history
+
+
+def _balance_recorder(sigma_hat: np.ndarray, grid: np.ndarray, out: dict[str, list[float]]):
+    wanted = set(int(k) for k in grid)
+
+    def callback(k: int, a: np.ndarray, b: np.ndarray) -> None:
+        if k in wanted:
+            gap, scale = analysis.balance(a, b, sigma_hat)
+            out["imbalance"].append(gap)
+            out["scale"].append(scale)
+    return callback
+
+
+@register("ch4_defaults_ablations")
+def ch4_defaults_ablations(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Chapter 4 at the defaults: Algorithm 1, without regularizer, with renormalization."""
+    iterations = ITERATIONS if full else ABLATION_PREFIX
+    grid = recorded_iterations(iterations)
+    problem, (x, y), _ = defaults_data(SEEDS[0])
+    sigma_hat, m_hat = population.empirical_moments(x, y)
+    tau = float(np.sqrt(np.linalg.svd(population.target(m_hat, sigma_hat),
+                                      compute_uv=False).sum()))
+    algorithm1 = algorithm.METHODS["algorithm1"]
+    variants = {"algorithm1": algorithm1, "no_regularizer": replace(algorithm1, lam=0.0),
+                "renormalized": replace(algorithm1, tau=tau)}
+    keys = ("excess_risk", "objective", "loss", "dist_P_hat")
+    columns: dict[str, list[np.ndarray]] = {key: [] for key in keys + ("imbalance", "scale")}
+    steps = []
+    for method in variants.values():
+        recorded: dict[str, list[float]] = {"imbalance": [], "scale": []}
+        result = algorithm.train(algorithm.empirical_loss(x, y), method,
+                                 iterations=iterations, problem=problem,
+                                 callback=_balance_recorder(sigma_hat, grid, recorded),
+                                 progress=progress)
+        if result.diverged:
+            raise RuntimeError(f"ch4_defaults_ablations: {method} diverged")
+        for key in keys:
+            columns[key].append(result.history[key][grid])
+        for key, values in recorded.items():
+            columns[key].append(np.asarray(values))
+        steps.append(result.step)
+    history = {key: np.column_stack(values) for key, values in columns.items()}
+    history.update(iteration=grid, step=np.asarray(steps), tau=np.asarray(tau))
+    config = dict(seed=SEEDS[0], d=D, p=P, n=N, kappa=KAPPA, noise_std=NOISE_STD,
+                  iterations=iterations, variants=list(variants),
+                  options={name: m.describe() for name, m in variants.items()}, mask="loo")
+    history["config"] = np.asarray(json.dumps(config))
+    return history
+
+
+@register("ch4_small_n_renormalization")
+def ch4_small_n_renormalization(full: bool = True, progress: bool = False
+                                ) -> dict[str, np.ndarray]:
+    """Chapter 4 at n = 20: both masks, renormalization off/on, Algorithm 1 and Adam (lam=0)."""
+    iterations = SMALL_ITERATIONS if full else SMALL_PREFIX
+    seeds = SEEDS if full else SEEDS[:1]
+    grid = recorded_iterations(iterations)
+    methods = {"algorithm1": algorithm.METHODS["algorithm1"],
+               "adam_no_reg": algorithm.Method(init="spectral", lam=0.0, precondition=False,
+                                               update=algorithm.Adam(lr=1e-2))}
+    masks = ("all", "loo")
+    history: dict[str, np.ndarray] = {"iteration": grid}
+    for seed in seeds:
+        problem, (x, y), test = defaults_data(seed, n=SMALL_N)
+        sigma_hat, m_hat = population.empirical_moments(x, y)
+        tau = float(np.sqrt(np.linalg.svd(population.target(m_hat, sigma_hat),
+                                          compute_uv=False).sum()))
+        shape = (grid.size, len(methods), len(masks), 2)
+        out = {key: np.full(shape, np.nan)
+               for key in ("excess_risk", "loss", "scale", "self_weight")}
+        tests = []
+        for i, method in enumerate(methods.values()):
+            for j, mask in enumerate(masks):
+                for t, bound in enumerate((None, tau)):
+                    recorded: dict[str, list[float]] = {"imbalance": [], "scale": [],
+                                                        "self_weight": []}
+                    balance = _balance_recorder(sigma_hat, grid, recorded)
+
+                    def callback(k: int, a: np.ndarray, b: np.ndarray) -> None:
+                        balance(k, a, b)
+                        if len(recorded["self_weight"]) < len(recorded["scale"]):
+                            weights = attention.attention_weights(b, x, mask="all")
+                            recorded["self_weight"].append(float(np.mean(np.diag(weights))))
+
+                    result = algorithm.train(algorithm.empirical_loss(x, y, mask=mask),
+                                             replace(method, tau=bound), iterations=iterations,
+                                             problem=problem, test=test,
+                                             test_every=SMALL_TEST_EVERY, callback=callback,
+                                             progress=progress)
+                    if result.diverged:
+                        raise RuntimeError(f"small-n run {method}, {mask}, tau={bound} diverged")
+                    for key in ("excess_risk", "loss"):
+                        out[key][:, i, j, t] = result.history[key][grid]
+                    out["scale"][:, i, j, t] = recorded["scale"]
+                    out["self_weight"][:, i, j, t] = recorded["self_weight"]
+                    tests.append(result.history["test_risk"])
+        for key, value in out.items():
+            history[f"{key}_seed{seed}"] = value
+        history[f"test_risk_seed{seed}"] = np.stack(tests, axis=1).reshape(
+            -1, len(methods), len(masks), 2)
+        history[f"tau_seed{seed}"] = np.asarray(tau)
+    history["test_iteration"] = np.unique(np.r_[np.arange(0, iterations + 1, SMALL_TEST_EVERY),
+                                                iterations])
+    config = dict(seeds=list(seeds), n=SMALL_N, d=D, p=P, kappa=KAPPA, noise_std=NOISE_STD,
+                  iterations=iterations, methods={k: m.describe() for k, m in methods.items()},
+                  masks=list(masks), taus=["off", "sqrt(trace D_hat)"], n_test=N_TEST,
+                  test_every=SMALL_TEST_EVERY, adam_learning_rate=1e-2)
+    history["config"] = np.asarray(json.dumps(config))
+    return history
+
+
+def explorer_run(*, kappa: float = 10.0, n: int = 200, step_scale: float = 0.5,
+                 regularize: bool = True, iterations: int = 150, seed: int = 0
+                 ) -> dict[str, np.ndarray]:
+    """Short live experiment behind chapter 5's widget.
+
+    Draws the seed's default problem with condition number ``kappa`` and X* fixed
+    (:func:`defaults_data`), n training samples, and trains from the same random start
+    (``default_rng(100 + seed)``) with the preconditioner and with plain gradient descent, both
+    with step rule scale ``step_scale`` and regularizer weight 1 if ``regularize`` else 0.
+    Returns the excess-risk histories (``preconditioned``, ``plain``; shorter if a run
+    diverged), the steps used (``step_preconditioned``, ``step_plain``) and ``ols`` (the excess
+    risk of the least-squares fit on the same samples).
+    """
+    problem, (x, y), _ = defaults_data(seed, kappa=kappa, n=n)
+    lam = 1.0 if regularize else 0.0
+    out: dict[str, np.ndarray] = {}
+    for name, precondition in (("preconditioned", True), ("plain", False)):
+        method = algorithm.Method(init="random", lam=lam, precondition=precondition,
+                                  update=algorithm.GD(step_scale=step_scale))
+        result = algorithm.train(algorithm.empirical_loss(x, y), method, iterations=iterations,
+                                 problem=problem, rng=np.random.default_rng(100 + seed))
+        out[name] = result.history["excess_risk"]
+        out[f"step_{name}"] = np.asarray(result.step)
+    _, m_hat = population.empirical_moments(x, y)
+    out["ols"] = np.asarray(population.linear_excess_risk(m_hat, problem.Sigma, problem.M))
+    return out
+
+
+def start_excess_risks(seed: int, *, noise_std: float, n: int = N) -> dict[str, float]:
+    """Excess risks at the start of training for ``paper1_defaults``'s seed at another noise level.
+
+    Draws the seed's default problem with ``noise_std`` and n samples from ``default_rng(seed)``
+    (the same standard-normal draws for every noise level) and returns the excess risk of the
+    spectral start (``spectral``), of the random start of ``default_rng(100 + seed)``
+    (``random``, independent of the noise), of the OLS fit on the same samples (``ols_fit``) and
+    the exact expected OLS excess risk ``p sigma^2 d / (2 (n - d - 1))`` (``ols_formula``).
+    """
+    rng = np.random.default_rng(seed)
+    problem = data.default_problem(rng=rng, d=D, p=P, kappa=KAPPA, noise_std=noise_std)
+    x, y = problem.sample(n, rng=rng)
+    sigma_hat, m_hat = population.empirical_moments(x, y)
+    spectral = algorithm.spectral_init(sigma_hat, m_hat)
+    random = algorithm.random_init(D, P, rng=np.random.default_rng(100 + seed))
+    return dict(
+        spectral=population.population_loss(*spectral, problem.Sigma, problem.M),
+        random=population.population_loss(*random, problem.Sigma, problem.M),
+        ols_fit=population.linear_excess_risk(m_hat, problem.Sigma, problem.M),
+        ols_formula=population.ols_excess_risk(n, D, P, noise_std))

@@ -1,0 +1,589 @@
+"""Chapter 11: the Darcy-flow experiment with a one-attention-layer ViT regressor.
+
+Phase 1 trains every parameter of :mod:`attnlib.vit` on Darcy data from :mod:`attnlib.darcy`;
+Phase 2 starts from the Phase-1 weights and trains only ``W_Q, W_K`` under three regimes
+(``none``, ``log``, ``power`` regularization of :mod:`attnlib.regularizers`), several seeds,
+with Adam, plain SGD, or SGD with injected Gaussian noise. Every size, optimiser setting,
+epoch count and strength below is a [choice] of this book (the source gives none).
+
+Registered configurations (``python -m attnlib.experiments NAME``):
+
+* ``darcy_phase1``: book scale, Phase 1 (stores the per-epoch history and the final weights);
+* ``darcy_phase2_adam``, ``darcy_phase2_sgd``, ``darcy_phase2_noisy``: book scale, Phase 2
+  from the stored Phase-1 weights (run ``darcy_phase1`` first);
+* ``darcy_phase2_noisy_strong``: as ``darcy_phase2_noisy`` with the larger ``STRONG_LAM``;
+* ``darcy_large``: a larger configuration (64 x 64 grid, more data, wider model, both phases).
+
+Histories are stored with keys ``"<regime>/seed<k>/<quantity>"`` (one row per epoch) so that a
+chapter can replay one seed per regime and compare it with the stored run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache, partial
+from typing import Callable
+
+import numpy as np
+
+from .. import darcy, vit
+from ..regularizers import Regularizer
+from ..verdicts import NOT_REPRODUCED, Verdict, combine as combine_verdicts, not_testable, verdict
+from . import TaskGrid, load, register, register_grid, run_grid
+from ._tasks import merge_tasks
+
+REGIMES = ("none", "log", "power")
+PHASE1_NAME = "darcy_phase1"
+WEIGHT_PREFIX = "weight/"
+
+
+@dataclass(frozen=True)
+class DarcySetup:
+    """Every [choice] of the Darcy experiment (sizes, optimisers, epochs, strengths, seeds)."""
+
+    size: int = 32                 # grid nodes per side (boundary included)
+    n_train: int = 500
+    n_test: int = 200
+    data_seed: int = 0
+    patch: int = 4                 # 4 x 4 patches: 64 tokens
+    width: int = 32                # token width D
+    key_dim: int = 32              # d_k
+    hidden: int = 64               # per-token decoder width
+    init_seed: int = 1
+    dtype: str = "float32"
+    phase1_epochs: int = 100
+    phase1_lr: float = 2e-3
+    phase1_batch: int = 20
+    phase1_seed: int = 2           # minibatch order of Phase 1
+    phase2_epochs: int = 80
+    phase2_batch: int = 10
+    adam_lr: float = 3e-3
+    sgd_lr: float = 0.05
+    noise_std: float = 3e-3        # per-step Gaussian noise of the Langevin variant
+    lam: float = 1e-5              # regularization strength lambda (log and power)
+    eps: float = 0.5               # exponent of the power form, R = lam ((1 + t)^(1 + eps/2) - 1)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    phase1_prefix: int = 2         # epochs a chapter replays live
+    phase2_prefix: int = 1
+
+
+BOOK = DarcySetup()
+#: [choice] a strength large enough to confine the noisy-SGD chain within the run (not "low")
+STRONG_LAM = 1e-3
+LARGE = DarcySetup(size=64, n_train=1000, n_test=200, patch=8, width=64, key_dim=64,
+                   hidden=128, phase1_epochs=150, phase2_epochs=300)
+
+
+@dataclass(frozen=True)
+class DarcyTask:
+    """The dataset, its standardisers and the patch arrays used for training."""
+
+    data: darcy.DarcyDataset
+    a_scale: vit.Standardizer
+    u_scale: vit.Standardizer
+    train: tuple[np.ndarray, np.ndarray]
+    test: tuple[np.ndarray, np.ndarray]
+    setup: DarcySetup
+
+    @property
+    def test_fields(self) -> tuple[np.ndarray, np.ndarray]:
+        """The test coefficients and solutions, ``(n_test, s, s)`` each."""
+        n = self.setup.n_train
+        return self.data.a[n:], self.data.u[n:]
+
+    def predict(self, params: dict[str, np.ndarray], a: np.ndarray) -> np.ndarray:
+        """Predicted solution fields (physical units) for coefficient fields ``a``."""
+        return self.u_scale.decode(vit.predict_fields(params, self.a_scale.encode(a),
+                                                      patch=self.setup.patch))
+
+    def test_metrics(self, params: dict[str, np.ndarray]) -> dict[str, float]:
+        """Test RMSE and relative L2 error in physical units (``test_rmse``, ``test_rel_l2``)."""
+        a, u = self.test_fields
+        return {f"test_{key}": value
+                for key, value in vit.field_metrics(self.predict(params, a), u).items()}
+
+
+def make_task(setup: DarcySetup, *, progress: bool = False) -> DarcyTask:
+    """Generate the data of ``setup`` and standardise it with training-set statistics."""
+    data = darcy.generate(setup.n_train + setup.n_test, setup.size, seed=setup.data_seed,
+                          progress=progress)
+    n = setup.n_train
+    a_scale = vit.Standardizer.fit(data.a[:n])
+    u_scale = vit.Standardizer.fit(data.u[:n])
+    patches = vit.patchify(a_scale.encode(data.a), setup.patch)
+    targets = vit.patchify(u_scale.encode(data.u), setup.patch)
+    return DarcyTask(data=data, a_scale=a_scale, u_scale=u_scale,
+                     train=(patches[:n], targets[:n]), test=(patches[n:], targets[n:]),
+                     setup=setup)
+
+
+def model_config(setup: DarcySetup) -> vit.ViTConfig:
+    """The ViT sizes of ``setup``."""
+    return vit.ViTConfig(size=setup.size, patch=setup.patch, width=setup.width,
+                         key_dim=setup.key_dim, hidden=setup.hidden)
+
+
+def run_phase1(task: DarcyTask, *, epochs: int, progress: bool = False
+               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Phase 1: Adam on every parameter from the seeded initialisation; (weights, history)."""
+    s = task.setup
+    params = vit.init_params(model_config(s), rng=np.random.default_rng(s.init_seed))
+    return vit.train(params, *task.train, epochs=epochs, batch_size=s.phase1_batch,
+                     lr=s.phase1_lr, rng=np.random.default_rng(s.phase1_seed), optimizer="adam",
+                     test=task.test, callback=task.test_metrics, dtype=np.dtype(s.dtype).type,
+                     progress=progress)
+
+
+def regularizer_for(regime: str, setup: DarcySetup) -> Regularizer:
+    """The regularizer of a regime: none, log-amplified or (smooth) power form, strength lam."""
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
+    return Regularizer(name=regime, lam=0.0 if regime == "none" else setup.lam, eps=setup.eps)
+
+
+def run_phase2(task: DarcyTask, start: dict[str, np.ndarray], *, regime: str, seed: int,
+               optimizer: str, epochs: int, progress: bool = False
+               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Phase 2: train only ``W_Q, W_K`` from ``start`` under ``regime``; (weights, history).
+
+    ``optimizer`` is ``"adam"``, ``"sgd"`` or ``"noisy"`` (SGD plus Gaussian noise of standard
+    deviation ``setup.noise_std`` per step and entry).
+    """
+    s = task.setup
+    kind = {"adam": "adam", "sgd": "sgd", "noisy": "sgd"}[optimizer]
+    return vit.train(start, *task.train, epochs=epochs, batch_size=s.phase2_batch,
+                     lr=s.adam_lr if kind == "adam" else s.sgd_lr,
+                     rng=np.random.default_rng(1000 + seed), optimizer=kind,
+                     trainable=("W_Q", "W_K"), regularizer=regularizer_for(regime, s),
+                     noise_std=s.noise_std if optimizer == "noisy" else 0.0, test=task.test,
+                     callback=task.test_metrics, dtype=np.dtype(s.dtype).type, progress=progress)
+
+
+def _config_json(setup: DarcySetup, **extra: object) -> np.ndarray:
+    return np.asarray(json.dumps({**asdict(setup), **extra}))
+
+
+def phase1_weights(stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The Phase-1 weights saved in a stored ``darcy_phase1`` run."""
+    return {key[len(WEIGHT_PREFIX):]: value for key, value in stored.items()
+            if key.startswith(WEIGHT_PREFIX)}
+
+
+def phase1_history(task: DarcyTask, *, epochs: int, progress: bool = False
+                   ) -> dict[str, np.ndarray]:
+    """Run Phase 1 for ``epochs`` epochs; history keys ``phase1/<quantity>`` plus the weights."""
+    params, history = run_phase1(task, epochs=epochs, progress=progress)
+    out = {f"phase1/{key}": value for key, value in history.items()}
+    out.update({WEIGHT_PREFIX + key: value for key, value in params.items()})
+    out["config"] = _config_json(task.setup, epochs=epochs)
+    return out
+
+
+@dataclass(frozen=True)
+class Phase2Task:
+    """One independent, seeded Phase-2 run: the unit a parallel runner can distribute.
+
+    ``label`` names the condition in the history keys (default: the regime); the λ sweep uses
+    labels such as ``"log@1e-04"``.
+    """
+
+    optimizer: str
+    regime: str
+    lam: float
+    seed: int
+    epochs: int
+    label: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.label or self.regime}/seed{self.seed}"
+
+
+def phase2_task(task: DarcyTask, start: dict[str, np.ndarray], spec: Phase2Task, *,
+                progress: bool = False) -> dict[str, np.ndarray]:
+    """Run one :class:`Phase2Task`; history keys ``<label>/seed<k>/<quantity>``."""
+    setup_task = replace(task, setup=replace(task.setup, lam=spec.lam))
+    _, history = run_phase2(setup_task, start, regime=spec.regime, seed=spec.seed,
+                            optimizer=spec.optimizer, epochs=spec.epochs, progress=progress)
+    return {f"{spec.key}/{key}": value for key, value in history.items()}
+
+
+def combine(parts: list[dict[str, np.ndarray]], config: dict[str, object]
+            ) -> dict[str, np.ndarray]:
+    """Merge the histories of independent tasks (disjoint keys); ``config`` goes to JSON."""
+    out = merge_tasks(parts)
+    out["config"] = np.asarray(json.dumps(config))
+    return out
+
+
+def phase2_tasks(optimizer: str, lam: float, seeds: tuple[int, ...], epochs: int
+                 ) -> list[Phase2Task]:
+    """The grid regime x seed of one stored Phase-2 run."""
+    return [Phase2Task(optimizer, regime, 0.0 if regime == "none" else lam, seed, epochs)
+            for regime in REGIMES for seed in seeds]
+
+
+def phase2_history(task: DarcyTask, start: dict[str, np.ndarray], *, optimizer: str,
+                   seeds: tuple[int, ...], epochs: int, progress: bool = False
+                   ) -> dict[str, np.ndarray]:
+    """Run Phase 2 for every regime and seed; history keys ``<regime>/seed<k>/<quantity>``."""
+    parts = [phase2_task(task, start, spec, progress=progress)
+             for spec in phase2_tasks(optimizer, task.setup.lam, seeds, epochs)]
+    return combine(parts, {**asdict(task.setup), "optimizer": optimizer, "epochs": epochs,
+                           "seeds": list(seeds)})
+
+
+#: Stored Phase-2 runs: name -> (optimizer, lambda, seeds).
+PHASE2_RUNS = {
+    "darcy_phase2_adam": ("adam", BOOK.lam, BOOK.seeds),
+    "darcy_phase2_sgd": ("sgd", BOOK.lam, BOOK.seeds),
+    "darcy_phase2_noisy": ("noisy", BOOK.lam, BOOK.seeds),
+    "darcy_phase2_noisy_strong": ("noisy", STRONG_LAM, BOOK.seeds),
+}
+
+
+def phase2_grid(name: str, *, full: bool,
+                run_task: Callable[[Phase2Task], dict[str, np.ndarray]]) -> TaskGrid:
+    """The stored Phase-2 configuration ``name`` (see :data:`PHASE2_RUNS`) as a task grid,
+    each task run by ``run_task(spec)``; ``full=False``: the first seed, ``phase2_prefix``
+    epochs (the replayed prefix)."""
+    optimizer, lam, seeds = PHASE2_RUNS[name]
+    setup = replace(BOOK, lam=lam)
+    seeds = seeds if full else seeds[:1]
+    epochs = setup.phase2_epochs if full else setup.phase2_prefix
+    return TaskGrid([(spec,) for spec in phase2_tasks(optimizer, lam, seeds, epochs)], run_task,
+                    partial(combine, config={**asdict(setup), "optimizer": optimizer,
+                                             "epochs": epochs, "seeds": list(seeds)}))
+
+
+def phase2_run(name: str, task: DarcyTask, start: dict[str, np.ndarray], *,
+               full: bool, progress: bool = False) -> dict[str, np.ndarray]:
+    """Run the stored Phase-2 configuration ``name`` (:func:`phase2_grid`) on ``task`` from
+    the weights ``start``, serially."""
+    return run_grid(phase2_grid(name, full=full, run_task=partial(phase2_task, task, start)),
+                    progress=progress)
+
+
+#: [choice] the lambda sweep that locates the "low-regularization regime": Adam, log and power
+#: forms, three seeds, SWEEP_EPOCHS epochs (half the other runs, to fit the CPU budget; the
+#: chapter compares it with the first SWEEP_EPOCHS epochs of the lambda = 1e-5 runs)
+SWEEP_LAMS = (1e-4, 1e-3, 1e-2)
+SWEEP_EPOCHS = 40
+
+
+def sweep_label(regime: str, lam: float) -> str:
+    """History label of a sweep condition, e.g. ``"log@1e-04"``."""
+    return f"{regime}@{lam:.0e}"
+
+
+def sweep_tasks(seeds: tuple[int, ...], epochs: int) -> list[Phase2Task]:
+    """The grid lambda x form x seed of the sweep (Adam)."""
+    return [Phase2Task("adam", regime, lam, seed, epochs, label=sweep_label(regime, lam))
+            for lam in SWEEP_LAMS for regime in ("log", "power") for seed in seeds]
+
+
+def _phase1_experiment(setup: DarcySetup, full: bool, progress: bool) -> dict[str, np.ndarray]:
+    return phase1_history(make_task(setup, progress=progress),
+                          epochs=setup.phase1_epochs if full else setup.phase1_prefix,
+                          progress=progress)
+
+
+def _phase2_experiment(setup: DarcySetup, start: dict[str, np.ndarray], optimizer: str,
+                       seeds: tuple[int, ...], full: bool, progress: bool) -> dict[str, np.ndarray]:
+    return phase2_history(make_task(setup), start, optimizer=optimizer,
+                          seeds=seeds if full else seeds[:1],
+                          epochs=setup.phase2_epochs if full else setup.phase2_prefix,
+                          progress=progress)
+
+
+@register(PHASE1_NAME)
+def phase1(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Darcy 32x32, Phase 1: Adam on all ViT parameters (history and final weights)."""
+    return _phase1_experiment(BOOK, full, progress)
+
+
+def _stored_start() -> dict[str, np.ndarray]:
+    return phase1_weights(load(PHASE1_NAME))
+
+
+@lru_cache(maxsize=1)
+def _book_inputs() -> tuple[DarcyTask, dict[str, np.ndarray]]:
+    """The book-scale data and the stored Phase-1 weights, built once per process."""
+    return make_task(BOOK), _stored_start()
+
+
+def book_phase2_task(spec: Phase2Task) -> dict[str, np.ndarray]:
+    """One Phase-2 task at book scale from the stored Phase-1 weights (:func:`phase2_task`)."""
+    return phase2_task(*_book_inputs(), spec)
+
+
+@register_grid("darcy_phase2_adam")
+def phase2_adam(full: bool = True) -> TaskGrid:
+    """Darcy 32x32, Phase 2 with Adam: only W_Q, W_K; none/log/power; three seeds."""
+    return phase2_grid("darcy_phase2_adam", full=full, run_task=book_phase2_task)
+
+
+@register_grid("darcy_phase2_sgd")
+def phase2_sgd(full: bool = True) -> TaskGrid:
+    """Darcy 32x32, Phase 2 with plain SGD: only W_Q, W_K; none/log/power; one seed."""
+    return phase2_grid("darcy_phase2_sgd", full=full, run_task=book_phase2_task)
+
+
+@register_grid("darcy_phase2_noisy")
+def phase2_noisy(full: bool = True) -> TaskGrid:
+    """Darcy 32x32, Phase 2 with SGD plus Gaussian noise (Langevin): none/log/power; one seed."""
+    return phase2_grid("darcy_phase2_noisy", full=full, run_task=book_phase2_task)
+
+
+@register_grid("darcy_phase2_noisy_strong")
+def phase2_noisy_strong(full: bool = True) -> TaskGrid:
+    """Darcy 32x32, Phase 2 with noisy SGD and a strong lambda = STRONG_LAM; one seed."""
+    return phase2_grid("darcy_phase2_noisy_strong", full=full, run_task=book_phase2_task)
+
+
+@register_grid("darcy_phase2_lambda_sweep")
+def phase2_lambda_sweep(full: bool = True) -> TaskGrid:
+    """Darcy 32x32, Phase 2 with Adam, log and power at lambda = 1e-4, 1e-3, 1e-2; 3 seeds.
+
+    ``full=False`` (the replayed prefix) runs one epoch of the first seed at the first lambda.
+    """
+    seeds = BOOK.seeds if full else BOOK.seeds[:1]
+    epochs = SWEEP_EPOCHS if full else BOOK.phase2_prefix
+    specs = [spec for spec in sweep_tasks(seeds, epochs) if full or spec.lam == SWEEP_LAMS[0]]
+    return TaskGrid([(spec,) for spec in specs], book_phase2_task,
+                    partial(combine, config={**asdict(BOOK), "optimizer": "adam",
+                                             "epochs": epochs, "lams": list(SWEEP_LAMS),
+                                             "seeds": list(seeds)}))
+
+
+@register("darcy_large")
+def large(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Darcy 64x64, 1000 samples, width 64: Phase 1 then Phase 2 with Adam (long; not stored)."""
+    setup = LARGE if full else replace(LARGE, n_train=40, n_test=10)
+    out = _phase1_experiment(setup, full, progress)
+    start = phase1_weights(out)
+    out.update(_phase2_experiment(setup, start, "adam", setup.seeds, full, progress))
+    out["config"] = _config_json(setup)
+    return out
+
+
+def seed_series(stored: dict[str, np.ndarray], regime: str, quantity: str) -> np.ndarray:
+    """Stack ``quantity`` of every stored seed of ``regime``: shape ``(seeds, epochs + 1)``."""
+    keys = sorted(key for key in stored
+                  if key.startswith(f"{regime}/seed") and key.endswith(f"/{quantity}"))
+    if not keys:
+        raise KeyError(f"stored run has no {quantity!r} for regime {regime!r}")
+    return np.stack([stored[key] for key in keys])
+
+
+def log_slope(values: np.ndarray, *, last: int) -> float:
+    """Least-squares slope of ``log(values)`` per epoch over the last ``last`` epochs.
+
+    A norm growing without bound at a steady rate has a positive slope that does not decay;
+    a contained norm has a slope near 0 (or negative while it shrinks).
+    """
+    values = np.asarray(values, dtype=float)
+    epochs = np.arange(values.shape[-1])[-last:]
+    return float(np.polyfit(epochs, np.log(values[-last:]), 1)[0])
+
+
+def summarize_phase2(stored: dict[str, np.ndarray], *, last: int = 20,
+                     labels: tuple[str, ...] = REGIMES, epochs: int | None = None
+                     ) -> dict[str, dict[str, float]]:
+    """Per condition, the mean over seeds of the Phase-2 measurements the chapter reports.
+
+    ``labels`` are the conditions (the regimes, or sweep labels such as ``"log@1e-04"``);
+    ``epochs`` truncates every history to its first ``epochs`` epochs (to compare runs of
+    different lengths). Keys: ``rmse``, ``rel_l2`` (final test errors, physical units),
+    ``norm_WQ0``, ``norm_WK0``, ``norm_WQ``, ``norm_WK`` (start and end), ``slope_WQ``,
+    ``slope_WK`` (:func:`log_slope` over the last ``last`` epochs), ``gap0`` and ``gap``
+    (test minus train data loss at the start and averaged over the last ``last`` epochs),
+    ``test_loss`` and ``train_loss`` (averaged over the last ``last`` epochs), ``gap_slope``
+    (least-squares slope per epoch of the seed-mean gap over the second half) and
+    ``growth_WQ``, ``growth_WK`` (end minus start norm). Each has a ``*_sem`` companion, the
+    standard error over seeds (standard deviation / sqrt(seeds); 0 for one seed).
+    """
+    summary: dict[str, dict[str, float]] = {}
+    cut = slice(None) if epochs is None else slice(0, epochs + 1)
+    for label in labels:
+        def series(quantity: str) -> np.ndarray:
+            return seed_series(stored, label, quantity)[:, cut]
+
+        wq, wk = series("norm_WQ"), series("norm_WK")
+        train, test = series("train_loss"), series("test_loss")
+        gap = test - train
+        half = gap.shape[1] // 2
+        per_seed = {
+            "rmse": series("test_rmse")[:, -1], "rel_l2": series("test_rel_l2")[:, -1],
+            "norm_WQ0": wq[:, 0], "norm_WK0": wk[:, 0], "norm_WQ": wq[:, -1],
+            "norm_WK": wk[:, -1], "growth_WQ": wq[:, -1] - wq[:, 0],
+            "growth_WK": wk[:, -1] - wk[:, 0],
+            "slope_WQ": np.array([log_slope(row, last=last) for row in wq]),
+            "slope_WK": np.array([log_slope(row, last=last) for row in wk]),
+            "gap0": gap[:, 0], "gap": gap[:, -last:].mean(axis=1),
+            "test_loss": test[:, -last:].mean(axis=1),
+            "train_loss": train[:, -last:].mean(axis=1),
+            "gap_slope": np.array([np.polyfit(np.arange(half, gap.shape[1]), row[half:], 1)[0]
+                                   for row in gap]),
+        }
+        seeds = wq.shape[0]
+        entry: dict[str, float] = {}
+        for key, values in per_seed.items():
+            entry[key] = float(values.mean())
+            entry[f"{key}_sem"] = float(values.std(ddof=1) / np.sqrt(seeds)) if seeds > 1 else 0.0
+        summary[label] = entry
+    return summary
+
+
+def gibbs_mode_norm(regularizer: Regularizer, *, temperature: float, entries: int) -> float:
+    """Most likely ``||W||_F`` of one block under ``exp(-2 R(W) / s)`` (the flat-orbit picture).
+
+    Along an orbit where the data loss is constant the Gibbs density ``exp(-2 f / s)`` of a block
+    with ``m = entries`` coordinates is, in ``t = ||W||_F^2``, proportional to
+    ``t^(m/2 - 1) exp(-2 lambda g(t) / s)``; its mode solves
+    ``t g'(t) = s (m/2 - 1) / (2 lambda)`` (``s`` the temperature). Returns ``sqrt(t)``.
+    """
+    from scipy.optimize import brentq
+
+    if not regularizer.active:
+        raise ValueError("regularizer must be active (lam > 0): without it there is no mode")
+    if temperature <= 0 or entries < 3:
+        raise ValueError("temperature must be > 0 and entries >= 3")
+    target = temperature * (entries / 2 - 1) / (2 * regularizer.lam)
+    equation = lambda t: t * float(regularizer.dg(t)) - target  # noqa: E731
+    high = 1.0
+    while equation(high) < 0:
+        high *= 2.0
+    return float(np.sqrt(brentq(equation, 0.0, high, xtol=1e-12, rtol=1e-12)))
+
+
+def orbit_min_norm(w_q: np.ndarray, w_k: np.ndarray) -> float:
+    """Smallest balanced norm on the orbit ``(W_Q G, W_K G^{-T})``: ``sqrt(||W_Q W_K^T||_*)``.
+
+    ``min_G (||W_Q G||_F^2 + ||W_K G^{-T}||_F^2) = 2 ||W_Q W_K^T||_*`` (nuclear norm; reached by
+    the balanced SVD factorisation when ``W_Q, W_K`` have full column rank), so a regularizer can
+    shrink both norms down to this value without changing the model's function.
+    """
+    w_q = np.asarray(w_q, dtype=float)
+    w_k = np.asarray(w_k, dtype=float)
+    return float(np.sqrt(np.linalg.svd(w_q @ w_k.T, compute_uv=False).sum()))
+
+
+# ----- verdicts on the source's four findings (chapter 11) ---------------------------------
+#: [choice] thresholds of the chapter's verdicts, printed with every verdict
+ACCURACY_TOL = 0.02      # "nearly the same": test relative L2 within 2% (relative) of none's
+ACCURACY_PARTIAL = 0.05  # half credit up to 5%
+GROWTH_MIN = 0.05        # growth: the end norm exceeds the start by 5%, beyond 2 standard errors
+TREND_T = 3.0            # a trend counts when its mean over seeds is 3 standard errors from 0
+CONTAIN_MAX = 0.5        # contained: regularized growth at most half the unregularized growth
+
+
+def accuracy_gap(summary: dict[str, dict[str, float]], label: str, reference: str = "none"
+                 ) -> float:
+    """``|rel_l2(label) - rel_l2(reference)| / rel_l2(reference)`` (final test errors)."""
+    ref = summary[reference]["rel_l2"]
+    return abs(summary[label]["rel_l2"] - ref) / ref
+
+
+def low_regularization_regime(rows: dict[float, dict[str, float]]) -> float:
+    """Largest lambda whose accuracy gaps (``rows[lam][form]``, see :func:`accuracy_gap`) are
+    all within :data:`ACCURACY_TOL`, scanning from the smallest lambda and stopping at the
+    first failure; ``nan`` when even the smallest fails."""
+    found = float("nan")
+    for lam in sorted(rows):
+        if max(rows[lam].values()) > ACCURACY_TOL:
+            break
+        found = lam
+    return found
+
+
+def relative_growth(entry: dict[str, float], block: str = "WQ") -> float:
+    """Norm growth over the run minus two standard errors, relative to the start norm."""
+    return (entry[f"growth_{block}"] - 2 * entry[f"growth_{block}_sem"]) / entry[f"norm_{block}0"]
+
+
+def _t(entry: dict[str, float], key: str) -> float:
+    sem = entry[f"{key}_sem"]
+    return entry[key] / sem if sem > 0 else float("nan")
+
+
+Findings = tuple[Verdict, list[Verdict]]
+
+
+def finding1(summaries: dict[str, dict[str, dict[str, float]]]) -> Findings:
+    """Nearly the same test error: every regularized run within ACCURACY_TOL of none's."""
+    parts = [verdict(run, [accuracy_gap(summary, form) for form in ("log", "power")],
+                     ACCURACY_TOL, partial=ACCURACY_PARTIAL, quantity="rel. L2 difference",
+                     labels=["log", "power"]) for run, summary in summaries.items()]
+    return combine_verdicts("1. same test error", parts), parts
+
+
+def finding2(summaries: dict[str, dict[str, dict[str, float]]]) -> Findings:
+    """Unregularized norms grow: growth beyond 2 SE of at least GROWTH_MIN (per block) and,
+    where they grow, still rising at the end (log-slope TREND_T standard errors above 0)."""
+    parts = []
+    for run, summary in summaries.items():
+        none = summary["none"]
+        grow = verdict(f"{run}: growth", [relative_growth(none, b) for b in ("WQ", "WK")],
+                       GROWTH_MIN, direction=">=", quantity="(end - start - 2 SE) / start",
+                       labels=["W_Q", "W_K"])
+        parts.append(grow)
+        if grow.status != NOT_REPRODUCED:
+            parts.append(verdict(f"{run}: still rising",
+                                 [_t(none, "slope_WQ"), _t(none, "slope_WK")], TREND_T,
+                                 direction=">=", quantity="log-slope / SE",
+                                 labels=["W_Q", "W_K"]))
+    return combine_verdicts("2. unregularized norms grow", parts), parts
+
+
+def grows(parts: list[Verdict], run: str) -> bool:
+    """Whether :func:`finding2` found growth (any credit) for ``run``."""
+    return any(p.claim == f"{run}: growth" and p.status != NOT_REPRODUCED for p in parts)
+
+
+def finding3(summaries: dict[str, dict[str, dict[str, float]]], growing: dict[str, bool]
+             ) -> Findings:
+    """Both regularizers contain the norms: where the unregularized norm grows, each
+    regularized growth of W_Q is at most CONTAIN_MAX of it; elsewhere nothing to contain."""
+    parts = []
+    for run, summary in summaries.items():
+        if not growing[run]:
+            parts.append(not_testable(run, "the unregularized norms do not grow"))
+            continue
+        reference = summary["none"]["growth_WQ"]
+        parts.append(verdict(run, [summary[form]["growth_WQ"] / reference
+                                   for form in ("log", "power")], CONTAIN_MAX,
+                             quantity="growth ratio to none", labels=["log", "power"]))
+    return combine_verdicts("3. regularizers contain the norms", parts), parts
+
+
+def finding4(summaries: dict[str, dict[str, dict[str, float]]]) -> Findings:
+    """The unregularized gap grows (by GROWTH_MIN beyond 2 SE over the run, and a second-half
+    slope TREND_T SE above 0) while the regularized gaps stay stable (slope less than TREND_T
+    SE above 0) and lower (by GROWTH_MIN of the unregularized gap beyond 2 SE) at a test loss
+    that is not higher (within 2 SE), per optimizer."""
+    parts = []
+    for run, summary in summaries.items():
+        none = summary["none"]
+        rise = (none["gap"] - none["gap0"] - 2 * none["gap_sem"]) / none["gap0"]
+        lower, fair = [], []
+        for form in ("log", "power"):
+            reg = summary[form]
+            se = np.hypot(reg["gap_sem"], none["gap_sem"])
+            lower.append((none["gap"] - reg["gap"] - 2 * se) / none["gap"])
+            se = np.hypot(reg["test_loss_sem"], none["test_loss_sem"])
+            fair.append((reg["test_loss"] - none["test_loss"]) / se if se > 0 else float("nan"))
+        parts += [
+            verdict(f"{run}: gap of none grows", [rise, _t(none, "gap_slope")],
+                    [GROWTH_MIN, TREND_T], direction=">=", quantity="gap of none:",
+                    labels=["(last 20 - start - 2 SE) / start", "second-half slope / SE"]),
+            verdict(f"{run}: regularized gaps stable",
+                    [_t(summary[form], "gap_slope") for form in ("log", "power")], TREND_T,
+                    direction="<", quantity="second-half gap slope / SE",
+                    labels=["log", "power"]),
+            verdict(f"{run}: gap lower", lower, GROWTH_MIN, direction=">=",
+                    quantity="(gap of none - gap - 2 SE) / gap of none", labels=["log", "power"]),
+            verdict(f"{run}: test loss not higher", fair, 2.0, direction="<=",
+                    quantity="(test loss - none's) / SE", labels=["log", "power"])]
+    return combine_verdicts("4. gap grows without, stays lower with", parts), parts

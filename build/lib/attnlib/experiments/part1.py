@@ -1,0 +1,182 @@
+"""Registered experiments of Part I (paper 1): stored runs replayed by chapters 4-6.
+
+``paper1_defaults``: the design's default problem (d = 10, p = 20, n = 500, kappa = 10,
+noise_std = 0.1) and the five methods of :data:`attnlib.algorithm.METHODS` (Algorithm 1;
+random init + preconditioner + regularizer; plain GD; minibatch SGD; Adam), 2000 iterations
+each, for three seeds. Seed s draws, from ``default_rng(s)``, the problem (Sigma, then M),
+the n training samples and ``N_TEST`` test samples, in that order; every random-init method
+starts from the same draw of ``default_rng(100 + s)`` (A then B), and SGD then draws its
+minibatches from the same generator.
+
+Stored history (keys; G = grid of recorded iterations, every iteration up to 100 then every
+10th; methods along the last axis in the order of ``config["methods"]``):
+``iteration`` (G,), ``test_iteration`` (T,), and per seed s: ``excess_risk_seed{s}``,
+``objective_seed{s}``, ``loss_seed{s}``, ``dist_P_seed{s}``, ``dist_P_hat_seed{s}``,
+``grad_norm_seed{s}`` (G, 5); ``test_risk_seed{s}`` (T, 5) (deployed predictor, noise-free
+targets, every ``TEST_EVERY`` iterations); ``step_seed{s}`` (5,); ``ols_fit_excess_risk_seed{s}``
+(the OLS fit on the same data) and ``ols_formula`` (``p sigma^2 d / (2 (n - d - 1))``);
+``seconds_seed{s}`` (5,) wall time (not reproducible; excluded by :func:`prefix_keys`).
+
+Certified optima (:mod:`attnlib.reference`). Per seed, ``basin_value_seed{s}`` and
+``basin_grad_norm_seed{s}``: the minimizer of Q_hat = L_hat + R_hat reached from the spectral
+start (the local minimum Algorithm 1 heads to), ``basin_hessian_seed{s}`` its Hessian spectrum
+in (U, V) coordinates; ``dist_ref_seed{s}`` (G, 5) the distance of the iterates to it (NaN for the
+lambda = 0 methods, which train another objective); ``ref_Q_*_seed{s}`` and ``ref_L_*_seed{s}``
+the multi-start table of :func:`reference_table`.
+``full=False`` runs seed 0 only, for ``PREFIX_ITERATIONS`` iterations, and recomputes the
+basin minimizer (without its Hessian).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+import numpy as np
+
+from .. import algorithm, data, population, reference
+from . import register
+
+D, P, N, KAPPA, NOISE_STD = 10, 20, 500, 10.0, 0.1
+SEEDS = (0, 1, 2)
+ITERATIONS = 2000
+PREFIX_ITERATIONS = 20
+N_TEST = 500
+TEST_EVERY = 10
+CURVES = ("excess_risk", "objective", "loss", "dist_P", "dist_P_hat", "grad_norm")
+N_ROTATIONS = 6
+LAM1_METHODS = ("algorithm1", "random+precond+reg")
+LAM0_METHODS = ("gd", "sgd", "adam")
+LAM0_REFERENCE_STARTS = ("gd", "adam")
+
+
+def recorded_iterations(iterations: int) -> np.ndarray:
+    """Iterations at which Part I histories are recorded: every one up to 100, then every 10th."""
+    return np.unique(np.concatenate([np.arange(min(iterations, 100) + 1),
+                                     np.arange(0, iterations + 1, 10)]))
+
+
+def prefix_keys(history: Mapping[str, np.ndarray]) -> list[str]:
+    """Keys of a Part I history that a replayed prefix must reproduce: all but wall time, the
+    JSON ``config`` and the reference's gradient norm (round-off; checked against its
+    tolerance when computed)."""
+    return [key for key in history if key != "config" and not key.startswith("seconds")
+            and not key.startswith("basin_grad_norm")]
+
+
+def run_defaults_seed(seed: int, *, iterations: int, full: bool = True, progress: bool = False
+                      ) -> dict[str, np.ndarray]:
+    """One seed of ``paper1_defaults`` (see the module docstring), keys suffixed ``_seed{s}``."""
+    rng = np.random.default_rng(seed)
+    problem = data.default_problem(rng=rng, d=D, p=P, kappa=KAPPA, noise_std=NOISE_STD)
+    x, y = problem.sample(N, rng=rng)
+    test = problem.sample(N_TEST, rng=rng)
+    grid = recorded_iterations(iterations)
+    loss = algorithm.empirical_loss(x, y)
+    basin = reference.reference_minimizer(loss.reference_objective(1.0), loss.manifold.point(),
+                                          loss.Sigma_hat, hessian=full)
+    out: dict[str, list] = {key: [] for key in CURVES + ("dist_ref", "test_risk", "step",
+                                                         "seconds")}
+    finals = {}
+    for name, method in algorithm.METHODS.items():
+        result = algorithm.train(loss, method, iterations=iterations, problem=problem,
+                                 reference=basin if method.lam == 1.0 else None,
+                                 test=test, test_every=TEST_EVERY,
+                                 rng=np.random.default_rng(100 + seed), progress=progress)
+        if result.diverged:
+            raise RuntimeError(f"seed {seed}, method {name}: training diverged")
+        finals[name] = (result.A, result.B)
+        for key in CURVES:
+            out[key].append(result.history[key][grid])
+        out["dist_ref"].append(result.history["dist_ref"][grid] if method.lam == 1.0
+                               else np.full(grid.size, np.nan))
+        out["test_risk"].append(result.history["test_risk"])
+        out["step"].append(result.step)
+        out["seconds"].append(result.history["time"][-1])
+    sigma_hat, m_hat = population.empirical_moments(x, y)
+    history = {f"{key}_seed{seed}": np.column_stack(values)
+               if key in CURVES + ("dist_ref", "test_risk") else np.asarray(values)
+               for key, values in out.items()}
+    history[f"ols_fit_excess_risk_seed{seed}"] = np.asarray(
+        population.linear_excess_risk(m_hat, problem.Sigma, problem.M))
+    history[f"basin_value_seed{seed}"] = np.asarray(basin.value)
+    history[f"basin_grad_norm_seed{seed}"] = np.asarray(basin.grad_norm)
+    if full:
+        history[f"basin_hessian_seed{seed}"] = basin.hessian_eigenvalues
+        history.update({f"{key}_seed{seed}": value for key, value in
+                        reference_table(loss, problem, basin, finals, seed).items()})
+    return history
+
+
+def reference_starts(loss: algorithm.DataLoss, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``N_ROTATIONS`` points of S_hat at random rotations O (``default_rng(200 + s)``), half of
+    them with det O = -1: the other starts of the multi-start search for Q_hat*."""
+    rng = np.random.default_rng(200 + seed)
+    starts = []
+    for i in range(N_ROTATIONS):
+        rotation = data.random_rotation(D, rng=rng)
+        if (np.linalg.det(rotation) > 0) == (i % 2 == 1):
+            rotation[:, 0] *= -1.0
+        starts.append(loss.manifold.point(rotation))
+    return starts
+
+
+def reference_table(loss: algorithm.DataLoss, problem: data.RegressionProblem,
+                    basin: reference.ReferenceOptimum, finals: Mapping[str, tuple],
+                    seed: int) -> dict[str, np.ndarray]:
+    """Multi-start certified minima of both objectives trained in ``paper1_defaults``.
+
+    Q_hat = L_hat + R_hat (lambda = 1; Algorithm 1 and random+precond+reg): starts ``basin``
+    (already minimized from the spectral point), :func:`reference_starts`, and the final iterates
+    of the two lambda = 1 methods. L_hat alone (lambda = 0; GD, SGD, Adam): the final iterates of
+    GD and Adam (L_hat is badly conditioned, Hessian eigenvalues from about 3e-5 to 5, so each
+    of these minimizations costs about a minute; SGD ends next to GD). For every start: the value, the gradient norm, the extreme Hessian
+    eigenvalues and the excess population risk of the minimizer (keys ``ref_Q_*`` and
+    ``ref_L_*``, start order in ``config["reference_starts"]``).
+    """
+    objectives = {"Q": (loss.reference_objective(1.0),
+                        reference_starts(loss, seed) + [finals[name] for name in LAM1_METHODS]),
+                  "L": (loss.reference_objective(0.0),
+                        [finals[name] for name in LAM0_REFERENCE_STARTS])}
+    table: dict[str, np.ndarray] = {}
+    for tag, (objective, starts) in objectives.items():
+        optima = [basin] if tag == "Q" else []
+        optima += [reference.reference_minimizer(objective, start, loss.Sigma_hat)
+                   for start in starts]
+        table[f"ref_{tag}_value"] = np.array([o.value for o in optima])
+        table[f"ref_{tag}_grad_norm"] = np.array([o.grad_norm for o in optima])
+        table[f"ref_{tag}_min_eigenvalue"] = np.array([o.smallest_eigenvalue for o in optima])
+        table[f"ref_{tag}_max_eigenvalue"] = np.array([o.largest_eigenvalue for o in optima])
+        table[f"ref_{tag}_excess_risk"] = np.array([
+            population.population_loss(o.A, o.B, problem.Sigma, problem.M) for o in optima])
+    return table
+
+
+@register("paper1_defaults")
+def paper1_defaults(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Part I defaults (d=10, p=20, n=500): Algorithm 1 vs random+precond+reg, GD, SGD, Adam."""
+    iterations = ITERATIONS if full else PREFIX_ITERATIONS
+    seeds = SEEDS if full else SEEDS[:1]
+    history: dict[str, np.ndarray] = {
+        "iteration": recorded_iterations(iterations),
+        "test_iteration": np.unique(np.r_[np.arange(0, iterations + 1, TEST_EVERY), iterations]),
+        "ols_formula": np.asarray(population.ols_excess_risk(N, D, P, NOISE_STD)),
+    }
+    for seed in seeds:
+        history.update(run_defaults_seed(seed, iterations=iterations, full=full,
+                                         progress=progress))
+    config = dict(d=D, p=P, n=N, kappa=KAPPA, noise_std=NOISE_STD, seeds=list(seeds),
+                  iterations=iterations, n_test=N_TEST, test_every=TEST_EVERY,
+                  methods=list(algorithm.METHODS),
+                  method_options={k: m.describe() for k, m in algorithm.METHODS.items()},
+                  reference_starts=dict(
+                      Q=["spectral (basin)"] + [f"S_hat rotation {i} (det {'+' if i % 2 else '-'}1)"
+                                                for i in range(N_ROTATIONS)]
+                      + [f"final {name}" for name in LAM1_METHODS],
+                      L=[f"final {name}" for name in LAM0_REFERENCE_STARTS]),
+                  init_scale=0.3, batch_size=32, adam_learning_rate=1e-2, step_scale=0.5,
+                  grid="every iteration up to 100, then every 10th",
+                  seeding="problem, train, test from default_rng(s); init and SGD batches "
+                          "from default_rng(100 + s)")
+    history["config"] = np.asarray(json.dumps(config))
+    return history

@@ -1,0 +1,332 @@
+"""Stored Langevin runs of Part II (chapter 10): attention in (W_Q, W_K) and LoRA in (U, V).
+
+Two families of configurations, each for both models (``attention``: ``qk_attention.make_problem``
+with its defaults, D = 12; ``lora``: ``lora.make_problem`` with its defaults, D = 11; both with
+the problem seed 0):
+
+* ``langevin_temperatures_<model>``: the log-amplified regularizer (lambda = 0.01) at three
+  temperatures s; all chains start from one common point; records the chain mean of the loss
+  and its standard error, the mean block norms, and (full run only) the long-time average
+  over the second half (the estimate of the Gibbs mean) and the lowest loss found by BFGS.
+* ``langevin_norms_<model>``: one temperature, four regularizers (none, weight decay, log,
+  power; lambda = 0.01); records the chain means of both block norms and of the loss; the
+  common start has i.i.d. N(0, 0.5^2) entries.
+
+Three more for the constants of chapter 10, on the LoRA model only ([choice]: it is about three
+times cheaper per step than the attention model, and the CPU budget is small); each is a grid
+of independent seeded tasks (one function per task, merged afterwards):
+
+* ``langevin_constants_lora``: weight decay, log and power (lambda = 0.01) at three
+  temperatures, chains started at the regularized minimizer; records the chain means of the
+  slow observables ``log(||U|| / ||V||)`` (the position along the scale orbit) and
+  ``||U||^2 - ||V||^2``, and of the loss, and (full run) their integrated autocorrelation
+  times after a burn-in;
+* ``langevin_mala_lora``: Euler-Maruyama against MALA at the same step, log form, three
+  temperatures, from the minimizer: the step-size bias of the Gibbs mean;
+* ``langevin_anneal_lora``: Theorem 3.3 as stated: for each epsilon the temperature is lowered
+  to ``s = 2 epsilon / D`` and the chains start far away; records the chain-mean loss, whose
+  first passage below ``f* + epsilon`` for good is the time to reach epsilon.
+
+``full=False`` runs only the first ``PREFIX_STEPS`` steps of every run with the same seeds, so
+its history is the prefix of the full one (see :func:`attnlib.experiments.assert_prefix_matches`).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Mapping
+
+import numpy as np
+
+from .. import langevin, lora, qk_attention
+from ..regularizers import make_regularizer
+from ..villani import FactorizedLoss, minimize_data_loss
+from . import TaskGrid, register, register_grid
+from ._tasks import merge_tasks
+
+MODELS = {"attention": qk_attention.make_problem, "lora": lora.make_problem}
+PROBLEM_SEED = 0
+INIT_SEED = 1
+LAM = 0.01
+STEP = 0.02
+PREFIX_STEPS = 250
+
+TEMPERATURES = (0.02, 0.05, 0.2)
+TEMPERATURE_CHAINS = 128
+TEMPERATURE_STEPS = 5000        # time 100
+TEMPERATURE_RECORD = 5
+TEMPERATURE_INIT_SCALE = 1.5     # a start far above the Gibbs mean, so the approach is visible
+NORM_INIT_SCALE = 0.5
+
+NORM_REGULARIZERS = ("none", "weight_decay", "log", "power")
+NORM_TEMPERATURE = 0.05
+NORM_CHAINS = 64
+NORM_STEPS = 20000              # time 400
+NORM_RECORD = 50
+
+CONSTANT_MODEL = "lora"
+CONSTANT_REGULARIZERS = ("weight_decay", "log", "power")
+CONSTANT_CHAINS = 64
+CONSTANT_STEPS = 20000          # time 400
+CONSTANT_RECORD = 25            # every 0.5 time units
+CONSTANT_BURN = 0.2             # fraction of the records discarded before the autocorrelation
+MALA_CHAINS = 64
+MALA_STEPS = 5000               # time 100; Gibbs means over the second half
+ANNEAL_EPSILONS = (0.4, 0.2, 0.1, 0.05)
+ANNEAL_CHAINS = 64
+ANNEAL_STEPS = 5000             # time 100
+
+
+def problem(model: str, regularizer: str, lam: float = LAM) -> FactorizedLoss:
+    """The seeded problem of ``model`` ('attention' or 'lora') with the named regularizer."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
+    return MODELS[model](rng=np.random.default_rng(PROBLEM_SEED),
+                         regularizer=make_regularizer(regularizer, lam))
+
+
+def initial_point(prob: FactorizedLoss, chains: int, scale: float) -> np.ndarray:
+    """All chains start at one point with i.i.d. N(0, scale^2) entries (seed ``INIT_SEED``)."""
+    start = scale * np.random.default_rng(INIT_SEED).standard_normal(prob.dim)
+    return np.tile(start, (chains, 1))
+
+
+def blocks(prob: FactorizedLoss) -> dict[str, slice]:
+    """Slices of the two trained blocks in the flat parameter vector."""
+    d1 = prob.block_dims[0]
+    return {"W1": slice(0, d1), "W2": slice(d1, prob.dim)}
+
+
+def lowest_loss(prob: FactorizedLoss, *, starts: int = 8) -> float:
+    """Lowest regularized loss over BFGS runs from the teacher and ``starts - 1`` random points."""
+    rng = np.random.default_rng(PROBLEM_SEED + 100)
+    points = [prob.theta_teacher] + [rng.standard_normal(prob.dim) for _ in range(starts - 1)]
+    best = np.inf
+    for point in points:
+        try:
+            theta, _ = minimize_data_loss(prob, point, gtol=1e-8)
+        except RuntimeError:
+            continue
+        best = min(best, float(prob.loss(theta)))
+    return best
+
+
+def _temperatures(model: str, full: bool, progress: bool) -> dict[str, np.ndarray]:
+    prob = problem(model, "log")
+    n_steps = TEMPERATURE_STEPS if full else PREFIX_STEPS
+    means, sems, norms, tails, tail_sems = [], [], [], [], []
+    for i, s in enumerate(TEMPERATURES):
+        run = langevin.euler_maruyama(
+            prob.loss_and_grad_flat,
+            initial_point(prob, TEMPERATURE_CHAINS, TEMPERATURE_INIT_SCALE), step=STEP,
+            temperature=s, n_steps=n_steps, record_every=TEMPERATURE_RECORD,
+            blocks=blocks(prob), rng=np.random.default_rng(1000 + i), progress=progress)
+        mean, sem = langevin.chain_mean(run.loss)
+        means.append(mean)
+        sems.append(sem)
+        norms.append(run.block_norms.mean(axis=1))
+        if full:
+            tail, tail_sem = langevin.tail_mean(run.loss, fraction=0.5)
+            tails.append(tail)
+            tail_sems.append(tail_sem)
+    config = dict(model=model, regularizer="log", lam=LAM, step=STEP, temperatures=TEMPERATURES,
+                  chains=TEMPERATURE_CHAINS, n_steps=TEMPERATURE_STEPS,
+                  record_every=TEMPERATURE_RECORD, prefix_steps=PREFIX_STEPS,
+                  init_scale=TEMPERATURE_INIT_SCALE,
+                  problem_seed=PROBLEM_SEED, init_seed=INIT_SEED, dim=prob.dim)
+    history = {
+        "times": run.times,
+        "loss_mean": np.stack(means, axis=1),       # (R, temperatures)
+        "loss_sem": np.stack(sems, axis=1),
+        "norm_mean": np.stack(norms, axis=1),       # (R, temperatures, 2)
+    }
+    if full:
+        history.update(tail_mean=np.array(tails), tail_sem=np.array(tail_sems),
+                       f_star=np.array(lowest_loss(prob)), config=np.array(json.dumps(config)))
+    return history
+
+
+def _norms(model: str, full: bool, progress: bool) -> dict[str, np.ndarray]:
+    n_steps = NORM_STEPS if full else PREFIX_STEPS
+    means, norms = [], []
+    for i, name in enumerate(NORM_REGULARIZERS):
+        prob = problem(model, name)
+        run = langevin.euler_maruyama(
+            prob.loss_and_grad_flat, initial_point(prob, NORM_CHAINS, NORM_INIT_SCALE),
+            step=STEP,
+            temperature=NORM_TEMPERATURE, n_steps=n_steps, record_every=NORM_RECORD,
+            blocks=blocks(prob), rng=np.random.default_rng(2000 + i), progress=progress)
+        means.append(run.loss.mean(axis=1))
+        norms.append(run.block_norms.mean(axis=1))
+    config = dict(model=model, regularizers=NORM_REGULARIZERS, lam=LAM, step=STEP,
+                  temperature=NORM_TEMPERATURE, chains=NORM_CHAINS, n_steps=NORM_STEPS,
+                  record_every=NORM_RECORD, prefix_steps=PREFIX_STEPS,
+                  init_scale=NORM_INIT_SCALE,
+                  problem_seed=PROBLEM_SEED, init_seed=INIT_SEED)
+    history = {
+        "times": run.times,
+        "loss_mean": np.stack(means, axis=1),       # (R, regularizers)
+        "norm_mean": np.stack(norms, axis=1),       # (R, regularizers, 2)
+    }
+    if full:
+        history["config"] = np.array(json.dumps(config))
+    return history
+
+
+@register("langevin_temperatures_attention")
+def temperatures_attention(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Langevin on the log-regularized attention loss at three temperatures (chapter 10)."""
+    return _temperatures("attention", full, progress)
+
+
+@register("langevin_temperatures_lora")
+def temperatures_lora(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Langevin on the log-regularized LoRA loss at three temperatures (chapter 10)."""
+    return _temperatures("lora", full, progress)
+
+
+@register("langevin_norms_attention")
+def norms_attention(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Block norms of W_Q, W_K under Langevin with four regularizers (chapter 10)."""
+    return _norms("attention", full, progress)
+
+
+@register("langevin_norms_lora")
+def norms_lora(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Block norms of U, V under Langevin with four regularizers (chapter 10)."""
+    return _norms("lora", full, progress)
+
+
+# ----- the constants of chapter 10: grids of independent seeded tasks ----------------------
+def regularized_minimizer(prob: FactorizedLoss) -> np.ndarray:
+    """A minimizer of the regularized loss, by BFGS from the teacher."""
+    return minimize_data_loss(prob, prob.theta_teacher, gtol=1e-8)[0]
+
+
+def constants_task(model: str, regularizer: str, s: float, index: int, *, full: bool,
+                   progress: bool = False) -> dict[str, np.ndarray]:
+    """One task of ``langevin_constants``: keys ``<regularizer>/s<s>/<observable>_mean``
+    (chain means per record) and, in the full run, ``..._tau`` (autocorrelation time in
+    time units, records after the burn-in)."""
+    prob = problem(model, regularizer)
+    start = np.tile(regularized_minimizer(prob), (CONSTANT_CHAINS, 1))
+    run = langevin.euler_maruyama(prob.loss_and_grad_flat, start, step=STEP, temperature=s,
+                                  n_steps=CONSTANT_STEPS if full else PREFIX_STEPS,
+                                  record_every=CONSTANT_RECORD, blocks=blocks(prob),
+                                  rng=np.random.default_rng(3000 + index), progress=progress)
+    first, second = run.block_norms[..., 0], run.block_norms[..., 1]
+    series = {"log_ratio": np.log(first) - np.log(second),
+              "balance": first ** 2 - second ** 2, "loss": run.loss}
+    key = f"{regularizer}/s{s:g}"
+    out = {f"{key}/{name}_mean": values.mean(axis=1) for name, values in series.items()}
+    if full:
+        burn = int(CONSTANT_BURN * run.times.size)
+        for name, values in series.items():
+            out[f"{key}/{name}_tau"] = np.array(
+                langevin.autocorrelation_time(values[burn:]) * STEP * CONSTANT_RECORD)
+    return out
+
+
+def _constants_history(full: bool, results: list[Mapping[str, np.ndarray]]
+                       ) -> dict[str, np.ndarray]:
+    out = merge_tasks(results)
+    n_steps = CONSTANT_STEPS if full else PREFIX_STEPS
+    out["times"] = STEP * CONSTANT_RECORD * np.arange(n_steps // CONSTANT_RECORD + 1)
+    out["config"] = np.array(json.dumps(dict(
+        model=CONSTANT_MODEL, regularizers=CONSTANT_REGULARIZERS, temperatures=TEMPERATURES,
+        lam=LAM, step=STEP, chains=CONSTANT_CHAINS, n_steps=n_steps,
+        record_every=CONSTANT_RECORD, burn=CONSTANT_BURN, problem_seed=PROBLEM_SEED)))
+    return out
+
+
+@register_grid("langevin_constants_lora")
+def constants_lora(full: bool = True) -> TaskGrid:
+    """Autocorrelation times of slow observables, LoRA, three regularizers x temperatures."""
+    tasks = [(reg, s) for reg in CONSTANT_REGULARIZERS for s in TEMPERATURES]
+    return TaskGrid([(reg, s, i) for i, (reg, s) in enumerate(tasks)],
+                    partial(constants_task, CONSTANT_MODEL, full=full),
+                    partial(_constants_history, full))
+
+
+def mala_task(model: str, sampler: str, s: float, index: int, *, full: bool
+              ) -> dict[str, np.ndarray]:
+    """One task of ``langevin_mala``: the chain-mean loss of ``sampler`` ('em' or 'mala') and,
+    in the full run, the Gibbs-mean estimate over the second half with its standard error."""
+    prob = problem(model, "log")
+    start = np.tile(regularized_minimizer(prob), (MALA_CHAINS, 1))
+    kwargs = dict(step=STEP, temperature=s, n_steps=MALA_STEPS if full else PREFIX_STEPS,
+                  record_every=TEMPERATURE_RECORD, rng=np.random.default_rng(4000 + index))
+    if sampler == "mala":
+        run = langevin.mala(prob.loss_and_grad_flat, start, **kwargs)
+    else:
+        run = langevin.euler_maruyama(prob.loss_and_grad_flat, start, **kwargs)
+    key = f"{sampler}/s{s:g}"
+    out = {f"{key}/loss_mean": run.loss.mean(axis=1)}
+    if full:
+        mean, sem = langevin.tail_mean(run.loss, fraction=0.5)
+        out[f"{key}/gibbs_mean"] = np.array([mean, sem])
+        if sampler == "mala":
+            out[f"{key}/acceptance"] = np.array(run.acceptance)
+    return out
+
+
+def _mala_history(full: bool, results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    out = merge_tasks(results)
+    n_steps = MALA_STEPS if full else PREFIX_STEPS
+    out["times"] = STEP * TEMPERATURE_RECORD * np.arange(n_steps // TEMPERATURE_RECORD + 1)
+    out["config"] = np.array(json.dumps(dict(
+        model=CONSTANT_MODEL, regularizer="log", lam=LAM, step=STEP, chains=MALA_CHAINS,
+        temperatures=TEMPERATURES, n_steps=n_steps, record_every=TEMPERATURE_RECORD)))
+    return out
+
+
+@register_grid("langevin_mala_lora")
+def mala_lora(full: bool = True) -> TaskGrid:
+    """Euler-Maruyama against MALA at h = 0.02 on the log-regularized LoRA loss."""
+    tasks = [(sampler, s) for sampler in ("em", "mala") for s in TEMPERATURES]
+    return TaskGrid([(sampler, s, i) for i, (sampler, s) in enumerate(tasks)],
+                    partial(mala_task, CONSTANT_MODEL, full=full), partial(_mala_history, full))
+
+
+def anneal_temperature(epsilon: float, dim: int) -> float:
+    """[choice] The temperature for target accuracy epsilon: ``s = 2 epsilon / D``, so that
+    the Gibbs excess ``s D_eff / 4 <= epsilon / 2`` whenever ``D_eff <= D``."""
+    return 2.0 * epsilon / dim
+
+
+def anneal_task(model: str, epsilon: float, index: int, *, full: bool,
+                progress: bool = False) -> dict[str, np.ndarray]:
+    """One task of ``langevin_anneal``: chain mean and standard error of the loss at
+    temperature :func:`anneal_temperature` from the far common start."""
+    prob = problem(model, "log")
+    run = langevin.euler_maruyama(
+        prob.loss_and_grad_flat, initial_point(prob, ANNEAL_CHAINS, TEMPERATURE_INIT_SCALE),
+        step=STEP, temperature=anneal_temperature(epsilon, prob.dim),
+        n_steps=ANNEAL_STEPS if full else PREFIX_STEPS, record_every=TEMPERATURE_RECORD,
+        rng=np.random.default_rng(5000 + index), progress=progress)
+    mean, sem = langevin.chain_mean(run.loss)
+    return {f"eps{epsilon:g}/loss_mean": mean, f"eps{epsilon:g}/loss_sem": sem}
+
+
+def _anneal_history(full: bool, results: list[Mapping[str, np.ndarray]]
+                    ) -> dict[str, np.ndarray]:
+    out = merge_tasks(results)
+    n_steps = ANNEAL_STEPS if full else PREFIX_STEPS
+    out["times"] = STEP * TEMPERATURE_RECORD * np.arange(n_steps // TEMPERATURE_RECORD + 1)
+    prob = problem(CONSTANT_MODEL, "log")
+    if full:
+        out["f_star"] = np.array(lowest_loss(prob))
+    out["config"] = np.array(json.dumps(dict(
+        model=CONSTANT_MODEL, regularizer="log", lam=LAM, step=STEP, chains=ANNEAL_CHAINS,
+        epsilons=ANNEAL_EPSILONS, temperatures=[anneal_temperature(e, prob.dim)
+                                                for e in ANNEAL_EPSILONS],
+        n_steps=n_steps, record_every=TEMPERATURE_RECORD, init_scale=TEMPERATURE_INIT_SCALE)))
+    return out
+
+
+@register_grid("langevin_anneal_lora")
+def anneal_lora(full: bool = True) -> TaskGrid:
+    """Theorem 3.3 with s = 2 epsilon / D: time to reach f* + epsilon, LoRA, log form."""
+    return TaskGrid([(eps, i) for i, eps in enumerate(ANNEAL_EPSILONS)],
+                    partial(anneal_task, CONSTANT_MODEL, full=full), partial(_anneal_history, full))

@@ -1,0 +1,283 @@
+"""Registered experiment of chapter 6 (scaling laws): ``python -m attnlib.experiments scaling``.
+
+One configuration, three parts, all on the book's default task family (d = 10, p = 20,
+Sigma with condition number 10 and a random rotation, M with i.i.d. N(0, 1/(p d)) entries,
+drawn once from ``default_rng(PROBLEM_SEED)``), each for the noise levels ``NOISE_LEVELS``
+(sigma = 0.1, the book's default, and sigma = 0). Algorithm 1 throughout has the defaults of
+:func:`attnlib.algorithm.train` (spectral init, preconditioner, lambda = 1, the step rule).
+
+1. ``finite_*``: excess risk against n on the finite-n objective (the layer's empirical loss;
+   the sample matters here). For each noise level, each n in ``N_VALUES`` and each seed s, the
+   training set is drawn from ``default_rng([PROBLEM_SEED, s, n])`` (X, then the noise: the two
+   noise levels share X and the standard normal draws) and a test set of ``N_TEST`` points from
+   ``default_rng([PROBLEM_SEED, s, n, 1])``. Algorithm 1 runs ``ITERATIONS`` iterations
+   (the finite-n objective does not reach a small gradient norm within any affordable budget;
+   the stored gradient norm says how far it got). Stored, shape (noise, n, seed, grid), on the
+   grid ``finite_iteration`` (every iteration up to 100, then every 10th):
+   ``finite_excess_risk``, ``finite_grad_norm``, ``finite_objective``; shape (noise, n, seed):
+   ``finite_ols_excess_risk`` (OLS fit on the same data, exact excess risk),
+   ``finite_test_risk_init``, ``finite_test_risk_final`` (deployed predictor with the training
+   set as context, noise-free targets, at iterations 0 and ``ITERATIONS``), ``finite_step``.
+2. ``closed_*``: the closed-form objective (Sigma_hat, M_hat plugged into the population
+   loss; costs nothing in n) over the wide grid ``CLOSED_N_VALUES``. Its minimizers are S_hat,
+   where the spectral initialization already lies, so Algorithm 1 is converged at m = 0:
+   ``closed_spectral_excess_risk`` (noise, n, ``CLOSED_SEEDS``) and the OLS excess risk
+   ``closed_ols_excess_risk`` on the same data (``default_rng([PROBLEM_SEED, 100 + s, n])``).
+   For the (n, m) picture, the same objective is also run from a random initialization
+   (the "random + preconditioner + regularizer" method, A then B drawn from
+   ``default_rng([PROBLEM_SEED, 100 + s, n, 2])``) at sigma = 0.1 for ``HEATMAP_SEEDS`` seeds:
+   ``heatmap_excess_risk`` (n, seed, grid) on ``heatmap_iteration`` (every ``HEATMAP_EVERY``-th
+   iteration up to ``HEATMAP_ITERATIONS``).
+3. ``rate_*``: the geometric rate mu on the closed-form objective with the true moments
+   (optimization alone). X* = P diag(geomspace(1, 1/kappa_X, d)) Q^T with fixed random
+   orthonormal P, Q, and M = X* Sigma^{-1/2}; Sigma = covariance(d, kappa=kappa_Sigma) with a
+   fixed rotation. Runs: kappa_X in ``KAPPA_X`` at kappa_Sigma = 10, then kappa_Sigma in
+   ``KAPPA_SIGMA`` at kappa_X = ``KAPPA_X_FIXED`` (preconditioned, Algorithm 1's step), then the
+   same kappa_Sigma sweep without the preconditioner (plain GD on the same regularized
+   objective, same step). Every run starts from the same random point drawn in factor
+   coordinates, U_0, V_0 i.i.d. N(0, 0.3^2 / d) [choice: so that only Sigma, not the start,
+   changes across the kappa_Sigma sweep], mapped to (A, B) with Sigma. A run stops when the
+   excess risk falls below ``RATE_FLOOR`` or after ``RATE_ITERATIONS`` iterations. Stored:
+   ``rate_kappa_x``, ``rate_kappa_sigma``, ``rate_precondition`` (runs,), ``rate_step``,
+   ``rate_iterations`` (iterations run), ``rate_mu_measured`` and ``rate_mu_stderr`` (fit of
+   the excess risk inside ``RATE_BAND``, or over the last ``RATE_TAIL`` iterations when the run
+   never reached the band's lower end), ``rate_mu_predicted`` (:func:`attnlib.fitting.local_gd_rate`
+   squared: the excess risk is quadratic in the distance to S), and
+   ``rate_excess_risk`` (runs, grid) every ``RATE_EVERY``-th iteration, NaN after the stop.
+
+``full=False`` replays the leading block of every array (small n, first seeds, first runs,
+few iterations); :func:`leading_block` cuts the stored arrays to the replayed shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+import numpy as np
+
+from .. import algorithm, data, population
+from .._progress import progress as progress_bar
+from ..fitting import fit_geometric_rate, local_gd_rate
+from . import register
+from .part1 import recorded_iterations
+
+D, P, KAPPA = 10, 20, 10.0
+PROBLEM_SEED = 6
+NOISE_LEVELS = (0.1, 0.0)
+N_VALUES = (50, 100, 200, 400, 800, 1600)
+SEEDS = 4
+ITERATIONS = 1000
+N_TEST = 1000
+CLOSED_N_VALUES = tuple(50 * 2 ** k for k in range(11))          # 50 ... 51200
+CLOSED_SEEDS = 8
+HEATMAP_SEEDS = 2
+HEATMAP_ITERATIONS = 1500
+HEATMAP_EVERY = 5
+KAPPA_X = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+KAPPA_SIGMA = (1.0, 10.0, 100.0, 1000.0)
+KAPPA_X_FIXED = 8.0
+RATE_ITERATIONS = 8000
+RATE_FLOOR = 1e-20
+RATE_BAND = (1e-18, 1e-6)
+RATE_TAIL = 1000
+RATE_EVERY = 5
+INIT_SCALE = 0.3
+
+# reduced configuration replayed by the chapter (full=False)
+PREFIX = dict(n_values=2, seeds=2, iterations=20, closed_n_values=3, closed_seeds=2,
+              heatmap_n_values=2, heatmap_seeds=1, heatmap_iterations=50, rate_runs=2,
+              rate_iterations=50)
+
+
+def default_task(noise_std: float) -> data.RegressionProblem:
+    """The chapter's task: :func:`attnlib.data.default_problem` from ``PROBLEM_SEED``."""
+    return data.default_problem(rng=np.random.default_rng(PROBLEM_SEED), d=D, p=P, kappa=KAPPA,
+                                noise_std=noise_std)
+
+
+def leading_block(stored: Mapping[str, np.ndarray],
+                  replayed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Cut every stored array to the leading block with the replayed array's shape.
+
+    The reduced configuration uses the first entries along every axis (first noise levels,
+    smallest n, first seeds, first iterations), so ``stored[key][:a, :b, ...]`` must equal the
+    replayed array exactly; pass the result to :func:`attnlib.experiments.assert_prefix_matches`.
+    """
+    out = {}
+    for key, value in replayed.items():
+        if key == "config":
+            continue
+        array = np.asarray(stored[key])
+        if array.ndim != np.ndim(value):
+            raise AssertionError(f"{key}: stored has {array.ndim} axes, replayed {np.ndim(value)}")
+        out[key] = array[tuple(slice(0, size) for size in np.shape(value))]
+    return out
+
+
+def _finite_part(n_values: tuple[int, ...], seeds: int, iterations: int,
+                 progress: bool) -> dict[str, np.ndarray]:
+    shape = (len(NOISE_LEVELS), len(n_values), seeds)
+    grid = recorded_iterations(iterations)
+    curves = {key: np.full(shape + (grid.size,), np.nan)
+              for key in ("finite_excess_risk", "finite_grad_norm", "finite_objective")}
+    scalars = {key: np.full(shape, np.nan) for key in
+               ("finite_ols_excess_risk", "finite_test_risk_init", "finite_test_risk_final",
+                "finite_step")}
+    jobs = [(i, j, s) for i in range(len(NOISE_LEVELS)) for j in range(len(n_values))
+            for s in range(seeds)]
+    for i, j, s in progress_bar(jobs, total=len(jobs), desc="finite n", enabled=progress):
+        problem = default_task(NOISE_LEVELS[i])
+        n = n_values[j]
+        x, y = problem.sample(n, rng=np.random.default_rng([PROBLEM_SEED, s, n]))
+        test = problem.sample(N_TEST, rng=np.random.default_rng([PROBLEM_SEED, s, n, 1]))
+        result = algorithm.train(algorithm.empirical_loss(x, y), problem=problem,
+                                 iterations=iterations, test=test,
+                                 test_every=max(iterations, 1))
+        history = result.history
+        kept = grid[grid < history["excess_risk"].size]      # all of it unless diverged
+        for key in ("excess_risk", "grad_norm", "objective"):
+            curves[f"finite_{key}"][i, j, s, :kept.size] = history[key][kept]
+        _, m_hat = population.empirical_moments(x, y)
+        scalars["finite_ols_excess_risk"][i, j, s] = population.linear_excess_risk(
+            m_hat, problem.Sigma, problem.M)
+        scalars["finite_test_risk_init"][i, j, s] = history["test_risk"][0]
+        scalars["finite_test_risk_final"][i, j, s] = history["test_risk"][-1]
+        scalars["finite_step"][i, j, s] = result.step
+    return {"finite_iteration": grid, **curves, **scalars}
+
+
+def _closed_part(n_values: tuple[int, ...], seeds: int, heatmap_n_values: int,
+                 heatmap_seeds: int, heatmap_iterations: int,
+                 progress: bool) -> dict[str, np.ndarray]:
+    spectral = np.full((len(NOISE_LEVELS), len(n_values), seeds), np.nan)
+    ols = np.full_like(spectral, np.nan)
+    grid = np.arange(0, heatmap_iterations + 1, HEATMAP_EVERY)
+    heatmap = np.full((heatmap_n_values, heatmap_seeds, grid.size), np.nan)
+    jobs = [(i, j, s) for i in range(len(NOISE_LEVELS)) for j in range(len(n_values))
+            for s in range(seeds)]
+    for i, j, s in progress_bar(jobs, total=len(jobs), desc="closed form", enabled=progress):
+        problem = default_task(NOISE_LEVELS[i])
+        n = n_values[j]
+        x, y = problem.sample(n, rng=np.random.default_rng([PROBLEM_SEED, 100 + s, n]))
+        sigma_hat, m_hat = population.empirical_moments(x, y)
+        a0, b0 = algorithm.spectral_init(sigma_hat, m_hat)
+        spectral[i, j, s] = population.population_loss(a0, b0, problem.Sigma, problem.M)
+        ols[i, j, s] = population.linear_excess_risk(m_hat, problem.Sigma, problem.M)
+        if i == 0 and j < heatmap_n_values and s < heatmap_seeds:
+            method = algorithm.Method(init="random", init_scale=INIT_SCALE)
+            result = algorithm.train(algorithm.closed_form_loss(sigma_hat, m_hat), method,
+                                     problem=problem, iterations=heatmap_iterations,
+                                     rng=np.random.default_rng([PROBLEM_SEED, 100 + s, n, 2]))
+            heatmap[j, s] = result.history["excess_risk"][grid]
+    return {"closed_spectral_excess_risk": spectral, "closed_ols_excess_risk": ols,
+            "heatmap_excess_risk": heatmap, "heatmap_iteration": grid}
+
+
+def rate_problem(kappa_x: float, kappa_sigma: float) -> data.RegressionProblem:
+    """Noise-free task with ``X* = P diag(geomspace(1, 1/kappa_x, d)) Q^T`` and
+    ``Sigma = covariance(d, kappa=kappa_sigma)``; P, Q and Sigma's rotation are fixed
+    (``default_rng([PROBLEM_SEED, 7])``), so only the two condition numbers change."""
+    rng = np.random.default_rng([PROBLEM_SEED, 7])
+    rotation = data.random_rotation(D, rng=rng)
+    left, _ = np.linalg.qr(rng.standard_normal((P, D)))
+    right = data.random_rotation(D, rng=rng)
+    eigenvalues = np.geomspace(1.0, 1.0 / kappa_sigma, D)
+    sigma = (rotation * eigenvalues) @ rotation.T
+    xstar = (left * np.geomspace(1.0, 1.0 / kappa_x, D)) @ right.T
+    _, inv_half = population.spd_sqrt(sigma)
+    return data.RegressionProblem(Sigma=sigma, M=xstar @ inv_half, noise_std=0.0)
+
+
+def rate_runs() -> list[tuple[float, float, bool]]:
+    """(kappa_X, kappa_Sigma, precondition) of every rate run, in stored order."""
+    runs = [(kx, 10.0, True) for kx in KAPPA_X]
+    runs += [(KAPPA_X_FIXED, ks, True) for ks in KAPPA_SIGMA]
+    runs += [(KAPPA_X_FIXED, ks, False) for ks in KAPPA_SIGMA]
+    return runs
+
+
+def _rate_part(n_runs: int, iterations: int, progress: bool) -> dict[str, np.ndarray]:
+    runs = rate_runs()[:n_runs]
+    start = np.random.default_rng([PROBLEM_SEED, 8])
+    std = INIT_SCALE / np.sqrt(D)
+    u0, v0 = std * start.standard_normal((P, D)), std * start.standard_normal((D, D))
+    grid = np.arange(0, iterations + 1, RATE_EVERY)
+    out = {key: np.full(len(runs), np.nan) for key in
+           ("rate_kappa_x", "rate_kappa_sigma", "rate_precondition", "rate_step",
+            "rate_iterations", "rate_mu_measured", "rate_mu_stderr", "rate_mu_predicted")}
+    curves = np.full((len(runs), grid.size), np.nan)
+    for r, (kappa_x, kappa_sigma, precondition) in progress_bar(
+            list(enumerate(runs)), total=len(runs), desc="rates", enabled=progress):
+        problem = rate_problem(kappa_x, kappa_sigma)
+        _, inv_half = population.spd_sqrt(problem.Sigma)
+        init = (u0 @ inv_half, inv_half @ v0 @ inv_half)
+
+        def below_floor(k: int, a: np.ndarray, b: np.ndarray,
+                        problem: data.RegressionProblem = problem) -> bool:
+            return population.population_loss(a, b, problem.Sigma, problem.M) < RATE_FLOOR
+
+        method = algorithm.Method(lam=1.0, precondition=precondition)
+        result = algorithm.train(algorithm.closed_form_loss(problem.Sigma, problem.M), method,
+                                 init=init, problem=problem, iterations=iterations,
+                                 callback=below_floor)
+        excess = result.history["excess_risk"]
+        steps = np.arange(excess.size)
+        kept = grid[grid < excess.size]
+        curves[r, :kept.size] = excess[kept]
+        if excess.min() <= RATE_BAND[0]:
+            fit = fit_geometric_rate(steps, excess, band=RATE_BAND)
+        else:
+            fit = fit_geometric_rate(steps, excess, start=max(0, excess.size - RATE_TAIL))
+        out["rate_kappa_x"][r], out["rate_kappa_sigma"][r] = kappa_x, kappa_sigma
+        out["rate_precondition"][r] = float(precondition)
+        out["rate_step"][r] = result.step
+        out["rate_iterations"][r] = excess.size - 1
+        out["rate_mu_measured"][r], out["rate_mu_stderr"][r] = fit.rate, fit.stderr
+        out["rate_mu_predicted"][r] = local_gd_rate(
+            result.step, problem.Sigma, problem.M, lam=1.0, precondition=precondition) ** 2
+    out["rate_excess_risk"] = curves
+    out["rate_iteration"] = grid
+    return out
+
+
+@register("scaling")
+def scaling(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """Chapter 6: excess risk against n (finite-n and closed form), heatmap, rates vs kappa."""
+    if full:
+        n_values, seeds, iterations = N_VALUES, SEEDS, ITERATIONS
+        closed = (CLOSED_N_VALUES, CLOSED_SEEDS, len(CLOSED_N_VALUES), HEATMAP_SEEDS,
+                  HEATMAP_ITERATIONS)
+        n_runs, rate_iterations = len(rate_runs()), RATE_ITERATIONS
+    else:
+        n_values = N_VALUES[: PREFIX["n_values"]]
+        seeds, iterations = PREFIX["seeds"], PREFIX["iterations"]
+        closed = (CLOSED_N_VALUES[: PREFIX["closed_n_values"]], PREFIX["closed_seeds"],
+                  PREFIX["heatmap_n_values"], PREFIX["heatmap_seeds"],
+                  PREFIX["heatmap_iterations"])
+        n_runs, rate_iterations = PREFIX["rate_runs"], PREFIX["rate_iterations"]
+    history: dict[str, np.ndarray] = {
+        "noise_levels": np.asarray(NOISE_LEVELS), "n_values": np.asarray(n_values),
+        "closed_n_values": np.asarray(closed[0]),
+    }
+    history.update(_finite_part(n_values, seeds, iterations, progress))
+    if not full:     # evaluated at the last iteration, which differs between the two modes
+        del history["finite_test_risk_final"]
+    history.update(_closed_part(*closed, progress=progress))
+    if full:     # the fits of the rate sweep need the whole runs: the replay checks curves only
+        history.update(_rate_part(n_runs, rate_iterations, progress))
+    else:
+        rates = _rate_part(n_runs, rate_iterations, progress)
+        history.update({key: rates[key] for key in
+                        ("rate_kappa_x", "rate_kappa_sigma", "rate_step", "rate_excess_risk")})
+    config = dict(d=D, p=P, kappa=KAPPA, problem_seed=PROBLEM_SEED, noise_levels=NOISE_LEVELS,
+                  n_values=N_VALUES, seeds=SEEDS, iterations=ITERATIONS, n_test=N_TEST,
+                  closed_n_values=CLOSED_N_VALUES, closed_seeds=CLOSED_SEEDS,
+                  heatmap_seeds=HEATMAP_SEEDS, heatmap_iterations=HEATMAP_ITERATIONS,
+                  heatmap_every=HEATMAP_EVERY, kappa_x=KAPPA_X, kappa_sigma=KAPPA_SIGMA,
+                  kappa_x_fixed=KAPPA_X_FIXED, rate_iterations=RATE_ITERATIONS,
+                  rate_floor=RATE_FLOOR, rate_band=RATE_BAND, rate_tail=RATE_TAIL,
+                  rate_every=RATE_EVERY, init_scale=INIT_SCALE, full=full,
+                  algorithm="train() defaults: spectral init, preconditioner, lam=1, step rule")
+    history["config"] = np.asarray(json.dumps(config))
+    return history

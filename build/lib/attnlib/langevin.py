@@ -1,0 +1,615 @@
+"""Langevin dynamics and Gibbs measures (chapters 7 and 10).
+
+The source (Frangi et al. 2026) models stochastic training by the SDE
+
+    d theta_t = -grad f(theta_t) dt + sqrt(s) dB_t,                         (SDE)
+
+with f the (regularized) loss, s > 0 a temperature and B_t a standard Brownian motion. When
+``exp(-2 f / s)`` is integrable, its normalisation ``mu_s`` (the Gibbs measure) is the
+stationary law of (SDE), whose generator is
+
+    L g = (s / 2) Laplacian g - grad f . grad g.
+
+This module provides
+
+* :func:`euler_maruyama`: the Euler-Maruyama scheme
+  ``theta_{k+1} = theta_k - h grad f(theta_k) + sqrt(s h) xi_k``, ``xi_k ~ N(0, I)``, run for
+  many independent chains at once (``theta`` has shape ``(chains, D)``), with a history of the
+  loss (and optionally of block norms and states) every ``record_every`` steps; optionally
+  preconditioned by a constant SPD matrix P (chapter 12):
+  ``theta_{k+1} = theta_k - h P grad f(theta_k) + sqrt(s h) P^{1/2} xi_k``, the scheme of
+  ``d theta = -P grad f dt + sqrt(s) P^{1/2} dB``, whose stationary law is the same mu_s;
+* Gibbs-measure helpers on a grid in one or two dimensions: the normalised density
+  (:func:`gibbs_density`), bin probabilities (:func:`gibbs_bin_probabilities`), expectations
+  (:func:`gibbs_expectation`), exact samples (:func:`gibbs_sample`), the total variation distance of a histogram of chain states
+  (:func:`histogram_tv`), moment checks of chain states against the grid Gibbs expectations
+  with autocorrelation-corrected error bars (:func:`gibbs_z_scores`) and the spectral gap of
+  the generator (:func:`spectral_gap`);
+* :func:`mala`: the Metropolis-adjusted Langevin algorithm, the same proposal followed by an
+  accept/reject step that makes ``mu_s`` exactly stationary (no ``O(h)`` bias);
+* summaries over chains: :func:`chain_mean` (mean and standard error), :func:`tail_mean`
+  (the long-time average estimating the Gibbs mean), :func:`hitting_times` and
+  :func:`autocorrelation_time` (the integrated autocorrelation time of an observable).
+
+Every loss is given in the batched form shared by Part II's models:
+``loss_and_grad(theta: (chains, D)) -> (loss: (chains,), grad: (chains, D))``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ._progress import progress as _progress
+from ._validation import (DivergenceError, as_matrix, check_generator, check_in_range, check_int,
+                          check_positive, check_spd)
+
+__all__ = [
+    "LossAndGrad",
+    "LangevinDivergenceError",
+    "LangevinRun",
+    "euler_maruyama",
+    "MalaRun",
+    "mala",
+    "autocorrelation_time",
+    "chain_mean",
+    "tail_mean",
+    "hitting_times",
+    "gibbs_density",
+    "gibbs_bin_probabilities",
+    "gibbs_expectation",
+    "gibbs_sample",
+    "histogram_tv",
+    "gibbs_z_scores",
+    "spectral_gap",
+]
+
+LossAndGrad = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+class LangevinDivergenceError(DivergenceError):
+    """Raised when a chain's state, loss or gradient becomes NaN or infinite (the book's one
+    divergence rule, shared with :func:`attnlib.vit.train`)."""
+
+
+@dataclass(frozen=True)
+class LangevinRun:
+    """History of :func:`euler_maruyama`.
+
+    Attributes
+    ----------
+    times : (R,) array
+        Recorded times ``k h`` for ``k = 0, record_every, ..., n_steps``.
+    loss : (R, chains) array
+        ``f(theta_k)`` of every chain at the recorded times.
+    theta : (chains, D) array
+        Final states.
+    step, temperature : float
+        ``h`` and ``s``.
+    block_names : tuple of str
+        Names of the parameter blocks whose Frobenius norms were recorded (may be empty).
+    block_norms : (R, chains, len(block_names)) array or None
+        ``||theta_k[block]||_2`` per chain and block, when blocks were given.
+    states : (R, chains, D) array or None
+        The states themselves, when ``record_states=True``.
+    """
+
+    times: np.ndarray
+    loss: np.ndarray
+    theta: np.ndarray
+    step: float
+    temperature: float
+    block_names: tuple[str, ...] = ()
+    block_norms: np.ndarray | None = None
+    states: np.ndarray | None = None
+
+
+def _evaluate(loss_and_grad: LossAndGrad, theta: np.ndarray, k: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Call the batched loss, check shapes and finiteness, name the step on failure."""
+    loss, grad = loss_and_grad(theta)
+    loss = np.asarray(loss, dtype=np.float64)
+    grad = np.asarray(grad, dtype=np.float64)
+    chains, dim = theta.shape
+    if loss.shape != (chains,):
+        raise ValueError(f"loss_and_grad must return a loss of shape ({chains},), "
+                         f"got {loss.shape}")
+    if grad.shape != (chains, dim):
+        raise ValueError(f"loss_and_grad must return a gradient of shape ({chains}, {dim}), "
+                         f"got {grad.shape}")
+    bad = ~(np.isfinite(loss) & np.all(np.isfinite(grad), axis=1))
+    if bad.any():
+        raise LangevinDivergenceError(
+            f"{int(bad.sum())} of {chains} chains have a non-finite loss or gradient at step {k} "
+            f"(time index {k}); the chains blew up: reduce the step h or check that the "
+            "potential is confining")
+    return loss, grad
+
+
+def _chain_settings(theta0: object, step: float, temperature: float, n_steps: int,
+                    record_every: int, rng: object
+                    ) -> tuple[np.ndarray, float, float, int, int, np.random.Generator]:
+    """The checked settings shared by :func:`euler_maruyama` and :func:`mala`."""
+    n_steps = check_int("n_steps", n_steps, minimum=1)
+    record_every = check_int("record_every", record_every, minimum=1)
+    if n_steps % record_every:
+        raise ValueError(f"n_steps ({n_steps}) must be a multiple of record_every "
+                         f"({record_every})")
+    return (as_matrix("theta0", theta0).copy(), check_positive("step", step),
+            check_positive("temperature", temperature), n_steps, record_every,
+            check_generator("rng", rng))
+
+
+def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float,
+                   temperature: float, n_steps: int, rng: np.random.Generator,
+                   record_every: int = 1, blocks: Mapping[str, slice] | None = None,
+                   record_states: bool = False, preconditioner: np.ndarray | None = None,
+                   progress: bool = False) -> LangevinRun:
+    """Integrate (SDE) for all chains with the Euler-Maruyama scheme.
+
+    ``theta_{k+1} = theta_k - h grad f(theta_k) + sqrt(s h) xi_k`` with ``xi_k ~ N(0, I_D)``
+    drawn from ``rng`` (one ``(chains, D)`` block per step, so a run is a deterministic
+    function of ``rng``'s state). The scheme has weak order 1 (Kloeden and Platen 1992):
+    ``|E g(theta_n) - E g(theta_{nh})| = O(h)`` for smooth g at fixed time ``n h``.
+
+    With a constant symmetric positive definite ``preconditioner`` P (D x D) the step is
+
+        theta_{k+1} = theta_k - h P grad f(theta_k) + sqrt(s h) P^{1/2} xi_k,
+
+    with ``P^{1/2}`` the symmetric square root: the Euler-Maruyama scheme of
+    ``d theta = -P grad f dt + sqrt(s) P^{1/2} dB``. Its generator is
+    ``L g = (s/2) tr(P Hess g) - (P grad f) . grad g``, and ``L* rho = div(P ((s/2) grad rho +
+    rho grad f)) = 0`` for ``rho ~ exp(-2 f / s)``: the stationary law is the same Gibbs measure
+    mu_s for every constant SPD P (in continuous time; the scheme's stationary law carries an
+    ``O(h)`` bias, as without P). It is plain Langevin in the coordinates
+    ``z = P^{-1/2} theta``; P changes the speed, not the target.
+
+    Parameters
+    ----------
+    loss_and_grad
+        Batched ``theta (chains, D) -> (loss (chains,), grad (chains, D))``.
+    theta0
+        Initial states, shape ``(chains, D)``.
+    step, temperature
+        ``h > 0`` and ``s > 0``.
+    n_steps
+        Number of steps (>= 1); must be a multiple of ``record_every``.
+    record_every
+        Record the loss (and block norms, states) at every ``record_every``-th step.
+    blocks
+        Optional ``name -> slice`` of the flat parameter vector; the Euclidean (Frobenius)
+        norm of each block is recorded per chain.
+    record_states
+        Also store the states at the recorded times (memory ``R * chains * D`` floats).
+    preconditioner
+        Optional constant SPD matrix P (D x D); None is ``P = I``.
+
+    Raises
+    ------
+    ValueError
+        On a bad step, temperature, count or shape.
+    LangevinDivergenceError
+        When a state, loss or gradient becomes NaN or infinite (the step index is named).
+    """
+    theta, h, s, n_steps, record_every, rng = _chain_settings(
+        theta0, step, temperature, n_steps, record_every, rng)
+    chains, dim = theta.shape
+    names = tuple(blocks) if blocks else ()
+    slices = [blocks[name] for name in names] if blocks else []
+    for name, block in zip(names, slices):
+        if not isinstance(block, slice) or theta[:, block].shape[1] == 0:
+            raise ValueError(f"blocks[{name!r}] must be a non-empty slice of the {dim} "
+                             f"parameters, got {block!r}")
+    drift, noise = None, None
+    if preconditioner is not None:
+        drift = check_spd("preconditioner", preconditioner)
+        if drift.shape != (dim, dim):
+            raise ValueError(f"preconditioner must have shape ({dim}, {dim}) (D x D for "
+                             f"theta0 of shape {theta.shape}), got {drift.shape}")
+        eigenvalues, vectors = np.linalg.eigh(drift)
+        noise = (vectors * np.sqrt(eigenvalues)) @ vectors.T        # symmetric P^{1/2}
+    n_records = n_steps // record_every + 1
+    losses = np.empty((n_records, chains))
+    norms = np.empty((n_records, chains, len(names))) if names else None
+    states = np.empty((n_records, chains, dim)) if record_states else None
+    noise_scale = np.sqrt(s * h)
+
+    def record(index: int, loss: np.ndarray) -> None:
+        losses[index] = loss
+        if norms is not None:
+            for j, block in enumerate(slices):
+                norms[index, :, j] = np.linalg.norm(theta[:, block], axis=1)
+        if states is not None:
+            states[index] = theta
+
+    loss, grad = _evaluate(loss_and_grad, theta, 0)
+    record(0, loss)
+    for k in _progress(range(1, n_steps + 1), total=n_steps, desc="Langevin",
+                       enabled=progress):
+        xi = rng.standard_normal((chains, dim))
+        if drift is None:
+            theta -= h * grad
+            theta += noise_scale * xi
+        else:                                   # rows: (P g)^T = g^T P for symmetric P
+            theta -= h * grad @ drift
+            theta += noise_scale * xi @ noise
+        if not np.all(np.isfinite(theta)):
+            raise LangevinDivergenceError(
+                f"the state of some chains became non-finite at step {k}; reduce the step h "
+                f"(now {h:g}) or check that the potential is confining")
+        loss, grad = _evaluate(loss_and_grad, theta, k)
+        if k % record_every == 0:
+            record(k // record_every, loss)
+    times = h * record_every * np.arange(n_records)
+    return LangevinRun(times=times, loss=losses, theta=theta, step=h, temperature=s,
+                       block_names=names, block_norms=norms, states=states)
+
+
+@dataclass(frozen=True)
+class MalaRun:
+    """History of :func:`mala`: recorded ``times`` (R,), ``loss`` (R, chains), final ``theta``
+    (chains, D), ``states`` (R, chains, D) when recorded, and ``acceptance``, the fraction of
+    accepted proposals over all chains and steps."""
+
+    times: np.ndarray
+    loss: np.ndarray
+    theta: np.ndarray
+    acceptance: float
+    states: np.ndarray | None = None
+
+
+def mala(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float, temperature: float,
+         n_steps: int, rng: np.random.Generator, record_every: int = 1,
+         record_states: bool = False) -> MalaRun:
+    """Metropolis-adjusted Langevin algorithm with target ``mu_s ~ exp(-2 f / s)``.
+
+    Proposal (one Euler-Maruyama step): ``y = x - h grad f(x) + sqrt(s h) xi``, so
+    ``q(y | x) ~ exp(-||y - x + h grad f(x)||^2 / (2 s h))``. Accept with probability
+    ``min(1, exp(-2 f(y)/s) q(x | y) / (exp(-2 f(x)/s) q(y | x)))``, else stay at ``x``.
+    The chain is reversible for ``mu_s``, which is therefore exactly stationary for every
+    ``h``; the price is the rejected steps. Each step draws the ``(chains, D)`` normals, then
+    ``chains`` uniforms, from ``rng``. Arguments as in :func:`euler_maruyama`.
+    """
+    theta, h, s, n_steps, record_every, rng = _chain_settings(
+        theta0, step, temperature, n_steps, record_every, rng)
+    chains, dim = theta.shape
+    n_records = n_steps // record_every + 1
+    losses = np.empty((n_records, chains))
+    states = np.empty((n_records, chains, dim)) if record_states else None
+    loss, grad = _evaluate(loss_and_grad, theta, 0)
+    losses[0] = loss
+    if states is not None:
+        states[0] = theta
+    accepted = 0
+    for k in range(1, n_steps + 1):
+        proposal = theta - h * grad + np.sqrt(s * h) * rng.standard_normal((chains, dim))
+        new_loss, new_grad = _evaluate(loss_and_grad, proposal, k)
+        forward = np.sum((proposal - theta + h * grad) ** 2, axis=1)
+        backward = np.sum((theta - proposal + h * new_grad) ** 2, axis=1)
+        log_ratio = -2.0 * (new_loss - loss) / s - (backward - forward) / (2.0 * s * h)
+        accept = np.log(rng.uniform(size=chains)) < log_ratio
+        theta[accept], loss[accept], grad[accept] = (proposal[accept], new_loss[accept],
+                                                     new_grad[accept])
+        accepted += int(accept.sum())
+        if k % record_every == 0:
+            losses[k // record_every] = loss
+            if states is not None:
+                states[k // record_every] = theta
+    return MalaRun(times=h * record_every * np.arange(n_records), loss=losses, theta=theta,
+                   acceptance=accepted / (n_steps * chains), states=states)
+
+
+def autocorrelation_time(series: np.ndarray, *, window_factor: float = 5.0) -> float:
+    """Integrated autocorrelation time ``tau = 1 + 2 sum_{k>=1} rho(k)`` in units of records.
+
+    ``series`` has shape ``(R, chains)``: one stationary scalar observable per chain. The
+    autocovariance is estimated per chain (FFT, mean removed per chain) and averaged over
+    chains; the sum is cut at the first window ``M`` with ``M >= window_factor * tau(M)``
+    (Sokal's automatic windowing). The variance of a time average over ``R`` records is about
+    ``tau Var / R``; multiply by the record spacing to get a time.
+    """
+    x = as_matrix("series", series)
+    steps, chains = x.shape
+    if steps < 8:
+        raise ValueError(f"series needs at least 8 records, got {steps}")
+    window_factor = check_positive("window_factor", window_factor)
+    x = x - x.mean(axis=0)
+    size = 1 << (2 * steps - 1).bit_length()
+    spectrum = np.fft.rfft(x, n=size, axis=0)
+    acov = np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=0)[:steps].mean(axis=1)
+    if acov[0] <= 0:
+        raise ValueError("series is constant: its autocorrelation time is undefined")
+    taus = 2.0 * np.cumsum(acov / acov[0]) - 1.0
+    window = np.arange(steps) >= window_factor * taus
+    cut = int(np.argmax(window)) if window.any() else steps - 1
+    return float(taus[cut])
+
+
+def chain_mean(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over chains (last axis) and its standard error ``std / sqrt(chains)``.
+
+    ``values`` has shape ``(..., chains)`` with at least two chains.
+    """
+    array = as_matrix("values", values, ndim=tuple(range(1, 33)))
+    if array.shape[-1] < 2:
+        raise ValueError(f"values must have at least two chains on the last axis, "
+                         f"got shape {array.shape}")
+    chains = array.shape[-1]
+    return array.mean(axis=-1), array.std(axis=-1, ddof=1) / np.sqrt(chains)
+
+
+def tail_mean(loss: np.ndarray, *, fraction: float = 0.5) -> tuple[float, float]:
+    """Long-time average of the loss over the last ``fraction`` of the records and all chains.
+
+    ``loss`` has shape ``(R, chains)``. Each chain's time average over the tail is one number;
+    the chains are independent, so the returned standard error is the standard deviation of
+    those per-chain averages over ``sqrt(chains)``. With a long enough tail this estimates the
+    stationary mean of the Euler-Maruyama chain (the Gibbs mean up to an ``O(h)`` bias).
+    """
+    array = as_matrix("loss", loss)
+    fraction = check_in_range("fraction", fraction, 0.0, 1.0, closed=(False, True))
+    start = min(int(np.floor((1 - fraction) * array.shape[0])), array.shape[0] - 1)
+    per_chain = array[start:].mean(axis=0)
+    mean, err = chain_mean(per_chain)
+    return float(mean), float(err)
+
+
+def hitting_times(times: np.ndarray, gap: np.ndarray, epsilons: Sequence[float]
+                  ) -> np.ndarray:
+    """For each ``eps``, the first recorded time after which ``|gap| <= eps`` holds to the end.
+
+    ``gap`` has the shape of ``times``. Returns NaN for an ``eps`` never reached. Requiring the
+    gap to *stay* below ``eps`` makes the answer robust to a noisy estimate of the mean that
+    dips below ``eps`` once by chance.
+    """
+    t = as_matrix("times", times, ndim=1)
+    g = np.abs(as_matrix("gap", gap, shape=t.shape, ndim=1))
+    # largest suffix maximum: running max of |gap| from the end
+    suffix_max = np.maximum.accumulate(g[::-1])[::-1]
+    out = np.full(len(epsilons), np.nan)
+    for i, eps in enumerate(epsilons):
+        check_positive("epsilons", eps)
+        below = np.nonzero(suffix_max <= eps)[0]
+        if below.size:
+            out[i] = t[below[0]]
+    return out
+
+
+def _grid(axes: Sequence[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Check 1 or 2 uniform, increasing axes; return them and the (M, D) grid points."""
+    if len(axes) not in (1, 2):
+        raise ValueError(f"axes must hold one or two 1-D grids, got {len(axes)}")
+    checked = []
+    for i, axis in enumerate(axes):
+        a = as_matrix(f"axes[{i}]", axis, ndim=1)
+        if a.size < 3:
+            raise ValueError(f"axes[{i}] must have at least 3 points, got {a.size}")
+        d = np.diff(a)
+        if np.any(d <= 0) or not np.allclose(d, d[0], rtol=1e-8):
+            raise ValueError(f"axes[{i}] must be uniform and increasing")
+        checked.append(a)
+    mesh = np.meshgrid(*checked, indexing="ij")
+    points = np.stack([m.ravel() for m in mesh], axis=1)
+    return checked, points
+
+
+def _grid_loss(loss_and_grad: LossAndGrad, points: np.ndarray) -> np.ndarray:
+    """The loss at every grid point, checked: one finite real number per point."""
+    loss = np.asarray(loss_and_grad(points)[0])
+    if loss.dtype.kind not in "biuf" or loss.shape != (points.shape[0],) \
+            or not np.all(np.isfinite(loss)):
+        raise ValueError("loss_and_grad must return a finite real loss for every grid point "
+                         f"(shape ({points.shape[0]},)), got dtype {loss.dtype}, shape "
+                         f"{loss.shape}")
+    return loss.astype(np.float64)
+
+
+def _log_weights(loss_and_grad: LossAndGrad, points: np.ndarray, s: float) -> np.ndarray:
+    return -2.0 * _grid_loss(loss_and_grad, points) / s
+
+
+def gibbs_density(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float
+                  ) -> np.ndarray:
+    """The Gibbs density ``exp(-2 f / s) / Z`` on a uniform grid in one or two dimensions.
+
+    ``Z`` is the Riemann sum of ``exp(-2 f / s)`` over the grid times the cell volume, so the
+    result integrates to 1 over the box spanned by the axes (which should contain essentially
+    all the mass). Returns an array of shape ``(len(axes[0]),)`` or ``(len(axes[0]),
+    len(axes[1]))``.
+    """
+    s = check_positive("temperature", temperature)
+    checked, points = _grid(axes)
+    logw = _log_weights(loss_and_grad, points, s)
+    weights = np.exp(logw - logw.max())
+    volume = np.prod([a[1] - a[0] for a in checked])
+    density = weights / (weights.sum() * volume)
+    return density.reshape([a.size for a in checked])
+
+
+def gibbs_bin_probabilities(loss_and_grad: LossAndGrad, edges: Sequence[np.ndarray],
+                            temperature: float, *, refine: int = 16) -> np.ndarray:
+    """Gibbs probabilities of the histogram bins given by ``edges`` (one or two axes).
+
+    Each bin is split into ``refine`` cells per axis and ``exp(-2 f / s)`` is summed at the
+    cell midpoints (midpoint rule); the result is normalised over the box, so it sums to 1.
+    """
+    s = check_positive("temperature", temperature)
+    refine = check_int("refine", refine, minimum=1)
+    fine_axes = []
+    for i, e in enumerate(edges):
+        e = as_matrix(f"edges[{i}]", e, ndim=1)
+        if e.size < 2 or np.any(np.diff(e) <= 0):
+            raise ValueError(f"edges[{i}] must be increasing with at least 2 entries")
+        width = np.diff(e)
+        if not np.allclose(width, width[0], rtol=1e-8):
+            raise ValueError(f"edges[{i}] must be uniformly spaced")
+        fine_axes.append(e[0] + (np.arange((e.size - 1) * refine) + 0.5) * width[0] / refine)
+    if len(fine_axes) not in (1, 2):
+        raise ValueError(f"edges must hold one or two axes, got {len(fine_axes)}")
+    mesh = np.meshgrid(*fine_axes, indexing="ij")
+    points = np.stack([m.ravel() for m in mesh], axis=1)
+    logw = _log_weights(loss_and_grad, points, s)
+    weights = np.exp(logw - logw.max()).reshape([a.size for a in fine_axes])
+    shape = []
+    for a in fine_axes:
+        shape += [a.size // refine, refine]
+    blocks = weights.reshape(shape).sum(axis=tuple(range(1, len(shape), 2)))
+    return blocks / blocks.sum()
+
+
+def gibbs_expectation(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray],
+                      temperature: float, values: np.ndarray | None = None) -> float:
+    """``E_{mu_s}[g]`` by the Riemann sum on the grid; ``g = f`` when ``values`` is None.
+
+    ``values`` (optional) are g at the grid points, shaped like :func:`gibbs_density`'s output.
+    """
+    s = check_positive("temperature", temperature)
+    checked, points = _grid(axes)
+    loss = _grid_loss(loss_and_grad, points)
+    logw = -2.0 * loss / s
+    shape = tuple(a.size for a in checked)
+    g = loss if values is None else as_matrix("values", values, shape=shape,
+                                              ndim=len(shape)).ravel()
+    weights = np.exp(logw - logw.max())
+    return float(np.sum(weights * g) / weights.sum())
+
+
+def gibbs_sample(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float,
+                 *, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` independent draws from the grid approximation of ``mu_s``, shape ``(size, D)``.
+
+    A grid point is drawn with probability ``exp(-2 f / s) / sum`` (the weights of
+    :func:`gibbs_density`), then moved uniformly within its grid cell (half a spacing each
+    way), so the draws have a density that is piecewise constant on the cells. A starting
+    point for chains that is already (up to the grid) at equilibrium.
+    """
+    s = check_positive("temperature", temperature)
+    size = check_int("size", size, minimum=1)
+    rng = check_generator("rng", rng)
+    checked, points = _grid(axes)
+    logw = _log_weights(loss_and_grad, points, s)
+    weights = np.exp(logw - logw.max())
+    picked = points[rng.choice(points.shape[0], size=size, p=weights / weights.sum())]
+    spacing = np.array([a[1] - a[0] for a in checked])
+    return picked + (rng.uniform(size=picked.shape) - 0.5) * spacing
+
+
+def histogram_tv(samples: np.ndarray, edges: Sequence[np.ndarray],
+                 probabilities: np.ndarray) -> float:
+    """Total variation distance between the histogram of ``samples`` and bin probabilities.
+
+    ``samples`` has shape ``(chains, D)`` with D = ``len(edges)`` (1 or 2); ``probabilities``
+    (e.g. from :func:`gibbs_bin_probabilities`) has one entry per bin and sums to 1. Samples
+    outside the box count as mass the target does not have:
+
+        TV = 1/2 sum_bins |p_hist - p| + 1/2 (fraction of samples outside the box).
+    """
+    x = as_matrix("samples", samples, shape=(None, len(edges)))
+    edge_list = [as_matrix(f"edges[{i}]", e, ndim=1) for i, e in enumerate(edges)]
+    for i, e in enumerate(edge_list):
+        if e.size < 2 or np.any(np.diff(e) <= 0):
+            raise ValueError(f"edges[{i}] must be increasing with at least 2 entries")
+    expected = tuple(e.size - 1 for e in edge_list)
+    p = as_matrix("probabilities", probabilities, shape=expected, ndim=len(expected))
+    if np.any(p < 0) or not np.isclose(p.sum(), 1.0, rtol=1e-6):
+        raise ValueError(f"probabilities must be >= 0 and sum to 1, got sum {p.sum():.6g}")
+    counts, _ = np.histogramdd(x, bins=edge_list)
+    inside = counts.sum()
+    outside = (x.shape[0] - inside) / x.shape[0]
+    return float(0.5 * np.abs(counts / x.shape[0] - p).sum() + 0.5 * outside)
+
+
+def gibbs_z_scores(states: np.ndarray, observables: Mapping[str, Callable[[np.ndarray],
+                                                                          np.ndarray]],
+                   loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float
+                   ) -> dict[str, float]:
+    """Standardised errors of chain averages against the Gibbs expectations on a grid.
+
+    ``states`` has shape ``(R, chains, D)`` (D = ``len(axes)``, 1 or 2): stationary records of
+    independent chains. For each observable ``g`` (a function of points ``(..., D) -> (...)``)
+    the result is
+
+        z_g = (mean of g over records and chains - E_{mu_s} g) / se_g,
+        se_g = std(g) sqrt(tau_g / (R chains)),
+
+    with ``E_{mu_s} g`` from :func:`gibbs_expectation` on the grid and ``tau_g`` the integrated
+    autocorrelation time of g's series (:func:`autocorrelation_time`, in records). For a chain
+    whose stationary law is mu_s, each ``|z_g|`` is of order 1; a wrong law (a wrong noise scale,
+    a visible ``O(h)`` bias) makes some grow like the square root of the sample size.
+    """
+    s = check_positive("temperature", temperature)
+    checked, points = _grid(axes)
+    x = as_matrix("states", states, shape=(None, None, len(checked)), ndim=3)
+    if not observables:
+        raise ValueError("observables must name at least one function of the state")
+    grid = points.reshape(tuple(a.size for a in checked) + (len(checked),))
+    scores = {}
+    for name, g in observables.items():
+        if not callable(g):
+            raise TypeError(f"observables[{name!r}] must be a function of the state")
+        series = np.asarray(g(x), dtype=np.float64)
+        if series.shape != x.shape[:2]:
+            raise ValueError(f"observables[{name!r}] must map (R, chains, D) states to "
+                             f"(R, chains) values, got shape {series.shape}")
+        tau = autocorrelation_time(series)
+        error = float(series.std()) * np.sqrt(tau / series.size)
+        exact = gibbs_expectation(loss_and_grad, checked, s, values=g(grid))
+        scores[name] = float((series.mean() - exact) / error)
+    return scores
+
+
+def spectral_gap(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float,
+                 *, n_eigenvalues: int = 2) -> np.ndarray:
+    """Smallest eigenvalues of ``-L`` (``L = s/2 Laplacian - grad f . grad``) on a grid box.
+
+    Discretisation (finite volumes, reflecting walls at the box edges): neighbouring grid
+    points i, j at spacing Delta exchange at rate ``(s / (2 Delta^2)) exp(-(f_j - f_i) / s)``
+    (the "square-root approximation"). This jump process is reversible for the grid Gibbs
+    weights ``exp(-2 f_i / s)``, its generator converges to L as Delta -> 0, and its
+    symmetrisation is a sparse symmetric matrix. Returns the ``n_eigenvalues`` smallest
+    eigenvalues ``0 = lambda_0 < lambda_1 <= ...``; ``lambda_1`` is the spectral gap. With the
+    Poincare inequality written ``Var_mu(g) <= C_P int ||grad g||^2 dmu``, the Dirichlet form
+    of L is ``(s/2) int ||grad g||^2 dmu``, so ``C_P = s / (2 lambda_1)``; the law of (SDE)
+    approaches mu_s like ``exp(-lambda_1 t)`` (chi-square distance).
+    """
+    s = check_positive("temperature", temperature)
+    n_eigenvalues = check_int("n_eigenvalues", n_eigenvalues, minimum=2)
+    checked, points = _grid(axes)
+    shape = tuple(a.size for a in checked)
+    f = np.asarray(loss_and_grad(points)[0], dtype=np.float64).reshape(shape)
+    if not np.all(np.isfinite(f)):
+        raise ValueError("loss_and_grad must return a finite loss for every grid point")
+    index = np.arange(f.size).reshape(shape)
+    rows, cols, vals = [], [], []
+    diagonal = np.zeros(shape)
+    for axis, a in enumerate(checked):
+        c = s / (2.0 * (a[1] - a[0]) ** 2)
+        lo = [slice(None)] * len(shape)
+        hi = [slice(None)] * len(shape)
+        lo[axis] = slice(0, -1)
+        hi[axis] = slice(1, None)
+        lo_t, hi_t = tuple(lo), tuple(hi)
+        df = f[hi_t] - f[lo_t]
+        if np.abs(df).max() > 50.0 * s:
+            raise ValueError(f"f changes by {np.abs(df).max():.3g} between neighbouring grid "
+                             f"points along axis {axis}, more than 50 s = {50 * s:.3g}: the "
+                             "rates would overflow; shrink the box to where the Gibbs measure "
+                             "lives or refine the grid")
+        # rate lo -> hi is c exp(-df / s); hi -> lo is c exp(df / s)
+        diagonal[lo_t] -= c * np.exp(-df / s)
+        diagonal[hi_t] -= c * np.exp(df / s)
+        i, j = index[lo_t].ravel(), index[hi_t].ravel()
+        rows += [i, j]
+        cols += [j, i]
+        vals += [np.full(i.size, c), np.full(i.size, c)]
+    sym = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                        shape=(f.size, f.size)).tocsr() + sp.diags(diagonal.ravel())
+    # -sym is positive semidefinite with a simple eigenvalue 0; shift-invert just below 0
+    scale = float(np.abs(diagonal).max())
+    eigenvalues = spla.eigsh(-sym, k=n_eigenvalues, sigma=-1e-8 * scale,
+                             which="LM", return_eigenvectors=False)
+    return np.sort(eigenvalues)

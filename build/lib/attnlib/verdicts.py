@@ -1,0 +1,190 @@
+"""Verdicts on the papers' claims, computed from measured numbers (both parts of the book).
+
+A chapter never types "reproduced" into prose: it measures one or more numbers, states the
+threshold each must pass and the direction of the comparison, and prints the
+:class:`Verdict` that :func:`verdict` computes. The rule, for values ``v_i`` compared with
+thresholds ``t_i`` in direction ``op`` (one of ``"<", "<=", ">", ">="``):
+
+* a value *passes* when ``v_i op t_i``; with an optional looser ``partial`` threshold
+  ``p_i`` a value that fails ``t_i`` but satisfies ``v_i op p_i`` *half-passes*;
+* **reproduced** when every value passes; **not reproduced** when none passes or
+  half-passes; **partly reproduced** otherwise;
+* **not testable here** when there is no finite measurement (``value`` is ``None`` or
+  contains NaN): the book says so instead of guessing.
+
+:func:`combine` merges the verdicts of the sub-claims of one claim (all tested and
+reproduced -> reproduced, all not -> not, otherwise partly, also when some sub-claims could
+not be tested; those are named). ``str(verdict)`` is one printable line with the claim, the status and the
+reason, thresholds included.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ._validation import check_finite
+
+__all__ = ["REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "STATUSES",
+           "Verdict", "verdict", "interval_verdict", "not_testable", "combine"]
+
+REPRODUCED = "reproduced"
+PARTLY = "partly reproduced"
+NOT_REPRODUCED = "not reproduced"
+NOT_TESTABLE = "not testable here"
+STATUSES = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE)
+
+_OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of checking one claim: ``status`` is one of :data:`STATUSES` and
+    ``reason`` a one-line account of the numbers and thresholds that decided it."""
+
+    claim: str
+    status: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.claim}: {self.status} ({self.reason})"
+
+
+def _values(name: str, value: object) -> np.ndarray:
+    try:
+        raw = np.atleast_1d(np.asarray(value))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a number or a sequence of numbers, "
+                        f"got {type(value).__name__}") from exc
+    if raw.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a number or a sequence of real numbers (not text), "
+                        f"got dtype {raw.dtype}")
+    array = raw.astype(np.float64)
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(f"{name} must be a number or a non-empty 1-D sequence, "
+                         f"got shape {array.shape}")
+    return array
+
+
+def _per_value(name: str, value: object, n: int) -> np.ndarray:
+    array = _values(name, value)
+    if array.size not in (1, n):
+        raise ValueError(f"{name} must be one number or one per value ({n}), got {array.size}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite")
+    return np.broadcast_to(array, (n,))
+
+
+def not_testable(claim: str, reason: str) -> Verdict:
+    """A claim this book cannot test (no data, no access, out of budget): say why."""
+    if not reason:
+        raise ValueError("reason must say why the claim is not testable here")
+    return Verdict(claim, NOT_TESTABLE, reason)
+
+
+def verdict(claim: str, value: object, threshold: object, *, direction: str = "<=",
+            partial: object | None = None, quantity: str = "value",
+            labels: Sequence[str] | None = None, fmt: str = ".3g") -> Verdict:
+    """Compare measured ``value`` (a number or a sequence) with ``threshold`` in ``direction``.
+
+    ``threshold`` and ``partial`` are a number (used for every value) or one per value.
+    ``partial`` is a looser threshold (on the failing side of ``threshold``) that earns a
+    value half credit. ``quantity`` names what was measured and ``labels`` name the values
+    (e.g. the seeds or the conditions); both appear in the reason, formatted with ``fmt``.
+    A ``value`` of ``None`` or one containing NaN gives :data:`NOT_TESTABLE`.
+    """
+    if direction not in _OPERATORS:
+        raise ValueError(f"direction must be one of {sorted(_OPERATORS)}, got {direction!r}")
+    try:
+        format(1.0, fmt)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"fmt must be a format specification for numbers such as '.3g', "
+                         f"got {fmt!r}") from exc
+    compare = _OPERATORS[direction]
+    if value is None:
+        return not_testable(claim, f"no measurement of {quantity}")
+    values = _values("value", value)
+    n = values.size
+    thresholds = _per_value("threshold", threshold, n)
+    if labels is None:
+        labels = [""] * n if n == 1 else [f"#{i}" for i in range(n)]
+    if len(labels) != n:
+        raise ValueError(f"labels must have one entry per value ({n}), got {len(labels)}")
+    loose = None
+    if partial is not None:
+        loose = _per_value("partial", partial, n)
+        if any(not (compare(t, p) or t == p) for t, p in zip(thresholds, loose)):
+            raise ValueError(f"partial must be looser than threshold: need threshold "
+                             f"{direction} partial for every value")
+    if np.any(np.isnan(values)):
+        bad = [lab or quantity for lab, v in zip(labels, values) if np.isnan(v)]
+        return not_testable(claim, f"{quantity} not measured (NaN) for {', '.join(bad)}")
+    levels, parts = [], []
+    for i, (lab, v, t) in enumerate(zip(labels, values, thresholds)):
+        name = f"{quantity} {lab}" if lab else quantity
+        if compare(v, t):
+            levels.append(2)
+            parts.append(f"{name} = {v:{fmt}} {direction} {t:{fmt}}")
+        elif loose is not None and compare(v, loose[i]):
+            levels.append(1)
+            parts.append(f"{name} = {v:{fmt}}: fails {direction} {t:{fmt}}, "
+                         f"meets partial {direction} {loose[i]:{fmt}}")
+        else:
+            levels.append(0)
+            parts.append(f"{name} = {v:{fmt}}: fails {direction} {t:{fmt}}")
+    if all(level == 2 for level in levels):
+        status = REPRODUCED
+    elif all(level == 0 for level in levels):
+        status = NOT_REPRODUCED
+    else:
+        status = PARTLY
+    return Verdict(claim, status, "; ".join(parts))
+
+
+def interval_verdict(claim: str, interval: tuple[float, float], threshold: float, *,
+                     quantity: str = "value") -> Verdict:
+    """A claim ``measured <= threshold`` judged on a confidence ``interval`` (low, high) of the
+    measured quantity: reproduced if the whole interval is at or below ``threshold`` (judged on
+    ``high``), not reproduced if the whole interval is above it (judged on ``low``), not
+    testable if the interval contains the threshold."""
+    if np.ndim(interval) != 1 or len(interval) != 2:
+        raise ValueError(f"interval must be a pair (low, high), got {interval!r}")
+    low, high = (check_finite("interval", v) for v in interval)
+    if low > high:
+        raise ValueError(f"interval must be (low, high) with low <= high, got {interval}")
+    threshold = check_finite("threshold", threshold)
+    if high <= threshold:
+        return verdict(claim, high, threshold, direction="<=",
+                       quantity=f"upper end of the {quantity} interval")
+    if low > threshold:
+        return verdict(claim, low, threshold, direction="<=",
+                       quantity=f"lower end of the {quantity} interval")
+    return not_testable(claim, f"the {quantity} interval [{low:.2f}, {high:.2f}] contains the "
+                               f"threshold {threshold:.2f}")
+
+
+def combine(claim: str, parts: Sequence[Verdict]) -> Verdict:
+    """One verdict for a claim made of sub-claims: reproduced only if every part is tested and
+    reproduced; not reproduced if no tested part is even partly; partly otherwise (in
+    particular when some parts are reproduced and others could not be tested: a claim is
+    never called reproduced beyond what was measured); not testable if no part is."""
+    if not parts:
+        raise ValueError("parts must contain at least one Verdict")
+    testable = [p for p in parts if p.status != NOT_TESTABLE]
+    skipped = [p.claim for p in parts if p.status == NOT_TESTABLE]
+    note = f"; not testable: {', '.join(skipped)}" if skipped else ""
+    if not testable:
+        return Verdict(claim, NOT_TESTABLE, "no part is testable here" + note)
+    statuses = [p.status for p in testable]
+    if all(s == REPRODUCED for s in statuses) and not skipped:
+        status = REPRODUCED
+    elif all(s == NOT_REPRODUCED for s in statuses):
+        status = NOT_REPRODUCED
+    else:
+        status = PARTLY
+    summary = ", ".join(f"{p.claim}: {p.status}" for p in testable)
+    return Verdict(claim, status, summary + note)
