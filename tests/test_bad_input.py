@@ -164,6 +164,11 @@ def _benchmark(tmp: Path) -> str:
     return "fuzz"
 
 
+def _step_rule(step_scale: float) -> float:
+    """A step-size rule for the update rules' ``eta`` (the scale times a fixed 0.1)."""
+    return 0.1 * step_scale
+
+
 def _grid_task(value: int) -> dict[str, np.ndarray]:
     return {f"v{value}": np.asarray(float(value))}
 
@@ -527,6 +532,9 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "attention.limit_blas_threads": lambda: dict(threads=1),
         # public methods (called on INSTANCES[module.Class])
         "algorithm.GD.transform": lambda: dict(eta=0.1),
+        "algorithm.GD.eta": lambda: dict(default_step=_step_rule),
+        "algorithm.Momentum.eta": lambda: dict(default_step=_step_rule),
+        "algorithm.Adam.eta": lambda: dict(default_step=_step_rule),
         "algorithm.Momentum.transform": lambda: dict(eta=0.1),
         "algorithm.Adam.transform": lambda: dict(eta=0.1),
         "algorithm.Method.describe": lambda: dict(),
