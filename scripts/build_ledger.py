@@ -43,6 +43,7 @@ CLAIMS = ROOT / "book" / "claims.yml"
 LEDGER = ROOT / "book" / "ledger.md"
 NOT_YET_TESTED = "not yet tested"
 SOURCE_LABELS = ("[seed]", "[abstract]")
+CHOICE = "[choice]"      # a row with the book's stricter reading of a source claim
 
 _STATUS = "|".join(re.escape(s) for s in sorted(STATUSES, key=len, reverse=True))
 VERDICT_LINE = re.compile(rf"^(?:(?P<label>\[[a-z][a-z -]*\])\s+)?(?P<claim>\S.*?): "
@@ -225,9 +226,13 @@ def load_claims(path: Path = CLAIMS) -> dict:
         missing = [key for key in required if not claim.get(key)]
         if missing:
             raise ValueError(f"{path.name}: claim {claim.get('id', '?')} lacks {missing}")
-        if claim["label"] not in SOURCE_LABELS or claim["paper"] not in (1, 2):
+        if claim["label"] not in (*SOURCE_LABELS, CHOICE) or claim["paper"] not in (1, 2):
             raise ValueError(f"{path.name}: claim {claim['id']}: label must be one of "
-                             f"{SOURCE_LABELS} and paper 1 or 2")
+                             f"{(*SOURCE_LABELS, CHOICE)} and paper 1 or 2")
+        cause = claim.get("cause")
+        if cause is not None and not all(cause.get(k) for k in ("text", "notebook", "section")):
+            raise ValueError(f"{path.name}: claim {claim['id']}: cause needs text, notebook "
+                             "and section")
         if claim["id"] in ids:
             raise ValueError(f"{path.name}: claim id {claim['id']} appears twice")
         ids.add(claim["id"])
@@ -300,6 +305,12 @@ def ledger_rows(data: dict, root: Path = ROOT) -> tuple[list[Row], list[str]]:
         for key in ("section", "evidence"):
             if claim[key] not in titles:
                 problems.append(f"claim {claim['id']}: {name} has no heading {claim[key]!r}")
+        cause = claim.get("cause")
+        if cause is not None and (Path(cause["notebook"]).name not in notebooks or cause[
+                "section"] not in {t for _, _, t in headings(json.loads(
+                    notebooks[Path(cause["notebook"]).name].read_text()))}):
+            problems.append(f"claim {claim['id']}: its cause links to no heading "
+                            f"{cause['section']!r} of {cause['notebook']}")
         mine = [p for p in printed if p.notebook == name and p.verdict.claim == claim["claim"]]
         here = [p for p in mine if p.section == claim["section"]]
         if len({p.verdict for p in here}) > 1:
@@ -376,8 +387,11 @@ def _cells(row: Row) -> list[str | list[str]]:
                                       claim["notebook"], claim["evidence"], anchor=row.figure))
     printed_as = (f" <br> <small>verdict printed as: {escape(claim['claim'])}</small>"
                   if claim.get("statement") else "")
+    cause = claim.get("cause")
+    shared = ("" if cause is None else f" <br> <small>one cause of several rows: "
+              f"{_link(escape(cause['text']), cause['notebook'], cause['section'])}</small>")
     title = (f"**{claim['label']}** {escape(claim.get('statement') or claim['claim'])}"
-             f"{printed_as} <br> {where} <br> {_claim_anchor(claim['id'])}")
+             f"{printed_as}{shared} <br> {where} <br> {_claim_anchor(claim['id'])}")
     if printed is None:
         return [title, escape(claim.get("not_yet_tested", "no verdict printed")), "",
                 _badge(NOT_YET_TESTED)]

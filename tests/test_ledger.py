@@ -209,3 +209,27 @@ def test_verify_fails_when_fresh_outputs_differ_from_the_stored(tmp_path):
     assert "v = 1" in page.read_text()
     assert ledger.main(["--verify", *options, str(stored)]) == 0
     assert ledger.main(["--verify", *options, str(fresh)]) == 1
+
+
+def test_a_choice_row_and_a_shared_cause_are_rendered_with_a_link(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    chapter = _notebook([("md", "# Chapter 9: Test\n## Claims"),
+                         ("code", "[seed]      a: reproduced (v = 1 <= 2)\n"
+                                  "[choice]    a strictly: not reproduced (v = 3: fails <= 2)"),
+                         ("md", "## Why")])
+    (tmp_path / "notebooks" / "ch09_test.ipynb").write_text(json.dumps(chapter))
+    base = {"paper": 1, "notebook": "notebooks/ch09_test.ipynb", "section": "Claims",
+            "evidence": "Claims"}
+    cause = {"text": "one reason", "notebook": "notebooks/ch09_test.ipynb", "section": "Why"}
+    data = {"claims": [{**base, "id": "a", "claim": "a", "label": "[seed]"},
+                       {**base, "id": "b", "claim": "a strictly", "label": "[choice]",
+                        "cause": cause}]}
+    rows, problems = ledger.ledger_rows(data, root=tmp_path)
+    assert problems == []
+    page = ledger.render(rows)
+    assert "**\\[choice\\]** a strictly" in page or "**[choice]** a strictly" in page
+    assert 'ch09_test.html#why">one reason</a>' in page
+    rows, problems = ledger.ledger_rows(
+        {"claims": [{**data["claims"][1], "cause": {**cause, "section": "Nowhere"}}]},
+        root=tmp_path)
+    assert any("its cause links to no heading 'Nowhere'" in p for p in problems)

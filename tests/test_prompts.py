@@ -180,7 +180,7 @@ def test_deployed_risk_of_the_zero_map_is_half_the_signal(task) -> None:
     assert abs(value - truth) < 4 * stderr
 
 
-def test_experiment_claims_are_computed_from_the_history() -> None:
+def test_map_claims_judge_the_values_of_the_history() -> None:
     import json
 
     from attnlib.experiments import prompts as runs
@@ -196,18 +196,21 @@ def test_experiment_claims_are_computed_from_the_history() -> None:
                "start_excess_noise0_seed0": np.array([0.01, 10.0]),
                "L_star_noise0_seed0": np.asarray(0.1), "basin_value_noise0_seed0": np.asarray(0.5),
                "best_loss_noise0_seed0": np.asarray(0.8)}
-    claims = runs.experiment_claims(history, 0)
+    from attnlib.claims import ch05
+
+    claims = ch05.map_claims(runs.claim_values(history, 0), 2)
     assert claims["start"].status == "reproduced"             # 0.01 / 0.1 <= 0.1
     assert claims["orders"].status == "partly reproduced"     # log10(10.1 / 0.11) = 1.96
     assert claims["alg1"].status == "reproduced"
     assert claims["sgd"].status == "reproduced"
     objective[-1, 0] = 0.6
-    assert runs.experiment_claims(history, 0)["alg1"].status == "not reproduced"
+    assert ch05.map_claims(runs.claim_values(history, 0), 2)["alg1"].status == "not reproduced"
     loss[-1, 3] = 0.8                                     # bound 0: it cannot show convergence
-    assert runs.experiment_claims(history, 0)["sgd"].status == "not testable here"
+    assert ch05.map_claims(runs.claim_values(history, 0), 2)["sgd"].status == "not testable here"
 
 
 def test_a_claims_map_cell_is_judged_like_an_experiment_cell() -> None:
+    from attnlib.claims import ch05
     from attnlib.experiments import prompts as runs
 
     rng = np.random.default_rng(5)
@@ -230,6 +233,6 @@ def test_a_claims_map_cell_is_judged_like_an_experiment_cell() -> None:
         assert values["start"] == pytest.approx(result["start_excess"][0] / 0.1, rel=1e-12)
         assert values["sgd"] == pytest.approx((result["loss"][-1, 1] - 0.5) / result["loss"][0, 1],
                                               rel=1e-12)
-        claims = runs.experiment_claims(cell, 0)
+        claims = ch05.map_claims(values, 2)
         assert claims["alg1"].status == ("reproduced" if values["alg1"] <= 1e-3
                                          else "not reproduced")

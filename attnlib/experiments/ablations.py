@@ -42,7 +42,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import algorithm, analysis, attention, data, population
+from .. import algorithm, analysis, attention, data, geometry, population
+from .._validation import check_int, check_positive
 from ..data import RegressionProblem
 from . import register
 from .part1 import D, ITERATIONS, KAPPA, N, N_TEST, NOISE_STD, P, SEEDS, recorded_iterations
@@ -54,6 +55,10 @@ __all__ = [
     "defaults_data",
     "explorer_run",
     "start_excess_risks",
+    "headline_comparison",
+    "start_claims_grid",
+    "spectral_start_distances",
+    "regularizer_on_manifold",
 ]
 
 KAPPAS = (1.0, 10.0, 100.0, 1000.0)
@@ -280,13 +285,14 @@ def explorer_run(*, kappa: float = 10.0, n: int = 200, step_scale: float = 0.5,
     return out
 
 
-def start_excess_risks(seed: int, *, noise_std: float, n: int = N) -> dict[str, float]:
+def start_excess_risks(seed: int, *, noise_std: float, n: int = N,
+                       init_scale: float = 0.3) -> dict[str, float]:
     """Excess risks at the start of training for ``paper1_defaults``'s seed at another noise level.
 
     Draws the seed's default problem with ``noise_std`` and n samples from ``default_rng(seed)``
     (the same standard-normal draws for every noise level) and returns the excess risk of the
-    spectral start (``spectral``), of the random start of ``default_rng(100 + seed)``
-    (``random``, independent of the noise), of the OLS fit on the same samples (``ols_fit``) and
+    spectral start (``spectral``), of the random start of ``default_rng(100 + seed)`` with
+    entries N(0, init_scale^2 / d) (``random``, independent of the noise), of the OLS fit on the same samples (``ols_fit``) and
     the exact expected OLS excess risk ``p sigma^2 d / (2 (n - d - 1))`` (``ols_formula``).
     """
     rng = np.random.default_rng(seed)
@@ -294,9 +300,115 @@ def start_excess_risks(seed: int, *, noise_std: float, n: int = N) -> dict[str, 
     x, y = problem.sample(n, rng=rng)
     sigma_hat, m_hat = population.empirical_moments(x, y)
     spectral = algorithm.spectral_init(sigma_hat, m_hat)
-    random = algorithm.random_init(D, P, rng=np.random.default_rng(100 + seed))
+    random = algorithm.random_init(D, P, rng=np.random.default_rng(100 + seed), scale=init_scale)
     return dict(
         spectral=population.population_loss(*spectral, problem.Sigma, problem.M),
         random=population.population_loss(*random, problem.Sigma, problem.M),
         ols_fit=population.linear_excess_risk(m_hat, problem.Sigma, problem.M),
         ols_formula=population.ols_excess_risk(n, D, P, noise_std))
+
+
+def headline_comparison(seed: int = 0, *, iterations: int = ITERATIONS) -> dict[str, np.ndarray]:
+    """Where the headline rate holds: Algorithm 1's optimization gap on the two infinite-data
+    objectives of seed ``seed`` of ``paper1_defaults`` (chapter 5).
+
+    ``population``: Q = L + R with the true (Sigma, M), from the spectral start of
+    (Sigma_hat, M_hat) (the start Algorithm 1 uses on the finite objective); ``closed_form``: the
+    same objective with (Sigma_hat, M_hat) plugged in, from the random start of
+    ``default_rng(100 + seed)`` (the spectral start lies on S_hat, where this gap is 0), with the
+    preconditioner and the regularizer (method ``random+precond+reg``). Both minima are known in
+    closed form (the points of S and S_hat, value 0 up to round-off), so ``gap_*`` is the
+    objective minus its value at the manifold point. Returns every iteration ``iteration``, the
+    gaps ``gap_population`` and ``gap_closed_form``, the steps ``step_*`` of the step rule and
+    ``s_d_*``, the smallest singular value of X* = M Sigma^{1/2} of each objective, for the
+    predicted rate ``(1 - eta s_d)^2``.
+    """
+    seed = check_int("seed", seed, minimum=0)
+    iterations = check_int("iterations", iterations, minimum=1)
+    problem, (x, y), _ = defaults_data(seed)
+    sigma_hat, m_hat = population.empirical_moments(x, y)
+    runs = {"population": (algorithm.closed_form_loss(problem.Sigma, problem.M),
+                           algorithm.METHODS["algorithm1"],
+                           algorithm.spectral_init(sigma_hat, m_hat)),
+            "closed_form": (algorithm.closed_form_loss(sigma_hat, m_hat),
+                            algorithm.METHODS["random+precond+reg"], None)}
+    out: dict[str, np.ndarray] = {"iteration": np.arange(iterations + 1)}
+    for name, (loss, method, start) in runs.items():
+        result = algorithm.train(loss, method, iterations=iterations, init=start,
+                                 rng=np.random.default_rng(100 + seed))
+        minimum, _ = loss.objective(method.lam)(*loss.manifold.point())[:2]
+        out[f"gap_{name}"] = result.history["objective"] - minimum
+        out[f"step_{name}"] = np.asarray(result.step)
+        out[f"s_d_{name}"] = np.asarray(loss.manifold.singular_values[-1])
+    return out
+
+
+def start_claims_grid(scales: tuple[float, ...], noise_levels: tuple[float, ...], *,
+                      seeds: tuple[int, ...] = SEEDS) -> dict[str, np.ndarray]:
+    """Observation 1 of chapter 5 over the random start's scale c (entries N(0, c^2/d)) and the
+    noise level, from :func:`start_excess_risks` (no training).
+
+    Returns ``start`` (noise, seed): ``(L(theta_0) - L*)/L*`` of the spectral start, with
+    ``L* = p sigma^2 / 2``; ``log10_ratio`` (scale, noise): log10 of the median over ``seeds`` of
+    the population-loss ratio random / spectral start. Needs every noise level positive.
+    """
+    scales = tuple(check_positive("scales", c) for c in scales)
+    noise_levels = tuple(check_positive("noise_levels", s) for s in noise_levels)
+    if not scales or not noise_levels or not seeds:
+        raise ValueError("scales, noise_levels and seeds must each be non-empty")
+    start = np.zeros((len(noise_levels), len(seeds)))
+    ratio = np.zeros((len(scales), len(noise_levels), len(seeds)))
+    for j, sigma in enumerate(noise_levels):
+        l_star = P * sigma ** 2 / 2
+        for k, seed in enumerate(seeds):
+            for i, scale in enumerate(scales):
+                risks = start_excess_risks(seed, noise_std=sigma, init_scale=scale)
+                ratio[i, j, k] = (risks["random"] + l_star) / (risks["spectral"] + l_star)
+            start[j, k] = risks["spectral"] / l_star
+    return dict(start=start, log10_ratio=np.log10(np.median(ratio, axis=-1)))
+
+
+def spectral_start_distances(seeds: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """For each seed's default problem and n = N samples (:func:`defaults_data`): the P-distance
+    ``distance`` of the spectral start (from (Sigma_hat, M_hat)) to the true manifold S, and the
+    radius ``sqrt(2 s_min(X*))`` of the one-point-convexity ball around S (``radius``), with
+    X* = M Sigma^{1/2}. Chapter 4 checks that the start lands inside with high probability."""
+    seeds = tuple(check_int("seeds", s, minimum=0) for s in seeds)
+    if not seeds:
+        raise ValueError("seeds must contain at least one seed")
+    distance, radius = [], []
+    for seed in seeds:
+        problem, (x, y), _ = defaults_data(seed)
+        manifold = geometry.minimizer_manifold(problem.Sigma, problem.M)
+        distance.append(manifold.distance(*algorithm.spectral_init(
+            *population.empirical_moments(x, y))))
+        radius.append(np.sqrt(2 * manifold.singular_values[-1]))
+    return dict(distance=np.array(distance), radius=np.array(radius))
+
+
+def regularizer_on_manifold(seed: int = 0, *, rotations: int = 8) -> dict[str, float]:
+    """Does the balancing regularizer keep the manifold S of global minima of L (chapter 3)?
+
+    At ``rotations`` points U* O, V* O of S for the seed's default (Sigma, M), O random
+    orthogonal from ``default_rng(300 + seed)`` (half with det O = -1): the largest value of
+    R (``largest_regularizer``), of ``L - L*`` (``largest_excess``) and of the gradient norm of
+    Q = L + R with lambda = 1 (``largest_gradient``), all in factor coordinates (U, V).
+    """
+    seed = check_int("seed", seed, minimum=0)
+    rotations = check_int("rotations", rotations, minimum=1)
+    problem, _, _ = defaults_data(seed)
+    manifold = geometry.minimizer_manifold(problem.Sigma, problem.M)
+    rng = np.random.default_rng(300 + seed)
+    regularizer, excess, gradient = [], [], []
+    for i in range(rotations):
+        rotation = data.random_rotation(D, rng=rng)
+        if (np.linalg.det(rotation) > 0) == (i % 2 == 1):
+            rotation[:, 0] *= -1.0
+        u, v = manifold.U_star @ rotation, manifold.V_star @ rotation
+        loss, loss_u, loss_v = population.factor_loss_and_grad(u, v, manifold.Xstar)
+        reg, reg_u, reg_v = population.factor_regularizer_and_grad(u, v, lam=1.0)
+        regularizer.append(reg)
+        excess.append(loss)
+        gradient.append(np.sqrt(np.sum((loss_u + reg_u) ** 2) + np.sum((loss_v + reg_v) ** 2)))
+    return dict(largest_regularizer=float(max(regularizer)), largest_excess=float(max(excess)),
+                largest_gradient=float(max(gradient)))

@@ -35,7 +35,7 @@ from typing import Mapping
 import numpy as np
 
 from .. import algorithm, data, population, reference
-from . import register
+from . import assert_prefix_matches, load, register
 
 D, P, N, KAPPA, NOISE_STD = 10, 20, 500, 10.0, 0.1
 SEEDS = (0, 1, 2)
@@ -62,6 +62,24 @@ def prefix_keys(history: Mapping[str, np.ndarray]) -> list[str]:
     tolerance when computed)."""
     return [key for key in history if key != "config" and not key.startswith("seconds")
             and not key.startswith("basin_grad_norm")]
+
+
+#: history keys that are zero up to round-off at the spectral start (it lies on S_hat)
+ROUND_OFF_KEYS = ("dist_P_hat", "imbalance")
+
+
+def check_replay(stored: Mapping[str, np.ndarray], replayed: Mapping[str, np.ndarray]) -> float:
+    """Check a replayed prefix of a Part I run against the stored run (keys of
+    :func:`prefix_keys`) and return the largest relative deviation. Curves of
+    :data:`ROUND_OFF_KEYS` start at round-off (about 1e-15, machine dependent) for the methods
+    that start on S_hat, so they are compared with the absolute tolerance 1e-12 and left out
+    of the relative deviation; every other key to the relative tolerance 1e-8."""
+    keys = prefix_keys(replayed)
+    at_round_off = [k for k in keys if k.startswith(ROUND_OFF_KEYS)]
+    deviation = assert_prefix_matches(stored, replayed,
+                                      keys=[k for k in keys if k not in at_round_off])
+    assert_prefix_matches(stored, replayed, keys=at_round_off, atol=1e-12)
+    return max(deviation.values())
 
 
 def run_defaults_seed(seed: int, *, iterations: int, full: bool = True, progress: bool = False
@@ -108,14 +126,29 @@ def run_defaults_seed(seed: int, *, iterations: int, full: bool = True, progress
     return history
 
 
+def rotation_sign(i: int) -> int:
+    """det O of the i-th start of :func:`reference_starts`: -1 for odd i, +1 for even i."""
+    return -1 if i % 2 else 1
+
+
+def reference_start_labels() -> dict[str, list[str]]:
+    """Names of the multi-start search's starts, in the order of :func:`reference_table`:
+    ``Q`` (Q_hat = L_hat + R_hat) and ``L`` (L_hat alone)."""
+    return dict(Q=["spectral (basin)"] + [f"S_hat rotation {i} (det {rotation_sign(i):+d})"
+                                          for i in range(N_ROTATIONS)]
+                + [f"final {name}" for name in LAM1_METHODS],
+                L=[f"final {name}" for name in LAM0_REFERENCE_STARTS])
+
+
 def reference_starts(loss: algorithm.DataLoss, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``N_ROTATIONS`` points of S_hat at random rotations O (``default_rng(200 + s)``), half of
-    them with det O = -1: the other starts of the multi-start search for Q_hat*."""
+    """``N_ROTATIONS`` points of S_hat at random rotations O (``default_rng(200 + s)``), with
+    det O = :func:`rotation_sign` (half of them -1): the other starts of the multi-start search
+    for Q_hat*."""
     rng = np.random.default_rng(200 + seed)
     starts = []
     for i in range(N_ROTATIONS):
         rotation = data.random_rotation(D, rng=rng)
-        if (np.linalg.det(rotation) > 0) == (i % 2 == 1):
+        if np.sign(np.linalg.det(rotation)) != rotation_sign(i):
             rotation[:, 0] *= -1.0
         starts.append(loss.manifold.point(rotation))
     return starts
@@ -169,14 +202,43 @@ def paper1_defaults(full: bool = True, progress: bool = False) -> dict[str, np.n
                   iterations=iterations, n_test=N_TEST, test_every=TEST_EVERY,
                   methods=list(algorithm.METHODS),
                   method_options={k: m.describe() for k, m in algorithm.METHODS.items()},
-                  reference_starts=dict(
-                      Q=["spectral (basin)"] + [f"S_hat rotation {i} (det {'+' if i % 2 else '-'}1)"
-                                                for i in range(N_ROTATIONS)]
-                      + [f"final {name}" for name in LAM1_METHODS],
-                      L=[f"final {name}" for name in LAM0_REFERENCE_STARTS]),
+                  reference_starts=reference_start_labels(),
                   init_scale=0.3, batch_size=32, adam_learning_rate=1e-2, step_scale=0.5,
                   grid="every iteration up to 100, then every 10th",
                   seeding="problem, train, test from default_rng(s); init and SGD batches "
                           "from default_rng(100 + s)")
     history["config"] = np.asarray(json.dumps(config))
     return history
+
+
+
+def lowest_known_minima() -> dict[int, dict[str, object]]:
+    """The lowest value of Q_hat = L_hat + R_hat (lambda = 1, n = 500) found so far for each seed
+    of ``paper1_defaults``, among the certified local minima (gradient <= 1e-8, positive
+    definite Hessian) of the stored runs: the multi-start table of ``paper1_defaults``
+    (chapter 5) and, for its seed, the minima reached from the final iterates of
+    ``bridge_side_by_side`` (chapter 12). One table for chapters 5, 6 and 12.
+
+    Returns ``{seed: {"value", "excess_risk", "source"}}``; the objective is nonconvex, so this is
+    the best local minimum found, not a certified global one.
+    """
+    defaults, bridge = load("paper1_defaults"), load("bridge_side_by_side")
+    bridge_config = json.loads(str(bridge["config"]))
+    bridge_seed, bridge_methods = int(bridge_config["seed"]), list(bridge_config["methods"])
+    table = {}
+    for seed in json.loads(str(defaults["config"]))["seeds"]:
+        values = defaults[f"ref_Q_value_seed{seed}"]
+        best = int(np.argmin(values))
+        table[seed] = dict(value=float(values[best]),
+                           excess_risk=float(defaults[f"ref_Q_excess_risk_seed{seed}"][best]),
+                           source="chapter 5's multi-start search: "
+                                  + reference_start_labels()["Q"][best])
+        if seed == bridge_seed:
+            ends = bridge["end_min_value"]
+            k = np.unravel_index(np.nanargmin(ends), ends.shape)
+            if ends[k] < table[seed]["value"]:
+                table[seed] = dict(value=float(ends[k]),
+                                   excess_risk=float(bridge["end_min_excess_risk"][k]),
+                                   source=f"chapter 12: from the final iterate of "
+                                          f"{bridge_methods[k[0]]} (chain {k[1]})")
+    return table

@@ -32,20 +32,20 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from .. import algorithm, population, prompts, reference, verdicts
+from .. import algorithm, population, prompts, reference
 from ..data import RegressionProblem
-from . import TaskGrid, register_grid
+from . import TaskGrid, assert_prefix_matches, register_grid
 from .ablations import defaults_data
 
 __all__ = ["BIAS_N", "BIAS_SCALES", "scaled_task", "bias_task", "bias_tasks", "assemble_bias",
            "experiment_data", "experiment_task", "experiment_tasks",
-           "assemble_experiment", "experiment_claims", "start_ratio_map", "variance_task",
+           "assemble_experiment", "start_ratio_map", "variance_task",
            "variance_tasks", "assemble_variance", "claims_map_task", "claims_map_tasks",
-           "assemble_claims_map", "claims_map_cell", "claim_values"]
+           "assemble_claims_map", "claims_map_cell", "claim_values", "check_minimizer_replay"]
 
 BIAS_N = (10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5000)
 BIAS_SCALES = (1.0, 0.5)
@@ -404,7 +404,7 @@ def paper1_prompts_claims_map(full: bool = True) -> TaskGrid:
 def claims_map_cell(history: dict[str, np.ndarray], scale_index: int,
                     noise_index: int) -> dict[str, np.ndarray]:
     """One cell of ``paper1_prompts_claims_map`` in the form of ``paper1_prompts_experiment``
-    (noise index 0, seed 0), for :func:`claim_values` and :func:`experiment_claims`."""
+    (noise index 0, seed 0), for :func:`claim_values`."""
     suffix = f"_scale{scale_index}_noise{noise_index}"
     cell = {key[:-len(suffix)] + "_noise0_seed0": value for key, value in history.items()
             if key.endswith(suffix)}
@@ -494,7 +494,7 @@ def paper1_prompts_variance(full: bool = True) -> TaskGrid:
 
 def claim_values(history: dict[str, np.ndarray], noise_index: int,
                  seed: int = 0) -> dict[str, float]:
-    """The four numbers that :func:`experiment_claims` judges, for one cell of
+    """The four numbers that ``attnlib.claims.ch05.map_claims`` judges, for one cell of
     ``paper1_prompts_experiment``: ``start`` = ``(L(theta_0) - L*)/L*`` of the spectral start,
     ``orders`` = log10 of the population-loss ratio random / spectral start, ``alg1`` =
     Algorithm 1's gap ratio ``gap(last)/gap(0)`` to the certified basin minimizer, ``sgd`` = a
@@ -512,39 +512,6 @@ def claim_values(history: dict[str, np.ndarray], noise_index: int,
                 orders=float(np.log10((start[1] + l_star) / (start[0] + l_star))),
                 alg1=float(gap[-1] / gap[0]),
                 sgd=float((loss[-1, sgd] - float(get("best_loss"))) / loss[0, sgd]))
-
-
-def experiment_claims(history: dict[str, np.ndarray], noise_index: int, seed: int = 0, *,
-                      converged: float = 1e-3) -> dict[str, verdicts.Verdict]:
-    """Verdicts on the seeds' claims (1)-(4) for one cell of ``paper1_prompts_experiment``,
-    from :func:`claim_values`.
-
-    Thresholds as in chapter 5's one-set table [choice]: (1) ``start <= 0.1``; (2)
-    ``orders >= 2.5`` (partly from 1.5); (3) ``alg1 <= converged``; (4) ``sgd > converged``
-    (reproduced); a lower bound at or below ``converged`` cannot show that SGD converged, so
-    (4) is then not testable (no reference minimizer of L_hat is computed).
-    """
-    values = claim_values(history, noise_index, seed)
-    last = int(history["iteration"][-1])
-    return {
-        "start": verdicts.verdict("spectral start close to the optimal population loss",
-                                  values["start"], 0.1, direction="<=",
-                                  quantity="(L(theta_0) - L*)/L*"),
-        "orders": verdicts.verdict(
-            "random start about three orders of magnitude higher in loss", values["orders"],
-            2.5, direction=">=", partial=1.5, quantity="log10 loss ratio"),
-        "alg1": verdicts.verdict(f"Algorithm 1 converges within {last} iterations",
-                                 values["alg1"], converged, direction="<=",
-                                 quantity=f"gap({last})/gap(0)"),
-        "sgd": (verdicts.verdict(f"SGD has not converged after {last} iterations",
-                                 values["sgd"], converged, direction=">",
-                                 quantity=f"lower bound of gap({last})/gap(0)")
-                if values["sgd"] > converged else verdicts.not_testable(
-                    f"SGD has not converged after {last} iterations",
-                    f"the certified lower bound of gap({last})/gap(0) = {values['sgd']:.3g} is "
-                    f"not above {converged:g}, so it cannot decide; no minimum of L_hat was "
-                    "certified")),
-    }
 
 
 # ----------------------------------------------------------------------------------------
@@ -689,3 +656,15 @@ def paper1_prompts_renormalization(full: bool = True) -> TaskGrid:
     iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
     return TaskGrid(tasks, partial(renormalization_task, iterations=iterations, certify=full),
                     partial(assemble_renormalization, tasks, iterations=iterations))
+
+
+def check_minimizer_replay(stored: Mapping[str, np.ndarray], replayed: Mapping[str, np.ndarray],
+                           keys: tuple[str, ...] = ("excess_risk",)) -> float:
+    """Check a replayed certified minimizer of a prompts run (chapter 6) against the stored one:
+    the scalar ``keys`` to the relative tolerance 1e-6, and ``delta`` = U V^T - X* (entries near
+    0 among them) to the absolute tolerance 1e-6, the scale at which the minimizer is certified
+    (gradient norm 1e-6). ``stored`` and ``replayed`` hold the arrays cut to the replayed
+    block. Returns the largest relative deviation of ``keys``."""
+    deviation = assert_prefix_matches(stored, replayed, keys=list(keys), rtol=1e-6)
+    assert_prefix_matches(stored, replayed, keys=["delta"], rtol=0.0, atol=1e-6)
+    return max(deviation.values())

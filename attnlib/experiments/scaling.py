@@ -58,7 +58,9 @@ import numpy as np
 
 from .. import algorithm, data, population
 from .._progress import progress as progress_bar
+from .._validation import check_int, check_positive
 from ..fitting import fit_geometric_rate, local_gd_rate
+from ..geometry import gd_contraction_factor
 from . import register
 from .part1 import recorded_iterations
 
@@ -281,3 +283,50 @@ def scaling(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
                   algorithm="train() defaults: spectral init, preconditioner, lam=1, step rule")
     history["config"] = np.asarray(json.dumps(config))
     return history
+
+
+DIMENSIONS = (5, 10, 20)
+
+
+def dimension_rates(dims: tuple[int, ...] = DIMENSIONS, *, kappa_x: float = KAPPA_X_FIXED,
+                    step_scale: float = 0.5, iterations: int = 2000) -> dict[str, np.ndarray]:
+    """Algorithm 1's geometric rate against the embedding dimension d at fixed kappa(X*)
+    (chapter 6; seeds 000 and 001 say the rate does not depend on d).
+
+    For each d: p = 2d, Sigma = I (the preconditioned step does not see Sigma), X* = P
+    diag(geomspace(1, 1/kappa_x, d)) Q^T with random orthonormal P, Q from
+    ``default_rng([PROBLEM_SEED, 9, d])``, the step ``eta = step_scale / (2 s_1)`` of the theory
+    (the same for every d, since s_1 = 1), and a start at the point O = I of S plus N(0, 0.1^2/d)
+    entries in (U, V) from the same generator. The excess risk is fitted by
+    :func:`attnlib.fitting.fit_geometric_rate` inside ``RATE_BAND``. Returns ``d``, the measured
+    rate of the excess risk ``mu_measured`` and the predicted ``mu_predicted``, the square of
+    :func:`attnlib.geometry.gd_contraction_factor` (the excess risk is quadratic in the
+    distance to S).
+    """
+    dims = tuple(check_int("dims", d, minimum=2) for d in dims)
+    kappa_x = check_positive("kappa_x", kappa_x)
+    step_scale = check_positive("step_scale", step_scale)
+    iterations = check_int("iterations", iterations, minimum=10)
+    measured, predicted = [], []
+    for d in dims:
+        rng = np.random.default_rng([PROBLEM_SEED, 9, d])
+        left, _ = np.linalg.qr(rng.standard_normal((2 * d, d)))
+        right = data.random_rotation(d, rng=rng)
+        singular_values = np.geomspace(1.0, 1.0 / kappa_x, d)
+        problem = data.RegressionProblem(Sigma=np.eye(d), M=(left * singular_values) @ right.T,
+                                         noise_std=0.0)
+        loss = algorithm.closed_form_loss(problem.Sigma, problem.M)
+        a, b = loss.manifold.point()
+        std = 0.1 / np.sqrt(d)
+        init = (a + std * rng.standard_normal(a.shape), b + std * rng.standard_normal(b.shape))
+        eta = step_scale / (2 * singular_values[0])
+        result = algorithm.train(
+            loss, algorithm.Method(lam=1.0, update=algorithm.GD(step=eta)), init=init,
+            problem=problem, iterations=iterations,
+            callback=lambda k, a, b, problem=problem: population.population_loss(
+                a, b, problem.Sigma, problem.M) < RATE_FLOOR)
+        excess = result.history["excess_risk"]
+        measured.append(fit_geometric_rate(np.arange(excess.size), excess, band=RATE_BAND).rate)
+        predicted.append(gd_contraction_factor(eta, singular_values, 2 * d) ** 2)
+    return dict(d=np.array(dims), mu_measured=np.array(measured),
+                mu_predicted=np.array(predicted))

@@ -1,0 +1,54 @@
+"""attnlib.claims.ch06: each threshold of chapter 6's verdicts from both sides."""
+
+import numpy as np
+
+from attnlib.claims import ch06
+from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+
+
+def test_statistical_term_and_one_over_n():
+    assert ch06.statistical_term(-1.5, -1.45, 51200).status == REPRODUCED
+    assert ch06.statistical_term(-1.0, -1.45, 51200).status == NOT_REPRODUCED
+    assert ch06.error_one_over_n({0.1: -1.05}, {0.1: -0.95}).status == REPRODUCED
+    assert ch06.error_one_over_n({0.1: -1.05}, {0.1: -1.3}).status == PARTLY
+    assert ch06.error_one_over_n({0.1: -1.5}, {0.1: -0.5}).status == NOT_REPRODUCED
+
+
+def test_minimax_rate_judges_the_exponent_not_the_constant():
+    verdict = ch06.minimax_rate(-1.05, -1.0, 4.0)
+    assert verdict.status == REPRODUCED and "constant" in verdict.reason
+    assert ch06.minimax_rate(-1.3, -1.0, 1.0).status == PARTLY
+    assert ch06.minimax_rate(-1.5, -1.0, 1.0).status == NOT_REPRODUCED
+
+
+def test_geometric_rate_thresholds():
+    assert ch06.geometric_rate([1e-4, 1e-3], ["a", "b"]).status == REPRODUCED
+    assert ch06.geometric_rate([2e-3], ["a"]).status == NOT_REPRODUCED
+    assert ch06.geometric_finite_n([2000, 1500], [0, 1]).status == REPRODUCED
+    assert ch06.geometric_finite_n([6e4, 9e4], [0, 1]).status == NOT_REPRODUCED
+    assert ch06.kappa_free_rate(1e-9).status == REPRODUCED
+    assert ch06.kappa_free_rate(1e-8).status == NOT_REPRODUCED
+
+
+def test_prompts_bias_is_not_testable_when_the_tokens_matter():
+    confounded = ch06.prompts_bias((-1.1, -0.7), -0.9, -1.2, "n = 640..5000", (-0.93, 0.26),
+                                   (-1.73, 0.14))
+    assert [v.status for v in confounded] == [NOT_TESTABLE, NOT_TESTABLE]
+    bound, one = ch06.prompts_bias((-1.1, -0.9), -1.0, -1.2, "n", (-1.0, 0.2), (-1.1, 0.2))
+    assert bound.status == NOT_REPRODUCED and one.status == REPRODUCED
+    bound, one = ch06.prompts_bias((-1.5, -1.3), -1.4, -1.2, "n", (-1.0, 0.2), (-1.1, 0.2))
+    assert bound.status == REPRODUCED and one.status == NOT_REPRODUCED
+    _, one = ch06.prompts_bias((-2.0, -0.2), -1.1, -1.2, "n", (-1.0, 0.2), (-1.1, 0.2))
+    assert one.status == NOT_TESTABLE                       # interval wider than +- 0.35
+
+
+def test_delta_method_thresholds():
+    assert ch06.delta_method([np.log(1.4)], ["n=40"]).status == REPRODUCED
+    assert ch06.delta_method([np.log(2.0)], ["n=40"]).status == PARTLY
+    assert ch06.delta_method([np.log(4.0)], ["n=40"]).status == NOT_REPRODUCED
+
+
+def test_dimension_free_rate_per_dimension():
+    assert ch06.dimension_free_rate([5, 10], [0.9385, 0.938], [0.9385, 0.9385]).status == (
+        REPRODUCED)
+    assert ch06.dimension_free_rate([5, 20], [0.9385, 0.936], [0.9385, 0.9385]).status == PARTLY
