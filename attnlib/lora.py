@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import as_matrix, check_finite, check_generator, check_int, check_positive
 from .regularizers import Regularizer
 from .villani import FactorizedLoss
 
@@ -115,6 +115,20 @@ class LoRAProblem(FactorizedLoss):
             raise ValueError("G must be invertible (its condition number exceeds 1e12)")
         U, V = self.unpack(theta)
         return self.pack(U @ G, np.linalg.inv(G) @ V)
+
+    def svd_factorization(self, theta: np.ndarray, alpha: float) -> np.ndarray:
+        """The point ``(P S^alpha, S^(1 - alpha) Q^T)`` of the ``GL(r)`` orbit of ``theta (D,)``,
+        from the thin SVD ``U V = P S Q^T`` (rank r); ``alpha = 1/2`` is the balanced
+        factorization (``U^T U = V V^T``). ``U V`` is unchanged, so is the data loss."""
+        alpha = check_finite("alpha", alpha)
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        U, V = self.unpack(self._theta(theta, batched=False))
+        P, S, Qt = np.linalg.svd(U @ V, full_matrices=False)
+        P, S, Qt = P[:, :self.rank], S[:self.rank], Qt[:self.rank]
+        if S[-1] <= 1e-12 * S[0]:
+            raise ValueError("theta must have U V of full rank r to be refactorized")
+        return self.pack(P * S**alpha, S[:, None] ** (1.0 - alpha) * Qt)
 
 
 def make_problem(*, rng: np.random.Generator, n: int = 20, d: int = 3, width: int = 8,

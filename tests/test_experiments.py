@@ -204,3 +204,12 @@ def test_benchmark_results_are_package_data() -> None:
 def test_missing_benchmark_names_the_command() -> None:
     with pytest.raises(FileNotFoundError, match="benchmarks/bench_nothing.py"):
         experiments.load_benchmark("nothing")
+
+
+def test_first_passage_times_per_chain():
+    from attnlib.experiments.part2 import first_passage_times
+
+    times = np.arange(5.0)
+    excess = np.array([[1.0, 1.0], [0.4, 1.0], [0.6, 0.9], [0.05, 0.8], [0.3, 0.7]])
+    out = first_passage_times(times, excess, (0.5, 0.1))
+    np.testing.assert_array_equal(out, [[1.0, np.inf], [3.0, np.inf]])

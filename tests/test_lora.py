@@ -67,3 +67,18 @@ def test_bad_inputs() -> None:
         lora.make_problem(rng=np.random.default_rng(0), rank=0)
     with pytest.raises(ValueError, match="blocks must have shapes"):
         p.pack(np.zeros((5, 2)), np.zeros((3, 2)))
+
+
+def test_svd_factorization_keeps_the_product_and_balances_at_one_half():
+    problem = lora.make_problem(rng=np.random.default_rng(0), n=20, d=3, width=8, rank=2)
+    theta = problem.theta_teacher
+    U, V = problem.unpack(theta)
+    for alpha in (0.0, 0.5, 1.0):
+        U2, V2 = problem.unpack(problem.svd_factorization(theta, alpha))
+        np.testing.assert_allclose(U2 @ V2, U @ V, atol=1e-12)
+    U2, V2 = problem.unpack(problem.svd_factorization(theta, 0.5))
+    np.testing.assert_allclose(U2.T @ U2, V2 @ V2.T, atol=1e-12)
+    with pytest.raises(ValueError, match="alpha"):
+        problem.svd_factorization(theta, 1.5)
+    with pytest.raises(ValueError, match="full rank"):
+        problem.svd_factorization(np.zeros(problem.dim), 0.5)

@@ -25,7 +25,9 @@ of independent seeded tasks (one function per task, merged afterwards):
   temperatures, from the minimizer: the step-size bias of the Gibbs mean;
 * ``langevin_anneal_lora``: Theorem 3.3 as stated: for each epsilon the temperature is lowered
   to ``s = 2 epsilon / D`` and the chains start far away; records the chain-mean loss, whose
-  first passage below ``f* + epsilon`` for good is the time to reach epsilon.
+  first passage below ``f* + epsilon`` for good is the time to reach epsilon, and (full run)
+  every chain's first passage below ``f* + eps`` for a grid of ``eps`` (the expected hitting
+  time reading of the theorem).
 
 ``full=False`` runs only the first ``PREFIX_STEPS`` steps of every run with the same seeds, so
 its history is the prefix of the full one (see :func:`attnlib.experiments.assert_prefix_matches`).
@@ -76,6 +78,7 @@ MALA_STEPS = 5000               # time 100; Gibbs means over the second half
 ANNEAL_EPSILONS = (0.4, 0.2, 0.1, 0.05)
 ANNEAL_CHAINS = 64
 ANNEAL_STEPS = 5000             # time 100
+PASSAGE_EPSILONS = tuple(float(e) for e in np.geomspace(0.4, 0.05, 7))   # three per decade
 
 
 def problem(model: str, regularizer: str, lam: float = LAM) -> FactorizedLoss:
@@ -306,7 +309,25 @@ def anneal_task(model: str, epsilon: float, index: int, *, full: bool,
         n_steps=ANNEAL_STEPS if full else PREFIX_STEPS, record_every=TEMPERATURE_RECORD,
         rng=np.random.default_rng(5000 + index), progress=progress)
     mean, sem = langevin.chain_mean(run.loss)
-    return {f"eps{epsilon:g}/loss_mean": mean, f"eps{epsilon:g}/loss_sem": sem}
+    out = {f"eps{epsilon:g}/loss_mean": mean, f"eps{epsilon:g}/loss_sem": sem}
+    if full:
+        out[f"eps{epsilon:g}/first_passage"] = first_passage_times(
+            run.times, run.loss - lowest_loss(prob), PASSAGE_EPSILONS)
+    return out
+
+
+def first_passage_times(times: np.ndarray, excess: np.ndarray, epsilons: tuple[float, ...]
+                        ) -> np.ndarray:
+    """Per chain, the first recorded time with ``excess <= eps`` (``excess`` of shape
+    ``(records, chains)``, e.g. loss minus ``f*``): shape ``(len(epsilons), chains)``, ``inf``
+    for a chain that never gets within ``eps``. Their mean over chains estimates the expected
+    hitting time ``E[inf {t : f(theta_t) - f* <= eps}]``."""
+    out = np.full((len(epsilons), excess.shape[1]), np.inf)
+    for i, eps in enumerate(epsilons):
+        below = excess <= eps
+        hit = below.any(axis=0)
+        out[i, hit] = times[np.argmax(below, axis=0)[hit]]
+    return out
 
 
 def _anneal_history(full: bool, results: list[Mapping[str, np.ndarray]]
@@ -321,6 +342,7 @@ def _anneal_history(full: bool, results: list[Mapping[str, np.ndarray]]
         model=CONSTANT_MODEL, regularizer="log", lam=LAM, step=STEP, chains=ANNEAL_CHAINS,
         epsilons=ANNEAL_EPSILONS, temperatures=[anneal_temperature(e, prob.dim)
                                                 for e in ANNEAL_EPSILONS],
+        passage_epsilons=PASSAGE_EPSILONS,
         n_steps=n_steps, record_every=TEMPERATURE_RECORD, init_scale=TEMPERATURE_INIT_SCALE)))
     return out
 

@@ -1,0 +1,62 @@
+"""Chapter 8 (attention in W_Q, W_K): verdicts on the symmetry, normalizability and Theorem 3.1."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from .. import verdicts
+
+__all__ = ["CLAIMS", "SYMMETRY_TOL", "GROWTH_MIN", "CROSSOVER_MAX", "symmetry",
+           "not_normalizable", "crossover_part", "theorem_31"]
+
+CLAIMS = {
+    "p2-scale-invariance": "the factorized losses are invariant under the general linear group",
+    "p2-not-normalizable": "without a regularizer the Gibbs measure is not normalizable",
+    "p2-attention-villani": "Theorem 3.1: the mildly regularized attention loss is Villani",
+}
+
+SYMMETRY_TOL = 1e-12    # [choice] relative change of the loss at rounding level
+GROWTH_MIN = 0.5        # [choice] log Z_R from R = 6 to 12 grows by at least half of D log 2
+CROSSOVER_MAX = 300.0   # [choice] log10 of the decisive crossover radius within the evaluated range
+
+
+def symmetry(group_changes: Sequence[float], orbit_change: float, *,
+             tol: float = SYMMETRY_TOL) -> verdicts.Verdict:
+    """Invariance: every relative change of the data loss under random ``G``
+    (``group_changes``) and along the scale orbit (``orbit_change``) is ``<= tol``."""
+    return verdicts.verdict(
+        CLAIMS["p2-scale-invariance"], [*group_changes, orbit_change], tol,
+        quantity="relative change of the attention data loss,",
+        labels=[f"G #{i + 1}" for i in range(len(group_changes))]
+        + ["scale orbit rho = 1e-6 ... 1e6"], fmt=".1e")
+
+
+def not_normalizable(growth_ratio: float, *, minimum: float = GROWTH_MIN,
+                     dim: int = 12) -> verdicts.Verdict:
+    """Not normalizable: the growth of ``log Z_R`` from R = 6 to 12 over ``D log 2`` (the growth
+    of the log-volume of the ball) is at least ``minimum`` (no levelling off)."""
+    return verdicts.verdict(
+        CLAIMS["p2-not-normalizable"], growth_ratio, minimum, direction=">=",
+        quantity=f"growth of log Z_R from R = 6 to 12 / (D log 2), no regularizer, s = 1, "
+                 f"D = {dim}")
+
+
+def crossover_part(log10_crossovers: Mapping[str, float], *,
+                   maximum: float = CROSSOVER_MAX) -> verdicts.Verdict:
+    """On the orbit through a stationary point the Villani quantity turns positive within the
+    evaluated range: every ``log10`` decisive crossover radius ``<= maximum``."""
+    return verdicts.verdict(
+        "positive beyond a crossover on the orbit", list(log10_crossovers.values()), maximum,
+        quantity="log10 decisive crossover radius,", labels=list(log10_crossovers), fmt=".2f")
+
+
+def theorem_31(log10_crossovers: Mapping[str, float], worst_margin: Mapping[str, float], *,
+               maximum: float = CROSSOVER_MAX) -> tuple[verdicts.Verdict, list[verdicts.Verdict]]:
+    """Theorem 3.1 on this instance: the orbit part (:func:`crossover_part`) and the
+    every-direction inequalities at the random points (``min V_s - B >= 0`` per regularizer,
+    ``worst_margin``). Returns the combined verdict and its two parts."""
+    parts = [crossover_part(log10_crossovers, maximum=maximum),
+             verdicts.verdict("every-direction inequalities hold at 40 random points",
+                              list(worst_margin.values()), 0.0, direction=">=",
+                              quantity="min V_s - B(t),", labels=list(worst_margin))]
+    return verdicts.combine(CLAIMS["p2-attention-villani"], parts), parts
