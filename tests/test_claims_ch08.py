@@ -25,3 +25,13 @@ def test_theorem_31_needs_both_parts():
     assert parts[0].status == PARTLY and combined.status == PARTLY
     combined, parts = ch08.theorem_31(good, {"log": -0.1, "power": -2.0})
     assert parts[1].status == NOT_REPRODUCED and combined.status == PARTLY
+
+
+def test_any_data_and_size_on_both_sides():
+    good = {"a": {"log": (17.9, 2723.0), "power": (3.4, 8.0)}, "b": {"log": (71.7, 3603.8)}}
+    combined, parts = ch08.any_data_and_size(good)
+    assert combined.status == REPRODUCED
+    bad = {**good, "c": {"log": (300.5, float("inf"))}}
+    combined, parts = ch08.any_data_and_size(bad)
+    assert [p.status for p in parts] == [PARTLY, PARTLY] and combined.status == PARTLY
+    assert ch08.any_data_and_size({"c": {"log": (301.0, 2e5)}})[0].status == NOT_REPRODUCED

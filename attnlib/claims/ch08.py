@@ -6,18 +6,20 @@ from typing import Mapping, Sequence
 
 from .. import verdicts
 
-__all__ = ["CLAIMS", "SYMMETRY_TOL", "GROWTH_MIN", "CROSSOVER_MAX", "symmetry",
-           "not_normalizable", "crossover_part", "theorem_31"]
+__all__ = ["CLAIMS", "SYMMETRY_TOL", "GROWTH_MIN", "CROSSOVER_MAX", "BOUND_MAX", "symmetry",
+           "not_normalizable", "crossover_part", "theorem_31", "any_data_and_size"]
 
 CLAIMS = {
     "p2-scale-invariance": "the factorized losses are invariant under the general linear group",
     "p2-not-normalizable": "without a regularizer the Gibbs measure is not normalizable",
     "p2-attention-villani": "Theorem 3.1: the mildly regularized attention loss is Villani",
+    "p2-any-data-size": "Theorem 3.1 for any data distribution and any network size",
 }
 
 SYMMETRY_TOL = 1e-12    # [choice] relative change of the loss at rounding level
 GROWTH_MIN = 0.5        # [choice] log Z_R from R = 6 to 12 grows by at least half of D log 2
 CROSSOVER_MAX = 300.0   # [choice] log10 of the decisive crossover radius within the evaluated range
+BOUND_MAX = 1e5         # [choice] the every-direction bound turns positive (finite log10 radius)
 
 
 def symmetry(group_changes: Sequence[float], orbit_change: float, *,
@@ -60,3 +62,22 @@ def theorem_31(log10_crossovers: Mapping[str, float], worst_margin: Mapping[str,
                               list(worst_margin.values()), 0.0, direction=">=",
                               quantity="min V_s - B(t),", labels=list(worst_margin))]
     return verdicts.combine(CLAIMS["p2-attention-villani"], parts), parts
+
+
+def any_data_and_size(evidence: Mapping[str, Mapping[str, tuple[float, float]]], *,
+                      crossover_max: float = CROSSOVER_MAX, bound_max: float = BOUND_MAX
+                      ) -> tuple[verdicts.Verdict, list[verdicts.Verdict]]:
+    """"No assumption on the data or the size", on a grid of instances: ``evidence[instance]
+    [regularizer] = (log10 orbit crossover, log10 radius where the every-direction bound turns
+    positive)``. Both must hold on every instance: crossover ``<= crossover_max`` and bound
+    radius ``<= bound_max`` (finite; ``inf`` when the bound never turns positive). Returns the
+    combined verdict and its two parts."""
+    labels = [f"{inst}, {reg}" for inst, regs in evidence.items() for reg in regs]
+    orbit = [v[0] for regs in evidence.values() for v in regs.values()]
+    bound = [v[1] for regs in evidence.values() for v in regs.values()]
+    parts = [verdicts.verdict("orbit crossover on every instance", orbit, crossover_max,
+                              quantity="log10 decisive crossover,", labels=labels, fmt=".2f"),
+             verdicts.verdict("every-direction bound positive on every instance", bound,
+                              bound_max, quantity="log10 radius where B > 0,", labels=labels,
+                              fmt=".1f")]
+    return verdicts.combine(CLAIMS["p2-any-data-size"], parts), parts
