@@ -7,7 +7,8 @@ from typing import Mapping, Sequence
 from .. import verdicts
 
 __all__ = ["CLAIMS", "SYMMETRY_TOL", "GROWTH_MIN", "CROSSOVER_MAX", "BOUND_MAX", "symmetry",
-           "not_normalizable", "crossover_part", "theorem_31", "any_data_and_size"]
+           "not_normalizable", "crossover_part", "every_direction_part", "theorem_31",
+           "any_data_and_size"]
 
 CLAIMS = {
     "p2-scale-invariance": "the factorized losses are invariant under the general linear group",
@@ -52,15 +53,21 @@ def crossover_part(log10_crossovers: Mapping[str, float], *,
         quantity="log10 decisive crossover radius,", labels=list(log10_crossovers), fmt=".2f")
 
 
+def every_direction_part(worst_margin: Mapping[str, float]) -> verdicts.Verdict:
+    """The inequalities of the every-direction argument hold at the random points: the smallest
+    ``V_s - B(t)`` per regularizer (``worst_margin``) is ``>= 0``."""
+    return verdicts.verdict("every-direction inequalities hold at 40 random points",
+                            list(worst_margin.values()), 0.0, direction=">=",
+                            quantity="min V_s - B(t),", labels=list(worst_margin))
+
+
 def theorem_31(log10_crossovers: Mapping[str, float], worst_margin: Mapping[str, float], *,
                maximum: float = CROSSOVER_MAX) -> tuple[verdicts.Verdict, list[verdicts.Verdict]]:
     """Theorem 3.1 on this instance: the orbit part (:func:`crossover_part`) and the
     every-direction inequalities at the random points (``min V_s - B >= 0`` per regularizer,
     ``worst_margin``). Returns the combined verdict and its two parts."""
     parts = [crossover_part(log10_crossovers, maximum=maximum),
-             verdicts.verdict("every-direction inequalities hold at 40 random points",
-                              list(worst_margin.values()), 0.0, direction=">=",
-                              quantity="min V_s - B(t),", labels=list(worst_margin))]
+             every_direction_part(worst_margin)]
     return verdicts.combine(CLAIMS["p2-attention-villani"], parts), parts
 
 

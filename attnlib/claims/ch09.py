@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from .. import verdicts
-from .ch08 import CROSSOVER_MAX, crossover_part
+from .ch08 import CROSSOVER_MAX, crossover_part, every_direction_part
 
 __all__ = ["CLAIMS", "theorem_32"]
 
@@ -14,14 +14,12 @@ CLAIMS = {
 }
 
 
-def theorem_32(log10_crossovers: Mapping[str, float], *, maximum: float = CROSSOVER_MAX
-               ) -> tuple[verdicts.Verdict, verdicts.Verdict]:
-    """Theorem 3.2 on this instance: the orbit part (the rule of chapter 8,
-    :func:`attnlib.claims.ch08.crossover_part`); the inequalities in every other direction are
-    not tested for LoRA in this book (chapter 8 tests them for attention), so that part is
-    named as not tested. Returns the combined verdict and the orbit part."""
-    orbit = crossover_part(log10_crossovers, maximum=maximum)
-    others = verdicts.not_testable(
-        "the other directions", "not tested yet: the book checks the every-direction "
-        "inequalities numerically for attention (chapter 8) only")
-    return verdicts.combine(CLAIMS["p2-lora-villani"], [orbit, others]), orbit
+def theorem_32(log10_crossovers: Mapping[str, float], worst_margin: Mapping[str, float], *,
+               maximum: float = CROSSOVER_MAX) -> tuple[verdicts.Verdict, list[verdicts.Verdict]]:
+    """Theorem 3.2 on this instance, by the rules of chapter 8: the orbit part
+    (:func:`attnlib.claims.ch08.crossover_part`) and the every-direction inequalities at the
+    random points (:func:`attnlib.claims.ch08.every_direction_part`). Returns the combined
+    verdict and its two parts."""
+    parts = [crossover_part(log10_crossovers, maximum=maximum),
+             every_direction_part(worst_margin)]
+    return verdicts.combine(CLAIMS["p2-lora-villani"], parts), parts
