@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import as_matrix, check_finite, check_generator, check_int, check_positive
 from .regularizers import Regularizer
 from .villani import FactorizedLoss
 
@@ -115,6 +115,44 @@ class LoRAProblem(FactorizedLoss):
             raise ValueError("G must be invertible (its condition number exceeds 1e12)")
         U, V = self.unpack(theta)
         return self.pack(U @ G, np.linalg.inv(G) @ V)
+
+    def derivative_constants(self) -> tuple[float, float]:
+        """``(C, C')`` with ``||grad_U L||_F <= C ||V||_F``, ``||grad_V L||_F <= C ||U||_F``,
+        ``|Laplacian_U L| <= C' ||V||_F^2`` and ``|Laplacian_V L| <= C' ||U||_F^2`` at every
+        point, from the data alone [derived, chapter 9].
+
+        ``L`` depends on ``W = W_pre + U V`` only; the residual is bounded because ``tanh`` is:
+        ``|e_i| <= r_i = ||a||_1 + |y_i|``. With ``x_i = ||x_i||_2`` and
+        ``kappa = max |tanh''| = 4 / (3 sqrt 3)``:
+
+            ||grad_W L||_F <= C = sum_i r_i ||a||_2 x_i / n,
+            |D^2_W L[H, H]| <= h ||H||_F^2,  h = sum_i x_i^2 (||a||_2^2 + kappa ||a||_inf r_i) / n,
+            C' = max(m, d) h
+
+        (``grad_U L = grad_W L V^T``; moving ``U`` by a unit ``E`` moves ``W`` by ``E V``, and the
+        ``m r`` unit directions give ``sum ||E V||_F^2 = m ||V||_F^2``; ``d`` likewise for ``V``).
+        """
+        x = np.linalg.norm(self.x, axis=1)
+        r = np.abs(self.a).sum() + np.abs(self.y)
+        a2 = float(self.a @ self.a)
+        kappa = 4.0 / (3.0 * math.sqrt(3.0))
+        grad = float(np.sum(r * x) * math.sqrt(a2) / self.n)
+        hess = float(np.sum(x**2 * (a2 + kappa * np.abs(self.a).max() * r)) / self.n)
+        return grad, max(self.a.size, self.x.shape[1]) * hess
+
+    def svd_factorization(self, theta: np.ndarray, alpha: float) -> np.ndarray:
+        """The point ``(P S^alpha, S^(1 - alpha) Q^T)`` of the ``GL(r)`` orbit of ``theta (D,)``,
+        from the thin SVD ``U V = P S Q^T`` (rank r); ``alpha = 1/2`` is the balanced
+        factorization (``U^T U = V V^T``). ``U V`` is unchanged, so is the data loss."""
+        alpha = check_finite("alpha", alpha)
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        U, V = self.unpack(self._theta(theta, batched=False))
+        P, S, Qt = np.linalg.svd(U @ V, full_matrices=False)
+        P, S, Qt = P[:, :self.rank], S[:self.rank], Qt[:self.rank]
+        if S[-1] <= 1e-12 * S[0]:
+            raise ValueError("theta must have U V of full rank r to be refactorized")
+        return self.pack(P * S**alpha, S[:, None] ** (1.0 - alpha) * Qt)
 
 
 def make_problem(*, rng: np.random.Generator, n: int = 20, d: int = 3, width: int = 8,

@@ -69,6 +69,8 @@ __all__ = [
     "weight_decay_threshold",
     "villani_lower_bound",
     "lower_bound_log_radius",
+    "EveryDirectionCheck",
+    "every_direction_check",
     "radial_log_partition",
 ]
 
@@ -508,6 +510,54 @@ def crossover_log_radius(consts: OrbitConstants, regularizer: Regularizer, s: fl
     max_log_rho = check_positive("max_log_rho", max_log_rho)
     return _last_root(lambda u: _orbit_over_rho2_mp(consts, regularizer, s, u), max_log_rho,
                       precision)
+
+
+@dataclass(frozen=True)
+class EveryDirectionCheck:
+    """The inequalities of the every-direction argument at sample points: the largest ratios
+    ``||grad_{W_b} L|| / (C ||W_other||)`` and ``|Laplacian_{W_b} L| / (C' ||W_other||^2)``
+    (each must be <= 1), the smallest ``V_s - B(t)`` per regularizer name (must be >= 0) and
+    how many of the checks had ``B > 0`` (where the bound says something)."""
+
+    grad_ratio: float
+    laplacian_ratio: float
+    worst_margin: dict[str, float]
+    positive: int
+
+
+def every_direction_check(problem: FactorizedLoss, points: np.ndarray,
+                          regularizers: list[tuple[str, Regularizer]], temperatures: list[float],
+                          *, grad_constant: float, laplacian_constant: float
+                          ) -> EveryDirectionCheck:
+    """Check :func:`villani_lower_bound`'s assumptions and conclusion at ``points (k, D)``:
+    the gradient and Laplacian bounds of the data loss with the constants ``(C, C')`` (e.g.
+    ``problem.derivative_constants()``), and ``V_s(theta) >= B(t)`` for every
+    ``(name, regularizer)`` pair and temperature, with ``t`` the larger squared block norm and
+    the larger block size as ``block_dim``. Pairs sharing a name are pooled in ``worst_margin``."""
+    points = as_matrix("points", points, shape=(None, problem.dim))
+    if not regularizers or not temperatures:
+        raise ValueError("regularizers and temperatures must be non-empty")
+    C = check_positive("grad_constant", grad_constant)
+    C2 = check_positive("laplacian_constant", laplacian_constant)
+    block_dim = max(problem.block_dims)
+    grad_ratio, laplacian_ratio, positive = 0.0, 0.0, 0
+    worst = {name: math.inf for name, _ in regularizers}
+    for theta in points:
+        W1, W2 = problem.unpack(theta)
+        g1, g2 = problem.unpack(problem.gradient(theta))
+        lap1, lap2 = problem.data_laplacian_blocks(theta)
+        n1, n2 = float(np.sum(W1**2)), float(np.sum(W2**2))
+        grad_ratio = max(grad_ratio, np.linalg.norm(g1) / (C * math.sqrt(n2)),
+                         np.linalg.norm(g2) / (C * math.sqrt(n1)))
+        laplacian_ratio = max(laplacian_ratio, abs(lap1) / (C2 * n2), abs(lap2) / (C2 * n1))
+        for name, regularizer in regularizers:
+            for s in temperatures:
+                bound = float(villani_lower_bound(max(n1, n2), regularizer, s, grad_constant=C,
+                                                  laplacian_constant=C2, block_dim=block_dim))
+                value = villani_quantity(problem.with_regularizer(regularizer), theta, s).value
+                worst[name] = min(worst[name], value - bound)
+                positive += bound > 0
+    return EveryDirectionCheck(float(grad_ratio), float(laplacian_ratio), worst, positive)
 
 
 def lower_bound_log_radius(regularizer: Regularizer, s: float, *, grad_constant: float,

@@ -57,7 +57,8 @@ RESULT_TYPES = {
     "villani.FactorizedLoss", "symbolic.Identity", "symbolic.TiltingMonteCarlo",
     "optim.Transform", "optim.EmptyState", "optim.TraceState",
     "optim.ScaleByAdamState", "algorithm.UpdateRule", "reference.ReferenceOptimum", "verdicts.Verdict",
-    "langevin.MalaRun", "villani.OrbitCrossovers", "slider.Frame", "slider.FrameSlider",
+    "langevin.MalaRun", "villani.OrbitCrossovers", "villani.EveryDirectionCheck", "slider.Frame",
+    "slider.FrameSlider",
     "prompts.FirstOrderMinimizer", "prompts.BiasEstimate",
 }
 
@@ -445,6 +446,10 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
                                                        grad_constant=3.0, laplacian_constant=2.0,
                                                        block_dim=4, max_log_t=100.0, precision=20),
         "villani.orbit_crossovers": lambda: dict(consts=c["consts"], regularizer=c["reg"], s=0.1),
+        "villani.every_direction_check": lambda: dict(
+            problem=c["lora"], points=np.ones((2, c["lora"].dim)),
+            regularizers=[("log", c["reg"])], temperatures=[1.0], grad_constant=3.0,
+            laplacian_constant=2.0),
         "villani.orbit_villani_scaled": lambda: dict(consts=c["consts"], regularizer=c["reg"],
                                                      s=0.1, log_rho=np.array([0.0, 5.0]),
                                                      precision=20),

@@ -331,3 +331,42 @@ def test_cli_checks_the_store_is_writable_before_running(
     monkeypatch.setattr(cli, "run", lambda name, **kwargs: ran.append(name) or {})
     assert cli.main(["paper1_defaults"]) == 1
     assert ran == [] and "is not writable" in capsys.readouterr().err
+
+def test_first_passage_times_per_chain():
+    from attnlib.experiments.part2 import first_passage_times
+
+    times = np.arange(5.0)
+    excess = np.array([[1.0, 1.0], [0.4, 1.0], [0.6, 0.9], [0.05, 0.8], [0.3, 0.7]])
+    out = first_passage_times(times, excess, (0.5, 0.1))
+    np.testing.assert_array_equal(out, [[1.0, np.inf], [3.0, np.inf]])
+
+
+def test_fixed_temperature_readings_stay_above_the_offset():
+    from attnlib.experiments.part2 import expected_hitting_times, reach_times
+
+    times = np.linspace(0.0, 10.0, 101)
+    excess = 0.1 + 2.0 * np.exp(-times)              # offset 0.1, start 2.1
+    eps, t_eps = reach_times(times, excess, 0.1)
+    assert eps[0] == pytest.approx(1.05) and eps[-1] == pytest.approx(0.2) and eps.size == 8
+    np.testing.assert_allclose(t_eps, np.log(2.0 / (eps - 0.1)), atol=0.1)   # record spacing
+    assert reach_times(times, excess, 2.0)[0].size == 0
+    passages = np.array([[1.0, 2.0], [3.0, np.inf], [5.0, 6.0]])
+    eps, means = expected_hitting_times(passages, (0.4, 0.2, 0.1), 0.06)
+    np.testing.assert_array_equal(eps, [0.4, 0.2])
+    np.testing.assert_array_equal(means, [1.5, np.nan])
+
+
+def test_attention_instances_and_their_villani_evidence():
+    from attnlib.experiments import part2
+    from attnlib.regularizers import Regularizer
+
+    for law in ("gaussian", "student-t3", "uniform"):
+        problem = part2.attention_instance(n=200, N=5, d=3, d_k=2, law=law)
+        assert problem.X.var() == pytest.approx(1.0, rel=0.25)   # heavy tails: t3 is noisy
+    with pytest.raises(ValueError, match="law"):
+        part2.attention_instance(n=6, N=5, d=3, d_k=2, law="cauchy")
+    evidence = part2.attention_villani_evidence(
+        part2.attention_instance(**part2.INSTANCE_GRID[0]),
+        {"log": Regularizer("log", 0.01), "weight decay": Regularizer("weight_decay", 0.01)}, 1.0)
+    assert evidence["log"][0] == pytest.approx(18.04, abs=0.01)    # chapter 8's orbit at s = 1
+    assert np.isfinite(evidence["log"][1]) and np.isinf(evidence["weight decay"][1])

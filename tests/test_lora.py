@@ -67,3 +67,37 @@ def test_bad_inputs() -> None:
         lora.make_problem(rng=np.random.default_rng(0), rank=0)
     with pytest.raises(ValueError, match="W2 must have shape"):
         p.pack(np.zeros((5, 2)), np.zeros((3, 2)))
+
+
+def test_svd_factorization_keeps_the_product_and_balances_at_one_half():
+    problem = lora.make_problem(rng=np.random.default_rng(0), n=20, d=3, width=8, rank=2)
+    theta = problem.theta_teacher
+    U, V = problem.unpack(theta)
+    for alpha in (0.0, 0.5, 1.0):
+        U2, V2 = problem.unpack(problem.svd_factorization(theta, alpha))
+        np.testing.assert_allclose(U2 @ V2, U @ V, atol=1e-12)
+    U2, V2 = problem.unpack(problem.svd_factorization(theta, 0.5))
+    np.testing.assert_allclose(U2.T @ U2, V2 @ V2.T, atol=1e-12)
+    with pytest.raises(ValueError, match="alpha"):
+        problem.svd_factorization(theta, 1.5)
+    with pytest.raises(ValueError, match="full rank"):
+        problem.svd_factorization(np.zeros(problem.dim), 0.5)
+
+
+def test_derivative_constants_bound_gradients_and_laplacians_at_random_points():
+    problem = lora.make_problem(rng=np.random.default_rng(0), n=20, d=3, width=8, rank=2)
+    C, C2 = problem.derivative_constants()
+    rng = np.random.default_rng(1)
+    worst = 0.0
+    for scale in (0.1, 1.0, 10.0):
+        for _ in range(10):
+            theta = scale * rng.standard_normal(problem.dim)
+            U, V = problem.unpack(theta)
+            gU, gV = problem.unpack(problem.gradient(theta))
+            lU, lV = problem.data_laplacian_blocks(theta)
+            worst = max(worst, np.linalg.norm(gU) / (C * np.linalg.norm(V)),
+                        np.linalg.norm(gV) / (C * np.linalg.norm(U)),
+                        abs(lU) / (C2 * np.sum(V**2)), abs(lV) / (C2 * np.sum(U**2)))
+    assert 0.0 < worst <= 1.0
+    # and not vacuous: random points reach more than 1% of the bound
+    assert worst > 0.01

@@ -219,3 +219,20 @@ def test_villani_lower_bound_holds_at_random_points(reg: Regularizer) -> None:
     with pytest.raises(ValueError, match="t must be"):
         vl.villani_lower_bound(-1.0, reg, 1.0, grad_constant=C, laplacian_constant=C2,
                                block_dim=6)
+
+
+def test_every_direction_check_reports_ratios_and_margins():
+    problem = lora.make_problem(rng=np.random.default_rng(0), n=20, d=3, width=8, rank=2)
+    C, C2 = problem.derivative_constants()
+    points = np.random.default_rng(2).standard_normal((4, problem.dim))
+    pairs = [("log", Regularizer("log", 0.01)), ("log", Regularizer("log", 50.0))]
+    check = vl.every_direction_check(problem, points, pairs, [1.0], grad_constant=C,
+                                     laplacian_constant=C2)
+    assert 0 < check.grad_ratio <= 1 and 0 < check.laplacian_ratio <= 1
+    assert list(check.worst_margin) == ["log"] and check.worst_margin["log"] >= 0
+    tight = vl.every_direction_check(problem, points, pairs, [1.0], grad_constant=C / 100,
+                                     laplacian_constant=C2 / 1000)
+    assert tight.grad_ratio > 1 and tight.laplacian_ratio > 1   # constants too small: caught
+    with pytest.raises(ValueError, match="points"):
+        vl.every_direction_check(problem, points[:, :3], pairs, [1.0], grad_constant=C,
+                                 laplacian_constant=C2)

@@ -25,7 +25,9 @@ of independent seeded tasks (one function per task, merged afterwards):
   temperatures, from the minimizer: the step-size bias of the Gibbs mean;
 * ``langevin_anneal_lora``: Theorem 3.3 as stated: for each epsilon the temperature is lowered
   to ``s = 2 epsilon / D`` and the chains start far away; records the chain-mean loss, whose
-  first passage below ``f* + epsilon`` for good is the time to reach epsilon.
+  first passage below ``f* + epsilon`` for good is the time to reach epsilon, and (full run)
+  every chain's first passage below ``f* + eps`` for a grid of ``eps`` (the expected hitting
+  time reading of the theorem).
 
 ``full=False`` runs only the first ``PREFIX_STEPS`` steps of every run with the same seeds, so
 its history is the prefix of the full one (see :func:`attnlib.experiments.assert_prefix_matches`).
@@ -40,8 +42,9 @@ from typing import Mapping
 import numpy as np
 
 from .. import langevin, lora, qk_attention
-from ..regularizers import make_regularizer
-from ..villani import FactorizedLoss, minimize_data_loss
+from ..regularizers import Regularizer, make_regularizer
+from ..villani import (FactorizedLoss, lower_bound_log_radius, minimize_data_loss,
+                       orbit_constants, orbit_crossovers)
 from . import TaskGrid, register, register_grid
 from ._tasks import merge_tasks
 
@@ -76,6 +79,7 @@ MALA_STEPS = 5000               # time 100; Gibbs means over the second half
 ANNEAL_EPSILONS = (0.4, 0.2, 0.1, 0.05)
 ANNEAL_CHAINS = 64
 ANNEAL_STEPS = 5000             # time 100
+PASSAGE_EPSILONS = tuple(float(e) for e in np.geomspace(0.4, 0.05, 7))   # three per decade
 
 
 def problem(model: str, regularizer: str, lam: float = LAM) -> FactorizedLoss:
@@ -306,7 +310,25 @@ def anneal_task(model: str, epsilon: float, index: int, *, full: bool,
         n_steps=ANNEAL_STEPS if full else PREFIX_STEPS, record_every=TEMPERATURE_RECORD,
         rng=np.random.default_rng(5000 + index), progress=progress)
     mean, sem = langevin.chain_mean(run.loss)
-    return {f"eps{epsilon:g}/loss_mean": mean, f"eps{epsilon:g}/loss_sem": sem}
+    out = {f"eps{epsilon:g}/loss_mean": mean, f"eps{epsilon:g}/loss_sem": sem}
+    if full:
+        out[f"eps{epsilon:g}/first_passage"] = first_passage_times(
+            run.times, run.loss - lowest_loss(prob), PASSAGE_EPSILONS)
+    return out
+
+
+def first_passage_times(times: np.ndarray, excess: np.ndarray, epsilons: tuple[float, ...]
+                        ) -> np.ndarray:
+    """Per chain, the first recorded time with ``excess <= eps`` (``excess`` of shape
+    ``(records, chains)``, e.g. loss minus ``f*``): shape ``(len(epsilons), chains)``, ``inf``
+    for a chain that never gets within ``eps``. Their mean over chains estimates the expected
+    hitting time ``E[inf {t : f(theta_t) - f* <= eps}]``."""
+    out = np.full((len(epsilons), excess.shape[1]), np.inf)
+    for i, eps in enumerate(epsilons):
+        below = excess <= eps
+        hit = below.any(axis=0)
+        out[i, hit] = times[np.argmax(below, axis=0)[hit]]
+    return out
 
 
 def _anneal_history(full: bool, results: list[Mapping[str, np.ndarray]]
@@ -321,6 +343,7 @@ def _anneal_history(full: bool, results: list[Mapping[str, np.ndarray]]
         model=CONSTANT_MODEL, regularizer="log", lam=LAM, step=STEP, chains=ANNEAL_CHAINS,
         epsilons=ANNEAL_EPSILONS, temperatures=[anneal_temperature(e, prob.dim)
                                                 for e in ANNEAL_EPSILONS],
+        passage_epsilons=PASSAGE_EPSILONS,
         n_steps=n_steps, record_every=TEMPERATURE_RECORD, init_scale=TEMPERATURE_INIT_SCALE)))
     return out
 
@@ -330,3 +353,95 @@ def anneal_lora(full: bool = True) -> TaskGrid:
     """Theorem 3.3 with s = 2 epsilon / D: time to reach f* + epsilon, LoRA, log form."""
     return TaskGrid([(eps, i) for i, eps in enumerate(ANNEAL_EPSILONS)],
                     partial(anneal_task, CONSTANT_MODEL, full=full), partial(_anneal_history, full))
+
+
+# ----- readings of Theorem 3.3 at a fixed temperature (chapter 10) --------------------------
+OFFSET_FACTOR = 2.0     # [choice] eps "above the Gibbs offset" means eps >= 2 (F_s - f*)
+READING_POINTS = 8      # [choice] eps values per fixed-temperature reading
+
+
+def reach_times(times: np.ndarray, excess: np.ndarray, offset: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Fixed-temperature reading of the time to reach ``f* + eps`` by the chain-mean loss.
+
+    ``excess`` is the chain-mean loss minus ``f*`` per record and ``offset = F_s - f*`` the
+    Gibbs offset at this temperature. Returns ``READING_POINTS`` values of ``eps``, geometric
+    from ``excess[0] / 2`` down to ``OFFSET_FACTOR * offset``, and for each the first recorded
+    time after which the excess stays ``<= eps`` (:func:`attnlib.langevin.hitting_times`; NaN
+    if never); two empty arrays when the start is not that far above the offset."""
+    top, bottom = excess[0] / 2, OFFSET_FACTOR * offset
+    if top <= bottom:
+        return np.empty(0), np.empty(0)
+    eps = np.geomspace(top, bottom, READING_POINTS)
+    return eps, langevin.hitting_times(times, np.maximum(excess, 0.0), eps)
+
+
+def expected_hitting_times(first_passage: np.ndarray, epsilons: tuple[float, ...],
+                           offset: float) -> tuple[np.ndarray, np.ndarray]:
+    """Expected-hitting-time reading: for each ``eps >= OFFSET_FACTOR * offset`` of
+    ``epsilons``, the mean over chains of the first passage below ``f* + eps``
+    (``first_passage`` of shape ``(len(epsilons), chains)``, see :func:`first_passage_times`);
+    NaN where some chain never got there in the run (the mean would be censored)."""
+    eps = np.asarray(epsilons, dtype=float)
+    keep = eps >= OFFSET_FACTOR * offset
+    passages = first_passage[keep]
+    means = np.where(np.isfinite(passages).all(axis=1), passages.mean(axis=1), np.nan)
+    return eps[keep], means
+
+
+# ----- Theorem 3.1 over other data and sizes (chapter 8) -------------------------------------
+#: [choice] the grid: chapter 8's instance (seed 8: n = 6, N = 5, d = 3, d_k = 2, Gaussian X),
+#: one size changed at a time, and two other laws of the inputs X (unit variance)
+INSTANCE_SEED = 8
+INSTANCE_GRID = (
+    dict(n=6, N=5, d=3, d_k=2, law="gaussian"), dict(n=12, N=5, d=3, d_k=2, law="gaussian"),
+    dict(n=6, N=8, d=3, d_k=2, law="gaussian"), dict(n=6, N=5, d=4, d_k=3, law="gaussian"),
+    dict(n=6, N=5, d=3, d_k=1, law="gaussian"), dict(n=6, N=5, d=3, d_k=2, law="student-t3"),
+    dict(n=6, N=5, d=3, d_k=2, law="uniform"))
+
+
+def attention_instance(*, n: int, N: int, d: int, d_k: int, law: str,
+                       seed: int = INSTANCE_SEED) -> qk_attention.AttentionProblem:
+    """Chapter 8's synthetic problem (``qk_attention.make_problem``, noise 0.5) with the
+    inputs ``X`` drawn from ``law``: ``"gaussian"`` (the default draw), ``"student-t3"``
+    (Student t with 3 degrees of freedom over sqrt(3), heavy tails) or ``"uniform"`` (on
+    ``[-sqrt 3, sqrt 3]``), all of unit variance; the targets are the teacher's outputs on
+    those inputs plus the same noise level."""
+    problem = qk_attention.make_problem(rng=np.random.default_rng(seed), n=n, N=N, d=d,
+                                        d_k=d_k, noise_std=0.5)
+    if law == "gaussian":
+        return problem
+    rng = np.random.default_rng(seed + 100)
+    if law == "student-t3":
+        X = rng.standard_t(3, size=problem.X.shape) / np.sqrt(3.0)
+    elif law == "uniform":
+        X = rng.uniform(-np.sqrt(3.0), np.sqrt(3.0), size=problem.X.shape)
+    else:
+        raise ValueError(f"law must be 'gaussian', 'student-t3' or 'uniform', got {law!r}")
+    clean = qk_attention.AttentionProblem(X=X, Y=np.zeros_like(problem.Y), W_V=problem.W_V,
+                                          d_k=d_k)
+    Y = clean.predict(problem.theta_teacher) + 0.5 * rng.standard_normal(problem.Y.shape)
+    return qk_attention.AttentionProblem(X=X, Y=Y, W_V=problem.W_V, d_k=d_k,
+                                         theta_teacher=problem.theta_teacher)
+
+
+def attention_villani_evidence(problem: qk_attention.AttentionProblem,
+                               regularizers: Mapping[str, Regularizer], s: float
+                               ) -> dict[str, tuple[float, float]]:
+    """Chapter 8's two pieces of evidence for Theorem 3.1 on one instance, per regularizer:
+    ``log10`` of the decisive crossover radius on the scale orbit through a stationary point of
+    the data loss (BFGS from the teacher, :func:`attnlib.villani.orbit_crossovers`), and
+    ``log10 ||W||_F`` beyond which the every-direction lower bound ``B`` is positive
+    (:func:`attnlib.villani.lower_bound_log_radius` with the instance's derivative constants;
+    ``inf`` if never)."""
+    theta_star, _ = minimize_data_loss(problem, problem.theta_teacher)
+    consts = orbit_constants(problem, theta_star)
+    grad_constant, laplacian_constant = problem.derivative_constants()
+    out = {}
+    for name, regularizer in regularizers.items():
+        orbit = orbit_crossovers(consts, regularizer, s).decisive / np.log(10)
+        bound = lower_bound_log_radius(regularizer, s, grad_constant=grad_constant,
+                                       laplacian_constant=laplacian_constant,
+                                       block_dim=problem.dim // 2) / (2 * np.log(10))
+        out[name] = (float(orbit), float(bound))
+    return out

@@ -1,0 +1,25 @@
+"""Chapter 9 (LoRA): the verdict on Theorem 3.2."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .. import verdicts
+from .ch08 import CROSSOVER_MAX, crossover_part, every_direction_part
+
+__all__ = ["CLAIMS", "theorem_32"]
+
+CLAIMS = {
+    "p2-lora-villani": "Theorem 3.2: the mildly regularized LoRA depth-2 loss is Villani",
+}
+
+
+def theorem_32(log10_crossovers: Mapping[str, float], worst_margin: Mapping[str, float], *,
+               maximum: float = CROSSOVER_MAX) -> tuple[verdicts.Verdict, list[verdicts.Verdict]]:
+    """Theorem 3.2 on this instance, by the rules of chapter 8: the orbit part
+    (:func:`attnlib.claims.ch08.crossover_part`) and the every-direction inequalities at the
+    random points (:func:`attnlib.claims.ch08.every_direction_part`). Returns the combined
+    verdict and its two parts."""
+    parts = [crossover_part(log10_crossovers, maximum=maximum),
+             every_direction_part(worst_margin)]
+    return verdicts.combine(CLAIMS["p2-lora-villani"], parts), parts
