@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pkgutil
+import shutil
 import subprocess
 import sys
 import venv
@@ -36,9 +37,14 @@ def test_a_core_install_imports_every_public_module(tmp_path):
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
     environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    source = tmp_path / "source"            # a copy, so the build leaves no build/ here
+    shutil.copytree(ROOT / "attnlib", source / "attnlib",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
     install = subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "-c", str(ROOT / "constraints.txt"), str(ROOT)],
+         "-c", str(ROOT / "constraints.txt"), str(source)],
         capture_output=True, text=True, env=environment, timeout=900)
     assert install.returncode == 0, install.stderr[-2000:]
     modules = public_modules()
