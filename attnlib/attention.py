@@ -230,12 +230,11 @@ def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int,
                 workers: int | None, *, buffers: int, width: int, dtype: np.dtype) -> list[T]:
     """``[work(start, stop, scratch) for each block]`` in block order, on ``workers`` threads.
 
-    The calling thread and ``workers - 1`` pool threads take the next block from a shared
-    counter until none is left (the caller works too, so one call costs one hand-over to the
-    pool, not one per block). ``scratch`` holds ``buffers`` work arrays with ``stop - start``
-    rows and ``width`` columns (from :func:`_scratch`); the blocks run with a single BLAS
-    thread (module docstring). The results are returned in block order whichever thread
-    computed them.
+    With one worker the calling thread runs the blocks; with more, that many pool threads take
+    the next block from a shared counter until none is left (one hand-over per call, not one
+    per block). ``scratch`` holds ``buffers`` work arrays with ``stop - start`` rows and
+    ``width`` columns (from :func:`_scratch`); the blocks run with a single BLAS thread (module
+    docstring). The results are returned in block order whichever thread computed them.
     """
     spans = list(_blocks(n_queries, block))
     threads = _resolve_workers(workers, len(spans))
@@ -254,12 +253,14 @@ def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int,
             results[index] = work(start, stop, [array[:stop - start] for array in scratch])
 
     with _one_blas_thread():
-        helpers = [_pool(threads - 1).submit(drain) for _ in range(threads - 1)]
-        try:
+        if threads == 1:
             drain()
-        finally:
+        else:
+            helpers = [_pool(threads).submit(drain) for _ in range(threads)]
             for helper in helpers:
-                helper.result()
+                helper.exception()                  # wait for every thread ...
+            for helper in helpers:
+                helper.result()                     # ... then raise the first error
     return results
 
 
