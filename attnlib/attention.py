@@ -24,9 +24,10 @@ One block (``block_size >= n``) is the direct computation, kept as the tested re
 the blocked one; the block size is chosen automatically from n
 (:func:`auto_block_size`: two blocks from n = 256 on, so that both cores work) unless given.
 The blocks compute per-row quantities only (``r_j``, ``h_j``, ``(dS X)_j``); the sums over
-rows that make the loss and the gradients are taken once, over all rows, after the blocks. Every path computes the softmax in
-:func:`_softmax_rows` (row-maximum subtraction), float64 by default; ``dtype=np.float32``
-runs the block arithmetic in single precision (results returned in float64).
+rows that make the loss and the gradients are taken once, over all rows, after the blocks.
+Every path computes the softmax in :func:`_softmax_rows` (row-maximum subtraction), float64
+by default; ``dtype=np.float32`` runs the block arithmetic in single precision (results
+returned in float64).
 
 Threads: when there are several blocks, ``workers`` threads (default: up to 2, the number of
 cores) process them concurrently, numpy releasing the GIL in ``exp`` and in BLAS. The products
@@ -476,7 +477,8 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
     y_t = y.astype(kind, copy=False)
     xb = (x @ b).astype(kind, copy=False)
 
-    residual, hidden, ds_x = np.empty((m, p), kind), np.empty((m, d), kind), np.empty((m, d), kind)
+    residual, hidden, ds_x = (np.empty((m, p), kind), np.empty((m, d), kind),
+                              np.empty((m, d), kind))              # per query row
 
     def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
         self_columns = _self_columns(index, start, stop, loo)
