@@ -24,9 +24,10 @@ One block (``block_size >= n``) is the direct computation, kept as the tested re
 the blocked one; the block size is chosen automatically from n
 (:func:`auto_block_size`: two blocks from n = 256 on, so that both cores work) unless given.
 The blocks compute per-row quantities only (``r_j``, ``h_j``, ``(dS X)_j``); the sums over
-rows that make the loss and the gradients are taken once, over all rows, after the blocks. Every path computes the softmax in
-:func:`_softmax_rows` (row-maximum subtraction), float64 by default; ``dtype=np.float32``
-runs the block arithmetic in single precision (results returned in float64).
+rows that make the loss and the gradients are taken once, over all rows, after the blocks.
+Every path computes the softmax in :func:`_softmax_rows` (row-maximum subtraction), float64
+by default; ``dtype=np.float32`` runs the block arithmetic in single precision (results
+returned in float64).
 
 Threads: when there are several blocks, ``workers`` threads (default: up to 2, the number of
 cores) process them concurrently, numpy releasing the GIL in ``exp`` and in BLAS. The products
@@ -230,12 +231,11 @@ def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int,
                 workers: int | None, *, buffers: int, width: int, dtype: np.dtype) -> list[T]:
     """``[work(start, stop, scratch) for each block]`` in block order, on ``workers`` threads.
 
-    The calling thread and ``workers - 1`` pool threads take the next block from a shared
-    counter until none is left (the caller works too, so one call costs one hand-over to the
-    pool, not one per block). ``scratch`` holds ``buffers`` work arrays with ``stop - start``
-    rows and ``width`` columns (from :func:`_scratch`); the blocks run with a single BLAS
-    thread (module docstring). The results are returned in block order whichever thread
-    computed them.
+    With one worker the calling thread runs the blocks; with more, that many pool threads take
+    the next block from a shared counter until none is left (one hand-over per call, not one
+    per block). ``scratch`` holds ``buffers`` work arrays with ``stop - start`` rows and
+    ``width`` columns (from :func:`_scratch`); the blocks run with a single BLAS thread (module
+    docstring). The results are returned in block order whichever thread computed them.
     """
     spans = list(_blocks(n_queries, block))
     threads = _resolve_workers(workers, len(spans))
@@ -254,12 +254,14 @@ def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int,
             results[index] = work(start, stop, [array[:stop - start] for array in scratch])
 
     with _one_blas_thread():
-        helpers = [_pool(threads - 1).submit(drain) for _ in range(threads - 1)]
-        try:
+        if threads == 1:
             drain()
-        finally:
+        else:
+            helpers = [_pool(threads).submit(drain) for _ in range(threads)]
             for helper in helpers:
-                helper.result()
+                helper.exception()                  # wait for every thread ...
+            for helper in helpers:
+                helper.result()                     # ... then raise the first error
     return results
 
 
@@ -475,7 +477,8 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
     y_t = y.astype(kind, copy=False)
     xb = (x @ b).astype(kind, copy=False)
 
-    residual, hidden, ds_x = np.empty((m, p), kind), np.empty((m, d), kind), np.empty((m, d), kind)
+    residual, hidden, ds_x = (np.empty((m, p), kind), np.empty((m, d), kind),
+                              np.empty((m, d), kind))              # per query row
 
     def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
         self_columns = _self_columns(index, start, stop, loo)

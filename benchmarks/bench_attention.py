@@ -20,9 +20,9 @@ minimum of wall-clock seconds). Configurations, for d = 10, p = 20, leave-one-ou
   with ``--torch-python`` (a Python that has torch and attnlib); it checks its gradient against
   attnlib's and records the relative difference; ``torch-1thread`` the same with
   ``torch.set_num_threads(1)``;
-* ``floor``: one ``numpy.exp`` pass over n^2 entries (in tiles of attnlib's block size) plus
-  the 8 n^2 d flops of the products at the rate of a 2000 x 2000 float64 matmul, both measured
-  in the same run;
+* ``floor``: the floor of ``bench_floor.py`` in float64 on 2 threads: n^2 exponentials (in
+  tiles of attnlib's block shape) plus the 8 n^2 d flops of the products at the rate of a
+  2000 x 2000 float64 matmul, both measured in the same run;
 * ``langevin``: throughput of ``attnlib.langevin.euler_maruyama`` (chain-steps per second) on
   Part II's attention and LoRA problems, when those modules exist.
 
@@ -145,36 +145,15 @@ def worker_torch(config: dict) -> dict:
 
 
 def worker_floor(config: dict) -> dict:
-    from attnlib import attention
+    """The floor of ``bench_floor.py`` for float64 on 2 threads (attnlib's default workers)."""
+    from bench_floor import exp_seconds, gemm_rate
 
     n = config["n"]
-    block = attention.auto_block_size(n, n)
-    tile = np.linspace(-5.0, 0.0, block * n).reshape(block, n)
-    out = np.empty_like(tile)
-    passes = -(-n // block)
-
-    def exp_pass():
-        for _ in range(passes):
-            np.exp(tile, out=out)
-
-    exp_pass()
-    exp_times = []
-    for _ in range(config["repeats"]):
-        start = time.perf_counter()
-        exp_pass()
-        exp_times.append(time.perf_counter() - start)
-    left = np.random.default_rng(0).standard_normal((2000, 2000))
-    left @ left
-    mm_times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        left @ left
-        mm_times.append(time.perf_counter() - start)
-    rate = 2 * 2000 ** 3 / min(mm_times)
-    exp_seconds = float(np.median(exp_times))
+    rate, _ = gemm_rate("float64", 2)
+    exp_time, _ = exp_seconds(n, "float64", 2)
     product_seconds = 8 * n * n * D / rate
-    return {"exp_seconds": exp_seconds, "matmul_gflops": rate / 1e9,
-            "product_seconds": product_seconds, "floor_seconds": exp_seconds + product_seconds}
+    return {"exp_seconds": exp_time, "matmul_gflops": rate / 1e9,
+            "product_seconds": product_seconds, "floor_seconds": exp_time + product_seconds}
 
 
 def worker_langevin(config: dict) -> dict:

@@ -10,17 +10,18 @@ For d = 10, p = 20, the leave-one-out mask, float64 and float32, 1 and 2 threads
   data of ``bench_attention.py`` (seed 8);
 * ``floor``: ``8 n^2 d`` flops at this machine's GEMM rate plus ``n^2`` exponentials at its
   exp rate, both measured in the same round: the GEMM rate of a 2000 x 2000 product in
-  ``dtype`` on ``threads`` BLAS threads (best of 3), and the rate of ``numpy.exp`` in place on
-  tiles of attnlib's block shape (values in [-8, 0]), ``threads`` threads taking ``n^2``
-  entries in all (best of 3). The floor counts no memory traffic, no max / sum passes, no call overhead:
-  no implementation that uses numpy's exp and this BLAS can reach it.
+  ``dtype`` on ``threads`` BLAS threads (best of 3), and the rate of ``numpy.exp`` on tiles
+  of attnlib's block shape (values in [-8, 0]), ``threads`` threads taking ``n^2`` entries
+  in all (best of 3). The floor counts no memory traffic, no max / sum passes, no call
+  overhead: no implementation that uses numpy's exp and this BLAS can reach it.
 
 Every round runs every configuration once, in a freshly shuffled order, and times its floor
 and attnlib back to back, so a change of the machine's load hits both; the ratio attnlib /
 floor is taken per round and reported as the median over rounds with its range. The 1-minute
 load average is recorded at every round (the machine is shared: quote ratios, and the load
 beside them). With one thread the same ratio is also taken in CPU seconds of the process
-(``cpu_ratio``): it measures the work done, whatever share of the cores the process got. Results: ``attnlib/experiments/stored/benchmark_floor.json``.
+(``cpu_ratio``): it measures the work done, whatever share of the cores the process got.
+Results: ``attnlib/experiments/stored/benchmark_floor.json``.
 """
 
 from __future__ import annotations
@@ -143,7 +144,8 @@ def main() -> None:
     meta["load_average_after"] = os.getloadavg()
     rows = []
     print(f"{'n':>6} {'dtype':>8} {'threads':>7} | {'attnlib s':>10} {'floor s':>10} | "
-          f"{'attnlib / floor [range]':>24} | {'GEMM GF/s':>9} {'exp G/s':>7} | {'CPU ratio':>9} | load")
+          f"{'attnlib / floor [range]':>24} | {'GEMM GF/s':>9} {'exp G/s':>7} | "
+          f"{'CPU ratio':>9} | load")
     for (n, dtype, threads), measured in rounds.items():
         ratios = [m["ratio"] for m in measured]
         row = {"n": n, "dtype": dtype, "threads": threads,
