@@ -248,7 +248,7 @@ def test_overflow_cases_listed_in_issue_27_raise_naming_the_argument() -> None:
         algorithm.renormalize(A, B, problem.Sigma, tau=5e-324)
     with pytest.raises(ValueError, match="^tau has entries as small as 4.94e-324"):
         darcy.grf_spectrum(4, tau=5e-324)
-    with pytest.raises(ValueError, match="^A has entries up to .*e\\+200: the result of "
+    with pytest.raises(ValueError, match="^A has entries up to .*e\\+\\d+: the result of "
                                          "population_loss is not finite"):
         population.population_loss(A * 1e200, B, problem.Sigma, problem.M)
     assert np.isfinite(population.population_loss(A, B, problem.Sigma, problem.M))
