@@ -252,3 +252,25 @@ def test_overflow_cases_listed_in_issue_27_raise_naming_the_argument() -> None:
                                          "population_loss is not finite"):
         population.population_loss(A * 1e200, B, problem.Sigma, problem.M)
     assert np.isfinite(population.population_loss(A, B, problem.Sigma, problem.M))
+
+
+# ----------------------------------------------------- issue 27: one divergence rule
+def test_vit_sgd_blow_up_is_a_divergence_error_with_the_history_so_far() -> None:
+    rng = np.random.default_rng(0)
+    config = vit.ViTConfig(size=8, patch=4, width=4, key_dim=2)
+    dataset = darcy.generate(4, 8, seed=0)
+    patches, targets = vit.patchify(dataset.a, 4), vit.patchify(dataset.u, 4)
+    with pytest.raises(DivergenceError, match="^vit.train, epoch [0-9]+") as error:
+        vit.train(vit.init_params(config, rng=rng), patches, targets, epochs=5, batch_size=2,
+                  lr=1e4, rng=rng, optimizer="sgd")
+    history = error.value.history
+    assert history is not None and history["epoch"][0] == 0
+    assert np.all(np.isfinite(history["train_loss"]))
+
+
+def test_divergence_error_keeps_its_history_through_pickling() -> None:
+    import pickle
+
+    error = DivergenceError("where: diverged", history={"loss": np.arange(3.0)})
+    copy = pickle.loads(pickle.dumps(error))
+    assert str(copy) == "where: diverged" and np.array_equal(copy.history["loss"], np.arange(3.0))
