@@ -134,19 +134,21 @@ def registry() -> dict[str, tuple[Experiment, str]]:
 
 
 def run(name: str, *, full: bool = True, progress: bool = False, workers: int | None = None,
-        scheduler: str | None = None) -> dict[str, np.ndarray]:
+        scheduler: str | None = None, security: object | None = None
+        ) -> dict[str, np.ndarray]:
     """Run the registered experiment ``name`` and return its history (nothing is saved).
 
     Serial by default. ``workers=K`` runs the tasks of a grid experiment (:func:`register_grid`)
     on a local Dask cluster of K single-threaded processes, ``scheduler`` (an address such as
     ``"tcp://127.0.0.1:8786"``) on an existing Dask cluster; the history is the serial one
-    (:func:`run_grid`). Other experiments then run as one task on one worker.
+    (:func:`run_grid`). Other experiments then run as one task on one worker. ``security``
+    (a ``distributed.Security``) is for a ``tls://`` scheduler.
     """
     check_name(name)
-    if name not in _GRIDS and workers in (None, 1) and scheduler is None:
+    if name not in _GRIDS and workers in (None, 1) and scheduler is None and security is None:
         return _known(name)(full=full, progress=progress)
     return run_grid(task_grid(name, full=full), workers=workers, scheduler=scheduler,
-                    progress=progress)
+                    security=security, progress=progress)
 
 
 def _known(name: str) -> Experiment:
