@@ -279,3 +279,26 @@ def test_a_tls_scheduler_runs_the_grid_with_a_security_configuration(tmp_path: P
     assert history == run_grid(grid)
     with pytest.raises(TypeError, match="^security must be a distributed.Security"):
         run_grid(grid, scheduler="tls://127.0.0.1:1", security="cert.pem")
+
+
+def test_sigterm_stops_a_run_like_ctrl_c(store: Path, tmp_path: Path) -> None:
+    experiments.save("slow_grid", {"old": np.arange(4.0)})
+    before = (store / "slow_grid.npz").read_bytes()
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    child = subprocess.Popen([sys.executable, "-c", CLI, str(store), "slow_grid"],
+                             env={**ENV, "ATTNLIB_TEST_MARKERS": str(markers)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not any(markers.iterdir()) and time.monotonic() < deadline:
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.2)
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=60)
+    finally:
+        _stop(child)
+    assert child.returncode == 143, err
+    assert "terminated: slow_grid was not saved" in err and "Traceback" not in err
+    assert (store / "slow_grid.npz").read_bytes() == before

@@ -20,6 +20,16 @@ Results are put back in task order before ``assemble`` sees them, so the history
 depend on the number of workers or on the order in which tasks finish. A progress bar counts
 finished tasks; an interrupt (Ctrl-C) cancels the submitted tasks, shuts down a cluster this
 function started, and re-raises ``KeyboardInterrupt`` (nothing is saved).
+
+Failures and security: the first task that fails (its own exception, or ``KilledWorker`` once
+its worker was lost more than ``LOST_WORKER_RETRIES`` times) cancels the others and is
+re-raised at once with a note naming the task; a local cluster whose start fails (a worker
+lost while starting) is started again, up to ``CLUSTER_START_ATTEMPTS`` times, and is shut
+down within ``SHUTDOWN_TIMEOUT`` seconds. A local cluster is at most ``WORKERS_PER_CORE``
+workers per core and listens on 127.0.0.1 only (scheduler, workers, nannies, HTTP servers).
+``tcp://`` is plaintext and unauthenticated and Dask exchanges pickles (code) over it: use an
+external ``tcp://`` scheduler only on a trusted network, else ``tls://`` with a
+``distributed.Security`` (``security=``).
 """
 
 from __future__ import annotations
