@@ -274,3 +274,15 @@ def test_divergence_error_keeps_its_history_through_pickling() -> None:
     error = DivergenceError("where: diverged", history={"loss": np.arange(3.0)})
     copy = pickle.loads(pickle.dumps(error))
     assert str(copy) == "where: diverged" and np.array_equal(copy.history["loss"], np.arange(3.0))
+
+
+def test_langevin_divergence_carries_the_records_so_far() -> None:
+    def explodes(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return -np.sum(theta ** 4, axis=1), -4 * theta ** 3       # not confining
+
+    with pytest.raises(langevin.LangevinDivergenceError) as error:
+        langevin.euler_maruyama(explodes, np.ones((2, 1)), step=0.5, temperature=0.01,
+                                n_steps=200, rng=np.random.default_rng(0), record_every=1)
+    history = error.value.history
+    assert set(history) == {"times", "loss"} and history["loss"].shape[1] == 2
+    assert 1 <= history["times"].size < 201 and np.all(np.isfinite(history["loss"]))
