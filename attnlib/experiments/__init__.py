@@ -190,12 +190,12 @@ def _umask() -> int:
     return mask
 
 
-def _remove_stale_temporaries(name: str) -> None:
-    """Delete ``.NAME.PID.*.tmp`` files of save processes that no longer run (SIGKILL, power
-    loss); temporaries of a live process (a concurrent save) are left alone."""
-    for path in STORED_DIR.glob(f".{name}.*.tmp"):
-        pid = path.name[len(name) + 2:].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+def _remove_stale_temporaries() -> None:
+    """Delete the ``.NAME.PID.*.tmp`` files of save processes that no longer run (SIGKILL,
+    power loss), of any name; temporaries of a live process (a concurrent save) stay."""
+    for path in STORED_DIR.glob(".*.*.*.tmp"):
+        parts = path.name[1:].split(".")
+        if len(parts) == 4 and parts[1].isdigit() and not _alive(int(parts[1])):
             path.unlink(missing_ok=True)
 
 
@@ -232,7 +232,7 @@ def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
     ``NAME.npz`` with ``os.replace``: a reader, or an interruption at any point (SIGINT,
     SIGKILL, power loss after the rename), sees either the complete old file or the complete
     new one. The new file gets the permissions of the umask (like any new file), and
-    temporaries left by killed save processes are removed.
+    temporaries left in the store by killed save processes are removed.
     """
     path = _path(name)
     arrays = {}
@@ -247,7 +247,7 @@ def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
         arrays[key] = array
     contents = {MANIFEST_KEY: np.asarray(json.dumps(manifest(arrays))), **arrays}
     STORED_DIR.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temporaries(name)
+    _remove_stale_temporaries()
     handle = tempfile.NamedTemporaryFile(dir=STORED_DIR, prefix=f".{name}.{os.getpid()}.",
                                          suffix=".tmp", delete=False)
     try:
