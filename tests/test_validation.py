@@ -234,6 +234,8 @@ def test_huge_iteration_counts_and_sizes_fail_up_front() -> None:
         data.sample_regression(_HUGE, problem.Sigma, problem.M, 0.1, rng=rng)
     with pytest.raises(ValueError, match="^d = 9223372036854775808 needs about"):
         data.random_rotation(_HUGE, rng=rng)
+    with pytest.raises(ValueError, match="^count = 9223372036854775808 needs about"):
+        darcy.generate(_HUGE, 8, seed=0)
     with pytest.raises(ValueError, match="^n_steps = 9223372036854775808 needs about"):
         langevin.euler_maruyama(potentials.double_well, np.zeros((3, 1)), step=0.01,
                                 temperature=0.5, n_steps=_HUGE, rng=rng)
