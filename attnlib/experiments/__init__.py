@@ -25,7 +25,8 @@ against it before decompressing, then every key, shape, dtype and hash, and name
 the key and the command that regenerates it. A file without a manifest (or with a malformed
 one) is refused. ``python -m attnlib.experiments --add-manifest [NAME ...]`` writes the
 manifest of stored files from their current contents, without rerunning anything: without
-names, of every stored file that has no hashed manifest; with names, of those files. Experiment names are plain identifiers
+names, of every stored file that has no hashed manifest; with names, of those files.
+Experiment names are plain identifiers
 (``[A-Za-z_][A-Za-z0-9_]*``), so a name can never point outside ``stored/``.
 
 Configurations live in the submodules of this package (one per part of the book); they are

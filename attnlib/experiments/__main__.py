@@ -15,7 +15,8 @@ worker processes listening on 127.0.0.1 only; ``--scheduler ADDRESS`` (e.g.
 existing cluster, with ``--tls-ca-file``, ``--tls-cert`` and ``--tls-key`` for ``tls://``
 (``tcp://`` is plaintext and unauthenticated, and Dask sends pickles, i.e. code, over it: a
 warning says so unless the scheduler is on this machine). The stored histories are the serial
-ones, task by task. A failed task stops the run at once with its error (exit status 1). Ctrl-C (or SIGTERM) stops the run, also during a save: the
+ones, task by task. A failed task stops the run at once with its error (exit status 1).
+Ctrl-C (or SIGTERM) stops the run, also during a save: the
 experiment being run is not saved (its stored file is untouched), experiments saved before it
 stay saved, and the exit status is 130 (143 for SIGTERM). The store is checked for
 writability before anything runs; a failed save (a full disk) prints the error and exits
