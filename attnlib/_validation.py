@@ -179,17 +179,31 @@ def check_generator(name: str, rng: object) -> np.random.Generator:
 
 class DivergenceError(FloatingPointError):
     """A training loop or a sampler left the finite numbers (NaN or infinite loss, gradient or
-    parameters). Raised by :func:`attnlib.vit.train` and :func:`attnlib.langevin.euler_maruyama`
-    with the step at which it happened, so a diverged run never returns a silent NaN."""
+    parameters, or logits that overflow). The book's one divergence rule: raised by
+    :func:`attnlib.algorithm.train`, :func:`attnlib.vit.train` and the Langevin samplers with
+    the step at which it happened, so a diverged run never returns a silent NaN.
+
+    ``history`` holds what was recorded before the divergence (a dict of arrays, for a chapter
+    that wants to plot the run up to that point; None where nothing was recorded) and
+    ``result`` the partial result where the routine has one (a ``TrainResult`` for
+    :func:`attnlib.algorithm.train`). Both survive pickling (Dask workers)."""
+
+    def __init__(self, message: str, *, history: dict | None = None,
+                 result: object | None = None) -> None:
+        super().__init__(message)
+        self.history = history
+        self.result = result
 
 
-def check_not_diverged(where: str, *values: object) -> None:
+def check_not_diverged(where: str, *values: object, history: dict | None = None) -> None:
     """The book's one divergence rule: raise :class:`DivergenceError` naming ``where`` (the loop
-    and step) when any of ``values`` (losses, gradients, parameters) is NaN or infinite."""
+    and step), with ``history`` attached, when any of ``values`` (losses, gradients,
+    parameters) is NaN or infinite."""
     for value in values:
         if not np.all(np.isfinite(value)):
             raise DivergenceError(f"{where}: the run diverged (a loss, gradient or parameter is "
-                                  "NaN or infinite); reduce the step size or learning rate")
+                                  "NaN or infinite); reduce the step size or learning rate",
+                                  history=history)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

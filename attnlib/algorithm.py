@@ -72,8 +72,8 @@ import numpy as np
 
 from . import attention
 from ._progress import progress as progress_bar
-from ._validation import (as_matrix, check_finite, check_generator, check_in_range, check_int,
-                          check_memory, check_positive, check_spd,
+from ._validation import (DivergenceError, as_matrix, check_finite, check_generator,
+                          check_in_range, check_int, check_memory, check_positive, check_spd,
                           finite_result)
 from .data import RegressionProblem
 from .geometry import MinimizerManifold, minimizer_manifold
@@ -492,10 +492,11 @@ def default_step(A0: np.ndarray, B0: np.ndarray, Sigma_hat: np.ndarray, M_hat: n
 class TrainResult:
     """Output of :func:`train`: final parameters, per-iteration history, the step used.
 
-    ``history`` maps names to arrays (module docstring); ``diverged`` is true when training
-    stopped because the parameters, the attention logits or the objective stopped being
-    finite (or the objective exceeded 1e8 times its initial value); ``stopped`` when the
-    callback asked to stop. ``config`` records the method and the options.
+    ``history`` maps names to arrays (module docstring); ``stopped`` is true when the callback
+    asked to stop. ``config`` records the method and the options. A run that diverges raises
+    :class:`attnlib._validation.DivergenceError` (the book's one rule) whose ``result`` is this
+    object with the history so far and ``diverged = True``; a returned result always has
+    ``diverged = False`` (the field is kept for code that reads it).
     """
 
     A: np.ndarray
@@ -559,7 +560,7 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     in the module docstring.
 
     Options (keyword only): ``iterations`` (number of updates; the history has
-    ``iterations + 1`` entries unless training diverged or the callback returned True);
+    ``iterations + 1`` entries unless the callback returned True);
     ``init`` (an explicit ``(A0, B0)`` overriding ``method.init``); ``problem`` (the true task,
     for ``excess_risk`` and ``dist_P``); ``reference`` (a certified optimum of the same
     objective, for ``gap`` and ``dist_ref``); ``test``, ``test_every`` (held-out
@@ -571,7 +572,10 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     lists the recorded ones).
 
     Raises ``ValueError`` for a non-positive step, an invalid tau or batch size, and
-    inconsistent options.
+    inconsistent options, and :class:`attnlib._validation.DivergenceError` when training
+    diverges (the parameters, the attention logits or the objective stop being finite, or the
+    objective exceeds 1e8 times its initial value), with the history so far attached
+    (``error.history``, and ``error.result`` a ``TrainResult``).
     """
     if not isinstance(data, DataLoss):
         raise TypeError("data must be an attnlib.algorithm.DataLoss (empirical_loss(X, Y), "
@@ -635,21 +639,31 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         test_records["test_risk"] = []
     start = time.perf_counter()
     initial = None
-    diverged = stopped = False
+    stopped = False
+    config = dict(method=method.describe(), step=step, iterations=iterations, data=data.kind,
+                  mask=data.mask, init="given" if init is not None else method.init,
+                  test_every=test_every)
+
+    def diverged(k: int, what: str) -> DivergenceError:
+        history = _history(records, recorded_iterations,
+                           test_records if test is not None else None)
+        return DivergenceError(
+            f"algorithm.train, iteration {k}: the run diverged ({what}); reduce the step "
+            f"(method.update.step_scale) or use the preconditioner", history=history,
+            result=TrainResult(A=a, B=b, history=history, step=step, config=config,
+                               diverged=True))
 
     for k in progress_bar(range(iterations + 1), total=iterations + 1,
                           desc="train", enabled=progress):
         try:
             value, loss, grad_a, grad_b = objective(a, b)
-        except ValueError:
+        except ValueError as exc:
             if k == 0:
                 raise
-            diverged = True          # the attention logits overflowed float64
-            break
+            raise diverged(k, "the attention logits overflowed float64") from exc
         initial = value if initial is None else initial
         if not np.isfinite(value) or value > 1e8 * max(1.0, initial):
-            diverged = True
-            break
+            raise diverged(k, f"objective {value:.3g}, initially {initial:.3g}")
         record = recorded is None or k in recorded
         if record:
             recorded_iterations.append(k)
@@ -690,18 +704,21 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         if tau is not None:
             a, b = _renormalize(a, b, data.manifold.half, tau)
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-            diverged = True
-            break
+            raise diverged(k + 1, "the parameters are not finite after the update")
 
+    return TrainResult(A=a, B=b, history=_history(records, recorded_iterations,
+                                                  test_records if test is not None else None),
+                       step=step, config=config, stopped=stopped)
+
+
+def _history(records: dict[str, list[float]], iterations: list[int],
+             test_records: dict[str, list[float]] | None) -> dict[str, np.ndarray]:
+    """The history arrays of :func:`train` from its records at ``iterations``."""
     history = {key: np.asarray(values, dtype=float) for key, values in records.items()}
-    history["iteration"] = np.asarray(recorded_iterations, dtype=int)
-    if test is not None:
+    history["iteration"] = np.asarray(iterations, dtype=int)
+    if test_records is not None:
         history.update({key: np.asarray(values, dtype=float)
                         for key, values in test_records.items()})
         history["test_iteration"] = history["test_iteration"].astype(int)
-    config = dict(method=method.describe(), step=step, iterations=iterations, data=data.kind,
-                  mask=data.mask, init="given" if init is not None else method.init,
-                  test_every=test_every)
-    return TrainResult(A=a, B=b, history=history, step=step, config=config, diverged=diverged,
-                       stopped=stopped)
+    return history
 

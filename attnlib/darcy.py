@@ -38,8 +38,8 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from ._progress import progress as _progress
-from ._validation import (as_matrix, check_finite, check_generator, check_int, check_positive,
-                          finite_result)
+from ._validation import (as_matrix, check_finite, check_generator, check_int, check_memory,
+                          check_positive, finite_result)
 
 __all__ = [
     "DarcyDataset",
@@ -79,6 +79,7 @@ def sample_grf(size: int, count: int, *, rng: np.random.Generator, alpha: float 
     """
     size = check_int("size", size, minimum=2)
     count = check_int("count", count, minimum=1)
+    check_memory("count", count, 3 * 8 * count * size * size, f"{count} fields of {size}^2")
     rng = check_generator("rng", rng)
     coef = grf_spectrum(size, alpha=alpha, tau=tau)
     xi = rng.standard_normal((count, size, size))
@@ -246,6 +247,7 @@ def generate(count: int, size: int, *, seed: int, alpha: float = 2.0, tau: float
     """
     count = check_int("count", count, minimum=1)
     size = check_int("size", size, minimum=3)
+    check_memory("count", count, 5 * 8 * count * size * size, f"{count} pairs of {size}^2 fields")
     seed = check_int("seed", seed, minimum=0)
     rng = np.random.default_rng(seed)
     g = sample_grf(size, count, rng=rng, alpha=alpha, tau=tau)

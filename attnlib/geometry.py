@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import (_extremes, as_matrix, check_in_range, check_int, check_positive, check_spd,
+from ._validation import (_extremes, as_matrix, check_int, check_positive, check_spd,
                           finite_result)
 from .population import objective_and_grad, spd_sqrt
 
@@ -174,7 +174,9 @@ def minimizer_manifold(Sigma: np.ndarray, M: np.ndarray, *, rtol: float = 1e-10
     rank (smallest singular value below ``rtol`` times the largest): S is then a different set
     (rank-deficient factors) and the formulas here do not apply.
     """
-    rtol = check_in_range("rtol", rtol, 0.0, 1.0, closed=(False, False))
+    rtol = check_positive("rtol", rtol)
+    if rtol >= 1:
+        raise ValueError(f"rtol must be < 1 (a relative tolerance), got {rtol!r}")
     sigma = check_spd("Sigma", Sigma)
     d = sigma.shape[0]
     m = as_matrix("M", M, shape=(None, d))

@@ -231,25 +231,37 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
 
     loss, grad = _evaluate(loss_and_grad, theta, 0)
     record(0, loss)
-    for k in _progress(range(1, n_steps + 1), total=n_steps, desc="Langevin",
-                       enabled=progress):
-        xi = rng.standard_normal((chains, dim))
-        if drift is None:
-            theta -= h * grad
-            theta += noise_scale * xi
-        else:                                   # rows: (P g)^T = g^T P for symmetric P
-            theta -= h * grad @ drift
-            theta += noise_scale * xi @ noise
-        if not np.all(np.isfinite(theta)):
-            raise LangevinDivergenceError(
-                f"the state of some chains became non-finite at step {k}; reduce the step h "
-                f"(now {h:g}) or check that the potential is confining")
-        loss, grad = _evaluate(loss_and_grad, theta, k)
-        if k % record_every == 0:
-            record(k // record_every, loss)
+    k = 0
+    try:
+        for k in _progress(range(1, n_steps + 1), total=n_steps, desc="Langevin",
+                           enabled=progress):
+            xi = rng.standard_normal((chains, dim))
+            if drift is None:
+                theta -= h * grad
+                theta += noise_scale * xi
+            else:                               # rows: (P g)^T = g^T P for symmetric P
+                theta -= h * grad @ drift
+                theta += noise_scale * xi @ noise
+            if not np.all(np.isfinite(theta)):
+                raise LangevinDivergenceError(
+                    f"the state of some chains became non-finite at step {k}; reduce the step "
+                    f"h (now {h:g}) or check that the potential is confining")
+            loss, grad = _evaluate(loss_and_grad, theta, k)
+            if k % record_every == 0:
+                record(k // record_every, loss)
+    except LangevinDivergenceError as error:
+        error.history = _recorded(h * record_every, (k - 1) // record_every + 1, loss=losses,
+                                  block_norms=norms, states=states)
+        raise
     times = h * record_every * np.arange(n_records)
     return LangevinRun(times=times, loss=losses, theta=theta, step=h, temperature=s,
                        block_names=names, block_norms=norms, states=states)
+
+
+def _recorded(spacing: float, count: int, **arrays: np.ndarray | None) -> dict[str, np.ndarray]:
+    """The first ``count`` records of a sampler's history (attached to a divergence error)."""
+    return {"times": spacing * np.arange(count),
+            **{key: value[:count].copy() for key, value in arrays.items() if value is not None}}
 
 
 @dataclass(frozen=True)
@@ -292,7 +304,12 @@ def mala(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float, tempera
     accepted = 0
     for k in range(1, n_steps + 1):
         proposal = theta - h * grad + np.sqrt(s * h) * rng.standard_normal((chains, dim))
-        new_loss, new_grad = _evaluate(loss_and_grad, proposal, k)
+        try:
+            new_loss, new_grad = _evaluate(loss_and_grad, proposal, k)
+        except LangevinDivergenceError as error:
+            error.history = _recorded(h * record_every, (k - 1) // record_every + 1,
+                                      loss=losses, states=states)
+            raise
         forward = np.sum((proposal - theta + h * grad) ** 2, axis=1)
         backward = np.sum((theta - proposal + h * new_grad) ** 2, axis=1)
         log_ratio = -2.0 * (new_loss - loss) / s - (backward - forward) / (2.0 * s * h)

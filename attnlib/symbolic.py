@@ -162,7 +162,8 @@ def _is_zero(expr: sp.Expr) -> bool:
 def _gradient(expr: sp.Expr, variables: sp.Matrix) -> sp.Matrix:
     """Entrywise derivative ``d expr / d variables[i, j]`` of a polynomial, in sympy's sparse
     polynomial ring (exact, and much faster than ``sp.diff`` on an unexpanded tree)."""
-    symbols = sorted(sp.sympify(expr, strict=True).free_symbols | set(variables.free_symbols), key=str)
+    symbols = sorted(sp.sympify(expr, strict=True).free_symbols | set(variables.free_symbols),
+                     key=str)
     ring, *generators = sp.ring(symbols, sp.QQ)
     lookup = dict(zip(symbols, generators))
     poly = ring(expr)

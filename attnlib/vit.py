@@ -32,8 +32,8 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ._progress import progress as _progress
-from ._validation import (as_matrix, check_finite, check_generator, check_int, check_not_diverged,
-                          check_memory, check_positive)
+from ._validation import (DivergenceError, as_matrix, check_finite, check_generator, check_int,
+                          check_memory, check_not_diverged, check_positive)
 from .attention import row_softmax
 from .optim import apply_updates, chain, check_betas, scale, scale_by_adam
 from .regularizers import Regularizer
@@ -302,8 +302,10 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
     Settings are checked before training (``lr > 0``, ``0 <= betas < 1``, ``adam_eps >= 0``,
     a float ``dtype``). Divergence is checked after every step with the book's one rule
     (:func:`attnlib._validation.check_not_diverged`): a NaN or infinite batch loss, gradient or
-    parameter raises :class:`attnlib._validation.DivergenceError` naming the epoch and step,
-    so a diverged run never returns a history of NaNs.
+    parameter, or attention logits that overflow (a ``ValueError`` of the softmax after the
+    first step), raises :class:`attnlib._validation.DivergenceError` naming the epoch and step,
+    with the history of the completed epochs attached (``error.history``), so a diverged run
+    never returns a history of NaNs.
     """
     epochs = check_int("epochs", epochs, minimum=0)
     check_memory("epochs", epochs, 16 * 40 * (epochs + 1), "the history")
@@ -355,6 +357,9 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
         for key, value in row.items():
             history.setdefault(key, []).append(value)
 
+    def so_far() -> dict[str, np.ndarray]:
+        return {key: np.asarray(value) for key, value in history.items()}
+
     record(0)
     step = 0
     n = patches.shape[0]
@@ -362,13 +367,20 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
         order = rng.permutation(n)
         for start in range(0, n, batch_size):
             batch = order[start:start + batch_size]
-            loss, grads = loss_and_gradients(params, patches[batch], targets[batch])
+            try:
+                loss, grads = loss_and_gradients(params, patches[batch], targets[batch])
+            except ValueError as exc:
+                if step == 0 or "logits" not in str(exc):
+                    raise
+                raise DivergenceError(f"vit.train, epoch {epoch}, step {step + 1}: the run "
+                                      f"diverged ({exc}); reduce the learning rate",
+                                      history=so_far()) from exc
             if regularizer is not None:
                 for w in QK:
                     grads[w] = grads[w] + regularizer.gradient(params[w]).astype(dtype)
             step += 1
             check_not_diverged(f"vit.train, epoch {epoch}, step {step}", loss,
-                               *(grads[name] for name in names))
+                               *(grads[name] for name in names), history=so_far())
             updates, state = transform.update(tuple(grads[name] for name in names), state)
             moved = apply_updates(tuple(params[name] for name in names), updates)
             for name, value in zip(names, moved):
@@ -376,6 +388,12 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
                 if noise_std:
                     params[name] += noise_std * rng.standard_normal(value.shape, dtype=dtype)
             check_not_diverged(f"vit.train, epoch {epoch}, step {step} (after the update)",
-                               *(params[name] for name in names))
-        record(epoch)
-    return params, {key: np.asarray(value) for key, value in history.items()}
+                               *(params[name] for name in names), history=so_far())
+        try:
+            record(epoch)
+        except ValueError as exc:
+            if "logits" not in str(exc):
+                raise
+            raise DivergenceError(f"vit.train, epoch {epoch}: the run diverged ({exc}); reduce "
+                                  "the learning rate", history=so_far()) from exc
+    return params, so_far()

@@ -55,3 +55,35 @@ def slow_task(index: int) -> dict[str, np.ndarray]:
 def slow_grid(full: bool = True) -> TaskGrid:
     """Two tasks of a minute each (a test fixture for interrupting a run)."""
     return TaskGrid([(0,), (1,)], slow_task, merge_tasks)
+
+
+def flaky_task(index: int) -> dict[str, np.ndarray]:
+    """Task 0 kills its own worker process the first time it runs (a lost worker), then
+    returns like the others; the marker file ``killed`` records the first run."""
+    marker = Path(os.environ["ATTNLIB_TEST_MARKERS"]) / "killed"
+    if index == 0 and not marker.exists():
+        marker.touch()
+        os.kill(os.getpid(), 9)
+    return {f"task{index}": np.asarray(float(index))}
+
+
+def killer_task(index: int) -> dict[str, np.ndarray]:
+    """Task 1 kills its worker process every time it runs; the others sleep a minute."""
+    if index == 1:
+        os.kill(os.getpid(), 9)
+    time.sleep(60)
+    return {f"task{index}": np.asarray(float(index))}
+
+
+def broken_task(index: int) -> dict[str, np.ndarray]:
+    """Task 1 raises; the others sleep a minute (a failed task must not wait for them)."""
+    if index == 1:
+        raise ValueError("task 1 is broken")
+    time.sleep(60)
+    return {f"task{index}": np.asarray(float(index))}
+
+
+@register_grid("broken_grid")
+def broken_grid(full: bool = True) -> TaskGrid:
+    """Three tasks, the second of which raises (a test fixture for failing fast)."""
+    return TaskGrid([(0,), (1,), (2,)], broken_task, merge_tasks)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from attnlib import algorithm, attention, data, geometry, population
+from attnlib._validation import DivergenceError
 
 
 @pytest.fixture(scope="module")
@@ -212,9 +213,12 @@ def test_random_init_scale() -> None:
 def test_divergence_and_callback_stop_are_reported(small) -> None:
     _, x, y = small
     loss = algorithm.empirical_loss(x, y)
-    result = algorithm.train(loss, algorithm.Method(update=algorithm.GD(step=1e3)),
-                             iterations=50)
+    with pytest.raises(DivergenceError, match="^algorithm.train, iteration [0-9]+: the run "
+                                              "diverged") as error:
+        algorithm.train(loss, algorithm.Method(update=algorithm.GD(step=1e3)), iterations=50)
+    result = error.value.result                  # the history so far is attached
     assert result.diverged and result.history["objective"].size < 51
+    assert error.value.history is result.history
     assert np.all(np.isfinite(result.history["objective"]))
     stopped = algorithm.train(loss, iterations=50, callback=lambda k, a, b: k == 3)
     assert stopped.stopped and stopped.history["objective"].size == 4

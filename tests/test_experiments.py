@@ -164,11 +164,12 @@ def test_saved_files_follow_the_umask_and_stale_temporaries_are_removed(store: P
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     stale = store / f".run_a.{dead.pid}.abc.tmp"               # left by a SIGKILLed save
+    other = store / f".run_b.{dead.pid}.xyz.tmp"               # of another stored run
     live = store / f".run_a.{os.getpid()}.def.tmp"             # a save still in progress
-    stale.write_bytes(b"partial")
-    live.write_bytes(b"partial")
+    for path in (stale, other, live):
+        path.write_bytes(b"partial")
     experiments.save("run_a", OLD)
-    assert not stale.exists() and live.exists()
+    assert not stale.exists() and not other.exists() and live.exists()
 
 
 def test_every_file_in_the_repository_store_loads() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 import grid_fixture  # noqa: F401  (registers tiny_grid and slow_grid)
 from attnlib import experiments
 from attnlib.experiments import TaskGrid, run_grid
+from attnlib.experiments._tasks import merge_tasks
 
 TESTS = Path(__file__).resolve().parent
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -174,3 +176,129 @@ def test_a_huge_local_cluster_is_refused_before_starting(store: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert f"error: --workers must be at most {limit}, got 1000000000" in result.stderr
     assert not (store / "tiny_grid.npz").exists()
+
+
+# ----------------------------------------------- issue 27: Dask failures fail fast
+@pytest.fixture()
+def worker_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Worker processes import grid_fixture and find the marker folder."""
+    monkeypatch.setenv("PYTHONPATH", ENV["PYTHONPATH"])
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    monkeypatch.setenv("ATTNLIB_TEST_MARKERS", str(markers))
+    return markers
+
+
+def test_a_lost_worker_is_retried_and_the_results_are_unchanged(worker_env: Path) -> None:
+    grid = TaskGrid([(0,), (1,)], grid_fixture.flaky_task, merge_tasks)
+    history = run_grid(grid, workers=2)
+    assert (worker_env / "killed").exists()                   # the worker was killed once
+    assert history == {"task0": 0.0, "task1": 1.0}
+
+
+def test_a_task_that_keeps_killing_its_worker_fails_fast(worker_env: Path) -> None:
+    from distributed.scheduler import KilledWorker
+
+    grid = TaskGrid([(0,), (1,)], grid_fixture.killer_task, merge_tasks)
+    start = time.monotonic()
+    with pytest.raises(KilledWorker) as error:
+        run_grid(grid, workers=2)
+    assert "task 1 of 2, arguments (1,)" in "".join(error.value.__notes__)
+    assert time.monotonic() - start < 55      # well before the other task's 60 s sleep ends
+
+
+def test_the_cli_exits_at_once_with_a_clear_message_when_a_task_fails(
+        store: Path, tmp_path: Path) -> None:
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", CLI, str(store), "broken_grid", "--workers",
+                           "2"], env=ENV, capture_output=True, text=True, timeout=55)
+    assert done.returncode == 1, done.stderr
+    assert "error: broken_grid failed (ValueError: task 1 is broken)" in done.stderr
+    assert "task 1 of 3, arguments (1,)" in done.stderr and "Traceback" not in done.stderr
+    assert time.monotonic() - start < 55 and not (store / "broken_grid.npz").exists()
+
+
+def test_a_cluster_start_that_loses_a_worker_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    from attnlib.experiments import _tasks
+
+    calls: list[int] = []
+
+    def flaky_start(workers: int) -> object:
+        calls.append(workers)
+        if len(calls) == 1:
+            raise RuntimeError("Nanny failed to start")
+        return "cluster"
+
+    monkeypatch.setattr(_tasks, "local_cluster", flaky_start)
+    assert _tasks._start_local_cluster(2) == "cluster" and calls == [2, 2]
+    monkeypatch.setattr(_tasks, "local_cluster", lambda workers: 1 / 0)
+    with pytest.raises(RuntimeError, match="did not start in 3 attempts"):
+        _tasks._start_local_cluster(2)
+
+
+# ------------------------------------------ issue 27: local services on 127.0.0.1 only
+def test_every_local_cluster_service_listens_on_loopback_only() -> None:
+    import psutil
+    from distributed import Client
+
+    from attnlib.experiments._tasks import local_cluster
+
+    with local_cluster(2) as cluster, Client(cluster) as client:
+        client.wait_for_workers(2, timeout=60)
+        me = psutil.Process()
+        processes = [me] + me.children(recursive=True)
+        listening = [conn.laddr for process in processes
+                     for conn in process.net_connections(kind="inet")
+                     if conn.status == psutil.CONN_LISTEN]
+    assert len(listening) >= 5              # scheduler, its HTTP server, workers, nannies
+    assert {address.ip for address in listening} == {"127.0.0.1"}, listening
+
+
+def _self_signed(folder: Path) -> tuple[str, str]:
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return str(cert), str(key)
+
+
+def test_a_tls_scheduler_runs_the_grid_with_a_security_configuration(tmp_path: Path) -> None:
+    if not shutil.which("openssl"):
+        pytest.skip("openssl is needed to make a test certificate")
+    from distributed import LocalCluster, Security
+
+    cert, key = _self_signed(tmp_path)
+    security = Security(tls_ca_file=cert, tls_scheduler_cert=cert, tls_scheduler_key=key,
+                        tls_worker_cert=cert, tls_worker_key=key, tls_client_cert=cert,
+                        tls_client_key=key, require_encryption=True)
+    grid = TaskGrid([(v,) for v in (5, 3)], _sum_task, merge_tasks)
+    with LocalCluster(n_workers=1, processes=False, protocol="tls://", host="127.0.0.1",
+                      security=security, dashboard_address=None) as cluster:
+        assert cluster.scheduler_address.startswith("tls://127.0.0.1:")
+        history = run_grid(grid, scheduler=cluster.scheduler_address, security=security)
+    assert history == run_grid(grid)
+    with pytest.raises(TypeError, match="^security must be a distributed.Security"):
+        run_grid(grid, scheduler="tls://127.0.0.1:1", security="cert.pem")
+
+
+def test_sigterm_stops_a_run_like_ctrl_c(store: Path, tmp_path: Path) -> None:
+    experiments.save("slow_grid", {"old": np.arange(4.0)})
+    before = (store / "slow_grid.npz").read_bytes()
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    child = subprocess.Popen([sys.executable, "-c", CLI, str(store), "slow_grid"],
+                             env={**ENV, "ATTNLIB_TEST_MARKERS": str(markers)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not any(markers.iterdir()) and time.monotonic() < deadline:
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.2)
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=60)
+    finally:
+        _stop(child)
+    assert child.returncode == 143, err
+    assert "terminated: slow_grid was not saved" in err and "Traceback" not in err
+    assert (store / "slow_grid.npz").read_bytes() == before

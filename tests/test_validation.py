@@ -233,6 +233,8 @@ def test_huge_iteration_counts_and_sizes_fail_up_front() -> None:
         data.sample_regression(_HUGE, problem.Sigma, problem.M, 0.1, rng=rng)
     with pytest.raises(ValueError, match="^d = 9223372036854775808 needs about"):
         data.random_rotation(_HUGE, rng=rng)
+    with pytest.raises(ValueError, match="^count = 9223372036854775808 needs about"):
+        darcy.generate(_HUGE, 8, seed=0)
     with pytest.raises(ValueError, match="^n_steps = 9223372036854775808 needs about"):
         langevin.euler_maruyama(potentials.double_well, np.zeros((3, 1)), step=0.01,
                                 temperature=0.5, n_steps=_HUGE, rng=rng)
@@ -247,7 +249,41 @@ def test_overflow_cases_listed_in_issue_27_raise_naming_the_argument() -> None:
         algorithm.renormalize(A, B, problem.Sigma, tau=5e-324)
     with pytest.raises(ValueError, match="^tau has entries as small as 4.94e-324"):
         darcy.grf_spectrum(4, tau=5e-324)
-    with pytest.raises(ValueError, match="^A has entries up to .*e\\+200: the result of "
+    with pytest.raises(ValueError, match="^A has entries up to .*e\\+\\d+: the result of "
                                          "population_loss is not finite"):
         population.population_loss(A * 1e200, B, problem.Sigma, problem.M)
     assert np.isfinite(population.population_loss(A, B, problem.Sigma, problem.M))
+
+
+# ----------------------------------------------------- issue 27: one divergence rule
+def test_vit_sgd_blow_up_is_a_divergence_error_with_the_history_so_far() -> None:
+    rng = np.random.default_rng(0)
+    config = vit.ViTConfig(size=8, patch=4, width=4, key_dim=2)
+    dataset = darcy.generate(4, 8, seed=0)
+    patches, targets = vit.patchify(dataset.a, 4), vit.patchify(dataset.u, 4)
+    with pytest.raises(DivergenceError, match="^vit.train, epoch [0-9]+") as error:
+        vit.train(vit.init_params(config, rng=rng), patches, targets, epochs=5, batch_size=2,
+                  lr=1e4, rng=rng, optimizer="sgd")
+    history = error.value.history
+    assert history is not None and history["epoch"][0] == 0
+    assert np.all(np.isfinite(history["train_loss"]))
+
+
+def test_divergence_error_keeps_its_history_through_pickling() -> None:
+    import pickle
+
+    error = DivergenceError("where: diverged", history={"loss": np.arange(3.0)})
+    copy = pickle.loads(pickle.dumps(error))
+    assert str(copy) == "where: diverged" and np.array_equal(copy.history["loss"], np.arange(3.0))
+
+
+def test_langevin_divergence_carries_the_records_so_far() -> None:
+    def explodes(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return -np.sum(theta ** 4, axis=1), -4 * theta ** 3       # not confining
+
+    with pytest.raises(langevin.LangevinDivergenceError) as error:
+        langevin.euler_maruyama(explodes, np.ones((2, 1)), step=0.5, temperature=0.01,
+                                n_steps=200, rng=np.random.default_rng(0), record_every=1)
+    history = error.value.history
+    assert set(history) == {"times", "loss"} and history["loss"].shape[1] == 2
+    assert 1 <= history["times"].size < 201 and np.all(np.isfinite(history["loss"]))

@@ -25,7 +25,8 @@ against it before decompressing, then every key, shape, dtype and hash, and name
 the key and the command that regenerates it. A file without a manifest (or with a malformed
 one) is refused. ``python -m attnlib.experiments --add-manifest [NAME ...]`` writes the
 manifest of stored files from their current contents, without rerunning anything: without
-names, of every stored file that has no hashed manifest; with names, of those files. Experiment names are plain identifiers
+names, of every stored file that has no hashed manifest; with names, of those files.
+Experiment names are plain identifiers
 (``[A-Za-z_][A-Za-z0-9_]*``), so a name can never point outside ``stored/``.
 
 Configurations live in the submodules of this package (one per part of the book); they are
@@ -134,19 +135,21 @@ def registry() -> dict[str, tuple[Experiment, str]]:
 
 
 def run(name: str, *, full: bool = True, progress: bool = False, workers: int | None = None,
-        scheduler: str | None = None) -> dict[str, np.ndarray]:
+        scheduler: str | None = None, security: object | None = None
+        ) -> dict[str, np.ndarray]:
     """Run the registered experiment ``name`` and return its history (nothing is saved).
 
     Serial by default. ``workers=K`` runs the tasks of a grid experiment (:func:`register_grid`)
     on a local Dask cluster of K single-threaded processes, ``scheduler`` (an address such as
     ``"tcp://127.0.0.1:8786"``) on an existing Dask cluster; the history is the serial one
-    (:func:`run_grid`). Other experiments then run as one task on one worker.
+    (:func:`run_grid`). Other experiments then run as one task on one worker. ``security``
+    (a ``distributed.Security``) is for a ``tls://`` scheduler.
     """
     check_name(name)
-    if name not in _GRIDS and workers in (None, 1) and scheduler is None:
+    if name not in _GRIDS and workers in (None, 1) and scheduler is None and security is None:
         return _known(name)(full=full, progress=progress)
     return run_grid(task_grid(name, full=full), workers=workers, scheduler=scheduler,
-                    progress=progress)
+                    security=security, progress=progress)
 
 
 def _known(name: str) -> Experiment:
@@ -188,12 +191,12 @@ def _umask() -> int:
     return mask
 
 
-def _remove_stale_temporaries(name: str) -> None:
-    """Delete ``.NAME.PID.*.tmp`` files of save processes that no longer run (SIGKILL, power
-    loss); temporaries of a live process (a concurrent save) are left alone."""
-    for path in STORED_DIR.glob(f".{name}.*.tmp"):
-        pid = path.name[len(name) + 2:].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+def _remove_stale_temporaries() -> None:
+    """Delete the ``.NAME.PID.*.tmp`` files of save processes that no longer run (SIGKILL,
+    power loss), of any name; temporaries of a live process (a concurrent save) stay."""
+    for path in STORED_DIR.glob(".*.*.*.tmp"):
+        parts = path.name[1:].split(".")
+        if len(parts) == 4 and parts[1].isdigit() and not _alive(int(parts[1])):
             path.unlink(missing_ok=True)
 
 
@@ -230,7 +233,7 @@ def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
     ``NAME.npz`` with ``os.replace``: a reader, or an interruption at any point (SIGINT,
     SIGKILL, power loss after the rename), sees either the complete old file or the complete
     new one. The new file gets the permissions of the umask (like any new file), and
-    temporaries left by killed save processes are removed.
+    temporaries left in the store by killed save processes are removed.
     """
     path = _path(name)
     arrays = {}
@@ -245,7 +248,7 @@ def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
         arrays[key] = array
     contents = {MANIFEST_KEY: np.asarray(json.dumps(manifest(arrays))), **arrays}
     STORED_DIR.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temporaries(name)
+    _remove_stale_temporaries()
     handle = tempfile.NamedTemporaryFile(dir=STORED_DIR, prefix=f".{name}.{os.getpid()}.",
                                          suffix=".tmp", delete=False)
     try:

@@ -10,9 +10,13 @@ stored file that has none or one without hashes; with names, of those files (aft
 deliberate edit). ``load`` refuses a file without a manifest.
 
 ``--workers K`` runs the tasks of each experiment on a local Dask cluster of K single-threaded
-worker processes; ``--scheduler ADDRESS`` (e.g. ``tcp://10.0.0.5:8786``, a cluster started with
-``dask scheduler`` and ``dask worker``) on an existing cluster. The stored histories are the
-serial ones, task by task. Ctrl-C (or SIGTERM) stops the run, also during a save: the
+worker processes listening on 127.0.0.1 only; ``--scheduler ADDRESS`` (e.g.
+``tls://10.0.0.5:8786``, a cluster started with ``dask scheduler`` and ``dask worker``) on an
+existing cluster, with ``--tls-ca-file``, ``--tls-cert`` and ``--tls-key`` for ``tls://``
+(``tcp://`` is plaintext and unauthenticated, and Dask sends pickles, i.e. code, over it: a
+warning says so unless the scheduler is on this machine). The stored histories are the serial
+ones, task by task. A failed task stops the run at once with its error (exit status 1).
+Ctrl-C (or SIGTERM) stops the run, also during a save: the
 experiment being run is not saved (its stored file is untouched), experiments saved before it
 stay saved, and the exit status is 130 (143 for SIGTERM). The store is checked for
 writability before anything runs; a failed save (a full disk) prints the error and exits
@@ -51,7 +55,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the tasks on a local Dask cluster of K worker processes")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="run the tasks on the Dask cluster of this scheduler address")
+    for option, what in (("--tls-ca-file", "certificate authority"),
+                         ("--tls-cert", "client certificate"), ("--tls-key", "client key")):
+        parser.add_argument(option, default=None, metavar="FILE",
+                            help=f"TLS {what} (PEM) for a tls:// scheduler")
     args = parser.parse_args(argv)
+    security = _security(args)
     if args.workers is not None:
         try:
             check_workers(args.workers)
@@ -88,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             start = time.perf_counter()
             try:
                 path = save(name, run(name, full=True, progress=True, workers=args.workers,
-                                      scheduler=args.scheduler))
+                                      scheduler=args.scheduler, security=security))
             except (KeyboardInterrupt, Terminated) as exc:
                 print(f"\n{'terminated' if isinstance(exc, Terminated) else 'interrupted'}: "
                       f"{name} was not saved (its stored file, if any, is untouched)",
@@ -98,10 +107,33 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: {name} was not saved ({exc}); its stored file, if any, is "
                       "untouched", file=sys.stderr)
                 return 1
+            except Exception as exc:  # noqa: BLE001 - a failed task or experiment
+                notes = "".join(f"\n  {note}" for note in getattr(exc, "__notes__", []))
+                print(f"error: {name} failed ({type(exc).__name__}: {exc}){notes}; it was not "
+                      "saved (its stored file, if any, is untouched)", file=sys.stderr)
+                return 1
             print(f"{name}: saved {path} in {time.perf_counter() - start:.1f} s")
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _security(args: argparse.Namespace) -> object | None:
+    """A ``distributed.Security`` from the ``--tls-*`` options (None without them); warns
+    when ``--scheduler`` is a plaintext ``tcp://`` address of another machine."""
+    address = args.scheduler or ""
+    if address.startswith("tcp://") and not address.startswith(("tcp://127.", "tcp://localhost",
+                                                                "tcp://[::1]")):
+        print("warning: tcp:// is plaintext and unauthenticated and Dask exchanges pickles "
+              "(code) over it; use it only on a trusted network, or tls:// with --tls-ca-file, "
+              "--tls-cert and --tls-key", file=sys.stderr)
+    files = (args.tls_ca_file, args.tls_cert, args.tls_key)
+    if not any(files):
+        return None
+    from distributed import Security
+
+    return Security(tls_ca_file=args.tls_ca_file, tls_client_cert=args.tls_cert,
+                    tls_client_key=args.tls_key, require_encryption=True)
 
 
 class Terminated(Exception):

@@ -20,10 +20,21 @@ Results are put back in task order before ``assemble`` sees them, so the history
 depend on the number of workers or on the order in which tasks finish. A progress bar counts
 finished tasks; an interrupt (Ctrl-C) cancels the submitted tasks, shuts down a cluster this
 function started, and re-raises ``KeyboardInterrupt`` (nothing is saved).
+
+Failures and security: the first task that fails (its own exception, or ``KilledWorker`` once
+its worker was lost more than ``LOST_WORKER_RETRIES`` times) cancels the others and is
+re-raised at once with a note naming the task; a local cluster whose start fails (a worker
+lost while starting) is started again, up to ``CLUSTER_START_ATTEMPTS`` times, and is shut
+down within ``SHUTDOWN_TIMEOUT`` seconds. A local cluster is at most ``WORKERS_PER_CORE``
+workers per core and listens on 127.0.0.1 only (scheduler, workers, nannies, HTTP servers).
+``tcp://`` is plaintext and unauthenticated and Dask exchanges pickles (code) over it: use an
+external ``tcp://`` scheduler only on a trusted network, else ``tls://`` with a
+``distributed.Security`` (``security=``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
@@ -39,6 +50,14 @@ __all__ = ["TaskGrid", "run_grid", "merge_tasks", "one_task", "local_cluster", "
 WORKERS_PER_CORE = 4
 #: Memory a local worker process needs before it runs a task (interpreter, numpy, Dask).
 WORKER_BYTES = 200 * 2 ** 20
+#: The only interface a local cluster listens on.
+LOOPBACK = "127.0.0.1"
+#: How often a task may lose its worker (killed, out of memory) before it fails.
+LOST_WORKER_RETRIES = 3
+#: Attempts to start a local cluster (a worker may die while it starts).
+CLUSTER_START_ATTEMPTS = 3
+#: Seconds allowed for closing the client and the local cluster, also after a failure.
+SHUTDOWN_TIMEOUT = 10
 
 History = dict[str, np.ndarray]
 
@@ -94,16 +113,23 @@ def _call(fn: Callable[..., Mapping[str, np.ndarray]], args: tuple) -> Mapping[s
 
 def _run_on_client(grid: TaskGrid, client: object, progress: bool
                    ) -> list[Mapping[str, np.ndarray]]:
+    """Submit every task, collect the results in task order; on the first failed task cancel
+    the others and re-raise its exception at once, with a note naming the task."""
     from distributed import as_completed
 
     futures = [client.submit(_call, grid.task, args, pure=False) for args in grid.tasks]
     index = {future.key: i for i, future in enumerate(futures)}
     results: list[Mapping[str, np.ndarray] | None] = [None] * len(futures)
     try:
-        finished = as_completed(futures, with_results=True)
-        for future, result in progress_bar(finished, total=len(futures), desc="tasks",
-                                           enabled=progress):
-            results[index[future.key]] = result
+        for future in progress_bar(as_completed(futures), total=len(futures), desc="tasks",
+                                   enabled=progress):
+            i = index[future.key]
+            if future.status == "error":
+                error = future.exception()
+                error.add_note(f"(task {i} of {len(futures)}, arguments {grid.tasks[i]!r:.200}; "
+                               "the other tasks were cancelled)")
+                raise error
+            results[i] = future.result()
     except BaseException:
         client.cancel(futures)
         raise
@@ -122,21 +148,49 @@ def check_workers(workers: object) -> int:
 
 def local_cluster(workers: int) -> object:
     """A ``dask.distributed.LocalCluster`` of ``workers`` single-threaded processes on this
-    machine, without a dashboard (its internal HTTP server takes a free port)."""
+    machine. Every service (scheduler, workers, nannies and their HTTP servers) listens on
+    127.0.0.1 only, without a dashboard; a task survives ``LOST_WORKER_RETRIES`` losses of its
+    worker (killed, out of memory) before it fails."""
+    import dask
     from distributed import LocalCluster
 
-    return LocalCluster(n_workers=check_workers(workers), threads_per_worker=1,
-                        processes=True, dashboard_address=":0",
-                        scheduler_kwargs={"dashboard": False})
+    workers = check_workers(workers)
+    with dask.config.set({"distributed.scheduler.allowed-failures": LOST_WORKER_RETRIES}):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                            host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
+                            worker_dashboard_address=f"{LOOPBACK}:0",
+                            scheduler_kwargs={"dashboard": False},
+                            silence_logs=logging.CRITICAL)   # a failed task is re-raised here
+
+
+def _start_local_cluster(workers: int) -> object:
+    """:func:`local_cluster`, retried when a worker dies while the cluster starts."""
+    for attempt in range(1, CLUSTER_START_ATTEMPTS + 1):
+        try:
+            return local_cluster(workers)
+        except (ValueError, TypeError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. "Nanny failed to start"
+            if attempt == CLUSTER_START_ATTEMPTS:
+                raise RuntimeError(f"the local Dask cluster of {workers} workers did not start "
+                                   f"in {attempt} attempts ({type(exc).__name__}: {exc})"
+                                   ) from exc
 
 
 def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | None = None,
-             progress: bool = False) -> History:
+             security: object | None = None, progress: bool = False) -> History:
     """Run ``grid`` and return its history (module docstring).
 
     ``workers=None`` or ``1`` with no ``scheduler``: serially in this process. ``workers=K``
-    (K >= 2): a LocalCluster of K single-threaded worker processes, shut down afterwards.
-    ``scheduler``: the address of a running Dask scheduler (``workers`` must then be None).
+    (K >= 2): a LocalCluster of K single-threaded worker processes on 127.0.0.1
+    (:func:`local_cluster`; its start is retried ``CLUSTER_START_ATTEMPTS`` times), shut down
+    afterwards within ``SHUTDOWN_TIMEOUT`` seconds. ``scheduler``: the address of a running
+    Dask scheduler (``workers`` must then be None); ``tcp://`` is plaintext and
+    unauthenticated and Dask exchanges pickles (code) over it, so use it only on a trusted
+    network, or ``tls://`` with ``security`` (a ``distributed.Security``; None takes the TLS
+    settings of the Dask configuration, ``distributed.comm.tls.*``). The first failed task
+    (its exception, or ``KilledWorker`` once its worker was lost too often) cancels the others
+    and is re-raised at once, with a note naming the task.
     """
     if not isinstance(grid, TaskGrid):
         raise TypeError(f"grid must be a TaskGrid, got {type(grid).__name__}")
@@ -149,15 +203,29 @@ def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | Non
         if workers is not None:
             raise ValueError("give workers (a local cluster) or scheduler (an existing "
                              "cluster), not both")
+    if security is not None:
+        from distributed import Security
+
+        if not isinstance(security, Security):
+            raise TypeError(f"security must be a distributed.Security, got "
+                            f"{type(security).__name__}")
+        if scheduler is None:
+            raise ValueError("security applies to an existing cluster: give scheduler too")
     if scheduler is None and (workers is None or workers == 1):
         return grid.assemble([grid.task(*args) for args in progress_bar(
             grid.tasks, total=len(grid.tasks), desc="tasks", enabled=progress)])
     from distributed import Client
 
     if scheduler is not None:
-        with Client(scheduler) as client:
+        with Client(scheduler, security=security) as client:
+            return grid.assemble(_run_on_client(grid, client, progress))
+    cluster = _start_local_cluster(workers)
+    try:
+        client = Client(cluster)
+        try:
             results = _run_on_client(grid, client, progress)
-    else:
-        with local_cluster(workers) as cluster, Client(cluster) as client:
-            results = _run_on_client(grid, client, progress)
+        finally:
+            client.close(timeout=SHUTDOWN_TIMEOUT)
+    finally:
+        cluster.close(timeout=SHUTDOWN_TIMEOUT)
     return grid.assemble(results)

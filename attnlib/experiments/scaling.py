@@ -58,7 +58,7 @@ import numpy as np
 
 from .. import algorithm, data, population
 from .._progress import progress as progress_bar
-from .._validation import check_int, check_positive
+from .._validation import DivergenceError, check_int, check_positive
 from ..fitting import fit_geometric_rate, local_gd_rate
 from ..geometry import gd_contraction_factor
 from . import register
@@ -133,9 +133,12 @@ def _finite_part(n_values: tuple[int, ...], seeds: int, iterations: int,
         n = n_values[j]
         x, y = problem.sample(n, rng=np.random.default_rng([PROBLEM_SEED, s, n]))
         test = problem.sample(N_TEST, rng=np.random.default_rng([PROBLEM_SEED, s, n, 1]))
-        result = algorithm.train(algorithm.empirical_loss(x, y), problem=problem,
-                                 iterations=iterations, test=test,
-                                 test_every=max(iterations, 1))
+        try:
+            result = algorithm.train(algorithm.empirical_loss(x, y), problem=problem,
+                                     iterations=iterations, test=test,
+                                     test_every=max(iterations, 1))
+        except DivergenceError as error:                      # keep the run up to there
+            result = error.result
         history = result.history
         kept = grid[grid < history["excess_risk"].size]      # all of it unless diverged
         for key in ("excess_risk", "grad_norm", "objective"):
