@@ -46,7 +46,7 @@ import scipy.sparse.linalg as spla
 
 from ._progress import progress as _progress
 from ._validation import (DivergenceError, as_matrix, check_generator, check_in_range, check_int,
-                          check_memory, check_positive, check_spd)
+                          check_memory, check_positive, check_spd, finite_result)
 
 __all__ = [
     "LossAndGrad",
@@ -550,6 +550,7 @@ def histogram_tv(samples: np.ndarray, edges: Sequence[np.ndarray],
     return float(0.5 * np.abs(counts / x.shape[0] - p).sum() + 0.5 * outside)
 
 
+@finite_result
 def gibbs_z_scores(states: np.ndarray, observables: Mapping[str, Callable[[np.ndarray],
                                                                           np.ndarray]],
                    loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float

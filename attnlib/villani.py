@@ -49,7 +49,7 @@ import mpmath
 import numpy as np
 from scipy import optimize, special
 
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import as_matrix, check_generator, check_int, check_positive, finite_result
 from .regularizers import Regularizer
 
 __all__ = [
@@ -525,6 +525,7 @@ class EveryDirectionCheck:
     positive: int
 
 
+@finite_result
 def every_direction_check(problem: FactorizedLoss, points: np.ndarray,
                           regularizers: list[tuple[str, Regularizer]], temperatures: list[float],
                           *, grad_constant: float, laplacian_constant: float
@@ -542,10 +543,14 @@ def every_direction_check(problem: FactorizedLoss, points: np.ndarray,
     block_dim = max(problem.block_dims)
     grad_ratio, laplacian_ratio, positive = 0.0, 0.0, 0
     worst = {name: math.inf for name, _ in regularizers}
-    for theta in points:
+    for row, theta in enumerate(points):
         W1, W2 = problem.unpack(theta)
-        g1, g2 = problem.unpack(problem.gradient(theta))
-        lap1, lap2 = problem.data_laplacian_blocks(theta)
+        try:
+            g1, g2 = problem.unpack(problem.gradient(theta))
+            lap1, lap2 = problem.data_laplacian_blocks(theta)
+        except ValueError as exc:
+            raise ValueError(f"points[{row}] is too large: the loss's derivatives there are not "
+                             f"finite in float64 ({exc})") from exc
         n1, n2 = float(np.sum(W1**2)), float(np.sum(W2**2))
         grad_ratio = max(grad_ratio, np.linalg.norm(g1) / (C * math.sqrt(n2)),
                          np.linalg.norm(g2) / (C * math.sqrt(n1)))

@@ -54,5 +54,5 @@ def test_registry_ids_are_unique_and_texts_non_empty():
 
 
 def test_unknown_claim_id_is_a_clear_error():
-    with pytest.raises(ValueError, match="claim_id 'no-such-claim'"):
+    with pytest.raises(ValueError, match="claim_id must be an id defined by a module of attnlib.claims, got 'no-such-claim'"):
         claims.text("no-such-claim")

@@ -52,6 +52,6 @@ def text(claim_id: str) -> str:
                         f"{type(claim_id).__name__}")
     texts = registry()
     if claim_id not in texts:
-        raise ValueError(f"claim_id {claim_id!r} is not defined by any module of attnlib.claims "
-                       f"(known: {len(texts)} ids)")
+        raise ValueError(f"claim_id must be an id defined by a module of attnlib.claims, got "
+                         f"{claim_id!r} (known: {len(texts)} ids)")
     return texts[claim_id]
