@@ -51,6 +51,12 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def print_pdf(site: Path, pdf: Path) -> None:
     from playwright.sync_api import sync_playwright
 
+    # The single page is written as the root document (book/intro.html) but its links are
+    # relative to the site's root: serve a copy from there.
+    root = yaml.safe_load((ROOT / "_toc.yml").read_text())["root"]
+    page_name = "whole_book.html"
+    shutil.copy(site / f"{root}.html", site / page_name)
+
     chromium = os.environ.get("ATTNBOOK_CHROMIUM") or shutil.which("chromium")
     if not chromium:
         raise SystemExit("book_pdf: no Chromium (set ATTNBOOK_CHROMIUM or install chromium)")
@@ -62,7 +68,7 @@ def print_pdf(site: Path, pdf: Path) -> None:
             browser = playwright.chromium.launch(executable_path=chromium,
                                                  args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page()
-            page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html",
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/{page_name}",
                       wait_until="load", timeout=300_000)
             page.wait_for_function("() => window.MathJax && MathJax.startup "
                                    "&& MathJax.startup.promise", timeout=120_000)
