@@ -3,7 +3,8 @@
 Part I (Goel, Soltanolkotabi, Bartlett 2026): ``data``, ``attention``, ``population``,
 ``geometry``, ``algorithm``. Part II (Frangi, Mukherjee, Kumar, Sun, Sun 2026): ``villani``,
 ``langevin``, ``lora``, ``qk_attention``, ``darcy``, ``vit``. Shared: ``experiments`` (named,
-seeded runs and their stored histories) and ``plotting`` (the book's figure style).
+seeded runs and their stored histories), ``plotting`` (the book's figure style) and
+``tables`` (result tables as HTML and aligned text).
 Import the submodules directly, e.g. ``from attnlib import attention``.
 """
 

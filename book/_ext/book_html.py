@@ -52,7 +52,7 @@ REPOSITORY_VARIABLE = "ATTNBOOK_REPOSITORY_URL"
 BINDER = "https://mybinder.org"
 COLAB = "https://colab.research.google.com"
 COLAB_DIR = "_colab"
-LICENCES = {"code": ("MIT", "LICENSE"), "text": ("CC BY 4.0", "LICENSE-text")}
+LICENCES = {"code": ("MIT", "LICENSE"), "text": ("CC BY 4.0", "LICENSE-TEXT.md")}
 _FONTAWESOME_JS = re.compile(r'<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*">'
                              r"</script>\s*")
 _REPOSITORY = re.compile(r"^https://github\.com/(?P<org>[\w.-]+)/(?P<repo>[\w.-]+?)/?$")
