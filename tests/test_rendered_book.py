@@ -648,9 +648,14 @@ def test_landing_page_lists_every_chapter_and_how_to_cite(server: str, browser) 
         rows = page.evaluate("() => Array.from(document.querySelectorAll("
                              "'#the-chapters table tbody tr')).map(r => r.cells[2].innerText)")
         bibtex = page.locator("#how-to-cite pre").first.inner_text()
+        pdf_links = page.evaluate("() => Array.from(document.querySelectorAll('.attn-pdf a'))"
+                                  ".map(a => a.getAttribute('href'))")
     finally:
         session.close()
     linked = {href.split("#")[0].removeprefix("../").removesuffix(".html") for href in links}
     assert linked == set(chapters), f"chapters not listed: {set(chapters) - linked}"
     assert len(rows) == len(chapters) and all(len(line.split()) >= 5 for line in rows)
     assert bibtex.startswith("@software{") and "title = " in bibtex and "version = " in bibtex
+    for href in pdf_links:   # a build with ATTNBOOK_PDF links the whole-book PDF: it must exist
+        pdf = (Path(HTML_DIR) / "book" / href).resolve()
+        assert pdf.is_file() and pdf.read_bytes()[:5] == b"%PDF-", f"{href}: no PDF there"
