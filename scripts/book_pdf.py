@@ -8,8 +8,9 @@ Usage (from the repository root, with .venv's Python; ``scripts/build_book.sh`` 
 Builds ``_build/singlehtml`` from the notebooks' stored outputs (execution off: the HTML
 build has just executed them, and the tests check that stored and fresh outputs agree),
 serves it on 127.0.0.1, waits for MathJax, and prints it with the book's print styles (one
-column, no navigation, code wrapped). The browser is ``ATTNBOOK_CHROMIUM`` or chromium on
-the PATH.
+column, no navigation, code wrapped). The browser is ``ATTNBOOK_CHROMIUM``, else the first
+of chromium, chromium-browser and google-chrome (GitHub's Ubuntu runners have Chrome) on the
+PATH.
 """
 
 from __future__ import annotations
@@ -51,7 +52,14 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def print_pdf(site: Path, pdf: Path) -> None:
     from playwright.sync_api import sync_playwright
 
-    chromium = os.environ.get("ATTNBOOK_CHROMIUM") or shutil.which("chromium")
+    # The single page is written as the root document (book/intro.html) but its links are
+    # relative to the site's root: serve a copy from there.
+    root = yaml.safe_load((ROOT / "_toc.yml").read_text())["root"]
+    page_name = "whole_book.html"
+    shutil.copy(site / f"{root}.html", site / page_name)
+
+    chromium = os.environ.get("ATTNBOOK_CHROMIUM") or next(
+        filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
     if not chromium:
         raise SystemExit("book_pdf: no Chromium (set ATTNBOOK_CHROMIUM or install chromium)")
     handler = functools.partial(_QuietHandler, directory=str(site))
@@ -62,7 +70,7 @@ def print_pdf(site: Path, pdf: Path) -> None:
             browser = playwright.chromium.launch(executable_path=chromium,
                                                  args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page()
-            page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html",
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/{page_name}",
                       wait_until="load", timeout=300_000)
             page.wait_for_function("() => window.MathJax && MathJax.startup "
                                    "&& MathJax.startup.promise", timeout=120_000)

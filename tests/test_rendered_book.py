@@ -188,7 +188,10 @@ def _check_math(page) -> list[str]:
 def _check_images(page, width: int) -> list[str]:
     images = page.evaluate("""() => Array.from(document.querySelectorAll('article img'))
         .map(img => ({src: img.getAttribute('src').slice(0, 80), alt: img.getAttribute('alt'),
-                      ok: img.complete && img.naturalWidth > 0, natural: img.naturalWidth,
+                      ok: img.complete && img.naturalWidth > 0,
+                      // a 2x figure states its CSS size (inline style or attribute)
+                      natural: parseFloat(img.style.width) || parseFloat(img.getAttribute('width'))
+                               || img.naturalWidth,
                       shown: img.getBoundingClientRect().width,
                       right: img.getBoundingClientRect().right,
                       caption: !img.closest('.cell_output') || !!(img.closest('figure')
@@ -445,7 +448,8 @@ def _check_figure_text(page, width: int) -> list[str]:
             continue
         text_px = float(records["attn:min-text-px"])
         sizes = image.evaluate("""img => ({shown: img.getBoundingClientRect().width,
-            css: parseFloat(img.getAttribute('width')) || img.naturalWidth})""")
+            css: parseFloat(img.style.width) || parseFloat(img.getAttribute('width'))
+                 || img.naturalWidth})""")
         on_page = text_px * sizes["shown"] / sizes["css"]
         if width >= 900 and on_page < MIN_FIGURE_TEXT_PX:
             problems.append(f"smallest figure text {on_page:.1f} px on the page: {name}")
@@ -644,9 +648,14 @@ def test_landing_page_lists_every_chapter_and_how_to_cite(server: str, browser) 
         rows = page.evaluate("() => Array.from(document.querySelectorAll("
                              "'#the-chapters table tbody tr')).map(r => r.cells[2].innerText)")
         bibtex = page.locator("#how-to-cite pre").first.inner_text()
+        pdf_links = page.evaluate("() => Array.from(document.querySelectorAll('.attn-pdf a'))"
+                                  ".map(a => a.getAttribute('href'))")
     finally:
         session.close()
     linked = {href.split("#")[0].removeprefix("../").removesuffix(".html") for href in links}
     assert linked == set(chapters), f"chapters not listed: {set(chapters) - linked}"
     assert len(rows) == len(chapters) and all(len(line.split()) >= 5 for line in rows)
     assert bibtex.startswith("@software{") and "title = " in bibtex and "version = " in bibtex
+    for href in pdf_links:   # a build with ATTNBOOK_PDF links the whole-book PDF: it must exist
+        pdf = (Path(HTML_DIR) / "book" / href).resolve()
+        assert pdf.is_file() and pdf.read_bytes()[:5] == b"%PDF-", f"{href}: no PDF there"

@@ -52,7 +52,7 @@ REPOSITORY_VARIABLE = "ATTNBOOK_REPOSITORY_URL"
 BINDER = "https://mybinder.org"
 COLAB = "https://colab.research.google.com"
 COLAB_DIR = "_colab"
-LICENCES = {"code": ("MIT", "LICENSE"), "text": ("CC BY 4.0", "LICENSE-text")}
+LICENCES = {"code": ("MIT", "LICENSE"), "text": ("CC BY 4.0", "LICENSE-TEXT.md")}
 _FONTAWESOME_JS = re.compile(r'<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*">'
                              r"</script>\s*")
 _REPOSITORY = re.compile(r"^https://github\.com/(?P<org>[\w.-]+)/(?P<repo>[\w.-]+?)/?$")
@@ -114,6 +114,9 @@ def footer_html(url: str | None) -> str:
 
 
 def _config_inited(app, config) -> None:
+    # recorded as config values, so that a build with other values rereads every page
+    config.attnbook_pdf = os.environ.get("ATTNBOOK_PDF", "").strip()
+    config.attnbook_repository_url = repository_url() or ""
     config.html_static_path = [*config.html_static_path, str(STATIC)]
     config.html_context = {"default_mode": "auto", **config.html_context}
     url = repository_url()
@@ -237,7 +240,7 @@ class CitationDirective(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         self.env.note_dependency(str(ROOT / "CITATION.cff"))
-        text = citation_bibtex(repository_url())
+        text = citation_bibtex(self.config.attnbook_repository_url or None)
         block = nodes.literal_block(text, text, language="bibtex")
         return [block]
 
@@ -246,7 +249,7 @@ class PdfLinkDirective(SphinxDirective):
     """``{attn-pdf-link}``: "the whole book as one PDF", when ``ATTNBOOK_PDF`` is set."""
 
     def run(self) -> list[nodes.Node]:
-        name = os.environ.get("ATTNBOOK_PDF", "").strip()
+        name = self.config.attnbook_pdf
         if not name:
             return []
         href = "../" * self.env.docname.count("/") + name
@@ -256,6 +259,8 @@ class PdfLinkDirective(SphinxDirective):
 
 
 def setup(app) -> dict[str, Any]:
+    app.add_config_value("attnbook_pdf", "", "env")
+    app.add_config_value("attnbook_repository_url", "", "env")
     app.connect("config-inited", _config_inited)
     app.connect("html-page-context", _unique_scripts, priority=1)
     app.connect("html-page-context", _drop_widget_state, priority=900)

@@ -103,9 +103,11 @@ function enlargeableFigures() {
     img.classList.add("attn-enlargeable");
     img.setAttribute("tabindex", "0");
     img.setAttribute("role", "button");
-    var open = function () {
+    var open = function (event) {
+      event.preventDefault();   // Sphinx links a scaled image to its file: stay on the page
       var natural = img.naturalWidth;
-      var cssWidth = parseFloat(img.getAttribute("width")) || natural;
+      var cssWidth = parseFloat(img.style.width) || parseFloat(img.getAttribute("width"))
+        || natural;
       var room = document.documentElement.clientWidth - 16;
       image.src = img.currentSrc || img.src;
       image.alt = img.alt;
@@ -114,7 +116,7 @@ function enlargeableFigures() {
     };
     img.addEventListener("click", open);
     img.addEventListener("keydown", function (event) {
-      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); open(); }
+      if (event.key === "Enter" || event.key === " ") open(event);
     });
   });
 }
