@@ -20,9 +20,9 @@ Part III and shared
     ``bridge`` (Part I's regression trained by Part II's Langevin dynamics), ``verdicts``
     (verdicts computed from measurements), ``claims`` (each chapter's verdict rules),
     ``experiments`` (named, seeded runs and their stored histories; the distributed runner
-    needs the ``distributed`` extra), ``plotting`` (the book's figure style), ``tables`` (result tables as HTML and
-    aligned text), ``slider``
-    (interactive figures that work without a kernel; the live control needs ipywidgets).
+    needs the ``distributed`` extra), ``plotting`` (the book's figure style), ``tables``
+    (result tables as HTML and aligned text), ``slider`` (interactive figures that work
+    without a kernel; the live control needs ipywidgets).
 """
 
 __version__ = "0.1.0"

@@ -353,6 +353,10 @@ def autocorrelation_time(series: np.ndarray, *, window_factor: float = 5.0) -> f
     taus = 2.0 * np.cumsum(acov / acov[0]) - 1.0
     window = np.arange(steps) >= window_factor * taus
     cut = int(np.argmax(window)) if window.any() else steps - 1
+    if taus[cut] <= 0:
+        raise ValueError(f"series has a non-positive autocorrelation time ({taus[cut]:.3g}) "
+                         f"with window_factor = {window_factor:.3g}: its chains do not look "
+                         "stationary, or are too short")
     return float(taus[cut])
 
 

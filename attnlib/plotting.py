@@ -245,7 +245,14 @@ def delta_e(colour_a: Any, colour_b: Any, vision: str = "normal vision") -> floa
     """
     if vision not in CVD:
         raise ValueError(f"vision must be one of {sorted(CVD)}, got {vision!r}")
-    a, b = (CVD[vision] @ _linear(np.array(mcolors.to_rgb(c))) for c in (colour_a, colour_b))
+    rgbs = []
+    for name, colour in (("colour_a", colour_a), ("colour_b", colour_b)):
+        try:
+            rgbs.append(np.array(mcolors.to_rgb(colour)))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{name} must be a matplotlib colour ('#1f77b4', 'C0', an RGB "
+                             f"triple in [0, 1]), got {colour!r}") from exc
+    a, b = (CVD[vision] @ _linear(rgb) for rgb in rgbs)
     return float(np.linalg.norm(_lab(a) - _lab(b)))
 
 

@@ -41,7 +41,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import attnlib
-from attnlib import (algorithm, analysis, attention, bridge, darcy, data, fitting, geometry,
+from attnlib import (algorithm, plotting, tables, analysis, attention, bridge, darcy, data, fitting, geometry,
                      landscape, langevin, lora, optim, population, potentials, qk_attention, reference,
                      regularizers, symbolic, verdicts, villani, vit)
 from attnlib import claims, experiments
@@ -163,6 +163,15 @@ def _benchmark(tmp: Path) -> str:
     """A tiny stored benchmark result in the store ``tmp`` (for experiments.load_benchmark)."""
     (tmp / "benchmark_fuzz.json").write_text('{"rows": []}')
     return "fuzz"
+
+
+def _line_figure():
+    """A small figure with two labelled series (for the figure checks of ``plotting``)."""
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1], label="a")
+    ax.plot([0, 1], [1, 0], label="b")
+    ax.legend()
+    return fig
 
 
 def _step_rule(step_scale: float) -> float:
@@ -329,6 +338,14 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "plotting.new_figure": lambda: dict(ncols=1, nrows=1, width=3.0, height=2.0),
         "plotting.figure": lambda: dict(nrows=1, ncols=2, width=3.0, aspect=0.6),
         "plotting.series_style": lambda: dict(name="gd"),
+        "plotting.figure_png": lambda: dict(fig=_line_figure()),
+        "plotting.png_records": lambda: dict(png=plotting.figure_png(_line_figure())),
+        "plotting.smallest_text_px": lambda: dict(fig=_line_figure()),
+        "plotting.confusable_series": lambda: dict(fig=_line_figure()),
+        "plotting.delta_e": lambda: dict(colour_a="#1f77b4", colour_b="#ff7f0e",
+                                         vision="normal vision"),
+        "tables.result_table": lambda: dict(columns=["n", "rate"], rows=[[1, 0.5], [2, 0.25]]),
+        "tables.ResultTable": lambda: dict(columns=("n",), rows=(("1",),), numeric=(True,)),
         "slider.frame_slider": lambda: dict(draw=lambda a: plt.figure(figsize=(1, 1)),
                                             controls={"a": [1.0, 2.0]}, alt="a = {a:g}"),
         "geometry.gd_contraction_factor": lambda: dict(step=0.1, singular_values=sv, p=4,
@@ -414,7 +431,7 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
                                                 step=0.01, temperature=0.5, n_steps=4,
                                                 rng=_rng(), record_every=2),
         "langevin.gibbs_z_scores": lambda: dict(
-            states=np.linspace(-1.0, 1.0, 24).reshape(12, 2, 1),
+            states=np.random.default_rng(0).standard_normal((12, 2, 1)),
             observables={"x": lambda z: z[..., 0]}, loss_and_grad=well, axes=axes,
             temperature=0.5),
         "langevin.chain_mean": lambda: dict(values=np.arange(6.0).reshape(2, 3)),
@@ -562,6 +579,9 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "landscape.StationaryPoint.n_negative": lambda: dict(which="Q"),
         "landscape.StationaryPoint.n_zero": lambda: dict(which="Q"),
         "lora.LoRAProblem.predict": lambda: dict(theta=np.zeros(lp.dim)),
+        "lora.LoRAProblem.derivative_constants": lambda: dict(),
+        "lora.LoRAProblem.svd_factorization": lambda: dict(
+            theta=np.random.default_rng(0).standard_normal(lp.dim), alpha=0.5),
         "lora.LoRAProblem.act": lambda: dict(theta=np.zeros(lp.dim), G=np.eye(lp.rank)),
         "qk_attention.AttentionProblem.predict": lambda: dict(theta=c["theta_star"]),
         "qk_attention.AttentionProblem.derivative_constants": lambda: dict(),
@@ -810,6 +830,7 @@ _KNOWN_FAILURES_BY_ARGUMENT: dict[tuple[str, str], tuple[tuple[str, ...], str]] 
         ("landscape.stationary_point_table", "lam"): ("huge",),
         ("langevin.autocorrelation_time", "series"): ("huge",),
         ("langevin.chain_mean", "values"): ("huge",),
+        ("lora.LoRAProblem.svd_factorization", "theta"): ("huge",),
         ("langevin.euler_maruyama", "step"): ("huge",),
         ("langevin.euler_maruyama", "temperature"): ("huge",),
         ("langevin.gibbs_bin_probabilities", "temperature"): ("tiny",),
