@@ -302,3 +302,18 @@ def test_sigterm_stops_a_run_like_ctrl_c(store: Path, tmp_path: Path) -> None:
     assert child.returncode == 143, err
     assert "terminated: slow_grid was not saved" in err and "Traceback" not in err
     assert (store / "slow_grid.npz").read_bytes() == before
+
+
+def test_a_missing_distributed_extra_is_a_clear_error(monkeypatch):
+    """Serial grids need only the core install; workers need attnlib[distributed]."""
+    from attnlib.experiments import _tasks
+
+    grid = _tasks.TaskGrid([(1,), (2,)], _square_task, _tasks.merge_tasks)
+    monkeypatch.setitem(sys.modules, "distributed", None)      # as if not installed
+    assert _tasks.run_grid(grid, workers=1)["square_2"].tolist() == [4.0]
+    with pytest.raises(ImportError, match=r"pip install 'attnlib\[distributed\]'"):
+        _tasks.run_grid(grid, workers=2)
+
+
+def _square_task(x: int) -> dict:
+    return {f"square_{x}": np.array([float(x * x)])}

@@ -31,7 +31,7 @@ import sys
 import time
 
 from . import add_manifest, check_writable, registry, run, save, stored_files, stored_names
-from ._tasks import check_workers
+from ._tasks import check_workers, require_distributed
 
 
 def _listing(experiments: dict) -> str:
@@ -130,6 +130,7 @@ def _security(args: argparse.Namespace) -> object | None:
     files = (args.tls_ca_file, args.tls_cert, args.tls_key)
     if not any(files):
         return None
+    require_distributed()
     from distributed import Security
 
     return Security(tls_ca_file=args.tls_ca_file, tls_client_cert=args.tls_cert,

@@ -99,6 +99,17 @@ def merge_tasks(parts: Sequence[Mapping[str, np.ndarray]]) -> History:
     return out
 
 
+def require_distributed() -> None:
+    """Raise a clear ``ImportError`` when Dask's ``distributed`` (the ``distributed`` extra of
+    attnlib) is missing: serial runs need nothing more than the core install."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("running a task grid on Dask workers (workers >= 2, a scheduler or "
+                          "a security configuration) needs the 'distributed' extra: pip "
+                          "install 'attnlib[distributed]'") from exc
+
+
 def _one_blas_thread() -> None:
     """Worker-process setup: one BLAS thread (the cores are shared by the worker processes)."""
     from ..attention import limit_blas_threads
@@ -203,6 +214,8 @@ def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | Non
         if workers is not None:
             raise ValueError("give workers (a local cluster) or scheduler (an existing "
                              "cluster), not both")
+    if scheduler is not None or security is not None or (workers or 1) > 1:
+        require_distributed()
     if security is not None:
         from distributed import Security
 
