@@ -14,7 +14,8 @@
 #      and the self-contained autograder zip in a fresh virtual environment; the student
 #      bundle (no solution, hidden check or master inside, no exercise answered in the prose,
 #      the HTML edition builds, it installs and runs in a fresh virtual environment); and
-#      chapter 1 live in JupyterLab driven by headless Chromium, lab.sh on a given folder.
+#      chapter 1 live in JupyterLab driven by headless Chromium, lab.sh on a given folder, and
+#      the weekly reveal.js slide decks opened offline.
 #      The chapters are not executed again here: step 1's nbval has just executed them, and the
 #      student edition's code cells are checked to be theirs. The fresh environments are
 #      built from wheels downloaded once and kept in ~/.cache/attnbook (tests/fresh_venv.py).
@@ -25,7 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" || exit 1
 set +e
 start=$SECONDS
 failed=()
-TEACHING_TESTS=(tests/test_problem_sets.py tests/test_editions.py tests/test_live_lab.py)
+TEACHING_TESTS=(tests/test_problem_sets.py tests/test_editions.py tests/test_live_lab.py tests/test_slides.py)
 
 echo "== 1/4 unit tests, notebook checks and nbval"
 step=$SECONDS
