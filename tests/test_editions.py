@@ -8,9 +8,8 @@ the chapters (which step 1 of the test command executes with nbval, so they are 
 again here); the edition builds as HTML with warnings as errors; and the bundle installs into
 a virtual environment made only from its own files plus the package index's wheels of its pins
 (tests/fresh_venv.py), where every module the notebooks import is importable and chapters 1,
-9 and 10 (one of Part I, two of Part II) and every problem set execute. Executing all
-thirteen chapters there would take about two more minutes of CPU; their code is the code
-step 1 runs.
+2 (sympy) and 9 (Part II) and every problem set execute. Executing all thirteen chapters
+there would take about two more minutes of CPU; their code is the code step 1 runs.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ _spec.loader.exec_module(editions)
 
 SOURCES = editions.chapter_notebooks()
 MASTERS = sorted(editions.PROBLEM_SETS.glob("ps*.ipynb"))
-EXECUTED_IN_FRESH_VENV = ("ch01_model.ipynb", "ch09_lora.ipynb", "ch10_langevin.ipynb")
+EXECUTED_IN_FRESH_VENV = ("ch01_model.ipynb", "ch02_infinite_data.ipynb", "ch09_lora.ipynb")
 SOLUTION_BLOCK = re.compile(r"^(`{3,}|:{3,})\{admonition\} Solution.*?\n(.*?)^\1\s*$",
                             re.MULTILINE | re.DOTALL)
 # A key number: a decimal with at least three significant digits (a measured value).
@@ -173,14 +172,16 @@ def test_bundle_has_no_solution_hidden_check_or_master(bundle) -> None:
     for name, text in texts.items():
         assert text not in masters, f"{name} is a master notebook"
         for marker in ("BEGIN SOLUTION", "BEGIN TESTS", "hidden: true", "{admonition} Solution",
-                       "grading_checks", "BEGIN QUESTION"):
+                       "BEGIN QUESTION", '_guard["untampered"]'):
             assert marker not in text, f"{name} contains {marker!r}"
     lines = _master_solutions_and_hidden_checks()
     assert len(lines) > 30
     for line in lines:
         escaped = json.dumps(line)[1:-1]
-        holders = [name for name, text in texts.items()
-                   if (escaped if name.endswith(".ipynb") else line) in text]
+        # not the wheel: attnlib is the library the exercises re-implement (calling it is what
+        # the hidden checks catch), so a solution line may well be one of its lines
+        holders = [name for name, text in texts.items() if not name.startswith("wheel:")
+                   and (escaped if name.endswith(".ipynb") else line) in text]
         assert not holders, f"{holders}: holds the master line {line!r}"
     for source in SOURCES:
         text = texts[f"notebooks/{source.name}"]
