@@ -26,7 +26,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" || exit 1
 set +e
 start=$SECONDS
 failed=()
-TEACHING_TESTS=(tests/test_problem_sets.py tests/test_editions.py tests/test_live_lab.py tests/test_slides.py)
+TEACHING_TESTS=(tests/test_problem_sets.py tests/test_grading.py tests/test_editions.py tests/test_live_lab.py
+                tests/test_slides.py)
 
 echo "== 1/4 unit tests, notebook checks and nbval"
 step=$SECONDS

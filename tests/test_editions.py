@@ -27,6 +27,7 @@ import pytest
 from fresh_venv import venv
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.xdist_group("editions")  # one worker: the bundle is built once
 _spec = importlib.util.spec_from_file_location("editions", ROOT / "scripts" / "editions.py")
 editions = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(editions)
@@ -211,7 +212,6 @@ def test_no_exercise_answered_in_the_student_edition(bundle) -> None:
     assert not leaks, "the student edition answers exercises:\n" + "\n".join(leaks)
 
 
-@pytest.mark.xdist_group("editions_html")
 def test_student_html_has_no_solutions(student_html) -> None:
     pages = list(student_html.rglob("*.html"))
     chapters = [page for page in pages if page.parent.name == "notebooks"]
