@@ -10,23 +10,34 @@
 #      installed with apt-get (as root or with password-less sudo) only when a browser step runs;
 #      then a few pages with the site served under a sub-path (as a GitHub Pages project site);
 #   4. the teaching material: the problem sets' checks (otter-grader) against the reference
-#      solutions and against wrong answers, the student edition (no solution text, builds,
-#      its notebooks execute outside the repository), and chapter 1 live in JupyterLab
-#      driven by headless Chromium.
-# A failing step does not stop the others; the command fails at the end, listing them.
+#      solutions, wrong answers and three ways of gaming them, the batch grader (timeout, CSV)
+#      and the self-contained autograder zip in a fresh virtual environment; the student
+#      bundle (no solution, hidden check or master inside, no exercise answered in the prose,
+#      the HTML edition builds, it installs and runs in a fresh virtual environment); and
+#      chapter 1 live in JupyterLab driven by headless Chromium, lab.sh on a given folder, and
+#      the weekly reveal.js slide decks opened offline.
+#      The chapters are not executed again here: step 1's nbval has just executed them, and the
+#      student edition's code cells are checked to be theirs. The fresh environments are
+#      built from wheels downloaded once and kept in ~/.cache/attnbook (tests/fresh_venv.py).
+# Each step prints its time. A failing step does not stop the others; the command fails at the
+# end, listing them.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" || exit 1
 set +e
 start=$SECONDS
 failed=()
-TEACHING_TESTS=(tests/test_problem_sets.py tests/test_editions.py tests/test_live_lab.py)
+TEACHING_TESTS=(tests/test_problem_sets.py tests/test_grading.py tests/test_editions.py tests/test_live_lab.py
+                tests/test_slides.py)
 
 echo "== 1/4 unit tests, notebook checks and nbval"
+step=$SECONDS
 .venv/bin/python -m pytest tests notebooks --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
   --nbval-cell-timeout=600 -n "${ATTNBOOK_WORKERS:-2}" --dist loadfile -q \
   --ignore=notebooks/problem_sets "${TEACHING_TESTS[@]/#/--ignore=}" || failed+=("1 (tests)")
+echo "== 1/4 took $((SECONDS - step)) s"
 
 echo "== 2/4 building the book from the stored outputs (-W -n)"
+step=$SECONDS
 rm -rf _build/html
 # --- claims ledger (issue 19): book/ledger.md from the chapters' stored outputs ---
 .venv/bin/python scripts/build_ledger.py || failed+=("2 (claims ledger)")
@@ -38,6 +49,7 @@ config = yaml.safe_load(open("_config.yml"))
 config["execute"]["execute_notebooks"] = "off"
 open("_build_config_test.yml", "w").write(yaml.safe_dump(config, sort_keys=False))
 PY
+echo "== 2/4 took $((SECONDS - step)) s"
 
 # --- Chromium for step 3 (issue 17): found or installed only here ---
 find_chromium() {
@@ -68,6 +80,7 @@ chromium_ok=0
 find_chromium && chromium_ok=1 && export ATTNBOOK_CHROMIUM
 
 echo "== 3/4 browser check of every page (offline)"
+step=$SECONDS
 if [ ! -f _build/html/index.html ]; then
   echo "skipped: the book was not built (step 2 failed)"; failed+=("3 (browser check: no book)")
 elif [ "$chromium_ok" = 1 ]; then
@@ -77,6 +90,7 @@ elif [ "$chromium_ok" = 1 ]; then
 else
   failed+=("3 (browser check: no Chromium)")
 fi
+echo "== 3/4 took $((SECONDS - step)) s"
 
 echo "== 4/4 teaching material: problem sets, student edition, live JupyterLab"
 step=$SECONDS

@@ -1,8 +1,15 @@
-"""The student and instructor editions built by scripts/editions.py from the one source.
+"""The student edition and the student bundle built by scripts/editions.py from the one source.
 
-The student edition must contain no solution text (chapter solutions, problem-set reference
-solutions), keep every code cell unchanged, build as HTML with warnings as errors, and its
-notebooks must execute on a fresh kernel from a directory outside the repository.
+The student bundle (the student edition's notebooks and problem sets, an attnlib wheel, pinned
+requirements, licences, a README) must hold nothing else: no solution text, no hidden check, no
+master notebook; for every exercise, the key numbers and phrases of its solution must appear
+nowhere in the student edition (prose, code or stored outputs); code cells are unchanged from
+the chapters (which step 1 of the test command executes with nbval, so they are not executed
+again here); the edition builds as HTML with warnings as errors; and the bundle installs into
+a virtual environment made only from its own files plus the package index's wheels of its pins
+(tests/fresh_venv.py), where every module the notebooks import is importable and chapters 1,
+2 (sympy) and 9 (Part II) and every problem set execute. Executing all thirteen chapters
+there would take about two more minutes of CPU; their code is the code step 1 runs.
 """
 
 from __future__ import annotations
@@ -10,30 +17,74 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
+import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from fresh_venv import venv
+
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.xdist_group("editions")  # one worker: the bundle is built once
 _spec = importlib.util.spec_from_file_location("editions", ROOT / "scripts" / "editions.py")
 editions = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(editions)
 
 SOURCES = editions.chapter_notebooks()
+MASTERS = sorted(editions.PROBLEM_SETS.glob("ps*.ipynb"))
+EXECUTED_IN_FRESH_VENV = ("ch01_model.ipynb", "ch02_infinite_data.ipynb", "ch09_lora.ipynb")
 SOLUTION_BLOCK = re.compile(r"^(`{3,}|:{3,})\{admonition\} Solution.*?\n(.*?)^\1\s*$",
                             re.MULTILINE | re.DOTALL)
+# A key number: a decimal with at least three significant digits (a measured value).
+DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e-?\d+)?")
+# Key phrases of solutions whose answer is a statement rather than a number (chapter, exercise
+# number within the chapter -> phrases); every exercise is also checked for its key numbers.
+KEY_PHRASES = {
+    ("ch05_experiment.ipynb", 1): ["tops out"],
+}
 
 
-def _solution_bodies(path: Path) -> list[str]:
-    """The text of every Solution block of a notebook's markdown cells."""
-    cells = json.loads(path.read_text())["cells"]
-    return [match.group(2) for cell in cells if cell["cell_type"] == "markdown"
-            for match in SOLUTION_BLOCK.finditer("".join(cell["source"]))]
+def _solutions(path: Path) -> list[tuple[str, str]]:
+    """(exercise statement, solution body) of every Solution block, in order; the statement is
+    the text of the cell between the previous block (or the cell's start) and this one."""
+    found = []
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text, start = "".join(cell["source"]), 0
+        for match in SOLUTION_BLOCK.finditer(text):
+            found.append((text[start:match.start()], match.group(2)))
+            start = match.end()
+    return found
 
 
 def _code(path: Path) -> list[str]:
     return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]
             if c["cell_type"] == "code"]
+
+
+def _visible_text(path: Path) -> str:
+    """Everything a student sees of a notebook: sources and text outputs."""
+    parts = []
+    for cell in json.loads(path.read_text())["cells"]:
+        parts.append("".join(cell["source"]))
+        for output in cell.get("outputs", []):
+            parts.append("".join(output.get("text", "")))
+            parts += ["".join(value) for key, value in output.get("data", {}).items()
+                      if key.startswith("text/") and key != "text/html"]
+    return "\n".join(parts)
+
+
+def _significant_digits(number: str) -> int:
+    return len(re.sub(r"e.*", "", number).replace("-", "").replace(".", "").lstrip("0"))
+
+
+def key_numbers(statement: str, solution: str) -> list[str]:
+    """The solution's decimals with >= 3 significant digits that its exercise does not state."""
+    return sorted({number for number in DECIMAL.findall(solution)
+                   if _significant_digits(number) >= 3 and number not in statement})
 
 
 def test_strip_solutions_removes_only_the_blocks() -> None:
@@ -50,37 +101,117 @@ def test_strip_solutions_rejects_an_unclosed_block() -> None:
         editions.strip_solutions("```{admonition} Solution\n:class: dropdown\nno end\n")
 
 
-@pytest.fixture(scope="module")
-def student(tmp_path_factory) -> Path:
-    """The student edition's notebooks and problem sets, in a directory outside the repository."""
-    return editions.build("student", tmp_path_factory.mktemp("editions"), run_tests=False)
+def test_key_numbers_are_measured_values_the_exercise_does_not_state() -> None:
+    statement = "Run with n = 500 and h = 0.025."
+    solution = "The slope is -1.19 at n = 500 (h = 0.025), about 2.5 or 0.0312 per step."
+    assert key_numbers(statement, solution) == ["-1.19", "0.0312"]
 
 
 @pytest.fixture(scope="module")
-def student_html(student) -> Path:
-    """The student edition built as HTML (warnings are errors)."""
-    return editions.build_html(student)
+def bundle(tmp_path_factory) -> Path:
+    """The student bundle, built outside the repository."""
+    return editions.student_bundle(tmp_path_factory.mktemp("editions"))
+
+
+@pytest.fixture(scope="module")
+def student_html(bundle, tmp_path_factory) -> Path:
+    """The student edition built as HTML (warnings are errors), from the bundle's notebooks."""
+    out = tmp_path_factory.mktemp("student_html")
+    shutil.copytree(bundle / "notebooks", out / "notebooks")
+    return editions.build_html(out)
 
 
 def test_sources_mark_solutions() -> None:
-    assert sum(len(_solution_bodies(path)) for path in SOURCES) >= 30
+    assert sum(len(_solutions(path)) for path in SOURCES) >= 30
 
 
-def test_student_notebooks_have_no_solution_text(student) -> None:
+def test_bundle_holds_only_what_students_get(bundle) -> None:
+    files = sorted(str(path.relative_to(bundle)) for path in bundle.rglob("*") if path.is_file())
+    expected = {"README.md", "requirements.txt", *editions.LICENSES,
+                *(f"notebooks/{path.name}" for path in SOURCES),
+                *(f"problem_sets/{m.stem}/{m.name}" for m in MASTERS)}
+    wheels = [name for name in files if re.fullmatch(r"attnlib-[\w.]+-py3-none-any\.whl", name)]
+    public_checks = [name for name in files
+                     if re.fullmatch(r"problem_sets/ps\w+/tests/q\w+\.py", name)]
+    assert len(wheels) == 1 and public_checks
+    assert set(files) == expected | set(wheels) | set(public_checks), (
+        sorted(set(files) ^ (expected | set(wheels) | set(public_checks))))
+
+
+def _bundle_texts(bundle: Path) -> dict[str, str]:
+    """Every text in the bundle: its files and the members of the wheel."""
+    texts = {str(p.relative_to(bundle)): p.read_text() for p in bundle.rglob("*")
+             if p.is_file() and p.suffix != ".whl"}
+    with zipfile.ZipFile(next(bundle.glob("*.whl"))) as wheel:
+        for name in wheel.namelist():
+            if not name.endswith((".npz", ".pyc")):
+                texts[f"wheel:{name}"] = wheel.read(name).decode()
+    return texts
+
+
+def _master_solutions_and_hidden_checks() -> list[str]:
+    """Each solution line and hidden-check line of the problem-set masters (stripped)."""
+    lines = []
+    for master in MASTERS:
+        for cell in json.loads(master.read_text())["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] != "code":
+                continue
+            if "# BEGIN SOLUTION" in source:
+                body = source.split("# BEGIN SOLUTION", 1)[1].split("# END SOLUTION", 1)[0]
+                lines += [line.strip() for line in body.splitlines() if line.strip()]
+            if "hidden: true" in source:
+                body = source.split("# END TEST CONFIG", 1)[1]
+                lines += [line.strip() for line in body.splitlines()
+                          if line.strip().startswith("assert ")]
+    return lines
+
+
+def test_bundle_has_no_solution_hidden_check_or_master(bundle) -> None:
+    texts = _bundle_texts(bundle)
+    masters = {master.read_text() for master in MASTERS}
+    for name, text in texts.items():
+        assert text not in masters, f"{name} is a master notebook"
+        for marker in ("BEGIN SOLUTION", "BEGIN TESTS", "hidden: true", "{admonition} Solution",
+                       "BEGIN QUESTION", '_guard["untampered"]'):
+            assert marker not in text, f"{name} contains {marker!r}"
+    lines = _master_solutions_and_hidden_checks()
+    assert len(lines) > 30
+    for line in lines:
+        escaped = json.dumps(line)[1:-1]
+        # not the wheel: attnlib is the library the exercises re-implement (calling it is what
+        # the hidden checks catch), so a solution line may well be one of its lines
+        holders = [name for name, text in texts.items() if not name.startswith("wheel:")
+                   and (escaped if name.endswith(".ipynb") else line) in text]
+        assert not holders, f"{holders}: holds the master line {line!r}"
     for source in SOURCES:
-        copy = student / "notebooks" / source.name
-        text = copy.read_text()
-        assert "{admonition} Solution" not in text, f"{source.name}: a Solution block is left"
-        for body in _solution_bodies(source):
-            lines = [line.strip() for line in body.splitlines()
-                     if len(line.strip()) > 20 and not line.startswith(":")]
-            for line in lines:
-                assert json.dumps(line)[1:-1] not in text, (
-                    f"{source.name}: solution text left: {line[:80]!r}")
-        assert _code(copy) == _code(source), f"{source.name}: code cells were changed"
+        text = texts[f"notebooks/{source.name}"]
+        for _, body in _solutions(source):
+            for line in (line.strip() for line in body.splitlines()):
+                if len(line) > 20 and not line.startswith(":"):
+                    assert json.dumps(line)[1:-1] not in text, (
+                        f"{source.name}: solution text left: {line[:80]!r}")
+        assert _code(bundle / "notebooks" / source.name) == _code(source), (
+            f"{source.name}: code cells were changed")
 
 
-@pytest.mark.xdist_group("editions_html")
+def test_no_exercise_answered_in_the_student_edition(bundle) -> None:
+    """For every exercise: its solution's key numbers (and key phrases, where listed) appear
+    nowhere in that chapter's student edition, prose, code or stored outputs."""
+    leaks = []
+    for source in SOURCES:
+        text = _visible_text(bundle / "notebooks" / source.name)
+        for number, (statement, solution) in enumerate(_solutions(source), start=1):
+            keys = key_numbers(statement, solution)
+            found = [key for key in keys
+                     if re.search(r"(?<![\w.])" + re.escape(key) + r"(?!\d)", text)]
+            found += [phrase for phrase in KEY_PHRASES.get((source.name, number), [])
+                      if phrase in text.lower()]
+            if found:
+                leaks.append(f"{source.name} exercise {number}: {found}")
+    assert not leaks, "the student edition answers exercises:\n" + "\n".join(leaks)
+
+
 def test_student_html_has_no_solutions(student_html) -> None:
     pages = list(student_html.rglob("*.html"))
     chapters = [page for page in pages if page.parent.name == "notebooks"]
@@ -93,19 +224,42 @@ def test_student_html_has_no_solutions(student_html) -> None:
         assert ">Solution<" not in html, f"{page.name}: a Solution title is left"
 
 
-def test_student_problem_sets_have_stubs_only(student) -> None:
-    sets = sorted((student / "problem_sets").glob("*/*.ipynb"))
-    assert len(sets) >= 3
-    for path in sets:
-        text = path.read_text()
-        assert "BEGIN SOLUTION" not in text and "grader.check(" in text, path.name
+def _imported_modules(notebooks: list[Path]) -> set[str]:
+    """Top-level modules imported by the code cells of ``notebooks``."""
+    modules = set()
+    for path in notebooks:
+        for source in _code(path):
+            modules.update(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", source, re.M))
+    return modules
 
 
-@pytest.mark.parametrize("name", [path.name for path in SOURCES])
-def test_student_notebook_executes(student, name: str) -> None:
-    path = student / "notebooks" / name
-    editions.execute_notebooks([path])
-    outputs = [o for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"
-               for o in c.get("outputs", [])]
-    assert not [o for o in outputs if o.get("output_type") == "error"]
-    assert outputs, f"{name}: executed but produced no output"
+def test_bundle_runs_in_a_fresh_venv(bundle, tmp_path) -> None:
+    bin_dir = venv(bundle / "requirements.txt", next(bundle.glob("attnlib-*.whl")))
+    python = str(bin_dir / "python")
+    # nothing from the repository or the development environment (no PYTHONPATH)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "OMP_NUM_THREADS": "1",
+           "OPENBLAS_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    notebooks = sorted(bundle.rglob("*.ipynb"))
+    modules = _imported_modules(notebooks)
+    assert {"numpy", "attnlib", "matplotlib", "otter"} <= modules
+    done = subprocess.run([python, "-c", "import " + ", ".join(sorted(modules))],
+                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert done.returncode == 0, f"a module the notebooks import is missing:\n{done.stderr}"
+    where = subprocess.run([python, "-c", "import attnlib; print(attnlib.__file__)"],
+                           capture_output=True, text=True, cwd=tmp_path, env=env).stdout
+    assert str(bin_dir.parent) in where, f"attnlib comes from {where}, not the bundle's wheel"
+    chosen = [bundle / "notebooks" / name for name in EXECUTED_IN_FRESH_VENV]
+    chosen += sorted((bundle / "problem_sets").glob("*/*.ipynb"))
+    run = ("import sys, nbformat, nbclient\n"
+           "for path in sys.argv[1:]:\n"
+           "    nb = nbformat.read(path, as_version=4)\n"
+           "    nbclient.NotebookClient(nb, timeout=600, kernel_name='python3', resources="
+           "{'metadata': {'path': path.rsplit('/', 1)[0]}}).execute()\n"
+           "    nbformat.write(nb, path)\n")
+    done = subprocess.run(["nice", "-n", "10", python, "-c", run, *map(str, chosen)],
+                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert done.returncode == 0, f"a bundle notebook failed in the fresh venv:\n{done.stderr[-3000:]}"
+    for path in chosen:
+        outputs = [o for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"
+                   for o in c.get("outputs", [])]
+        assert outputs and not [o for o in outputs if o.get("output_type") == "error"], path.name

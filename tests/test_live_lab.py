@@ -160,3 +160,39 @@ def test_chapter1_live_in_jupyterlab(lab) -> None:
         after = _figure_sources(page, output)
         assert after and after != before, "moving the slider did not redraw the figure"
         browser.close()
+
+
+@pytest.mark.parametrize("how", ["--dir", "--ServerApp.root_dir="])
+def test_lab_sh_opens_the_folder_asked_for(how: str, tmp_path: Path) -> None:
+    """scripts/lab.sh serves a folder given with --dir (a student bundle) or with Jupyter's
+    own --ServerApp.root_dir (which once failed: "root_dir only accepts one value, got 2")."""
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    shutil.copy(ROOT / "notebooks" / CHAPTER, folder / "student_copy.ipynb")
+    token, port = secrets.token_hex(16), _free_port()
+    where = [how, str(folder)] if how == "--dir" else [f"{how}{folder}"]
+    log = (tmp_path / "lab.log").open("w")
+    server = subprocess.Popen(
+        ["bash", str(ROOT / "scripts" / "lab.sh"), *where, "--no-browser",
+         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+         f"--IdentityProvider.token={token}", "--LabApp.news_url=None"],
+        env={**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / ".runtime")},
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents?token={token}",
+                                            timeout=2) as answer:
+                    listing = json.load(answer)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("lab.sh did not serve:\n"
+                                         + (tmp_path / "lab.log").read_text()[-3000:])
+                time.sleep(0.5)
+        assert [item["name"] for item in listing["content"]] == ["student_copy.ipynb"]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+        log.close()

@@ -1,15 +1,17 @@
 """The self-checking problem sets (notebooks/problem_sets, otter-grader master notebooks).
 
-For each problem set: ``otter assign`` builds the student and autograder versions (it also runs
-the reference solutions against every check and stops on a failure); ``otter run`` grades
-the reference solutions with all checks, public and hidden, and they must score full marks;
-the student version, with some stubs replaced by plausible wrong answers and the rest left
-unanswered, must fail every question, and each wrong answer must get the feedback that names
-its mistake; the student version must contain no solution code and no hidden check.
+For each problem set: ``otter assign`` (through scripts/editions.py, so the autograder zip is
+self-contained) builds the student and autograder versions (it also runs the reference
+solutions against every check and stops on a failure); ``otter run`` grades the reference
+solutions with all checks, public and hidden, and they must score full marks; the student
+version, with some stubs replaced by plausible wrong answers and the rest left unanswered, must
+fail every question, and each wrong answer must get the feedback that names its mistake; the
+student version must contain no solution code and no hidden check.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -19,6 +21,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+_spec = importlib.util.spec_from_file_location("editions", ROOT / "scripts" / "editions.py")
+editions = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(editions)
 PROBLEM_SETS = sorted((ROOT / "notebooks" / "problem_sets").glob("ps*.ipynb"))
 OTTER = str(Path(sys.executable).with_name("otter"))
 pytestmark = pytest.mark.xdist_group("problem_sets")  # one worker: each set is assigned once
@@ -70,6 +77,29 @@ WRONG = {
                              "def rescale(U, V, G):\n    return U @ G, G @ V\n",
                              "U V changed"),
     },
+    "ps4_part2_langevin_darcy_bridge": {
+        "q1_hitting_time": ("first_time_below",
+                            "def first_time_below(times, gap, eps):\n"
+                            "    below = np.nonzero(np.abs(gap) <= eps)[0]\n"
+                            "    return float(times[below[0]]) if below.size else np.nan\n",
+                            "must stay within eps"),
+        "q2_patchify": ("patchify",
+                        "def patchify(fields, patch):\n"
+                        "    return fields.reshape(fields.shape[0], -1, patch * patch)\n",
+                        "each token must be one P x P square"),
+        "q3_darcy_residual": ("flux_residual",
+                              "def flux_residual(a, u, f):\n"
+                              "    h2 = (1.0 / (a.shape[0] - 1)) ** 2\n"
+                              "    flux_x = a[1:, :] * (u[1:, :] - u[:-1, :])\n"
+                              "    flux_y = a[:, 1:] * (u[:, 1:] - u[:, :-1])\n"
+                              "    div = (flux_x[1:, 1:-1] - flux_x[:-1, 1:-1]) + (flux_y[1:-1, 1:] - flux_y[1:-1, :-1])\n"
+                              "    return -div / h2 - f\n",
+                              "averaged onto the faces"),
+        "q4_preconditioner": ("precondition",
+                              "def precondition(G_A, G_B, Sigma_hat):\n"
+                              "    return np.linalg.solve(Sigma_hat, G_A.T).T, np.linalg.solve(Sigma_hat, G_B)\n",
+                              "needs S^-1 on both sides"),
+    },
 }
 
 
@@ -86,19 +116,21 @@ def _grade(autograder_zip: Path, notebook: Path, out: Path) -> dict[str, dict]:
     return {test["name"]: test for test in results["tests"]}
 
 
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    return editions.build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
 @pytest.fixture(scope="module", params=PROBLEM_SETS, ids=lambda path: path.stem)
-def assigned(request, tmp_path_factory) -> tuple[Path, Path]:
+def assigned(request, wheel, tmp_path_factory) -> tuple[Path, Path]:
     """(master notebook, otter assign output directory) for one problem set."""
     master = request.param
-    dist = tmp_path_factory.mktemp(master.stem)
-    done = subprocess.run([OTTER, "assign", str(master), str(dist)], cwd=master.parent,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, f"otter assign failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
-    return master, dist
+    return master, editions.assign(master, tmp_path_factory.mktemp(master.stem) / "dist",
+                                   wheel=wheel)
 
 
-def test_there_are_three_problem_sets() -> None:
-    assert len(PROBLEM_SETS) >= 3, [path.name for path in PROBLEM_SETS]
+def test_there_are_four_problem_sets() -> None:
+    assert len(PROBLEM_SETS) >= 4, [path.name for path in PROBLEM_SETS]
     assert set(WRONG) == {path.stem for path in PROBLEM_SETS}
 
 
