@@ -710,7 +710,6 @@ def tilting_monte_carlo(Sigma: np.ndarray, u: np.ndarray, *, n_samples: int,
                              tilted_mean_se=np.sqrt(spread) / sum_w)
 
 
-@finite_result
 def finite_context_errors(problem: RegressionProblem, A: np.ndarray, B: np.ndarray,
                           ns: Sequence[int], *, reps: int, n_queries: int,
                           rng: np.random.Generator,

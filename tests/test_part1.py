@@ -75,3 +75,19 @@ def test_dimension_rates_match_the_prediction_for_small_d():
     assert np.all(np.abs(out["mu_measured"] - out["mu_predicted"]) < 5e-3)
     with pytest.raises(ValueError, match="dims"):
         scaling.dimension_rates((1,))
+
+
+def test_a_new_baseline_is_measured_against_the_objective_it_trains():
+    """The reference objective comes from the method itself (issue 28): a new lam = 1 baseline
+    needs no list to be edited, and one without a stored reference is refused."""
+    from dataclasses import replace
+
+    heavy_ball = replace(algorithm.METHODS["algorithm1"], update=algorithm.Momentum(decay=0.5))
+    assert part1.reference_tag(heavy_ball) == "Q"
+    assert part1.reference_tag(replace(algorithm.METHODS["gd"], update=algorithm.Adam())) == "L"
+    with pytest.raises(ValueError, match="lam = 0.5 with the 'balancing' regularizer"):
+        part1.reference_tag(replace(heavy_ball, lam=0.5))
+    with pytest.raises(ValueError, match="'normalized' regularizer"):
+        part1.reference_tag(replace(heavy_ball, regularizer="normalized"))
+    assert part1.LAM1_METHODS == tuple(
+        name for name, m in algorithm.METHODS.items() if m.lam == 1.0)

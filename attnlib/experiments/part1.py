@@ -45,8 +45,29 @@ N_TEST = 500
 TEST_EVERY = 10
 CURVES = ("excess_risk", "objective", "loss", "dist_P", "dist_P_hat", "grad_norm")
 N_ROTATIONS = 6
-LAM1_METHODS = ("algorithm1", "random+precond+reg")
-LAM0_METHODS = ("gd", "sgd", "adam")
+
+
+def reference_tag(method: algorithm.Method) -> str:
+    """The objective a method trains, as the tag of its stored certified minima: ``"Q"`` for
+    Q_hat = L_hat + R_hat (``lam = 1``, balancing regularizer), ``"L"`` for L_hat alone
+    (``lam = 0``). A method's optimization gap is measured against the best minimum of that
+    objective; for any other objective no minimum is stored, so this raises ``ValueError``
+    instead of letting a gap be measured against the wrong objective."""
+    if not isinstance(method, algorithm.Method):
+        raise TypeError(f"method must be an attnlib.algorithm.Method, got {type(method).__name__}")
+    if method.lam == 1.0 and method.regularizer == "balancing":
+        return "Q"
+    if method.lam == 0.0:
+        return "L"
+    raise ValueError(f"method trains lam = {method.lam} with the {method.regularizer!r} "
+                     "regularizer: no certified minimum of that objective is stored (only "
+                     "lam = 1 with 'balancing', and lam = 0)")
+
+
+#: Chapter 5's methods by the objective they train (derived from the methods themselves).
+LAM1_METHODS = tuple(name for name, m in algorithm.METHODS.items() if reference_tag(m) == "Q")
+LAM0_METHODS = tuple(name for name, m in algorithm.METHODS.items() if reference_tag(m) == "L")
+#: The lam = 0 methods whose final iterates start L_hat's multi-start search (SGD ends next to GD).
 LAM0_REFERENCE_STARTS = ("gd", "adam")
 
 
