@@ -165,6 +165,9 @@ def _register_png_formatter() -> None:
     shell = get_ipython()
     if shell is None:
         return
+    # Load the backend first: importing matplotlib's inline backend (at a notebook's first
+    # figure) re-selects its own PNG formatter and would replace this one.
+    plt.close(plt.figure())
     formatter = shell.display_formatter.formatters["image/png"]
     formatter.for_type(mpl.figure.Figure, _displayed_png)
 

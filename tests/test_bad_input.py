@@ -45,6 +45,7 @@ from attnlib import (algorithm, plotting, tables, analysis, attention, bridge, d
                      landscape, langevin, lora, optim, population, potentials, qk_attention, reference,
                      regularizers, symbolic, verdicts, villani, vit)
 from attnlib import claims, experiments
+from attnlib._validation import _non_finite
 from attnlib.experiments._tasks import merge_tasks
 
 # --------------------------------------------------------------------------- enumeration
@@ -946,19 +947,6 @@ def names_argument(message: str, arg: str) -> bool:
     return re.search(pattern, message) is not None
 
 
-def _has_non_finite(result: Any) -> bool:
-    if dataclasses.is_dataclass(result) and not isinstance(result, type):
-        return any(_has_non_finite(getattr(result, f.name)) for f in dataclasses.fields(result))
-    if isinstance(result, dict):
-        return any(_has_non_finite(v) for v in result.values())
-    if isinstance(result, (tuple, list)):
-        return any(_has_non_finite(v) for v in result)
-    if isinstance(result, (float, np.floating, np.ndarray)):
-        array = np.asarray(result)
-        return array.dtype.kind in "fc" and not bool(np.isfinite(array).all())
-    return False
-
-
 def _has_nan(result: Any) -> bool:
     if dataclasses.is_dataclass(result) and not isinstance(result, type):
         return any(_has_nan(getattr(result, f.name)) for f in dataclasses.fields(result))
@@ -1007,7 +995,7 @@ def test_bad_input_is_rejected_by_name(qualname: str, arg: str, case: str, sandb
     if key in NAN_PASSES_THROUGH:
         return
     if case in OVERFLOW_CASES:
-        assert not _has_non_finite(result), (
+        assert not _non_finite(result), (
             f"{arg}={case} returned inf or NaN without an error naming {arg}")
         return
     accepted = ACCEPTED.get(key)

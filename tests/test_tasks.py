@@ -138,9 +138,13 @@ CLI = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("options", [[], ["--workers", "2"]], ids=["serial", "2-workers"])
-def test_ctrl_c_leaves_the_stored_file_untouched(store: Path, tmp_path: Path,
-                                                 options: list[str]) -> None:
+@pytest.mark.parametrize("stop, options, status, word", [
+    (signal.SIGINT, [], 130, "interrupted"), (signal.SIGINT, ["--workers", "2"], 130, "interrupted"),
+    (signal.SIGTERM, [], 143, "terminated")], ids=["ctrl-c", "ctrl-c-2-workers", "sigterm"])
+def test_a_stopped_run_leaves_the_stored_file_untouched(store: Path, tmp_path: Path, stop: int,
+                                                        options: list[str], status: int,
+                                                        word: str) -> None:
+    """Ctrl-C or SIGTERM while a task runs: a clear message, no traceback, no save."""
     experiments.save("slow_grid", {"old": np.arange(4.0)})
     before = (store / "slow_grid.npz").read_bytes()
     markers = tmp_path / "markers"
@@ -155,12 +159,12 @@ def test_ctrl_c_leaves_the_stored_file_untouched(store: Path, tmp_path: Path,
             assert child.poll() is None, child.communicate()
             time.sleep(0.2)
         assert any(markers.iterdir()), "no task started"
-        child.send_signal(signal.SIGINT)
+        child.send_signal(stop)
         out, err = child.communicate(timeout=60)
     finally:
         _stop(child)
-    assert child.returncode == 130, err
-    assert "interrupted: slow_grid was not saved" in err
+    assert child.returncode == status, err
+    assert f"{word}: slow_grid was not saved" in err
     assert "Traceback" not in err, err
     assert (store / "slow_grid.npz").read_bytes() == before
     assert [path.name for path in store.iterdir() if path.suffix == ".tmp"] == []
@@ -279,29 +283,6 @@ def test_a_tls_scheduler_runs_the_grid_with_a_security_configuration(tmp_path: P
     assert history == run_grid(grid)
     with pytest.raises(TypeError, match="^security must be a distributed.Security"):
         run_grid(grid, scheduler="tls://127.0.0.1:1", security="cert.pem")
-
-
-def test_sigterm_stops_a_run_like_ctrl_c(store: Path, tmp_path: Path) -> None:
-    experiments.save("slow_grid", {"old": np.arange(4.0)})
-    before = (store / "slow_grid.npz").read_bytes()
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    child = subprocess.Popen([sys.executable, "-c", CLI, str(store), "slow_grid"],
-                             env={**ENV, "ATTNLIB_TEST_MARKERS": str(markers)},
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
-    try:
-        deadline = time.monotonic() + 90
-        while not any(markers.iterdir()) and time.monotonic() < deadline:
-            assert child.poll() is None, child.communicate()
-            time.sleep(0.2)
-        child.send_signal(signal.SIGTERM)
-        out, err = child.communicate(timeout=60)
-    finally:
-        _stop(child)
-    assert child.returncode == 143, err
-    assert "terminated: slow_grid was not saved" in err and "Traceback" not in err
-    assert (store / "slow_grid.npz").read_bytes() == before
 
 
 def test_a_missing_distributed_extra_is_a_clear_error(monkeypatch):
