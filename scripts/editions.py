@@ -285,7 +285,9 @@ def assign_problem_sets(edition: str, out: Path, *, run_tests: bool = True) -> l
 def build_html(out: Path) -> Path:
     """Build the book from ``out``'s notebooks and the prose pages into ``out/html``."""
     shutil.copytree(ROOT / "book", out / "book", dirs_exist_ok=True)
-    shutil.copy(ROOT / "_toc.yml", out / "_toc.yml")
+    # the pages' footer and citation block read the version and CITATION.cff
+    for name in ("_toc.yml", "pyproject.toml", "CITATION.cff"):
+        shutil.copy(ROOT / name, out / name)
     # the claims ledger page (issue 19), from this edition's notebooks
     subprocess.run([sys.executable, str(ROOT / "scripts" / "build_ledger.py"), "--root", str(out),
                     "--out", str(out / "book" / "ledger.md")], check=True)

@@ -21,6 +21,7 @@ grader or these files on disk) is listed in the teaching guide; ``scripts/grade.
 code for a human to read.
 """
 
+import os
 import sys
 
 import attnlib  # noqa: F401  (its directory is where its functions must be defined)
@@ -74,11 +75,21 @@ def call(function, *args, allowed=(), forbidden=None):
     home = _home("attnlib")
     entered = set()
 
-    def profiler(frame, event, _arg):
-        if event != "call" or not _defined_in(frame.f_code, home):
-            return
+    checks = os.path.join(home, "_validation.py")   # input checks and their decorators
+
+    def entered_from_outside(frame):
+        """No attnlib function (other than its input checks and their decorators' wrappers)
+        is anywhere up the stack: the answer itself called into attnlib here."""
         caller = frame.f_back
-        if caller is None or not _defined_in(caller.f_code, home):
+        while caller is not None:
+            if _defined_in(caller.f_code, home) and caller.f_code.co_filename != checks:
+                return False
+            caller = caller.f_back
+        return True
+
+    def profiler(frame, event, _arg):
+        if (event == "call" and _defined_in(frame.f_code, home)
+                and frame.f_code.co_filename != checks and entered_from_outside(frame)):
             entered.add(_attnlib_name(frame.f_code, home))
 
     previous = sys.getprofile()
