@@ -209,12 +209,20 @@ CHILD = textwrap.dedent("""
 """)
 
 
+def _interruptible() -> None:
+    """In the child, before exec: SIGINT back to its default (a run started in the background
+    by a non-interactive shell inherits it ignored, and Python then never raises
+    KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 @pytest.mark.parametrize("point", ["mid-write", "before-fsync", "before-replace"])
 def test_interrupted_save_leaves_the_previous_file_intact(store: Path, signum: int,
                                                           point: str) -> None:
     done = subprocess.run([sys.executable, "-c", CHILD.format(), str(store), str(int(signum)),
-                           point], capture_output=True, text=True, timeout=120)
+                           point], capture_output=True, text=True, timeout=120,
+                          preexec_fn=_interruptible)
     assert done.returncode != 0 and "save finished" not in done.stdout, done.stderr
     if signum == signal.SIGINT:
         assert "KeyboardInterrupt" in done.stderr

@@ -152,7 +152,9 @@ def test_a_stopped_run_leaves_the_stored_file_untouched(store: Path, tmp_path: P
     child = subprocess.Popen([sys.executable, "-c", CLI, str(store), "slow_grid", *options],
                              env={**ENV, "ATTNLIB_TEST_MARKERS": str(markers)},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+                             start_new_session=True,
+                             # SIGINT back to its default: a background shell may ignore it
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 90
         while not any(markers.iterdir()) and time.monotonic() < deadline:
