@@ -379,3 +379,29 @@ def test_attention_instances_and_their_villani_evidence():
         {"log": Regularizer("log", 0.01), "weight decay": Regularizer("weight_decay", 0.01)}, 1.0)
     assert evidence["log"][0] == pytest.approx(18.04, abs=0.01)    # chapter 8's orbit at s = 1
     assert np.isfinite(evidence["log"][1]) and np.isinf(evidence["weight decay"][1])
+
+
+def test_lora_instances_stationary_points_and_grid_evidence():
+    from attnlib.experiments import part2
+    from attnlib.regularizers import Regularizer
+
+    for law in ("gaussian", "student-t3", "uniform"):
+        problem = part2.lora_instance(n=400, d=3, width=8, rank=2, law=law)
+        assert problem.x.var() == pytest.approx(1.0, rel=0.25)
+        teacher_fit = problem.data_loss(problem.theta_teacher)
+        assert teacher_fit == pytest.approx(part2.LORA_NOISE ** 2 / 2, rel=0.3)
+    with pytest.raises(ValueError, match="law"):
+        part2.lora_instance(n=20, d=3, width=8, rank=2, law="cauchy")
+    base = part2.lora_instance(**part2.LORA_INSTANCE_GRID[0])
+    theta_star, grad_norm = part2.lora_stationary_point(base)
+    assert grad_norm < 1e-7 and np.linalg.norm(base.gradient(theta_star)) < 1e-7
+    regularizers = {"log": Regularizer("log", 0.01)}
+    evidence, grad_norms, untested = part2.lora_grid_evidence(
+        regularizers, 1.0, grid=part2.LORA_INSTANCE_GRID[:1] + (dict(n=20, d=5, width=8, rank=2,
+                                                                      law="gaussian"),))
+    label = "n=20 d=3 m=8 r=2 gaussian"
+    assert list(evidence) == [label] and grad_norms[label] == grad_norm
+    assert evidence[label] == part2.villani_evidence(base, theta_star, regularizers, 1.0)
+    assert evidence[label]["log"][0] == pytest.approx(14.18, abs=0.01)   # chapter 9's orbit
+    assert list(untested) == ["n=20 d=5 m=8 r=2 gaussian"]
+    assert "no stationary point" in untested["n=20 d=5 m=8 r=2 gaussian"]

@@ -72,13 +72,17 @@ def theorem_31(log10_crossovers: Mapping[str, float], worst_margin: Mapping[str,
 
 
 def any_data_and_size(evidence: Mapping[str, Mapping[str, tuple[float, float]]], *,
+                      untested: Mapping[str, str] | None = None,
+                      claim: str = CLAIMS["p2-any-data-size"],
                       crossover_max: float = CROSSOVER_MAX, bound_max: float = BOUND_MAX
                       ) -> tuple[verdicts.Verdict, list[verdicts.Verdict]]:
     """"No assumption on the data or the size", on a grid of instances: ``evidence[instance]
     [regularizer] = (log10 orbit crossover, log10 radius where the every-direction bound turns
     positive)``. Both must hold on every instance: crossover ``<= crossover_max`` and bound
-    radius ``<= bound_max`` (finite; ``inf`` when the bound never turns positive). Returns the
-    combined verdict and its two parts."""
+    radius ``<= bound_max`` (finite; ``inf`` when the bound never turns positive). Instances in
+    ``untested`` (label -> reason) add a not-testable part, so the claim is at most partly
+    reproduced. ``claim`` is the claim's text (chapter 9 judges LoRA's grid with this rule).
+    Returns the combined verdict and its parts."""
     labels = [f"{inst}, {reg}" for inst, regs in evidence.items() for reg in regs]
     orbit = [v[0] for regs in evidence.values() for v in regs.values()]
     bound = [v[1] for regs in evidence.values() for v in regs.values()]
@@ -87,4 +91,8 @@ def any_data_and_size(evidence: Mapping[str, Mapping[str, tuple[float, float]]],
              verdicts.verdict("every-direction bound positive on every instance", bound,
                               bound_max, quantity="log10 radius where B > 0,", labels=labels,
                               fmt=".1f")]
-    return verdicts.combine(CLAIMS["p2-any-data-size"], parts), parts
+    if untested:
+        parts.append(verdicts.not_testable(
+            f"instances without a stationary point ({', '.join(untested)})",
+            "; ".join(f"{label}: {reason}" for label, reason in untested.items())))
+    return verdicts.combine(claim, parts), parts

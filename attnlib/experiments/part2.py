@@ -40,6 +40,7 @@ from functools import partial
 from typing import Mapping
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from .. import langevin, lora, qk_attention
 from ..regularizers import Regularizer, make_regularizer
@@ -389,35 +390,48 @@ def expected_hitting_times(first_passage: np.ndarray, epsilons: tuple[float, ...
     return eps[keep], means
 
 
-# ----- Theorem 3.1 over other data and sizes (chapter 8) -------------------------------------
-#: [choice] the grid: chapter 8's instance (seed 8: n = 6, N = 5, d = 3, d_k = 2, Gaussian X),
-#: one size changed at a time, and two other laws of the inputs X (unit variance)
+# ----- Theorems 3.1 and 3.2 over other data and sizes (chapters 8 and 9) --------------------
+#: [choice] the attention grid: chapter 8's instance (seed 8: n = 6, N = 5, d = 3, d_k = 2,
+#: Gaussian X), one size changed at a time, and two other laws of the inputs X (unit variance)
 INSTANCE_SEED = 8
 INSTANCE_GRID = (
     dict(n=6, N=5, d=3, d_k=2, law="gaussian"), dict(n=12, N=5, d=3, d_k=2, law="gaussian"),
     dict(n=6, N=8, d=3, d_k=2, law="gaussian"), dict(n=6, N=5, d=4, d_k=3, law="gaussian"),
     dict(n=6, N=5, d=3, d_k=1, law="gaussian"), dict(n=6, N=5, d=3, d_k=2, law="student-t3"),
     dict(n=6, N=5, d=3, d_k=2, law="uniform"))
+#: [choice] the LoRA grid: chapter 9's instance (seed 0: n = 20, d = 3, width m = 8, rank r = 2,
+#: Gaussian x), one size changed at a time (n, d, m, r both ways) and the two other input laws
+LORA_INSTANCE_SEED = 0
+LORA_INSTANCE_GRID = tuple(
+    dict(dict(n=20, d=3, width=8, rank=2, law="gaussian"), **change)
+    for change in ({}, dict(n=40), dict(d=4), dict(d=5), dict(width=16), dict(rank=1),
+                   dict(rank=3), dict(law="student-t3"), dict(law="uniform")))
+LORA_NOISE = 0.1
+LORA_WARM_DECAY = 1e-3
+
+
+def _inputs(law: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Inputs of unit variance drawn from ``law``: ``"student-t3"`` (Student t with 3 degrees
+    of freedom over sqrt(3), heavy tails) or ``"uniform"`` (on ``[-sqrt 3, sqrt 3]``)."""
+    if law == "student-t3":
+        return rng.standard_t(3, size=shape) / np.sqrt(3.0)
+    if law == "uniform":
+        return rng.uniform(-np.sqrt(3.0), np.sqrt(3.0), size=shape)
+    raise ValueError(f"law must be 'gaussian', 'student-t3' or 'uniform', got {law!r}")
 
 
 def attention_instance(*, n: int, N: int, d: int, d_k: int, law: str,
                        seed: int = INSTANCE_SEED) -> qk_attention.AttentionProblem:
     """Chapter 8's synthetic problem (``qk_attention.make_problem``, noise 0.5) with the
-    inputs ``X`` drawn from ``law``: ``"gaussian"`` (the default draw), ``"student-t3"``
-    (Student t with 3 degrees of freedom over sqrt(3), heavy tails) or ``"uniform"`` (on
-    ``[-sqrt 3, sqrt 3]``), all of unit variance; the targets are the teacher's outputs on
-    those inputs plus the same noise level."""
+    inputs ``X`` drawn from ``law``: ``"gaussian"`` (the default draw), ``"student-t3"`` or
+    ``"uniform"`` (:func:`_inputs`, unit variance, from ``default_rng(seed + 100)``); the targets
+    are the teacher's outputs on those inputs plus the same noise level."""
     problem = qk_attention.make_problem(rng=np.random.default_rng(seed), n=n, N=N, d=d,
                                         d_k=d_k, noise_std=0.5)
     if law == "gaussian":
         return problem
     rng = np.random.default_rng(seed + 100)
-    if law == "student-t3":
-        X = rng.standard_t(3, size=problem.X.shape) / np.sqrt(3.0)
-    elif law == "uniform":
-        X = rng.uniform(-np.sqrt(3.0), np.sqrt(3.0), size=problem.X.shape)
-    else:
-        raise ValueError(f"law must be 'gaussian', 'student-t3' or 'uniform', got {law!r}")
+    X = _inputs(law, problem.X.shape, rng)
     clean = qk_attention.AttentionProblem(X=X, Y=np.zeros_like(problem.Y), W_V=problem.W_V,
                                           d_k=d_k)
     Y = clean.predict(problem.theta_teacher) + 0.5 * rng.standard_normal(problem.Y.shape)
@@ -425,16 +439,50 @@ def attention_instance(*, n: int, N: int, d: int, d_k: int, law: str,
                                          theta_teacher=problem.theta_teacher)
 
 
-def attention_villani_evidence(problem: qk_attention.AttentionProblem,
-                               regularizers: Mapping[str, Regularizer], s: float
-                               ) -> dict[str, tuple[float, float]]:
-    """Chapter 8's two pieces of evidence for Theorem 3.1 on one instance, per regularizer:
-    ``log10`` of the decisive crossover radius on the scale orbit through a stationary point of
-    the data loss (BFGS from the teacher, :func:`attnlib.villani.orbit_crossovers`), and
-    ``log10 ||W||_F`` beyond which the every-direction lower bound ``B`` is positive
-    (:func:`attnlib.villani.lower_bound_log_radius` with the instance's derivative constants;
-    ``inf`` if never)."""
-    theta_star, _ = minimize_data_loss(problem, problem.theta_teacher)
+def lora_instance(*, n: int, d: int, width: int, rank: int, law: str,
+                  seed: int = LORA_INSTANCE_SEED) -> lora.LoRAProblem:
+    """Chapter 9's synthetic problem (``lora.make_problem``, noise ``LORA_NOISE``) with the
+    inputs ``x`` drawn from ``law`` as in :func:`attention_instance`; the targets are the
+    teacher's outputs on those inputs plus the same noise level."""
+    problem = lora.make_problem(rng=np.random.default_rng(seed), n=n, d=d, width=width,
+                                rank=rank, noise_std=LORA_NOISE)
+    if law == "gaussian":
+        return problem
+    rng = np.random.default_rng(seed + 100)
+    x = _inputs(law, problem.x.shape, rng)
+    clean = lora.LoRAProblem(x=x, y=np.zeros(n), a=problem.a, W_pre=problem.W_pre, rank=rank)
+    y = clean.predict(problem.theta_teacher) + LORA_NOISE * rng.standard_normal(n)
+    return lora.LoRAProblem(x=x, y=y, a=problem.a, W_pre=problem.W_pre, rank=rank,
+                            theta_teacher=problem.theta_teacher)
+
+
+def lora_stationary_point(problem: lora.LoRAProblem) -> tuple[np.ndarray, float]:
+    """Chapter 9's stationary point of the LoRA data loss: BFGS with a tiny weight decay
+    (``LORA_WARM_DECAY``) from the teacher, a balanced and well-conditioned start, then BFGS
+    without it (the polish); if the polish stalls, a trust-region least-squares fit of the
+    residuals from the warm start, then BFGS. Returns ``(theta*, ||grad L(theta*)||)``; raises
+    ``RuntimeError`` (from :func:`attnlib.villani.minimize_data_loss`) when no stationary point
+    is found."""
+    warm, _ = minimize_data_loss(
+        problem.with_regularizer(Regularizer("weight_decay", LORA_WARM_DECAY)),
+        problem.theta_teacher, gtol=1e-9)
+    try:
+        return minimize_data_loss(problem, warm)
+    except RuntimeError:   # BFGS drifted along the orbit: a trust-region least-squares fit first
+        fit = least_squares(lambda theta: problem.predict(theta) - problem.y, warm,
+                            method="trf", xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        return minimize_data_loss(problem, fit.x)
+
+
+def villani_evidence(problem: FactorizedLoss, theta_star: np.ndarray,
+                     regularizers: Mapping[str, Regularizer], s: float
+                     ) -> dict[str, tuple[float, float]]:
+    """Chapter 8's two pieces of evidence for the Villani condition on one instance, per
+    regularizer: ``log10`` of the decisive crossover radius on the scale orbit through the
+    stationary point ``theta_star`` of the data loss (:func:`attnlib.villani.orbit_crossovers`),
+    and ``log10 ||theta||`` beyond which the every-direction lower bound ``B`` is positive
+    (:func:`attnlib.villani.lower_bound_log_radius` with the instance's derivative constants
+    and its larger block; ``inf`` if never)."""
     consts = orbit_constants(problem, theta_star)
     grad_constant, laplacian_constant = problem.derivative_constants()
     out = {}
@@ -442,6 +490,38 @@ def attention_villani_evidence(problem: qk_attention.AttentionProblem,
         orbit = orbit_crossovers(consts, regularizer, s).decisive / np.log(10)
         bound = lower_bound_log_radius(regularizer, s, grad_constant=grad_constant,
                                        laplacian_constant=laplacian_constant,
-                                       block_dim=problem.dim // 2) / (2 * np.log(10))
+                                       block_dim=max(problem.block_dims)) / (2 * np.log(10))
         out[name] = (float(orbit), float(bound))
     return out
+
+
+def attention_villani_evidence(problem: qk_attention.AttentionProblem,
+                               regularizers: Mapping[str, Regularizer], s: float
+                               ) -> dict[str, tuple[float, float]]:
+    """:func:`villani_evidence` at the stationary point BFGS finds from the teacher."""
+    theta_star, _ = minimize_data_loss(problem, problem.theta_teacher)
+    return villani_evidence(problem, theta_star, regularizers, s)
+
+
+def lora_grid_evidence(regularizers: Mapping[str, Regularizer], s: float, *,
+                       grid: tuple[dict, ...] = LORA_INSTANCE_GRID
+                       ) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, float],
+                                  dict[str, str]]:
+    """:func:`villani_evidence` on every LoRA instance of ``grid`` (:func:`lora_instance`) at
+    the stationary point of :func:`lora_stationary_point`. Returns ``(evidence, grad_norms,
+    untested)``, keyed by an instance label: the evidence and ``||grad L(theta*)||`` where a
+    stationary point was found, and the reason where none was (that instance is not tested)."""
+    evidence: dict[str, dict[str, tuple[float, float]]] = {}
+    grad_norms: dict[str, float] = {}
+    untested: dict[str, str] = {}
+    for sizes in grid:
+        label = (f"n={sizes['n']} d={sizes['d']} m={sizes['width']} r={sizes['rank']} "
+                 f"{sizes['law']}")
+        problem = lora_instance(**sizes)
+        try:
+            theta_star, grad_norms[label] = lora_stationary_point(problem)
+        except RuntimeError as error:
+            untested[label] = str(error)
+            continue
+        evidence[label] = villani_evidence(problem, theta_star, regularizers, s)
+    return evidence, grad_norms, untested
