@@ -64,3 +64,13 @@ def test_map_claims_thresholds():
     claims = ch05.map_claims(dict(start=0.2, orders=1.4, alg1=2e-3, sgd=1e-3), 2000)
     assert [claims[k].status for k in ("start", "orders", "alg1", "sgd")] == [
         NOT_REPRODUCED, NOT_REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE]
+
+
+def test_observation1_region_on_both_sides_of_each_threshold():
+    cells = {"near": ([0.05, 0.099], 2.5), "partly": ([0.05], 2.49), "far start": ([0.05, 0.101], 3.7),
+             "low ratio": ([0.01], 1.49)}
+    assert ch05.observation1_region(cells) == {"both": ["near"], "partly": ["partly"]}
+    assert ch05.observation1_region({"a": (0.2, 3.0)}, tolerance=0.25) == {"both": ["a"],
+                                                                          "partly": []}
+    assert ch05.observation1_region(cells, threshold=2.0)["both"] == ["near", "partly"]
+    assert ch05.observation1_region(cells, partial=1.4)["partly"] == ["partly", "low ratio"]

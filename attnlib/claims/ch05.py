@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from .. import verdicts
 
 __all__ = ["CLAIMS", "CONVERGED", "LOSS_TOLERANCE", "ORDERS", "ORDERS_PARTLY", "start_loss",
            "three_orders", "three_orders_by_scale", "converged_loss", "converged_gap",
-           "global_optimum", "power_law", "preconditioner_kappa", "map_claims"]
+           "global_optimum", "power_law", "preconditioner_kappa", "map_claims",
+           "observation1_region"]
 
 #: [choice] "converged": optimization gap below 1e-3 of the initial gap
 CONVERGED = 1e-3
@@ -86,6 +89,28 @@ def three_orders_by_scale(scales: Sequence[float], log10_loss_ratios: Sequence[f
                             threshold, direction=">=", partial=partial,
                             quantity="log10 median loss ratio",
                             labels=[f"c = {c:.3g}" for c in scales])
+
+
+def observation1_region(cells: Mapping[str, tuple[Sequence[float], float]], *,
+                        tolerance: float = LOSS_TOLERANCE, threshold: float = ORDERS,
+                        partial: float = ORDERS_PARTLY) -> dict[str, list[str]]:
+    """Observation 1 as a region of a grid: ``cells[label] = (relative_excess, log10_ratio)``,
+    the spectral start's ``(L(theta_0) - L*)/L*`` (one value per seed) and the log10 loss ratio
+    random / spectral start at that cell. Part (1) by :func:`start_loss`, part (2) by
+    :func:`three_orders`, with the same thresholds. Returns the labels where both are
+    reproduced (``"both"``) and where (1) is reproduced and (2) only partly (``"partly"``)."""
+    region: dict[str, list[str]] = {"both": [], "partly": []}
+    for label, (relative_excess, log10_ratio) in cells.items():
+        seeds = range(np.size(relative_excess))
+        if start_loss(np.atleast_1d(relative_excess), seeds,
+                      tolerance=tolerance).status != verdicts.REPRODUCED:
+            continue
+        status = three_orders(log10_ratio, threshold=threshold, partial=partial).status
+        if status == verdicts.REPRODUCED:
+            region["both"].append(label)
+        elif status == verdicts.PARTLY:
+            region["partly"].append(label)
+    return region
 
 
 def converged_loss(claim_id: str, relative_excess: Sequence[float], seeds: Sequence[int], *,

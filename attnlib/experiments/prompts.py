@@ -25,7 +25,8 @@ a point of S: this is the finite-context loss gap ``L_n - L`` on S).
 ``paper1_prompts_experiment`` and ``paper1_prompts_claims_map`` (chapter 5),
 ``paper1_prompts_variance``, ``paper1_prompts_regularizer_forms`` and
 ``paper1_prompts_renormalization`` (chapter 6) are described in their functions' docstrings;
-:func:`start_ratio_map` is the live map of claims (1) and (2) over ``||M|| x sigma`` (chapter 5).
+:func:`start_ratio_map` is the live map of claims (1) and (2) over ``||M|| x sigma x c`` (chapter 5;
+c the random start's scale).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .. import algorithm, population, prompts, reference
+from .._validation import check_positive
 from ..data import RegressionProblem
 from . import TaskGrid, assert_prefix_matches, register_grid
 from .ablations import defaults_data
@@ -412,28 +414,39 @@ def claims_map_cell(history: dict[str, np.ndarray], scale_index: int,
 
 
 def start_ratio_map(*, scales: Sequence[float] = MAP_SCALES, noise_levels: Sequence[float] = MAP_NOISE,
-                    seed: int = 0, prompts_count: int = EXPERIMENT_PROMPTS
-                    ) -> dict[str, np.ndarray]:
-    """Claims (1) and (2) over ``||M|| x sigma`` (live, cheap): for each (scale, noise) cell the
-    excess risks of the spectral and the random start (:func:`experiment_data`,
-    ``default_rng(100 + seed)``), ``L*``, and the prompt-averaged training loss at both starts.
-    Arrays (len(scales), len(noise_levels)): ``spectral``, ``random``, ``L_star``,
-    ``train_spectral``, ``train_random``; and ``gamma1`` (len(scales),), the largest singular
-    value of X* at each scale."""
+                    init_scales: Sequence[float] = (0.3,), seed: int = 0,
+                    prompts_count: int = EXPERIMENT_PROMPTS) -> dict[str, np.ndarray]:
+    """Claims (1) and (2) over ``||M|| x sigma x c`` (live, cheap): for each (scale, noise) cell
+    the excess risks of the spectral start and of the random start with entries N(0, c^2/d)
+    for each ``c`` in ``init_scales`` (:func:`experiment_data`, ``default_rng(100 + seed)``:
+    the same standard-normal draws for every c), ``L*``, and the prompt-averaged training loss
+    at both starts (the random one at ``init_scales[0]``). Arrays (len(scales),
+    len(noise_levels)): ``spectral``, ``L_star``, ``train_spectral``, ``train_random``;
+    ``random`` (len(scales), len(noise_levels), len(init_scales)); and ``gamma1``
+    (len(scales),), the largest singular value of X* at each scale."""
+    init_scales = tuple(check_positive("init_scales", c) for c in init_scales)
+    if not init_scales:
+        raise ValueError("init_scales must contain at least one scale")
     out = {key: np.zeros((len(scales), len(noise_levels)))
-           for key in ("spectral", "random", "L_star", "train_spectral", "train_random")}
+           for key in ("spectral", "L_star", "train_spectral", "train_random")}
+    random = np.zeros((len(scales), len(noise_levels), len(init_scales)))
     gamma1 = np.zeros(len(scales))
     for i, scale in enumerate(scales):
         for j, noise in enumerate(noise_levels):
             task, loss = experiment_data(noise, seed, scale=scale, prompts_count=prompts_count)
-            starts = _start_losses(task, loss, seed)
-            out["spectral"][i, j], out["random"][i, j] = starts["start_excess"]
+            spectral = loss.manifold.point()
+            out["spectral"][i, j] = population.population_loss(*spectral, task.Sigma, task.M)
+            for k, c in enumerate(init_scales):
+                random[i, j, k] = population.population_loss(*algorithm.random_init(
+                    task.d, task.p, rng=np.random.default_rng(100 + seed), scale=c),
+                    task.Sigma, task.M)
             out["L_star"][i, j] = task.L_star
-            out["train_spectral"][i, j] = loss(*loss.manifold.point())[0]
+            out["train_spectral"][i, j] = loss(*spectral)[0]
             out["train_random"][i, j] = loss(*algorithm.random_init(
-                task.d, task.p, rng=np.random.default_rng(100 + seed)))[0]
+                task.d, task.p, rng=np.random.default_rng(100 + seed), scale=init_scales[0]))[0]
         gamma1[i] = np.linalg.svd(population.target(task.M, task.Sigma), compute_uv=False)[0]
-    return dict(out, gamma1=gamma1, scales=np.asarray(scales), noise_levels=np.asarray(noise_levels))
+    return dict(out, random=random, gamma1=gamma1, scales=np.asarray(scales),
+                noise_levels=np.asarray(noise_levels), init_scales=np.asarray(init_scales))
 
 
 # ----------------------------------------------------------------------------------------
