@@ -17,7 +17,8 @@ DECIDING = {"verdict", "combine", "interval_verdict", "not_testable"}
 
 def deciding_calls(source: str) -> list[str]:
     """Names of attnlib.verdicts' deciding functions that ``source`` calls (``verdicts.x(...)``
-    or a bare ``x(...)`` imported from it), ignoring IPython magics."""
+    or a bare ``x(...)`` imported from it), and ``"status comparison"`` for each comparison
+    involving a verdict's ``.status`` (a rule combining verdicts), ignoring IPython magics."""
     lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
     found = []
     for node in ast.walk(ast.parse("\n".join(lines))):
@@ -28,6 +29,10 @@ def deciding_calls(source: str) -> list[str]:
                 found.append(func.attr)
             elif isinstance(func, ast.Name) and func.id in DECIDING:
                 found.append(func.id)
+        elif isinstance(node, ast.Compare) and any(
+                isinstance(side, ast.Attribute) and side.attr == "status"
+                for side in (node.left, *node.comparators)):
+            found.append("status comparison")
     return found
 
 
@@ -36,6 +41,10 @@ def test_deciding_calls_are_found():
     assert deciding_calls("from attnlib.verdicts import combine\nprint(combine('c', []))") == [
         "combine"]
     assert deciding_calls("print(claims.ch05.headline(gap=1.0))") == []
+    assert deciding_calls("both = [c for c in cells if v[c].status == verdicts.REPRODUCED]") == [
+        "status comparison"]
+    assert deciding_calls("ok = 'reproduced' != part.status") == ["status comparison"]
+    assert deciding_calls("colour = {verdicts.REPRODUCED: 'g'}[v.status]") == []
 
 
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
