@@ -224,9 +224,10 @@ def _non_finite(result: object) -> bool:
     return False
 
 
-def _extremes(arguments: dict[str, object]) -> list[str]:
+def _extremes(arguments: dict[str, object], *, fallback: bool = True) -> list[str]:
     """``"NAME has entries up to X"`` for each numeric argument beyond 1e100 in magnitude or
-    nonzero below 1e-100 (the likely cause of an overflow), else for every numeric one."""
+    nonzero below 1e-100 (the likely cause of an overflow); if there is none, for every numeric
+    one (``fallback``) or none."""
     found, numeric = [], []
     for name, value in arguments.items():
         if isinstance(value, (bool, str)) or not isinstance(value, (int, float, np.number,
@@ -241,19 +242,27 @@ def _extremes(arguments: dict[str, object]) -> list[str]:
             found.append(f"{name} has entries up to {magnitude.max():.3g}")
         elif nonzero.size and nonzero.min() < 1e-100:
             found.append(f"{name} has entries as small as {nonzero.min():.3g}")
-    return found or [f"{name} has a value that is too large or too small" for name in numeric]
+    if found or not fallback:
+        return found
+    return [f"{name} has a value that is too large or too small" for name in numeric]
+
+
+#: Failures that an extreme argument (beyond 1e100, or nonzero below 1e-100) can cause deep
+#: inside a computation: overflow, a singular or non-converging factorization, a NaN caught by
+#: an inner check, a solver that cannot reach a tolerance below round-off.
+_OVERFLOW_FAILURES = (ArithmeticError, ValueError, np.linalg.LinAlgError, RuntimeError)
 
 
 def finite_result(fn: _F) -> _F:
-    """Decorator: raise ``ValueError`` naming the extreme arguments when ``fn`` returns an
-    infinite or NaN float (float64 overflow of finite, valid-looking inputs), instead of
-    returning it silently."""
+    """Decorator: float64 overflow of finite, valid-looking inputs raises ``ValueError`` naming
+    the extreme arguments, instead of passing silently or failing deep inside. Two cases: ``fn``
+    returns an infinite or NaN float; or ``fn`` fails (``ArithmeticError``, ``ValueError``,
+    ``LinAlgError``, ``RuntimeError``) while an argument is extreme (beyond 1e100 in magnitude
+    or nonzero below 1e-100). A failure with no extreme argument propagates unchanged."""
     signature = inspect.signature(fn)
 
-    def overflow(args: tuple, kwargs: dict) -> ValueError:
-        causes = "; ".join(_extremes(dict(signature.bind(*args, **kwargs).arguments)))
-        return ValueError(f"{causes}: the result of {fn.__name__} is not finite (float64 "
-                          "overflow); rescale the input")
+    def arguments(args: tuple, kwargs: dict) -> dict[str, object]:
+        return dict(signature.bind(*args, **kwargs).arguments)
 
     @functools.wraps(fn)
     def checked(*args: object, **kwargs: object) -> object:
@@ -262,12 +271,17 @@ def finite_result(fn: _F) -> _F:
         _CHECKING.depth += 1
         try:
             result = fn(*args, **kwargs)
-        except OverflowError as exc:         # Python float arithmetic
-            raise overflow(args, kwargs) from exc
+        except _OVERFLOW_FAILURES as exc:
+            causes = _extremes(arguments(args, kwargs), fallback=isinstance(exc, OverflowError))
+            if not causes:
+                raise
+            raise ValueError(f"{'; '.join(causes)}: {fn.__name__} failed on it "
+                             f"({type(exc).__name__}: {exc}); rescale the input") from exc
         finally:
             _CHECKING.depth -= 1
         if _non_finite(result):
-            raise overflow(args, kwargs)
+            raise ValueError(f"{'; '.join(_extremes(arguments(args, kwargs)))}: the result of "
+                             f"{fn.__name__} is not finite (float64 overflow); rescale the input")
         return result
 
     return checked  # type: ignore[return-value]

@@ -357,6 +357,7 @@ class DataLoss:
         return value_and_grad
 
 
+@finite_result
 def empirical_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo",
                    moments: tuple[np.ndarray, np.ndarray] | None = None) -> DataLoss:
     """The layer's empirical loss L_hat on ``X`` (n, d), ``Y`` (n, p) with ``mask``.
@@ -377,6 +378,7 @@ def empirical_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo"
     return DataLoss("empirical", manifold, x, y, mask)
 
 
+@finite_result
 def prompts_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo",
                  moments: tuple[np.ndarray, np.ndarray] | None = None) -> DataLoss:
     """The layer's loss averaged over N prompts of context length n (the second reconstruction).
@@ -408,6 +410,7 @@ def closed_form_loss(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> DataLoss:
     return DataLoss("closed_form", _moments(Sigma_hat, M_hat))
 
 
+@finite_result
 def empirical_objective_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray,
                                  Sigma_hat: np.ndarray, *, lam: float = 1.0,
                                  mask: attention.Mask = "loo", rows: np.ndarray | None = None

@@ -25,7 +25,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ._validation import as_matrix, check_in_range, check_int, check_positive, check_real
+from ._validation import (as_matrix, check_in_range, check_int, check_positive, check_real,
+                          finite_result)
 from .population import to_factor
 
 __all__ = [
@@ -144,6 +145,7 @@ def settling_iteration(curve: object, *, rtol: float) -> int:
     return int(np.flatnonzero(outside)[-1] + 1)
 
 
+@finite_result
 def balance(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray) -> tuple[float, float]:
     """Return ``(||U^T U - V^T V||_F, ||V||_F)`` with ``(U, V) = (A Sigma^{1/2},
     Sigma^{1/2} B Sigma^{1/2})``.

@@ -55,7 +55,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
-from ._validation import as_matrix, check_int
+from ._validation import as_matrix, check_int, finite_result
 
 __all__ = [
     "Mask",
@@ -445,6 +445,7 @@ def predict_new(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_query: np
     return _hidden(b, context, query, False, block_size, _check_dtype(dtype), workers) @ a.T
 
 
+@finite_result
 def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
                   mask: Mask = "loo", rows: np.ndarray | None = None,
                   block_size: int | None = None, dtype: DTypeLike = np.float64,
@@ -503,6 +504,7 @@ def _check_prompts(X: object, Y: object, p: int) -> tuple[np.ndarray, np.ndarray
     return x, y
 
 
+@finite_result
 def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
                           mask: Mask = "loo", rows: np.ndarray | None = None,
                           workers: int | None = None) -> tuple[float, np.ndarray, np.ndarray]:
@@ -568,6 +570,7 @@ def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.nda
             np.sum([part[2] for part in parts], axis=0) / count)
 
 
+@finite_result
 def loss(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *, mask: Mask = "loo",
          block_size: int | None = None, dtype: DTypeLike = np.float64,
          workers: int | None = None) -> float:
@@ -580,6 +583,7 @@ def loss(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *, mask: Ma
     return float(np.einsum("ij,ij->", residual, residual)) / (2 * x.shape[0])
 
 
+@finite_result
 def deployed_risk(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_test: np.ndarray,
                   Y_test: np.ndarray, *, block_size: int | None = None,
                   workers: int | None = None) -> float:
@@ -609,6 +613,7 @@ class EscapeCurves:
     self_top_fraction: float
 
 
+@finite_result
 def memorising_escape(X: np.ndarray, Y: np.ndarray, X_test: np.ndarray, Y_test: np.ndarray,
                       scales: np.ndarray) -> EscapeCurves:
     """The losses along chapter 1's memorising ray ``B = c Sigma_hat^{-1}``, ``A = A_hat``.

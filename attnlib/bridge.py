@@ -33,7 +33,7 @@ from typing import Callable, Literal
 import numpy as np
 
 from . import algorithm
-from ._validation import as_matrix, check_int, check_positive
+from ._validation import as_matrix, check_int, check_positive, finite_result
 from .population import population_loss, spd_sqrt
 from .regularizers import Regularizer
 
@@ -129,6 +129,7 @@ class Potential:
             grads[i] = flatten(grad_a, grad_b)
         return values, grads
 
+    @finite_result
     def mild_value(self, theta: np.ndarray) -> np.ndarray:
         """The mild term (of A and B, or of U and V) for ``theta`` of shape ``(..., D)``
         (shape ``(...)``)."""
@@ -149,6 +150,7 @@ class Potential:
         return value_and_grad
 
 
+@finite_result
 def excess_risks(theta: np.ndarray, p: int, d: int, Sigma: np.ndarray, M: np.ndarray
                  ) -> np.ndarray:
     """Excess population risk ``L(A, B) - L* = 1/2 ||(A Sigma B^T - M) Sigma^{1/2}||_F^2`` of

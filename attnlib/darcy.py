@@ -194,6 +194,7 @@ def subsampled_solve_error(a_fine: np.ndarray, factor: int) -> float:
     return float(np.linalg.norm(coarse - reference) / np.linalg.norm(reference))
 
 
+@finite_result
 def poisson_series(x: np.ndarray, y: np.ndarray, *, a: float = 1.0, terms: int = 199) -> np.ndarray:
     """Closed form of ``-a Laplacian u = 1`` on the unit square with ``u = 0`` on the boundary.
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import as_matrix, check_generator, check_int, check_positive, finite_result
 from .geometry import factor_hessian, minimizer_manifold
 
 __all__ = ["PowerLawFit", "fit_power_law", "fit_power_law_weighted", "GeometricFit", "fit_geometric_rate",
@@ -135,6 +135,7 @@ def fit_power_law(x: np.ndarray, y: np.ndarray, *, rng: np.random.Generator | No
                        ci=ci, level=level, n_points=int(logx.size), bootstrap=use_boot)
 
 
+@finite_result
 def fit_power_law_weighted(x: np.ndarray, y: np.ndarray, stderr: np.ndarray, *,
                            level: float = 0.95) -> PowerLawFit:
     """Fit ``y ~ C x^b`` to estimates ``y`` with standard errors ``stderr`` (module docstring).
@@ -187,6 +188,7 @@ class GeometricFit:
     n_points: int
 
 
+@finite_result
 def fit_geometric_rate(iterations: np.ndarray, values: np.ndarray, *,
                        band: tuple[float, float] | None = None, start: int | None = None,
                        stop: int | None = None) -> GeometricFit:
@@ -250,6 +252,7 @@ def local_gd_rate(step: float, Sigma: np.ndarray, M: np.ndarray, *, lam: float =
     return float(np.max(np.abs(1.0 - step * nonzero)))
 
 
+@finite_result
 def spectrum_gap_rate(step: float, eigenvalues: np.ndarray) -> float:
     """Slowest per-iteration contraction of the optimization gap of gradient descent with
     ``step`` near a minimizer whose Hessian has ``eigenvalues`` (all > 0):

@@ -44,7 +44,8 @@ from typing import Literal
 
 import numpy as np
 
-from ._validation import as_matrix, check_finite, check_generator, check_int, check_positive
+from ._validation import (as_matrix, check_finite, check_generator, check_int, check_positive,
+                          finite_result)
 from .data import covariance, random_rotation
 from .geometry import MinimizerManifold, factor_hessian, minimizer_manifold, one_point_ratios
 from .population import factor_loss_and_grad, factor_regularizer_and_grad, spd_sqrt
@@ -144,6 +145,7 @@ class OnePointScan:
         raise ValueError(f"geometry must be 'P' or 'euclidean', got {geometry!r}")
 
 
+@finite_result
 def one_point_scan(manifold: MinimizerManifold, radii: np.ndarray, *, kind: DirectionKind,
                    lam: float, n_samples: int, rng: np.random.Generator) -> OnePointScan:
     """Sample the one-point ratios of ``Q = L + R`` (``lam = 0``: of L alone) around S.
@@ -208,6 +210,7 @@ class StationaryPoint:
         return self.hessian_Q if which == "Q" else self.hessian_L
 
 
+@finite_result
 def stationary_point_table(manifold: MinimizerManifold, *, lam: float = 1.0, c: float = 2.0,
                            zero_tol: float = 1e-9) -> list[StationaryPoint]:
     """Evaluate L and Q = L + R at the stationary points of the module docstring.
@@ -252,6 +255,7 @@ def stationary_point_table(manifold: MinimizerManifold, *, lam: float = 1.0, c: 
     return table
 
 
+@finite_result
 def condition_sweep(Xstar: np.ndarray, kappas: np.ndarray, *, radius: float, lam: float,
                     n_samples: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """One-point constants at one radius as the condition number of Sigma grows, X* fixed.

@@ -144,6 +144,7 @@ def _chain_settings(theta0: object, step: float, temperature: float, n_steps: in
             check_generator("rng", rng))
 
 
+@finite_result
 def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float,
                    temperature: float, n_steps: int, rng: np.random.Generator,
                    record_every: int = 1, blocks: Mapping[str, slice] | None = None,
@@ -277,6 +278,7 @@ class MalaRun:
     states: np.ndarray | None = None
 
 
+@finite_result
 def mala(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float, temperature: float,
          n_steps: int, rng: np.random.Generator, record_every: int = 1,
          record_states: bool = False) -> MalaRun:
@@ -325,6 +327,7 @@ def mala(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float, tempera
                    acceptance=accepted / (n_steps * chains), states=states)
 
 
+@finite_result
 def autocorrelation_time(series: np.ndarray, *, window_factor: float = 5.0) -> float:
     """Integrated autocorrelation time ``tau = 1 + 2 sum_{k>=1} rho(k)`` in units of records.
 
@@ -360,6 +363,7 @@ def autocorrelation_time(series: np.ndarray, *, window_factor: float = 5.0) -> f
     return float(taus[cut])
 
 
+@finite_result
 def chain_mean(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean over chains (last axis) and its standard error ``std / sqrt(chains)``.
 
@@ -373,6 +377,7 @@ def chain_mean(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return array.mean(axis=-1), array.std(axis=-1, ddof=1) / np.sqrt(chains)
 
 
+@finite_result
 def tail_mean(loss: np.ndarray, *, fraction: float = 0.5) -> tuple[float, float]:
     """Long-time average of the loss over the last ``fraction`` of the records and all chains.
 
@@ -461,6 +466,7 @@ def gibbs_density(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temper
     return density.reshape([a.size for a in checked])
 
 
+@finite_result
 def gibbs_bin_probabilities(loss_and_grad: LossAndGrad, edges: Sequence[np.ndarray],
                             temperature: float, *, refine: int = 16) -> np.ndarray:
     """Gibbs probabilities of the histogram bins given by ``edges`` (one or two axes).
@@ -594,6 +600,7 @@ def gibbs_z_scores(states: np.ndarray, observables: Mapping[str, Callable[[np.nd
     return scores
 
 
+@finite_result
 def spectral_gap(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], temperature: float,
                  *, n_eigenvalues: int = 2) -> np.ndarray:
     """Smallest eigenvalues of ``-L`` (``L = s/2 Laplacian - grad f . grad``) on a grid box.

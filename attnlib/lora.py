@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import as_matrix, check_finite, check_generator, check_int, check_positive
+from ._validation import (as_matrix, check_finite, check_generator, check_int, check_positive,
+                          finite_result)
 from .regularizers import Regularizer
 from .villani import FactorizedLoss
 
@@ -140,6 +141,7 @@ class LoRAProblem(FactorizedLoss):
         hess = float(np.sum(x**2 * (a2 + kappa * np.abs(self.a).max() * r)) / self.n)
         return grad, max(self.a.size, self.x.shape[1]) * hess
 
+    @finite_result
     def svd_factorization(self, theta: np.ndarray, alpha: float) -> np.ndarray:
         """The point ``(P S^alpha, S^(1 - alpha) Q^T)`` of the ``GL(r)`` orbit of ``theta (D,)``,
         from the thin SVD ``U V = P S Q^T`` (rank r); ``alpha = 1/2`` is the balanced

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_matrix, check_finite, check_positive
+from ._validation import as_matrix, check_finite, check_positive, finite_result
 
 __all__ = ["quadratic", "double_well", "double_well_2d", "bounded_well", "log_well"]
 
 
+@finite_result
 def quadratic(theta: np.ndarray, *, curvature: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """``f = (a/2) ||theta||^2``, ``grad f = a theta`` (any D; ``a = curvature > 0``).
 
@@ -32,6 +33,7 @@ def quadratic(theta: np.ndarray, *, curvature: float = 1.0) -> tuple[np.ndarray,
     return 0.5 * a * np.sum(x * x, axis=1), a * x
 
 
+@finite_result
 def double_well(theta: np.ndarray, *, tilt: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """1-D double well ``f(x) = (x^2 - 1)^2 + c x``, ``f'(x) = 4 x (x^2 - 1) + c``.
 
@@ -45,6 +47,7 @@ def double_well(theta: np.ndarray, *, tilt: float = 0.0) -> tuple[np.ndarray, np
     return loss, grad[:, None]
 
 
+@finite_result
 def double_well_2d(theta: np.ndarray, *, tilt: float = 0.0, stiffness: float = 2.0,
                    bend: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
     """2-D curved double well ``f(x, y) = (x^2 - 1)^2 + c x + (k/2)(y - b x^2)^2``.
@@ -76,6 +79,7 @@ def bounded_well(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return 1.0 - g, x * g[:, None]
 
 
+@finite_result
 def log_well(theta: np.ndarray, *, alpha: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Slowly growing ``f = alpha log(1 + ||theta||^2)``.
 

@@ -52,7 +52,7 @@ import numpy as np
 from scipy import optimize
 
 from . import attention
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import as_matrix, check_generator, check_int, check_positive, finite_result
 from .data import RegressionProblem
 from .geometry import factor_hessian
 from .population import factor_loss_and_grad, factor_regularizer_and_grad, spd_sqrt
@@ -93,6 +93,7 @@ def sample_prompts(problem: RegressionProblem, prompts: int, n: int, *, rng: np.
     return x.reshape(prompts, n, d), y.reshape(prompts, n, p)
 
 
+@finite_result
 def deployed_risk(A: np.ndarray, B: np.ndarray, problem: RegressionProblem, n: int, *,
                   rng: np.random.Generator, prompts: int = 20, queries: int = 100
                   ) -> tuple[float, float]:
@@ -124,6 +125,7 @@ def _factors(U: object, V: object, Xstar: object) -> tuple[np.ndarray, np.ndarra
     return (as_matrix("U", U, shape=(p, d)), as_matrix("V", V, shape=(d, d)), xstar)
 
 
+@finite_result
 def context_correction(U: np.ndarray, V: np.ndarray, Xstar: np.ndarray
                        ) -> tuple[float, np.ndarray, np.ndarray]:
     """The delta-method coefficient G(U, V) of the module docstring and its gradient.
@@ -166,6 +168,7 @@ class FirstOrderMinimizer:
     grad_norm: float
 
 
+@finite_result
 def first_order_minimizer(Xstar: np.ndarray, m: float, *, lam: float = 1.0,
                           start: tuple[np.ndarray, np.ndarray] | None = None,
                           gtol: float = 1e-10) -> FirstOrderMinimizer:
@@ -219,6 +222,7 @@ def first_order_minimizer(Xstar: np.ndarray, m: float, *, lam: float = 1.0,
     return FirstOrderMinimizer(u, v, excess, context_correction(u, v, xstar)[0], grad_norm)
 
 
+@finite_result
 def first_order_curve(Xstar: np.ndarray, m_values: np.ndarray, *, lam: float = 1.0
                       ) -> np.ndarray:
     """Excess risks of :func:`first_order_minimizer` at each m in ``m_values``, computed in
@@ -232,6 +236,7 @@ def first_order_curve(Xstar: np.ndarray, m_values: np.ndarray, *, lam: float = 1
     return out
 
 
+@finite_result
 def asymptotic_bias_coefficient(Xstar: np.ndarray, *, lam: float = 1.0) -> float:
     """``c2 = lim m^2 (excess risk of the minimizer of L + R + G/m)`` by linear response.
 
@@ -291,13 +296,18 @@ def bias_statistic(deltas: np.ndarray) -> BiasEstimate:
         return 0.5 * (float(total @ total) - float(np.sum(rows ** 2))) / (count * (count - 1))
 
     value = ustat(flat)
+    mean_excess = 0.5 * float(np.mean(np.sum(flat ** 2, axis=1)))
+    if not (np.isfinite(value) and np.isfinite(mean_excess)):
+        raise ValueError(f"deltas has entries up to {np.abs(flat).max():.3g}: the statistic "
+                         "overflows float64; rescale the input")
     if s == 2:
-        return BiasEstimate(value, float("nan"), 0.5 * float(np.mean(np.sum(flat ** 2, axis=1))))
+        return BiasEstimate(value, float("nan"), mean_excess)
     leave_out = np.array([ustat(np.delete(flat, i, axis=0)) for i in range(s)])
     stderr = float(np.sqrt((s - 1) / s * np.sum((leave_out - leave_out.mean()) ** 2)))
-    return BiasEstimate(value, stderr, 0.5 * float(np.mean(np.sum(flat ** 2, axis=1))))
+    return BiasEstimate(value, stderr, mean_excess)
 
 
+@finite_result
 def local_slopes(n: np.ndarray, values: np.ndarray, stderr: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Log-log slopes between neighbouring points and their standard errors.

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import as_matrix, check_generator, check_int, check_positive
+from ._validation import as_matrix, check_generator, check_int, check_positive, finite_result
 from .attention import row_softmax
 from .regularizers import Regularizer
 from .villani import FactorizedLoss
@@ -52,6 +52,7 @@ from .villani import FactorizedLoss
 __all__ = ["AttentionProblem", "make_problem", "softmax_directional_derivatives"]
 
 
+@finite_result
 def softmax_directional_derivatives(z: np.ndarray, u: np.ndarray
                                     ) -> tuple[np.ndarray, np.ndarray]:
     """First and second derivatives of ``softmax`` at logits ``z`` along ``u`` (last axis).
@@ -116,6 +117,7 @@ class AttentionProblem(FactorizedLoss):
         logits = (self.X[None] @ P[:, None]) @ self._XT[None] / math.sqrt(self.d_k)
         return row_softmax(logits)
 
+    @finite_result
     def predict(self, theta: np.ndarray) -> np.ndarray:
         """Outputs ``Yhat(X_i)``, shape ``(n, N, d_out)`` for theta ``(D,)``
         (``(c, n, N, d_out)`` for theta ``(c, D)``)."""
@@ -184,6 +186,7 @@ class AttentionProblem(FactorizedLoss):
         return self.pack(W_Q @ G, W_K @ np.linalg.inv(G).T)
 
 
+@finite_result
 def make_problem(*, rng: np.random.Generator, n: int = 6, N: int = 5, d: int = 3,
                  d_k: int = 2, d_out: int | None = None, noise_std: float = 0.5,
                  teacher_scale: float = 1.0,

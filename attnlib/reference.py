@@ -31,7 +31,8 @@ from typing import Callable
 import numpy as np
 from scipy import optimize
 
-from ._validation import ANY_NDIM, as_matrix, check_generator, check_int, check_positive
+from ._validation import (ANY_NDIM, as_matrix, check_generator, check_int, check_positive,
+                          finite_result)
 from .population import spd_sqrt
 
 __all__ = ["ObjectiveFn", "ReferenceOptimum", "ReferenceNotConverged", "reference_minimizer",
@@ -77,6 +78,7 @@ class ReferenceOptimum:
         return as_matrix("values", values, ndim=ANY_NDIM, finite=False) - self.value
 
 
+@finite_result
 def factor_gradient(grad_a: np.ndarray, grad_b: np.ndarray,
                     inv_half: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Chain rule to (U, V): ``(dQ/dA Sigma^{-1/2}, Sigma^{-1/2} dQ/dB Sigma^{-1/2})``."""
@@ -137,6 +139,7 @@ class _FactorProblem:
         return 0.5 * (matrix + matrix.T)
 
 
+@finite_result
 def reference_minimizer(objective: ObjectiveFn, start: tuple[np.ndarray, np.ndarray],
                         Sigma: np.ndarray, *, gtol: float = 1e-8, max_quasi_newton: int = 20000,
                         max_newton: int = 200, fd_step: float = 1e-5,
@@ -183,6 +186,7 @@ def reference_minimizer(objective: ObjectiveFn, start: tuple[np.ndarray, np.ndar
                             hessian_eigenvalues=eigenvalues, evaluations=problem.evaluations)
 
 
+@finite_result
 def largest_curvature(objective: ObjectiveFn, point: tuple[np.ndarray, np.ndarray],
                       Sigma: np.ndarray, *, rng: np.random.Generator, iterations: int = 100,
                       fd_step: float = 1e-5) -> float:

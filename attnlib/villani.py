@@ -156,6 +156,7 @@ class FactorizedLoss(ABC):
         return as_matrix(name, raw, ndim=ndims)
 
     # ----- loss and gradient --------------------------------------------------------------
+    @finite_result
     def loss_and_grad_flat(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Regularized loss ``(chains,)`` and gradient ``(chains, D)`` for ``theta (chains, D)``.
 
@@ -172,18 +173,21 @@ class FactorizedLoss(ABC):
             g2 = g2 + reg.gradient(W2, batch_ndim=1)
         return loss, self.pack(g1, g2)
 
+    @finite_result
     def loss(self, theta: np.ndarray) -> float | np.ndarray:
         """Regularized loss at ``theta (D,)`` (a float) or ``(chains, D)`` (an array)."""
         theta = self._theta(theta, batched=None)
         value = self.loss_and_grad_flat(np.atleast_2d(theta))[0]
         return float(value[0]) if theta.ndim == 1 else value
 
+    @finite_result
     def gradient(self, theta: np.ndarray) -> np.ndarray:
         """Gradient of the regularized loss, the same shape as ``theta``."""
         theta = self._theta(theta, batched=None)
         grad = self.loss_and_grad_flat(np.atleast_2d(theta))[1]
         return grad[0] if theta.ndim == 1 else grad
 
+    @finite_result
     def data_loss(self, theta: np.ndarray) -> float | np.ndarray:
         """Unregularized loss ``L`` at ``theta (D,)`` or ``(chains, D)``."""
         theta = self._theta(theta, batched=None)
@@ -192,6 +196,7 @@ class FactorizedLoss(ABC):
         return float(value[0]) if theta.ndim == 1 else value
 
     # ----- second derivatives and Laplacians ---------------------------------------------
+    @finite_result
     def second_derivative(self, theta: np.ndarray, directions: np.ndarray) -> np.ndarray:
         """``u^T Hess f(theta) u`` for each row u of ``directions (m, D)`` (exact, analytic).
 
@@ -213,6 +218,7 @@ class FactorizedLoss(ABC):
                                        + curvature)
         return out
 
+    @finite_result
     def data_laplacian_blocks(self, theta: np.ndarray, *, chunk: int = 256
                               ) -> tuple[float, float]:
         """Exact Laplacian of the data loss in each block: ``(Delta_1 L, Delta_2 L)``.
@@ -241,10 +247,12 @@ class FactorizedLoss(ABC):
         W1, W2 = self.unpack(theta)
         return float(self.regularizer.laplacian(W1) + self.regularizer.laplacian(W2))
 
+    @finite_result
     def laplacian(self, theta: np.ndarray) -> float:
         """Exact Laplacian of the regularized loss at ``theta (D,)``."""
         return float(sum(self.data_laplacian_blocks(theta))) + self.regularizer_laplacian(theta)
 
+    @finite_result
     def hutchinson_laplacian(self, theta: np.ndarray, *, rng: np.random.Generator,
                              n_probes: int = 64) -> tuple[float, float]:
         """Hutchinson's estimate of the Laplacian and its standard error.
@@ -275,6 +283,7 @@ class VillaniValue:
     stderr: float
 
 
+@finite_result
 def villani_quantity(problem: FactorizedLoss, theta: np.ndarray, s: float, *,
                      method: str = "exact", rng: np.random.Generator | None = None,
                      n_probes: int = 64) -> VillaniValue:
@@ -299,6 +308,7 @@ def villani_quantity(problem: FactorizedLoss, theta: np.ndarray, s: float, *,
     return VillaniValue(grad_sq / s - lap, grad_sq, lap, err)
 
 
+@finite_result
 def minimize_data_loss(problem: FactorizedLoss, theta0: np.ndarray, *, gtol: float = 1e-10,
                        max_iter: int = 5000) -> tuple[np.ndarray, float]:
     """A stationary point of the *regularized* loss of ``problem`` from ``theta0`` (BFGS).
@@ -373,6 +383,7 @@ class OrbitConstants:
         return OrbitConstants(self.b, self.a, self.k, self.q, self.dim2, self.dim1)
 
 
+@finite_result
 def orbit_constants(problem: FactorizedLoss, theta_star: np.ndarray) -> OrbitConstants:
     """The :class:`OrbitConstants` at ``theta_star`` (exact data Laplacians per block)."""
     theta_star = problem._theta(theta_star, batched=False, name="theta_star")
@@ -383,6 +394,7 @@ def orbit_constants(problem: FactorizedLoss, theta_star: np.ndarray) -> OrbitCon
                           dim1=d1, dim2=d2)
 
 
+@finite_result
 def orbit_points(problem: FactorizedLoss, theta_star: np.ndarray,
                  log_rho: np.ndarray) -> np.ndarray:
     """Points ``(rho W_1*, W_2*/rho)`` for each ``log rho``; shape ``(len(log_rho), D)``."""
@@ -404,6 +416,7 @@ def _orbit_over_rho2_mp(consts: OrbitConstants, reg: Regularizer, s: float,
     return value
 
 
+@finite_result
 def orbit_villani_over_rho2(consts: OrbitConstants, regularizer: Regularizer, s: float,
                             log_rho: np.ndarray, *, precision: int = 40) -> np.ndarray:
     """``V_s / rho^2`` on the orbit through a stationary point, at each ``log rho``.
@@ -420,6 +433,7 @@ def orbit_villani_over_rho2(consts: OrbitConstants, regularizer: Regularizer, s:
                          for u in log_rho])
 
 
+@finite_result
 def orbit_villani_scaled(consts: OrbitConstants, regularizer: Regularizer, s: float,
                          log_rho: np.ndarray, *, precision: int = 40) -> np.ndarray:
     """``V_s / max(rho^2, rho^-2)`` on the orbit: the sign of ``V_s`` with a finite scale at
@@ -467,6 +481,7 @@ def villani_lower_bound(t: np.ndarray, regularizer: Regularizer, s: float, *,
     return t * push ** 2 / s - 2 * C2 * t - 2 * regularizer.laplacian_t(t, block_dim)
 
 
+@finite_result
 def weight_decay_threshold(consts: OrbitConstants, lam: float) -> float:
     """``4 lam^2 q / a``: with weight decay the orbit quantity tends to -infinity as
     rho -> infinity when ``s`` exceeds it (to +infinity when ``s`` is below it)."""
@@ -476,12 +491,13 @@ def weight_decay_threshold(consts: OrbitConstants, lam: float) -> float:
     return 4 * lam ** 2 * consts.q / consts.a
 
 
-def _last_root(h, max_u: float, precision: int) -> float:
+def _last_root(h, max_u: float, precision: int, s: float) -> float:
     """Largest root of ``h(u)`` on ``[0, max_u]`` (``u`` a log scale), in mpmath.
 
     ``h`` is scanned on 81 linear points in ``[0, 8]`` then 239 geometric points up to
     ``max_u``; the last sign change from ``<= 0`` to ``> 0`` is refined by bisection. Returns
-    ``inf`` when ``h(max_u) <= 0`` and ``-inf`` when ``h > 0`` on the whole scan.
+    ``inf`` when ``h(max_u) <= 0`` and ``-inf`` when ``h > 0`` on the whole scan; raises
+    ``ValueError`` naming the temperature ``s`` when the bisection cannot resolve the root.
     """
     with mpmath.workdps(check_int("precision", precision, minimum=15)):
         grid = np.concatenate([np.linspace(0.0, 8.0, 81), np.geomspace(8.0, max_u, 240)[1:]])
@@ -492,8 +508,13 @@ def _last_root(h, max_u: float, precision: int) -> float:
         if negative.size == 0:
             return -math.inf
         lo, hi = grid[negative[-1]], grid[negative[-1] + 1]
-        root = mpmath.findroot(h, (mpmath.mpf(lo), mpmath.mpf(hi)), solver="bisect",
-                               tol=mpmath.mpf(10) ** (-20), maxsteps=200)
+        try:
+            root = mpmath.findroot(h, (mpmath.mpf(lo), mpmath.mpf(hi)), solver="bisect",
+                                   tol=mpmath.mpf(10) ** (-20), maxsteps=200)
+        except ValueError as exc:    # |h| beyond what bisection resolves to 1e-20
+            raise ValueError(f"s = {s:.3g}: the root in [{lo:.3g}, {hi:.3g}] could not "
+                             f"be resolved ({exc}); the temperature or the constants are too "
+                             "extreme") from exc
         return float(root)
 
 
@@ -509,7 +530,7 @@ def crossover_log_radius(consts: OrbitConstants, regularizer: Regularizer, s: fl
     s = check_positive("s", s)
     max_log_rho = check_positive("max_log_rho", max_log_rho)
     return _last_root(lambda u: _orbit_over_rho2_mp(consts, regularizer, s, u), max_log_rho,
-                      precision)
+                      precision, s)
 
 
 @dataclass(frozen=True)
@@ -584,7 +605,7 @@ def lower_bound_log_radius(regularizer: Regularizer, s: float, *, grad_constant:
         push = max(2 * regularizer.lam * regularizer.dg(t) - C, 0)
         return push ** 2 / s - 2 * C2 - 2 * regularizer.laplacian_t(t, block_dim) / t
 
-    return _last_root(h, check_positive("max_log_t", max_log_t), precision)
+    return _last_root(h, check_positive("max_log_t", max_log_t), precision, s)
 
 
 @dataclass(frozen=True)
@@ -665,8 +686,12 @@ def radial_log_partition(problem: FactorizedLoss, s: float, radii: np.ndarray, *
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     log_integrand = np.full(radii.size, -np.inf)
     for i, rho in enumerate(radii[1:], start=1):
-        log_mean = special.logsumexp(-2 * problem.loss(rho * directions) / s) \
-            - math.log(n_directions)
+        try:
+            losses = problem.loss(rho * directions)
+        except ValueError as exc:    # the loss overflows float64 at this radius
+            raise ValueError(f"radii has entries up to {radii[-1]:.3g}: the loss is not finite "
+                             f"at radius {rho:.3g} ({exc})") from exc
+        log_mean = special.logsumexp(-2 * losses / s) - math.log(n_directions)
         log_integrand[i] = (dim - 1) * math.log(rho) + log_mean
     log_sphere = math.log(2) + 0.5 * dim * math.log(math.pi) - special.gammaln(0.5 * dim)
     pieces = np.logaddexp(log_integrand[:-1], log_integrand[1:]) + np.log(np.diff(radii) / 2)

@@ -33,7 +33,7 @@ import numpy as np
 
 from ._progress import progress as _progress
 from ._validation import (DivergenceError, as_matrix, check_finite, check_generator, check_int,
-                          check_memory, check_not_diverged, check_positive)
+                          check_memory, check_not_diverged, check_positive, finite_result)
 from .attention import row_softmax
 from .optim import apply_updates, chain, check_betas, scale, scale_by_adam
 from .regularizers import Regularizer
@@ -93,6 +93,7 @@ class Standardizer:
         object.__setattr__(self, "std", check_positive("std", self.std))
 
     @classmethod
+    @finite_result
     def fit(cls, data: np.ndarray) -> "Standardizer":
         """Scalar mean and standard deviation of ``data`` (all entries)."""
         data = as_matrix("data", data, ndim=tuple(range(1, 33)))
@@ -188,6 +189,7 @@ def _flat(array: np.ndarray) -> np.ndarray:
     return array.reshape(-1, array.shape[-1])
 
 
+@finite_result
 def loss_and_gradients(params: Mapping[str, np.ndarray], patches: np.ndarray,
                        targets: np.ndarray) -> tuple[float, Params]:
     """Loss ``L = 1/(2 B s^2) sum ||Y - T||_F^2`` and its exact gradient for every parameter.
@@ -245,6 +247,7 @@ def predict_fields(params: Mapping[str, np.ndarray], fields: np.ndarray, *, patc
     return unpatchify(np.concatenate(outputs), patch)
 
 
+@finite_result
 def field_metrics(predicted: np.ndarray, true: np.ndarray) -> dict[str, float]:
     """Root-mean-square error over all pixels and the mean relative L2 error per sample.
 
@@ -272,6 +275,7 @@ def _dataset_loss(params: Mapping[str, np.ndarray], patches: np.ndarray, targets
     return total / targets.size
 
 
+@finite_result
 def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.ndarray, *,
           epochs: int, batch_size: int, lr: float, rng: np.random.Generator,
           optimizer: str = "adam", trainable: tuple[str, ...] | None = None,

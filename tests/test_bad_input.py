@@ -761,7 +761,26 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
 }
 
 #: Arguments for which NaN passes through by design (checked by the caller, documented).
+_NEVER = "inf or NaN is the documented answer 'never reached' (the extreme value makes it so)"
+_NO_ROOT = ("+-inf is the documented answer: the quantity never turns positive, or is positive on "
+            "the whole scan (the extreme value makes it so)")
+_LOG_Z0 = "log Z_R = -inf at R = 0 is part of every answer (documented)"
 NAN_PASSES_THROUGH = {
+    ("analysis.iterations_to_threshold", "curves", "huge"): _NEVER,
+    ("analysis.iterations_to_threshold", "threshold", "tiny"): _NEVER,
+    ("langevin.hitting_times", "gap", "huge"): _NEVER,
+    ("langevin.hitting_times", "times", "huge"): _NEVER,
+    ("villani.crossover_log_radius", "s", "huge"): _NO_ROOT,
+    ("villani.crossover_log_radius", "s", "tiny"): _NO_ROOT,
+    ("villani.crossover_log_radius", "max_log_rho", "tiny"): _NO_ROOT,
+    ("villani.orbit_crossovers", "s", "huge"): _NO_ROOT,
+    ("villani.orbit_crossovers", "s", "tiny"): _NO_ROOT,
+    ("villani.lower_bound_log_radius", "s", "huge"): _NO_ROOT,
+    ("villani.lower_bound_log_radius", "grad_constant", "huge"): _NO_ROOT,
+    ("villani.lower_bound_log_radius", "laplacian_constant", "huge"): _NO_ROOT,
+    ("villani.lower_bound_log_radius", "max_log_t", "tiny"): _NO_ROOT,
+    ("villani.radial_log_partition", "s", "huge"): _LOG_Z0,
+    ("villani.radial_log_partition", "s", "tiny"): _LOG_Z0,
     ("landscape.OnePointScan.failure_radius", "threshold", "negative"):
         "alpha ratios have either sign; NaN means no radius failed (documented)",
     ("reference.ReferenceOptimum.gap", "values", "nan"): "NaN in a history means 'no value "
@@ -784,130 +803,10 @@ _ARRAY_CASES = ("nan", "inf", "object", "complex", "string", "empty", "extra_axi
                 "missing_axis")
 _NON_REAL = ("object", "complex", "string")
 _BAD_POSITIVE = ("nan", "inf", "negative", "complex", "string", "none")
-_OVERFLOW = ("an extreme valid-looking value (1e300, 5e-324, input times 1e200) gives inf, NaN "
-             "or an error that does not name it (issue 27 item 4; fix with "
-             "attnlib._validation.finite_result or a range check)")
-#: Not fixed yet, in modules other work owns this session (attention, algorithm internals,
-#: analysis, bridge, fitting, landscape, langevin, potentials, prompts, qk_attention,
-#: reference, villani, vit, darcy's solver):
-#: (callable, argument) -> (cases, what goes wrong). Each case runs as a strict xfail, so a
-#: fix shows up as XPASS and fails the test until its entry is removed here.
-_KNOWN_FAILURES_BY_ARGUMENT: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
-    key: (cases_, _OVERFLOW) for key, cases_ in {
-        ("algorithm.empirical_loss", "X"): ("huge",),
-        ("algorithm.empirical_objective_and_grad", "Sigma_hat"): ("huge",),
-        ("algorithm.empirical_objective_and_grad", "Y"): ("huge",),
-        ("algorithm.prompts_loss", "X"): ("huge",),
-        ("analysis.balance", "A"): ("huge",),
-        ("analysis.balance", "B"): ("huge",),
-        ("analysis.balance", "Sigma"): ("huge",),
-        ("analysis.iterations_to_threshold", "curves"): ("huge",),
-        ("analysis.iterations_to_threshold", "threshold"): ("tiny",),
-        ("attention.deployed_risk", "A"): ("huge",),
-        ("attention.deployed_risk", "X_context"): ("huge",),
-        ("attention.deployed_risk", "Y_test"): ("huge",),
-        ("attention.loss", "A"): ("huge",),
-        ("attention.loss", "Y"): ("huge",),
-        ("attention.loss_and_grad", "A"): ("huge",),
-        ("attention.loss_and_grad", "Y"): ("huge",),
-        ("attention.memorising_escape", "X"): ("huge",),
-        ("attention.memorising_escape", "Y"): ("huge",),
-        ("attention.memorising_escape", "Y_test"): ("huge",),
-        ("attention.prompts_loss_and_grad", "A"): ("huge",),
-        ("attention.prompts_loss_and_grad", "Y"): ("huge",),
-        ("bridge.Potential.mild_value", "theta"): ("huge",),
-        ("bridge.excess_risks", "theta"): ("huge",),
-        ("darcy.generate", "a_minus"): ("tiny",),
-        ("darcy.poisson_series", "a"): ("tiny",),
-        ("fitting.fit_geometric_rate", "values"): ("huge",),
-        ("fitting.fit_power_law_weighted", "stderr"): ("huge",),
-        ("fitting.spectrum_gap_rate", "eigenvalues"): ("huge",),
-        ("fitting.spectrum_gap_rate", "step"): ("huge",),
-        ("landscape.condition_sweep", "Xstar"): ("huge",),
-        ("landscape.condition_sweep", "kappas"): ("huge",),
-        ("landscape.condition_sweep", "radius"): ("huge",),
-        ("landscape.one_point_scan", "radii"): ("huge",),
-        ("landscape.stationary_point_table", "c"): ("huge", "tiny"),
-        ("landscape.stationary_point_table", "lam"): ("huge",),
-        ("langevin.autocorrelation_time", "series"): ("huge",),
-        ("langevin.chain_mean", "values"): ("huge",),
-        ("lora.LoRAProblem.svd_factorization", "theta"): ("huge",),
-        ("langevin.euler_maruyama", "step"): ("huge",),
-        ("langevin.euler_maruyama", "temperature"): ("huge",),
-        ("langevin.gibbs_bin_probabilities", "temperature"): ("tiny",),
-        ("langevin.hitting_times", "gap"): ("huge",),
-        ("langevin.hitting_times", "times"): ("huge",),
-        ("langevin.mala", "step"): ("huge",),
-        ("langevin.mala", "temperature"): ("huge",),
-        ("langevin.spectral_gap", "temperature"): ("tiny",),
-        ("langevin.tail_mean", "loss"): ("huge",),
-        ("population.empirical_moments", "X"): ("huge",),
-        ("potentials.double_well", "theta"): ("huge",),
-        ("potentials.double_well_2d", "bend"): ("huge",),
-        ("potentials.double_well_2d", "theta"): ("huge",),
-        ("potentials.log_well", "theta"): ("huge",),
-        ("potentials.quadratic", "theta"): ("huge",),
-        ("prompts.asymptotic_bias_coefficient", "Xstar"): ("huge",),
-        ("prompts.bias_statistic", "deltas"): ("huge",),
-        ("prompts.context_correction", "U"): ("huge",),
-        ("prompts.context_correction", "V"): ("huge",),
-        ("prompts.deployed_risk", "A"): ("huge",),
-        ("prompts.first_order_curve", "Xstar"): ("huge",),
-        ("prompts.first_order_curve", "lam"): ("huge",),
-        ("prompts.first_order_minimizer", "Xstar"): ("huge",),
-        ("prompts.first_order_minimizer", "gtol"): ("tiny",),
-        ("prompts.first_order_minimizer", "lam"): ("huge",),
-        ("prompts.first_order_minimizer", "m"): ("tiny",),
-        ("prompts.local_slopes", "n"): ("huge",),
-        ("prompts.local_slopes", "stderr"): ("huge",),
-        ("qk_attention.AttentionProblem.predict", "theta"): ("huge",),
-        ("qk_attention.make_problem", "teacher_scale"): ("huge",),
-        ("qk_attention.softmax_directional_derivatives", "u"): ("huge",),
-        ("reference.factor_gradient", "inv_half"): ("huge",),
-        ("reference.largest_curvature", "Sigma"): ("huge",),
-        ("reference.reference_minimizer", "gtol"): ("tiny",),
-        ("villani.FactorizedLoss.data_laplacian_blocks", "theta"): ("huge",),
-        ("villani.FactorizedLoss.data_loss", "theta"): ("huge",),
-        ("villani.FactorizedLoss.gradient", "theta"): ("huge",),
-        ("villani.FactorizedLoss.hutchinson_laplacian", "theta"): ("huge",),
-        ("villani.FactorizedLoss.laplacian", "theta"): ("huge",),
-        ("villani.FactorizedLoss.loss", "theta"): ("huge",),
-        ("villani.FactorizedLoss.loss_and_grad_flat", "theta"): ("huge",),
-        ("villani.FactorizedLoss.second_derivative", "directions"): ("huge",),
-        ("villani.FactorizedLoss.second_derivative", "theta"): ("huge",),
-        ("villani.crossover_log_radius", "max_log_rho"): ("tiny",),
-        ("villani.crossover_log_radius", "s"): ("huge", "tiny"),
-        ("villani.lower_bound_log_radius", "grad_constant"): ("huge",),
-        ("villani.lower_bound_log_radius", "laplacian_constant"): ("huge",),
-        ("villani.lower_bound_log_radius", "max_log_t"): ("tiny",),
-        ("villani.lower_bound_log_radius", "s"): ("huge", "tiny"),
-        ("villani.minimize_data_loss", "gtol"): ("tiny",),
-        ("villani.orbit_constants", "theta_star"): ("huge",),
-        ("villani.orbit_crossovers", "s"): ("huge", "tiny"),
-        ("villani.orbit_points", "log_rho"): ("huge",),
-        ("villani.orbit_villani_over_rho2", "log_rho"): ("huge",),
-        ("villani.orbit_villani_over_rho2", "s"): ("tiny",),
-        ("villani.orbit_villani_scaled", "log_rho"): ("huge",),
-        ("villani.orbit_villani_scaled", "s"): ("tiny",),
-        ("villani.radial_log_partition", "radii"): ("huge",),
-        ("villani.radial_log_partition", "s"): ("huge", "tiny"),
-        ("villani.villani_quantity", "theta"): ("huge",),
-        ("villani.weight_decay_threshold", "lam"): ("huge",),
-        ("vit.Standardizer.fit", "data"): ("huge",),
-        ("vit.field_metrics", "predicted"): ("huge",),
-        ("vit.field_metrics", "true"): ("huge",),
-        ("vit.loss_and_gradients", "patches"): ("huge",),
-        ("vit.loss_and_gradients", "targets"): ("huge",),
-        ("vit.train", "lr"): ("huge",),
-        ("vit.train", "patches"): ("huge",),
-        ("vit.train", "targets"): ("huge",),
-    }.items()
-}
 #: (callable, argument, case) -> what goes wrong today (xfail, strict: remove when fixed).
-KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
-    (qualname, arg, case): reason
-    for (qualname, arg), (cases_, reason) in _KNOWN_FAILURES_BY_ARGUMENT.items()
-    for case in cases_}
+#: Empty: every extreme valid-looking value (1e300, 5e-324, input times 1e200) gives a finite
+#: result, an error naming it, or a documented infinite answer (NAN_PASSES_THROUGH).
+KNOWN_FAILURES: dict[tuple[str, str, str], str] = {}
 
 
 def _signature_defaults(fn: Callable) -> dict[str, Any]:

@@ -103,7 +103,7 @@ def test_minimize_data_loss_refuses_a_saturated_plateau_and_an_overflowing_start
     assert float(np.linalg.norm(problem.gradient(start))) == 0.0       # the false stationary point
     with pytest.raises(RuntimeError, match="numerically flat"):
         villani.minimize_data_loss(problem, start)
-    with np.errstate(all="ignore"), pytest.raises(ValueError, match="^theta0: the loss"):
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match="theta0: the loss"):
         villani.minimize_data_loss(problem, 1e200 * np.ones(problem.dim))
     theta, grad_norm = villani.minimize_data_loss(problem, problem.theta_teacher)
     assert grad_norm < 1e-7 and problem.loss(theta) < problem.loss(start)
