@@ -551,6 +551,87 @@ def _check_record_at(record_at: object, iterations: int) -> frozenset[int] | Non
     return frozenset(int(k) for k in points)
 
 
+class _Recorder:
+    """What :func:`train` records at its recorded iterations (``recorded``; None: every one):
+    the objective and its parts, the gradient norm, the distance to S_hat, the time, and, when
+    given, the gap and distance to a ``reference`` optimum, the excess risk and distance to the
+    true manifold (``problem``), and every ``test_every`` iterations the test loss and risk
+    (``test``). Nothing here changes the iterates."""
+
+    def __init__(self, data: DataLoss, *, recorded: frozenset[int] | None, iterations: int,
+                 reference: ReferenceOptimum | None, problem: RegressionProblem | None,
+                 test: tuple[np.ndarray, np.ndarray] | None, test_every: int) -> None:
+        p, d = data.M_hat.shape
+        self.data, self.recorded, self.iterations = data, recorded, iterations
+        self.reference, self.problem, self.test_every = reference, problem, test_every
+        self.truth = None if problem is None else minimizer_manifold(problem.Sigma, problem.M)
+        self.reference_point = (None if reference is None
+                                else data.manifold.factor(reference.A, reference.B))
+        self.test = None
+        if test is not None:
+            if data.kind != "empirical":
+                raise ValueError("test needs the empirical loss (its samples X are the deployed "
+                                 "context); for prompts see attnlib.prompts.deployed_risk")
+            x_test = as_matrix("test[0] (X_test)", test[0], shape=(None, d))
+            self.test = (x_test, as_matrix("test[1] (Y_test)", test[1],
+                                           shape=(x_test.shape[0], p)))
+        keys = ["objective", "loss", "grad_norm", "dist_P_hat", "time"]
+        keys += ["gap", "dist_ref"] if reference is not None else []
+        keys += ["excess_risk", "dist_P"] if self.truth is not None else []
+        self.records: dict[str, list[float]] = {key: [] for key in keys}
+        self.iteration: list[int] = []
+        self.test_records: dict[str, list[float]] = {"test_iteration": [], "test_loss": []}
+        if problem is not None:
+            self.test_records["test_risk"] = []
+        self.start = time.perf_counter()
+
+    def __call__(self, k: int, a: np.ndarray, b: np.ndarray, value: float, loss: float,
+                 grad_a: np.ndarray, grad_b: np.ndarray) -> None:
+        """Record iteration ``k`` at ``(a, b)`` with the objective ``value`` (data ``loss``
+        plus regularizer) and its gradient."""
+        record = self.recorded is None or k in self.recorded
+        if record:
+            self._record_objective(k, a, b, value, loss, grad_a, grad_b)
+        if self.test is not None and (k % self.test_every == 0 or k == self.iterations):
+            self._record_test(k, a, b)
+        if record:
+            self.records["time"].append(time.perf_counter() - self.start)
+
+    def _record_objective(self, k: int, a: np.ndarray, b: np.ndarray, value: float,
+                          loss: float, grad_a: np.ndarray, grad_b: np.ndarray) -> None:
+        records = self.records
+        self.iteration.append(k)
+        records["objective"].append(value)
+        records["loss"].append(loss)
+        records["grad_norm"].append(float(np.sqrt(np.sum(grad_a ** 2) + np.sum(grad_b ** 2))))
+        records["dist_P_hat"].append(self.data.manifold.distance(a, b))
+        if self.reference is not None:
+            u, v = self.data.manifold.factor(a, b)
+            records["gap"].append(value - self.reference.value)
+            records["dist_ref"].append(float(np.sqrt(
+                np.sum((u - self.reference_point[0]) ** 2)
+                + np.sum((v - self.reference_point[1]) ** 2))))
+        if self.truth is not None:
+            excess, _, _ = population_loss_and_grad(a, b, self.problem.Sigma, self.problem.M)
+            records["excess_risk"].append(excess)
+            records["dist_P"].append(self.truth.distance(a, b))
+
+    def _record_test(self, k: int, a: np.ndarray, b: np.ndarray) -> None:
+        x_test, y_test = self.test
+        prediction = attention.predict_new(a, b, self.data.X, x_test)
+        self.test_records["test_iteration"].append(k)
+        self.test_records["test_loss"].append(0.5 * float(np.mean(
+            np.sum((y_test - prediction) ** 2, axis=1))))
+        if self.problem is not None:
+            self.test_records["test_risk"].append(0.5 * float(np.mean(
+                np.sum((x_test @ self.problem.M.T - prediction) ** 2, axis=1))))
+
+    def history(self) -> dict[str, np.ndarray]:
+        """The history arrays so far (module docstring)."""
+        return _history(self.records, self.iteration,
+                        self.test_records if self.test is not None else None)
+
+
 def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations: int = 2000,
           init: Pair | None = None, problem: RegressionProblem | None = None,
           reference: ReferenceOptimum | None = None,
@@ -621,26 +702,8 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     optimizer = chain(*pieces)
     state = optimizer.init((a, b))
 
-    truth = None if problem is None else minimizer_manifold(problem.Sigma, problem.M)
-    reference_point = None
-    if reference is not None:
-        reference_point = data.manifold.factor(reference.A, reference.B)
-    if test is not None:
-        if data.kind != "empirical":
-            raise ValueError("test needs the empirical loss (its samples X are the deployed "
-                             "context); for prompts see attnlib.prompts.deployed_risk")
-        x_test = as_matrix("test[0] (X_test)", test[0], shape=(None, d))
-        y_test = as_matrix("test[1] (Y_test)", test[1], shape=(x_test.shape[0], p))
-
-    keys = ["objective", "loss", "grad_norm", "dist_P_hat", "time"]
-    keys += ["gap", "dist_ref"] if reference is not None else []
-    keys += ["excess_risk", "dist_P"] if truth is not None else []
-    records: dict[str, list[float]] = {key: [] for key in keys}
-    recorded_iterations: list[int] = []
-    test_records: dict[str, list[float]] = {"test_iteration": [], "test_loss": []}
-    if problem is not None:
-        test_records["test_risk"] = []
-    start = time.perf_counter()
+    recorder = _Recorder(data, recorded=recorded, iterations=iterations, reference=reference,
+                         problem=problem, test=test, test_every=test_every)
     initial = None
     stopped = False
     config = dict(method=method.describe(), step=step, iterations=iterations, data=data.kind,
@@ -648,14 +711,15 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
                   test_every=test_every)
 
     def diverged(k: int, what: str) -> DivergenceError:
-        history = _history(records, recorded_iterations,
-                           test_records if test is not None else None)
+        history = recorder.history()
         return DivergenceError(
             f"algorithm.train, iteration {k}: the run diverged ({what}); reduce the step "
             f"(method.update.step_scale) or use the preconditioner", history=history,
             result=TrainResult(A=a, B=b, history=history, step=step, config=config,
                                diverged=True))
 
+    # Algorithm 1 (chapter 4): evaluate, record, step (preconditioner, then the update rule),
+    # renormalize.
     for k in progress_bar(range(iterations + 1), total=iterations + 1,
                           desc="train", enabled=progress):
         try:
@@ -667,33 +731,7 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         initial = value if initial is None else initial
         if not np.isfinite(value) or value > 1e8 * max(1.0, initial):
             raise diverged(k, f"objective {value:.3g}, initially {initial:.3g}")
-        record = recorded is None or k in recorded
-        if record:
-            recorded_iterations.append(k)
-            records["objective"].append(value)
-            records["loss"].append(loss)
-            records["grad_norm"].append(float(np.sqrt(np.sum(grad_a ** 2)
-                                                      + np.sum(grad_b ** 2))))
-            records["dist_P_hat"].append(data.manifold.distance(a, b))
-            if reference is not None:
-                u, v = data.manifold.factor(a, b)
-                records["gap"].append(value - reference.value)
-                records["dist_ref"].append(float(np.sqrt(
-                    np.sum((u - reference_point[0]) ** 2) + np.sum((v - reference_point[1]) ** 2))))
-            if truth is not None:
-                excess, _, _ = population_loss_and_grad(a, b, problem.Sigma, problem.M)
-                records["excess_risk"].append(excess)
-                records["dist_P"].append(truth.distance(a, b))
-        if test is not None and (k % test_every == 0 or k == iterations):
-            prediction = attention.predict_new(a, b, data.X, x_test)
-            test_records["test_iteration"].append(k)
-            test_records["test_loss"].append(0.5 * float(np.mean(
-                np.sum((y_test - prediction) ** 2, axis=1))))
-            if problem is not None:
-                test_records["test_risk"].append(0.5 * float(np.mean(
-                    np.sum((x_test @ problem.M.T - prediction) ** 2, axis=1))))
-        if record:
-            records["time"].append(time.perf_counter() - start)
+        recorder(k, a, b, value, loss, grad_a, grad_b)
         if callback is not None and callback(k, a, b):
             stopped = True
             break
@@ -709,9 +747,8 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
             raise diverged(k + 1, "the parameters are not finite after the update")
 
-    return TrainResult(A=a, B=b, history=_history(records, recorded_iterations,
-                                                  test_records if test is not None else None),
-                       step=step, config=config, stopped=stopped)
+    return TrainResult(A=a, B=b, history=recorder.history(), step=step, config=config,
+                       stopped=stopped)
 
 
 def _history(records: dict[str, list[float]], iterations: list[int],

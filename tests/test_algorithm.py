@@ -364,3 +364,24 @@ def test_record_at_keeps_exactly_the_recorded_entries(small) -> None:
     for bad in ([], [3, 2], [0, 13], [0.5]):
         with pytest.raises(ValueError, match="record_at"):
             algorithm.train(loss, iterations=12, record_at=np.array(bad))
+
+
+def test_train_is_the_chained_transformations_stepped_by_hand():
+    """Chapter 4's claim: train's loop is chain(precondition(Sigma_hat), scale(-eta)) applied to
+    the gradient of L_hat + lam R_hat, bit for bit."""
+    from attnlib.optim import apply_updates, chain, scale
+
+    problem = data.default_problem(rng=np.random.default_rng(5), d=3, p=4, noise_std=0.1)
+    x, y = problem.sample(60, rng=np.random.default_rng(6))
+    loss = algorithm.empirical_loss(x, y)
+    run = algorithm.train(loss, iterations=15)
+    a, b = loss.manifold.point()
+    optimizer = chain(algorithm.precondition(loss.Sigma_hat), scale(-run.step))
+    state = optimizer.init((a, b))
+    objective = loss.objective(1.0)
+    for _ in range(15):
+        _, _, grad_a, grad_b = objective(a, b)
+        updates, state = optimizer.update((grad_a, grad_b), state)
+        a, b = apply_updates((a, b), updates)
+    np.testing.assert_array_equal(a, run.A)
+    np.testing.assert_array_equal(b, run.B)
