@@ -4,6 +4,7 @@ named for cross-references and described by alt text; nbval markers are cell tag
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,18 @@ def test_nbval_markers_are_tags(path: Path) -> None:
               and "NBVAL_" in "".join(cell["source"])]
     assert not marked, (f"{path.name}: cells {marked} carry # NBVAL_ comments readers see; "
                         "use the cell tags nbval-ignore-output / nbval-skip")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_figure_is_referenced_and_every_display_equation_numbered(path: Path) -> None:
+    """Readers find a figure by its number ({numref}) and cite an equation by its number: each
+    named figure is referenced in the chapter's text, each display equation has a label."""
+    cells = json.loads(path.read_text())["cells"]
+    prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    names = [c["metadata"].get("mystnb", {}).get("figure", {}).get("name")
+             for _, c in figure_cells(path)]
+    unreferenced = [n for n in names if n and f"{{numref}}`{n}`" not in prose]
+    assert not unreferenced, f"{path.name}: figures never referenced with {{numref}}: {unreferenced}"
+    closings = re.findall(r"\$\$(?!\$)([^\n]*)", prose)[1::2]     # text after each closing $$
+    unlabelled = sum(not re.match(r" \(eq-[\w-]+\)", rest) for rest in closings)
+    assert unlabelled == 0, f"{path.name}: {unlabelled} display equations without a (eq-...) label"
