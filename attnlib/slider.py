@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 
-from attnlib.plotting import DPI
+from attnlib.plotting import PIXEL_RATIO, _png_size, figure_png
 
 __all__ = ["Frame", "FrameSlider", "frame_slider"]
 
@@ -93,11 +93,13 @@ class FrameSlider:
                 f'<output>{shown}</output></label>')
         text = f'<pre class="attn-slider-text">{html.escape(first.text)}</pre>' \
             if any(frame.text for frame in self.frames.values()) else ""
+        width = _png_size(first.png)[0] // PIXEL_RATIO     # the frames are PIXEL_RATIO x
         script = _SCRIPT.replace("__ID__", uid).replace("__DATA__",
                                                         payload.replace("</", "<\\/"))
         return (f'<div class="attn-slider" id="{uid}">'
                 f'<div class="attn-slider-controls">{"".join(rows)}</div>'
-                f'<img src="{_data_uri(first.png)}" alt="{html.escape(first.alt)}">{text}</div>'
+                f'<img src="{_data_uri(first.png)}" width="{width}" '
+                f'alt="{html.escape(first.alt)}">{text}</div>'
                 f"<script>{script}</script>")
 
     def widget(self):
@@ -177,25 +179,10 @@ def _render(draw: Callable[..., Any], params: dict[str, Any], alt: str) -> Frame
         fig = fig if fig is not None else plt.gcf()
     finally:
         plt.show = show
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight",
-                metadata={"Software": None})
+    png = figure_png(fig)
     for number in set(plt.get_fignums()) - before:
         plt.close(number)
-    return Frame(png=_palette_png(buffer.getvalue()), alt=alt.format(**params),
-                 text=printed.getvalue())
-
-
-def _palette_png(png: bytes) -> bytes:
-    """Re-encode with a 256-colour palette: about a third of the size for line plots."""
-    from PIL import Image
-
-    image = Image.open(io.BytesIO(png)).convert("RGB")
-    palette = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT,
-                             dither=Image.Dither.NONE)
-    buffer = io.BytesIO()
-    palette.save(buffer, format="PNG", optimize=True)
-    return buffer.getvalue()
+    return Frame(png=png, alt=alt.format(**params), text=printed.getvalue())
 
 
 def _data_uri(png: bytes) -> str:
