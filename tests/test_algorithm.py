@@ -10,6 +10,8 @@ import pytest
 from attnlib import algorithm, attention, data, geometry, population
 from attnlib._validation import DivergenceError
 
+import train_cases
+
 
 @pytest.fixture(scope="module")
 def small():
@@ -364,3 +366,19 @@ def test_record_at_keeps_exactly_the_recorded_entries(small) -> None:
     for bad in ([], [3, 2], [0, 13], [0.5]):
         with pytest.raises(ValueError, match="record_at"):
             algorithm.train(loss, iterations=12, record_at=np.array(bad))
+
+
+@pytest.mark.parametrize("name", sorted(train_cases.cases()))
+def test_train_is_bit_identical_to_the_stored_reference_runs(name: str) -> None:
+    """Every option of the training loop (record_at, renormalization, prompts, SGD, Adam,
+    momentum, callback, test risk, reference, truth) gives exactly the numbers stored in
+    ``tests/data/train_reference.npz``, written by the loop before its recorders were
+    factored out: the stored experiment runs replay bit for bit."""
+    stored = np.load(train_cases.REFERENCE_FILE)
+    expected = {key: stored[key] for key in stored.files if key.startswith(f"{name}/")}
+    result = train_cases.cases()[name]()
+    assert "time" in result.history
+    got = train_cases.flatten(name, result)
+    assert sorted(got) == sorted(expected)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(got[key], value, err_msg=key, strict=True)
