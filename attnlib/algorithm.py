@@ -91,7 +91,7 @@ __all__ = [
     "TrainResult", "train",
 ]
 
-#: A pair of arrays shaped like the parameters (A, B): parameters, gradients or updates.
+#: A pair of arrays shaped like the parameters (A, B), i.e. parameters, gradients or updates.
 Pair = tuple[np.ndarray, np.ndarray]
 
 

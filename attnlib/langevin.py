@@ -535,7 +535,7 @@ def histogram_tv(samples: np.ndarray, edges: Sequence[np.ndarray],
 
     ``samples`` has shape ``(chains, D)`` with D = ``len(edges)`` (1 or 2); ``probabilities``
     (e.g. from :func:`gibbs_bin_probabilities`) has one entry per bin and sums to 1. Samples
-    outside the box count as mass the target does not have:
+    outside the box count as mass the target does not have::
 
         TV = 1/2 sum_bins |p_hist - p| + 1/2 (fraction of samples outside the box).
     """

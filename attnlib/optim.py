@@ -27,7 +27,7 @@ from ._validation import check_finite, check_in_range, check_positive
 __all__ = ["Params", "Transform", "EmptyState", "TraceState", "ScaleByAdamState",
            "check_betas", "chain", "scale", "trace", "scale_by_adam", "apply_updates"]
 
-#: Parameters, gradients or updates: a tuple of arrays (``(A, B)`` in Part I).
+#: Parameters, gradients or updates as a tuple of arrays (``(A, B)`` in Part I).
 Params = tuple[np.ndarray, ...]
 
 

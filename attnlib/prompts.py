@@ -26,7 +26,7 @@ The delta method. In whitened coordinates (``x = Sigma^{1/2} w``, ``w ~ N(0, I_d
 ``U = A Sigma^{1/2}``, ``V = Sigma^{1/2} B Sigma^{1/2}``, ``X* = M Sigma^{1/2}``) the query w
 sees the tilt ``u = V^T w`` and the context average ``hbar = sum_i e^{u.w_i} w_i /
 sum_i e^{u.w_i}`` over m i.i.d. keys; the prediction is ``U hbar``, the target ``X* w``. The
-ratio of two sample means has, to order 1/m (:func:`attnlib.symbolic.ratio_estimator_moments`),
+ratio of two sample means has, to order 1/m (:func:`attnlib.symbolic.ratio_estimator_moments`)::
 
     E hbar = u (1 - e^{|u|^2} / m),        Cov hbar = e^{|u|^2} (I + u u^T) / m .
 

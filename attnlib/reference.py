@@ -37,7 +37,7 @@ from .population import spd_sqrt
 __all__ = ["ObjectiveFn", "ReferenceOptimum", "ReferenceNotConverged", "reference_minimizer",
            "factor_gradient", "largest_curvature"]
 
-#: A Part I objective: ``(A, B) -> (value, dQ/dA, dQ/dB)``.
+#: A Part I objective, ``(A, B) -> (value, dQ/dA, dQ/dB)``.
 ObjectiveFn = Callable[[np.ndarray, np.ndarray], tuple[float, np.ndarray, np.ndarray]]
 
 

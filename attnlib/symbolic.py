@@ -552,6 +552,7 @@ def gradient_identities(p: int, d: int) -> list[Identity]:
 
     Every gradient below is obtained by differentiating entrywise (``L`` without its
     constant):
+
     * in (U, V) (general symbols, X general): ``grad_U q = E V + lambda/2 U W`` and
       ``grad_V q = E^T U - lambda/2 V W`` with ``E = U V^T - X``, ``W = U^T U - V^T V``;
     * in (A, B): ``grad_A Q = F Sigma B Sigma + lambda/2 A Sigma D Sigma`` and

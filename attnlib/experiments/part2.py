@@ -390,7 +390,7 @@ def expected_hitting_times(first_passage: np.ndarray, epsilons: tuple[float, ...
 
 
 # ----- Theorem 3.1 over other data and sizes (chapter 8) -------------------------------------
-#: [choice] the grid: chapter 8's instance (seed 8: n = 6, N = 5, d = 3, d_k = 2, Gaussian X),
+#: [choice] the grid is chapter 8's instance (seed 8, n = 6, N = 5, d = 3, d_k = 2, Gaussian X),
 #: one size changed at a time, and two other laws of the inputs X (unit variance)
 INSTANCE_SEED = 8
 INSTANCE_GRID = (
