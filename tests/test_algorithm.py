@@ -11,6 +11,7 @@ from attnlib import algorithm, attention, data, geometry, population
 from attnlib._validation import DivergenceError
 
 import train_cases
+from conftest import central_differences
 
 
 @pytest.fixture(scope="module")
@@ -21,24 +22,6 @@ def small():
     return problem, x, y
 
 
-def _central_differences(value, a: np.ndarray, b: np.ndarray, h: float = 1e-6
-                         ) -> tuple[np.ndarray, np.ndarray]:
-    """Central differences of the scalar ``value(A, B)`` in every entry of A and of B."""
-    grads = []
-    for param in (a, b):
-        fd = np.zeros_like(param)
-        for idx in np.ndindex(param.shape):
-            old = param[idx]
-            param[idx] = old + h
-            plus = value(a, b)
-            param[idx] = old - h
-            minus = value(a, b)
-            param[idx] = old
-            fd[idx] = (plus - minus) / (2 * h)
-        grads.append(fd)
-    return grads[0], grads[1]
-
-
 def test_empirical_objective_gradient_matches_finite_differences(small) -> None:
     problem, x, y = small
     sigma_hat, _ = population.empirical_moments(x, y)
@@ -47,7 +30,7 @@ def test_empirical_objective_gradient_matches_finite_differences(small) -> None:
     value, loss, grad_a, grad_b = algorithm.empirical_objective_and_grad(a, b, x, y, sigma_hat,
                                                                          lam=0.8)
     assert value == pytest.approx(loss + population.regularizer(a, b, sigma_hat, lam=0.8))
-    fd_a, fd_b = _central_differences(
+    fd_a, fd_b = central_differences(
         lambda a_, b_: algorithm.empirical_objective_and_grad(a_, b_, x, y, sigma_hat, lam=0.8)[0],
         a, b)
     np.testing.assert_allclose(grad_a, fd_a, rtol=1e-6, atol=1e-8)
@@ -294,14 +277,14 @@ def test_reference_gap_and_distance_are_recorded(small) -> None:
 
 
 @pytest.mark.parametrize("regularizer", ["balancing", "normalized"])
-def test_objective_with_either_regularizer_matches_central_differences(small, regularizer) -> None:
+def test_objective_with_either_regularizer_matchescentral_differences(small, regularizer) -> None:
     _, x, y = small
     loss = algorithm.empirical_loss(x, y)
     objective = loss.reference_objective(0.8, regularizer=regularizer)
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((6, 4)) / 2, rng.standard_normal((4, 4)) / 2
     _, grad_a, grad_b = objective(a, b)
-    fd_a, fd_b = _central_differences(lambda a_, b_: objective(a_, b_)[0], a, b)
+    fd_a, fd_b = central_differences(lambda a_, b_: objective(a_, b_)[0], a, b)
     np.testing.assert_allclose(grad_a, fd_a, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(grad_b, fd_b, rtol=1e-6, atol=1e-8)
 
