@@ -361,9 +361,25 @@ def empirical_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo"
                    moments: tuple[np.ndarray, np.ndarray] | None = None) -> DataLoss:
     """The layer's empirical loss L_hat on ``X`` (n, d), ``Y`` (n, p) with ``mask``.
 
-    ``moments = (Sigma_hat, M_hat)`` overrides the empirical moments (used by R_hat, the
-    preconditioner, the spectral start and the step rule). Raises ``ValueError`` for n < d,
-    singular Sigma_hat or p < d.
+    Parameters
+    ----------
+    X, Y : ndarray
+        The n samples, shapes (n, d) and (n, p); each row is a query attending to all n rows.
+    mask : str
+        ``"loo"`` leaves the query out of its own context; ``"all"`` keeps it.
+    moments : tuple of ndarray, optional
+        ``(Sigma_hat, M_hat)`` overriding the empirical moments (used by R_hat, the
+        preconditioner, the spectral start and the step rule).
+
+    Returns
+    -------
+    DataLoss
+        The data term of Q_hat, for :func:`train`.
+
+    Raises
+    ------
+    ValueError
+        For n < d, singular Sigma_hat, p < d or shapes that disagree with ``moments``.
     """
     if mask not in ("loo", "all"):
         raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
@@ -404,7 +420,26 @@ def prompts_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo",
 
 
 def closed_form_loss(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> DataLoss:
-    """The infinite-data loss with ``(Sigma_hat, M_hat)`` plugged in (chapters 4 and 6)."""
+    """The infinite-data loss with ``(Sigma_hat, M_hat)`` plugged in (chapters 4 and 6):
+    ``1/2 ||(A S B^T - M_hat) S^{1/2}||_F^2`` with ``S = Sigma_hat``.
+
+    Parameters
+    ----------
+    Sigma_hat : ndarray
+        Symmetric positive definite (d, d).
+    M_hat : ndarray
+        (p, d) with p >= d and full column rank of ``M_hat Sigma_hat^{1/2}``.
+
+    Returns
+    -------
+    DataLoss
+        The data term of Q_hat, for :func:`train`.
+
+    Raises
+    ------
+    ValueError
+        When ``Sigma_hat`` is not SPD or ``M_hat`` has the wrong shape or rank.
+    """
     return DataLoss("closed_form", _moments(Sigma_hat, M_hat))
 
 
@@ -427,7 +462,27 @@ def empirical_objective_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y:
 
 def random_init(d: int, p: int, *, rng: np.random.Generator,
                 scale: float = 0.3) -> tuple[np.ndarray, np.ndarray]:
-    """Draw ``A`` (p x d) then ``B`` (d x d) with i.i.d. ``N(0, scale^2 / d)`` entries."""
+    """Draw ``A`` (p x d) then ``B`` (d x d) with i.i.d. ``N(0, scale^2 / d)`` entries.
+
+    Parameters
+    ----------
+    d, p : int
+        Input and output dimensions (at least 1).
+    rng : numpy.random.Generator
+        The source of the draws (A first, then B).
+    scale : float
+        Entry standard deviation times ``sqrt(d)`` (positive).
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(A, B)``.
+
+    Raises
+    ------
+    ValueError
+        For a non-positive ``d``, ``p`` or ``scale``.
+    """
     d = check_int("d", d, minimum=1)
     p = check_int("p", p, minimum=1)
     rng = check_generator("rng", rng)
@@ -441,6 +496,23 @@ def spectral_init(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> tuple[np.ndarray,
 
     ``M_hat Sigma_hat^{1/2} = Phi Gamma Psi^T`` (thin SVD), ``A_0 = Phi Gamma^{1/2} Sigma_hat^{-1/2}``,
     ``B_0 = Sigma_hat^{-1/2} Psi Gamma^{1/2} Sigma_hat^{-1/2}``; then ``A_0 Sigma_hat B_0^T = M_hat``.
+
+    Parameters
+    ----------
+    Sigma_hat : ndarray
+        Symmetric positive definite (d, d).
+    M_hat : ndarray
+        (p, d), p >= d, with ``M_hat Sigma_hat^{1/2}`` of full column rank.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(A_0, B_0)``, shapes (p, d) and (d, d).
+
+    Raises
+    ------
+    ValueError
+        When ``Sigma_hat`` is not SPD or ``M_hat`` has the wrong shape or rank.
     """
     return _moments(Sigma_hat, M_hat).point()
 
@@ -453,6 +525,25 @@ def renormalize(A: np.ndarray, B: np.ndarray, Sigma_hat: np.ndarray,
     ``A Sigma_hat B^T`` (hence the infinite-data predictor) is unchanged and afterwards
     ``||Sigma_hat^{1/2} B Sigma_hat^{1/2}||_F <= tau``, which bounds the softmax logits.
     (:func:`train` additionally requires tau >= the balanced scale ``sqrt(trace Gamma_hat)``.)
+
+    Parameters
+    ----------
+    A, B : ndarray
+        The parameters, shapes (p, d) and (d, d).
+    Sigma_hat : ndarray
+        Symmetric positive definite (d, d).
+    tau : float
+        The bound (positive).
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(c A, B / c)``.
+
+    Raises
+    ------
+    ValueError
+        For bad shapes, a non-SPD ``Sigma_hat`` or a non-positive ``tau``.
     """
     tau = check_positive("tau", tau)
     half, _ = spd_sqrt(check_spd("Sigma_hat", Sigma_hat))
@@ -470,7 +561,33 @@ def _renormalize(a: np.ndarray, b: np.ndarray, half: np.ndarray,
 
 def default_step(A0: np.ndarray, B0: np.ndarray, Sigma_hat: np.ndarray, M_hat: np.ndarray, *,
                  lam: float, precondition: bool, step_scale: float = 0.5) -> float:
-    """The step-size rule of the module docstring (a curvature bound covering the start and S)."""
+    """The step-size rule of the module docstring (a curvature bound covering the start and S):
+    ``eta = c / ((1 + lam) max(s_max, ||U_0||_F^2 + ||V_0||_F^2))``, divided further by
+    ``max(||S||, ||S||^2)`` without the preconditioner.
+
+    Parameters
+    ----------
+    A0, B0 : ndarray
+        The starting point, shapes (p, d) and (d, d).
+    Sigma_hat, M_hat : ndarray
+        The moments (Sigma_hat SPD (d, d), M_hat (p, d)).
+    lam : float
+        Regularizer weight (>= 0).
+    precondition : bool
+        Whether the step is preconditioned.
+    step_scale : float
+        The constant ``c`` (positive; below 0.8 keeps ``eta ||H|| < 2`` at the start).
+
+    Returns
+    -------
+    float
+        The step ``eta``.
+
+    Raises
+    ------
+    ValueError
+        For bad shapes, non-SPD ``Sigma_hat``, negative ``lam`` or non-positive ``step_scale``.
+    """
     step_scale = check_positive("step_scale", step_scale)
     lam = check_positive("lam", lam, allow_zero=True)
     manifold = _moments(Sigma_hat, M_hat)

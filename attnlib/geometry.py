@@ -170,9 +170,26 @@ def minimizer_manifold(Sigma: np.ndarray, M: np.ndarray, *, rtol: float = 1e-10
                        ) -> MinimizerManifold:
     """Return the manifold S of global minima of ``Q = L + R`` (any lambda > 0).
 
-    Raises ``ValueError`` when p < d or when ``X* = M Sigma^{1/2}`` does not have full column
-    rank (smallest singular value below ``rtol`` times the largest): S is then a different set
-    (rank-deficient factors) and the formulas here do not apply.
+    Parameters
+    ----------
+    Sigma : ndarray
+        Symmetric positive definite (d, d) (the true Sigma for S, Sigma_hat for S_hat).
+    M : ndarray
+        (p, d), p >= d.
+    rtol : float
+        Relative rank tolerance for ``X* = M Sigma^{1/2}``.
+
+    Returns
+    -------
+    MinimizerManifold
+        S with its distances, points and factor coordinates.
+
+    Raises
+    ------
+    ValueError
+        When p < d or when ``X*`` does not have full column rank (smallest singular value
+        below ``rtol`` times the largest): S is then a different set (rank-deficient
+        factors) and the formulas here do not apply.
     """
     rtol = check_positive("rtol", rtol)
     if rtol >= 1:

@@ -188,6 +188,11 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
     preconditioner
         Optional constant SPD matrix P (D x D); None is ``P = I``.
 
+    Returns
+    -------
+    LangevinRun
+        The recorded times, losses, block norms (and states) and the final states.
+
     Raises
     ------
     ValueError
@@ -393,9 +398,27 @@ def hitting_times(times: np.ndarray, gap: np.ndarray, epsilons: Sequence[float]
                   ) -> np.ndarray:
     """For each ``eps``, the first recorded time after which ``|gap| <= eps`` holds to the end.
 
-    ``gap`` has the shape of ``times``. Returns NaN for an ``eps`` never reached. Requiring the
-    gap to *stay* below ``eps`` makes the answer robust to a noisy estimate of the mean that
-    dips below ``eps`` once by chance.
+    Requiring the gap to *stay* below ``eps`` makes the answer robust to a noisy estimate of
+    the mean that dips below ``eps`` once by chance.
+
+    Parameters
+    ----------
+    times : ndarray
+        Recorded times, increasing.
+    gap : ndarray
+        The gap at those times (same shape).
+    epsilons : sequence of float
+        The thresholds.
+
+    Returns
+    -------
+    ndarray
+        One time per ``eps``; NaN for an ``eps`` never reached.
+
+    Raises
+    ------
+    ValueError
+        For mismatched shapes or non-finite inputs.
     """
     t = as_matrix("times", times, ndim=1)
     g = np.abs(as_matrix("gap", gap, shape=t.shape, ndim=1))
@@ -602,11 +625,32 @@ def spectral_gap(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], tempera
     points i, j at spacing Delta exchange at rate ``(s / (2 Delta^2)) exp(-(f_j - f_i) / s)``
     (the "square-root approximation"). This jump process is reversible for the grid Gibbs
     weights ``exp(-2 f_i / s)``, its generator converges to L as Delta -> 0, and its
-    symmetrisation is a sparse symmetric matrix. Returns the ``n_eigenvalues`` smallest
-    eigenvalues ``0 = lambda_0 < lambda_1 <= ...``; ``lambda_1`` is the spectral gap. With the
-    Poincare inequality written ``Var_mu(g) <= C_P int ||grad g||^2 dmu``, the Dirichlet form
-    of L is ``(s/2) int ||grad g||^2 dmu``, so ``C_P = s / (2 lambda_1)``; the law of (SDE)
-    approaches mu_s like ``exp(-lambda_1 t)`` (chi-square distance).
+    symmetrisation is a sparse symmetric matrix. With the Poincare inequality written
+    ``Var_mu(g) <= C_P int ||grad g||^2 dmu``, the Dirichlet form of L is
+    ``(s/2) int ||grad g||^2 dmu``, so ``C_P = s / (2 lambda_1)``; the law of (SDE) approaches
+    mu_s like ``exp(-lambda_1 t)`` (chi-square distance).
+
+    Parameters
+    ----------
+    loss_and_grad : callable
+        Batched ``theta (chains, D) -> (loss (chains,), grad (chains, D))``; only the loss
+        is used.
+    axes : sequence of ndarray
+        The grid along each coordinate (1 or 2 axes), equally spaced.
+    temperature : float
+        ``s > 0``.
+    n_eigenvalues : int
+        How many of the smallest eigenvalues to return (at least 2).
+
+    Returns
+    -------
+    ndarray
+        The eigenvalues ``0 = lambda_0 < lambda_1 <= ...``; ``lambda_1`` is the spectral gap.
+
+    Raises
+    ------
+    ValueError
+        For a bad grid, temperature or count.
     """
     s = check_positive("temperature", temperature)
     n_eigenvalues = check_int("n_eigenvalues", n_eigenvalues, minimum=2)
