@@ -3,6 +3,8 @@
 Parameters ``A`` (p x d, value/output map) and ``B`` (d x d, merged key-query matrix). The n
 samples attend to each other: with logits ``s_ji = x_j^T B x_i``,
 
+::
+
     w_ji = exp(s_ji) / sum_{k in C(j)} exp(s_jk)   for i in C(j),  w_ji = 0 otherwise,
     h_j  = sum_i w_ji x_i ,        y_hat_j = A h_j ,
 

@@ -32,13 +32,14 @@ or a quantity that tends to zero, such as a gradient norm).
 Predicted local rate [derived, chapter 6]. Near the manifold S of minima, gradient descent
 with step eta is linear: the deviation from S evolves as ``delta <- (I - eta H) delta`` with H
 the Hessian of ``Q = L + R`` at S in the coordinates the step acts on. Preconditioned GD on
-(A, B) is plain GD on (U, V) = (A Sigma^{1/2}, Sigma^{1/2} B Sigma^{1/2}), so H is the
+(A, B) is plain GD on ``(U, V) = (A Sigma^{1/2}, Sigma^{1/2} B Sigma^{1/2})``, so H is the
 (U, V) Hessian of :func:`attnlib.geometry.factor_hessian`, which depends on X* only; plain GD
-on (A, B) sees ``J^T H J`` with J the linear map (dA, dB) -> (dA Sigma^{1/2},
-Sigma^{1/2} dB Sigma^{1/2}), which depends on Sigma as well. In both cases the d(d-1)/2
+on (A, B) sees ``J^T H J`` with J the linear map ``(dA, dB) -> (dA Sigma^{1/2},
+Sigma^{1/2} dB Sigma^{1/2})``, which depends on Sigma as well. In both cases the d(d-1)/2
 directions tangent to S have eigenvalue 0 and do not contract (GD settles on some point of S);
 :func:`local_gd_rate` drops exactly those and returns ``mu = max |1 - eta h|`` over the rest.
-Distances to S shrink like mu^m and the excess risk (quadratic in the distance) like mu^{2m}.
+Distances to S shrink like ``mu^m`` and the excess risk (quadratic in the distance) like
+``mu^{2m}``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Manifold of global minima [derived, checked]. With the thin SVD ``X* = Phi Gamma
 (``X* = M Sigma^{1/2}`` of full column rank d, which needs p >= d) and lambda > 0, the global
 minima of ``Q = L + R`` (:mod:`attnlib.population`) are exactly
 
+::
+
     S = { (U, V) = (Phi Gamma^{1/2} O, Psi Gamma^{1/2} O) : O in O(d) },
 
 two connected components (det O = +1, -1). In (A, B) coordinates
@@ -15,6 +17,8 @@ P-geometry. ``<(A,B),(A',B')>_P = tr(A Sigma A'^T) + tr(Sigma B Sigma B'^T)``, w
 Frobenius inner product of the (U, V) coordinates. The P-gradient of a function f is
 ``grad_P f = (df/dA Sigma^{-1}, Sigma^{-1} df/dB Sigma^{-1})`` (in (U, V) coordinates simply
 ``(df/dU, df/dV)``), and
+
+::
 
     dist_P(theta, S)^2 = min_{O in O(d)} ||U - U* O||_F^2 + ||V - V* O||_F^2
 

@@ -158,6 +158,8 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
 
     With a constant symmetric positive definite ``preconditioner`` P (D x D) the step is
 
+    ::
+
         theta_{k+1} = theta_k - h P grad f(theta_k) + sqrt(s h) P^{1/2} xi_k,
 
     with ``P^{1/2}`` the symmetric square root: the Euler-Maruyama scheme of
@@ -587,6 +589,8 @@ def gibbs_z_scores(states: np.ndarray, observables: Mapping[str, Callable[[np.nd
     ``states`` has shape ``(R, chains, D)`` (D = ``len(axes)``, 1 or 2): stationary records of
     independent chains. For each observable ``g`` (a function of points ``(..., D) -> (...)``)
     the result is
+
+    ::
 
         z_g = (mean of g over records and chains - E_{mu_s} g) / se_g,
         se_g = std(g) sqrt(tau_g / (R chains)),

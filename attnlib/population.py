@@ -4,6 +4,8 @@ Infinite-data limit [derived, chapter 2]. For x ~ N(0, Sigma), exponential tilti
 ``E[x' exp(u.x')] / E[exp(u.x')] = Sigma u``, so the attention output of a query x tends to
 ``Sigma B^T x`` and the layer's population loss is
 
+::
+
     L(A, B) = 1/2 || (A Sigma B^T - M) Sigma^{1/2} ||_F^2 + L*,        L* = p sigma^2 / 2,
 
 with gradient (E = A Sigma B^T - M)

@@ -34,6 +34,8 @@ Averaging ``1/2 ||X* w - U hbar||^2`` over keys and then over the Gaussian query
 ``e^{w^T V V^T w}`` turns N(0, I) into N(0, C), ``C = (I - 2 V V^T)^{-1}``, times
 ``det(I - 2 V V^T)^{-1/2}``) gives
 
+::
+
     L_m(U, V) = 1/2 ||U V^T - X*||_F^2 + G(U, V) / m + o(1/m),
     G(U, V) = det(I - 2K)^{-1/2} [ tr(C X*^T P) - 1/2 tr(C P^T P) + 1/2 ||U||_F^2 ],
 
