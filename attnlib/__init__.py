@@ -1,6 +1,7 @@
 """attnlib: the algorithms of the book *How softmax attention trains*.
 
-Import the submodules directly, e.g. ``from attnlib import attention``. Every public module:
+Import the submodules directly, e.g. ``from attnlib import attention``. Every public module
+(the book's API reference, ``book/api.md``, documents each from its docstrings):
 
 Part I (Goel, Soltanolkotabi, Bartlett 2026)
     ``data`` (covariances and the regression sampler), ``attention`` (the softmax layer, its

@@ -91,7 +91,7 @@ __all__ = [
     "TrainResult", "train",
 ]
 
-#: A pair of arrays shaped like the parameters (A, B): parameters, gradients or updates.
+#: A pair of arrays shaped like the parameters (A, B), i.e. parameters, gradients or updates.
 Pair = tuple[np.ndarray, np.ndarray]
 
 
@@ -362,9 +362,25 @@ def empirical_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo"
                    moments: tuple[np.ndarray, np.ndarray] | None = None) -> DataLoss:
     """The layer's empirical loss L_hat on ``X`` (n, d), ``Y`` (n, p) with ``mask``.
 
-    ``moments = (Sigma_hat, M_hat)`` overrides the empirical moments (used by R_hat, the
-    preconditioner, the spectral start and the step rule). Raises ``ValueError`` for n < d,
-    singular Sigma_hat or p < d.
+    Parameters
+    ----------
+    X, Y : ndarray
+        The n samples, shapes (n, d) and (n, p); each row is a query attending to all n rows.
+    mask : str
+        ``"loo"`` leaves the query out of its own context; ``"all"`` keeps it.
+    moments : tuple of ndarray, optional
+        ``(Sigma_hat, M_hat)`` overriding the empirical moments (used by R_hat, the
+        preconditioner, the spectral start and the step rule).
+
+    Returns
+    -------
+    DataLoss
+        The data term of Q_hat, for :func:`train`.
+
+    Raises
+    ------
+    ValueError
+        For n < d, singular Sigma_hat, p < d or shapes that disagree with ``moments``.
     """
     if mask not in ("loo", "all"):
         raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
@@ -406,7 +422,26 @@ def prompts_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo",
 
 
 def closed_form_loss(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> DataLoss:
-    """The infinite-data loss with ``(Sigma_hat, M_hat)`` plugged in (chapters 4 and 6)."""
+    """The infinite-data loss with ``(Sigma_hat, M_hat)`` plugged in (chapters 4 and 6):
+    ``1/2 ||(A S B^T - M_hat) S^{1/2}||_F^2`` with ``S = Sigma_hat``.
+
+    Parameters
+    ----------
+    Sigma_hat : ndarray
+        Symmetric positive definite (d, d).
+    M_hat : ndarray
+        (p, d) with p >= d and full column rank of ``M_hat Sigma_hat^{1/2}``.
+
+    Returns
+    -------
+    DataLoss
+        The data term of Q_hat, for :func:`train`.
+
+    Raises
+    ------
+    ValueError
+        When ``Sigma_hat`` is not SPD or ``M_hat`` has the wrong shape or rank.
+    """
     return DataLoss("closed_form", _moments(Sigma_hat, M_hat))
 
 
@@ -430,7 +465,27 @@ def empirical_objective_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y:
 
 def random_init(d: int, p: int, *, rng: np.random.Generator,
                 scale: float = 0.3) -> tuple[np.ndarray, np.ndarray]:
-    """Draw ``A`` (p x d) then ``B`` (d x d) with i.i.d. ``N(0, scale^2 / d)`` entries."""
+    """Draw ``A`` (p x d) then ``B`` (d x d) with i.i.d. ``N(0, scale^2 / d)`` entries.
+
+    Parameters
+    ----------
+    d, p : int
+        Input and output dimensions (at least 1).
+    rng : numpy.random.Generator
+        The source of the draws (A first, then B).
+    scale : float
+        Entry standard deviation times ``sqrt(d)`` (positive).
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(A, B)``.
+
+    Raises
+    ------
+    ValueError
+        For a non-positive ``d``, ``p`` or ``scale``.
+    """
     d = check_int("d", d, minimum=1)
     p = check_int("p", p, minimum=1)
     rng = check_generator("rng", rng)
@@ -444,6 +499,23 @@ def spectral_init(Sigma_hat: np.ndarray, M_hat: np.ndarray) -> tuple[np.ndarray,
 
     ``M_hat Sigma_hat^{1/2} = Phi Gamma Psi^T`` (thin SVD), ``A_0 = Phi Gamma^{1/2} Sigma_hat^{-1/2}``,
     ``B_0 = Sigma_hat^{-1/2} Psi Gamma^{1/2} Sigma_hat^{-1/2}``; then ``A_0 Sigma_hat B_0^T = M_hat``.
+
+    Parameters
+    ----------
+    Sigma_hat : ndarray
+        Symmetric positive definite (d, d).
+    M_hat : ndarray
+        (p, d), p >= d, with ``M_hat Sigma_hat^{1/2}`` of full column rank.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(A_0, B_0)``, shapes (p, d) and (d, d).
+
+    Raises
+    ------
+    ValueError
+        When ``Sigma_hat`` is not SPD or ``M_hat`` has the wrong shape or rank.
     """
     return _moments(Sigma_hat, M_hat).point()
 
@@ -456,6 +528,25 @@ def renormalize(A: np.ndarray, B: np.ndarray, Sigma_hat: np.ndarray,
     ``A Sigma_hat B^T`` (hence the infinite-data predictor) is unchanged and afterwards
     ``||Sigma_hat^{1/2} B Sigma_hat^{1/2}||_F <= tau``, which bounds the softmax logits.
     (:func:`train` additionally requires tau >= the balanced scale ``sqrt(trace Gamma_hat)``.)
+
+    Parameters
+    ----------
+    A, B : ndarray
+        The parameters, shapes (p, d) and (d, d).
+    Sigma_hat : ndarray
+        Symmetric positive definite (d, d).
+    tau : float
+        The bound (positive).
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(c A, B / c)``.
+
+    Raises
+    ------
+    ValueError
+        For bad shapes, a non-SPD ``Sigma_hat`` or a non-positive ``tau``.
     """
     tau = check_positive("tau", tau)
     half, _ = spd_sqrt(check_spd("Sigma_hat", Sigma_hat))
@@ -473,7 +564,33 @@ def _renormalize(a: np.ndarray, b: np.ndarray, half: np.ndarray,
 
 def default_step(A0: np.ndarray, B0: np.ndarray, Sigma_hat: np.ndarray, M_hat: np.ndarray, *,
                  lam: float, precondition: bool, step_scale: float = 0.5) -> float:
-    """The step-size rule of the module docstring (a curvature bound covering the start and S)."""
+    """The step-size rule of the module docstring (a curvature bound covering the start and S):
+    ``eta = c / ((1 + lam) max(s_max, ||U_0||_F^2 + ||V_0||_F^2))``, divided further by
+    ``max(||S||, ||S||^2)`` without the preconditioner.
+
+    Parameters
+    ----------
+    A0, B0 : ndarray
+        The starting point, shapes (p, d) and (d, d).
+    Sigma_hat, M_hat : ndarray
+        The moments (Sigma_hat SPD (d, d), M_hat (p, d)).
+    lam : float
+        Regularizer weight (>= 0).
+    precondition : bool
+        Whether the step is preconditioned.
+    step_scale : float
+        The constant ``c`` (positive; below 0.8 keeps ``eta ||H|| < 2`` at the start).
+
+    Returns
+    -------
+    float
+        The step ``eta``.
+
+    Raises
+    ------
+    ValueError
+        For bad shapes, non-SPD ``Sigma_hat``, negative ``lam`` or non-positive ``step_scale``.
+    """
     step_scale = check_positive("step_scale", step_scale)
     lam = check_positive("lam", lam, allow_zero=True)
     manifold = _moments(Sigma_hat, M_hat)
@@ -513,6 +630,7 @@ class TrainResult:
 
 def _start(method: Method, data: DataLoss, init: Pair | None,
            rng: np.random.Generator | None) -> Pair:
+    """The starting point ``(A_0, B_0)``: ``init`` if given, else ``method.init``'s."""
     p, d = data.M_hat.shape
     if init is not None:
         return (as_matrix("init[0] (A0)", init[0], shape=(p, d)).copy(),
@@ -530,6 +648,44 @@ def _step_size(method: Method, data: DataLoss, a: np.ndarray, b: np.ndarray) -> 
     return method.update.eta(lambda step_scale: default_step(
         a, b, data.Sigma_hat, data.M_hat, lam=method.lam, precondition=method.precondition,
         step_scale=step_scale))
+
+
+def _optimizer(method: Method, data: DataLoss, step: float) -> Transform:
+    """The method's gradient transformation: ``chain(precondition(Sigma_hat), rule)`` (the
+    preconditioner only if ``method.precondition``), with ``rule`` the update rule at step
+    ``step`` (for Algorithm 1 ``scale(-eta)``)."""
+    pieces = ([precondition(data.Sigma_hat)] if method.precondition else []) + \
+        [method.update.transform(step)]
+    return chain(*pieces)
+
+
+def _check_batch_size(method: Method, data: DataLoss,
+                      rng: np.random.Generator | None) -> int | None:
+    """``method.batch_size`` checked against the data (None: full-batch gradients)."""
+    if method.batch_size is None:
+        return None
+    if data.kind == "closed_form":
+        raise ValueError("minibatches (method.batch_size) sample query rows: they need the "
+                         "empirical loss (or prompts), not the closed form")
+    if rng is None:
+        raise ValueError("minibatches (method.batch_size) need rng, a numpy.random.Generator")
+    batch_size = check_int("method.batch_size", method.batch_size, minimum=1)
+    if batch_size > data.n_queries:
+        raise ValueError(f"method.batch_size must be at most the number of query rows "
+                         f"{data.n_queries}, got {batch_size}")
+    return batch_size
+
+
+def _check_tau(method: Method, data: DataLoss) -> float | None:
+    """``method.tau`` checked against the balanced scale (None: no renormalization)."""
+    if method.tau is None:
+        return None
+    tau = check_positive("method.tau", method.tau)
+    if tau < data.manifold.balanced_scale * (1 - 1e-12):
+        raise ValueError(f"method.tau = {tau:.4g} is below the balanced scale sqrt(trace "
+                         f"Gamma_hat) = {data.manifold.balanced_scale:.4g}: renormalizing to it "
+                         "would unbalance the parameters and move S_hat; use tau >= that value")
+    return tau
 
 
 #: Bytes per iteration of a history while it is recorded (at most 12 keys, each a Python
@@ -551,85 +707,143 @@ def _check_record_at(record_at: object, iterations: int) -> frozenset[int] | Non
     return frozenset(int(k) for k in points)
 
 
-class _Recorder:
-    """What :func:`train` records at its recorded iterations (``recorded``; None: every one):
-    the objective and its parts, the gradient norm, the distance to S_hat, the time, and, when
-    given, the gap and distance to a ``reference`` optimum, the excess risk and distance to the
-    true manifold (``problem``), and every ``test_every`` iterations the test loss and risk
-    (``test``). Nothing here changes the iterates."""
+# ----------------------------------------------------------------------------------------
+# The recorders: what train measures along the way (not part of Algorithm 1).
+# ----------------------------------------------------------------------------------------
 
-    def __init__(self, data: DataLoss, *, recorded: frozenset[int] | None, iterations: int,
-                 reference: ReferenceOptimum | None, problem: RegressionProblem | None,
-                 test: tuple[np.ndarray, np.ndarray] | None, test_every: int) -> None:
-        p, d = data.M_hat.shape
-        self.data, self.recorded, self.iterations = data, recorded, iterations
-        self.reference, self.problem, self.test_every = reference, problem, test_every
-        self.truth = None if problem is None else minimizer_manifold(problem.Sigma, problem.M)
-        self.reference_point = (None if reference is None
-                                else data.manifold.factor(reference.A, reference.B))
-        self.test = None
-        if test is not None:
-            if data.kind != "empirical":
-                raise ValueError("test needs the empirical loss (its samples X are the deployed "
-                                 "context); for prompts see attnlib.prompts.deployed_risk")
-            x_test = as_matrix("test[0] (X_test)", test[0], shape=(None, d))
-            self.test = (x_test, as_matrix("test[1] (Y_test)", test[1],
-                                           shape=(x_test.shape[0], p)))
-        keys = ["objective", "loss", "grad_norm", "dist_P_hat", "time"]
-        keys += ["gap", "dist_ref"] if reference is not None else []
-        keys += ["excess_risk", "dist_P"] if self.truth is not None else []
-        self.records: dict[str, list[float]] = {key: [] for key in keys}
-        self.iteration: list[int] = []
-        self.test_records: dict[str, list[float]] = {"test_iteration": [], "test_loss": []}
-        if problem is not None:
-            self.test_records["test_risk"] = []
-        self.start = time.perf_counter()
+class _Iterate(NamedTuple):
+    """What a recorder sees at iteration k: the parameters, Q_hat, the data loss and Q_hat's
+    full-batch (A, B) gradient."""
 
-    def __call__(self, k: int, a: np.ndarray, b: np.ndarray, value: float, loss: float,
-                 grad_a: np.ndarray, grad_b: np.ndarray) -> None:
-        """Record iteration ``k`` at ``(a, b)`` with the objective ``value`` (data ``loss``
-        plus regularizer) and its gradient."""
-        record = self.recorded is None or k in self.recorded
-        if record:
-            self._record_objective(k, a, b, value, loss, grad_a, grad_b)
+    A: np.ndarray
+    B: np.ndarray
+    value: float
+    loss: float
+    grad: Pair
+
+
+class _Recorder(NamedTuple):
+    """A named group of history entries: ``measure(iterate)`` returns one float per name."""
+
+    names: tuple[str, ...]
+    measure: Callable[[_Iterate], tuple[float, ...]]
+
+
+def _objective_recorder() -> _Recorder:
+    """``objective`` (Q_hat), ``loss`` (the data loss) and ``grad_norm``
+    (``sqrt(||dQ/dA||_F^2 + ||dQ/dB||_F^2)``)."""
+    def measure(it: _Iterate) -> tuple[float, ...]:
+        grad_a, grad_b = it.grad
+        return it.value, it.loss, float(np.sqrt(np.sum(grad_a ** 2) + np.sum(grad_b ** 2)))
+
+    return _Recorder(("objective", "loss", "grad_norm"), measure)
+
+
+def _distance_recorder(name: str, manifold: MinimizerManifold) -> _Recorder:
+    """``name``: dist_P from (A, B) to ``manifold`` (S_hat for ``dist_P_hat``, S for ``dist_P``)."""
+    return _Recorder((name,), lambda it: (manifold.distance(it.A, it.B),))
+
+
+def _reference_recorder(manifold: MinimizerManifold, reference: ReferenceOptimum) -> _Recorder:
+    """``gap = Q_hat - Q_hat*`` and ``dist_ref``, the Frobenius distance in the (U, V)
+    coordinates of ``manifold.Sigma`` to the reference minimizer."""
+    u_ref, v_ref = manifold.factor(reference.A, reference.B)
+
+    def measure(it: _Iterate) -> tuple[float, ...]:
+        u, v = manifold.factor(it.A, it.B)
+        return it.value - reference.value, float(np.sqrt(np.sum((u - u_ref) ** 2)
+                                                         + np.sum((v - v_ref) ** 2)))
+
+    return _Recorder(("gap", "dist_ref"), measure)
+
+
+def _excess_risk_recorder(problem: RegressionProblem) -> _Recorder:
+    """``excess_risk``: ``L(A, B) - L*``, the infinite-data loss with the true Sigma, M."""
+    return _Recorder(("excess_risk",), lambda it: (
+        population_loss_and_grad(it.A, it.B, problem.Sigma, problem.M)[0],))
+
+
+def _clock_recorder() -> _Recorder:
+    """``time``: seconds since the recorder was made."""
+    start = time.perf_counter()
+    return _Recorder(("time",), lambda it: (time.perf_counter() - start,))
+
+
+def _test_recorder(data: DataLoss, test: tuple[np.ndarray, np.ndarray],
+                   problem: RegressionProblem | None) -> _Recorder:
+    """``test_loss = 1/(2m) sum ||y - y_hat||^2`` of the deployed predictor (the n training
+    samples as context, :func:`attnlib.attention.predict_new`) on ``test = (X_test, Y_test)``
+    and, with ``problem``, ``test_risk = 1/(2m) sum ||M x - y_hat||^2``."""
+    if data.kind != "empirical":
+        raise ValueError("test needs the empirical loss (its samples X are the deployed "
+                         "context); for prompts see attnlib.prompts.deployed_risk")
+    p, d = data.M_hat.shape
+    x_test = as_matrix("test[0] (X_test)", test[0], shape=(None, d))
+    y_test = as_matrix("test[1] (Y_test)", test[1], shape=(x_test.shape[0], p))
+
+    def measure(it: _Iterate) -> tuple[float, ...]:
+        prediction = attention.predict_new(it.A, it.B, data.X, x_test)
+        loss = 0.5 * float(np.mean(np.sum((y_test - prediction) ** 2, axis=1)))
+        if problem is None:
+            return (loss,)
+        return loss, 0.5 * float(np.mean(np.sum((x_test @ problem.M.T - prediction) ** 2,
+                                                axis=1)))
+
+    return _Recorder(("test_loss",) + (("test_risk",) if problem is not None else ()), measure)
+
+
+class _History:
+    """The history of :func:`train` (module docstring): the ``recorders`` at the iterations in
+    ``recorded`` (None: every one), listed in ``iteration``, and the ``test`` recorder every
+    ``test_every`` iterations and at the last one, listed in ``test_iteration``."""
+
+    def __init__(self, recorders: list[_Recorder], recorded: frozenset[int] | None,
+                 test: _Recorder | None, test_every: int, iterations: int) -> None:
+        self.recorders = recorders
+        self.recorded = recorded
+        self.test = test
+        self.test_every = test_every
+        self.iterations = iterations
+        self.records: dict[str, list[float]] = {name: [] for recorder in recorders
+                                                for name in recorder.names}
+        self.recorded_iterations: list[int] = []
+        self.test_records: dict[str, list[float]] = {
+            name: [] for name in ("test_iteration",) + (test.names if test is not None else ())}
+
+    def measure(self, k: int, iterate: _Iterate) -> None:
+        """Record iteration ``k`` if it is one of the recorded (and tested) iterations."""
+        if self.recorded is None or k in self.recorded:
+            self.recorded_iterations.append(k)
+            for recorder in self.recorders:
+                for name, value in zip(recorder.names, recorder.measure(iterate)):
+                    self.records[name].append(value)
         if self.test is not None and (k % self.test_every == 0 or k == self.iterations):
-            self._record_test(k, a, b)
-        if record:
-            self.records["time"].append(time.perf_counter() - self.start)
+            self.test_records["test_iteration"].append(k)
+            for name, value in zip(self.test.names, self.test.measure(iterate)):
+                self.test_records[name].append(value)
 
-    def _record_objective(self, k: int, a: np.ndarray, b: np.ndarray, value: float,
-                          loss: float, grad_a: np.ndarray, grad_b: np.ndarray) -> None:
-        records = self.records
-        self.iteration.append(k)
-        records["objective"].append(value)
-        records["loss"].append(loss)
-        records["grad_norm"].append(float(np.sqrt(np.sum(grad_a ** 2) + np.sum(grad_b ** 2))))
-        records["dist_P_hat"].append(self.data.manifold.distance(a, b))
-        if self.reference is not None:
-            u, v = self.data.manifold.factor(a, b)
-            records["gap"].append(value - self.reference.value)
-            records["dist_ref"].append(float(np.sqrt(
-                np.sum((u - self.reference_point[0]) ** 2)
-                + np.sum((v - self.reference_point[1]) ** 2))))
-        if self.truth is not None:
-            excess, _, _ = population_loss_and_grad(a, b, self.problem.Sigma, self.problem.M)
-            records["excess_risk"].append(excess)
-            records["dist_P"].append(self.truth.distance(a, b))
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The history as arrays (``iteration`` and ``test_iteration`` integer)."""
+        history = {key: np.asarray(values, dtype=float) for key, values in self.records.items()}
+        history["iteration"] = np.asarray(self.recorded_iterations, dtype=int)
+        if self.test is not None:
+            history.update({key: np.asarray(values, dtype=float)
+                            for key, values in self.test_records.items()})
+            history["test_iteration"] = history["test_iteration"].astype(int)
+        return history
 
-    def _record_test(self, k: int, a: np.ndarray, b: np.ndarray) -> None:
-        x_test, y_test = self.test
-        prediction = attention.predict_new(a, b, self.data.X, x_test)
-        self.test_records["test_iteration"].append(k)
-        self.test_records["test_loss"].append(0.5 * float(np.mean(
-            np.sum((y_test - prediction) ** 2, axis=1))))
-        if self.problem is not None:
-            self.test_records["test_risk"].append(0.5 * float(np.mean(
-                np.sum((x_test @ self.problem.M.T - prediction) ** 2, axis=1))))
 
-    def history(self) -> dict[str, np.ndarray]:
-        """The history arrays so far (module docstring)."""
-        return _history(self.records, self.iteration,
-                        self.test_records if self.test is not None else None)
+def _recorders(data: DataLoss, problem: RegressionProblem | None,
+               reference: ReferenceOptimum | None) -> list[_Recorder]:
+    """The history's recorders for these options, in the order of its keys."""
+    recorders = [_objective_recorder(), _distance_recorder("dist_P_hat", data.manifold),
+                 _clock_recorder()]
+    if reference is not None:
+        recorders.append(_reference_recorder(data.manifold, reference))
+    if problem is not None:
+        recorders += [_excess_risk_recorder(problem),
+                      _distance_recorder("dist_P", minimizer_manifold(problem.Sigma, problem.M))]
+    return recorders
 
 
 def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations: int = 2000,
@@ -639,27 +853,60 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
           rng: np.random.Generator | None = None,
           callback: Callable[[int, np.ndarray, np.ndarray], bool | None] | None = None,
           progress: bool = False, record_at: np.ndarray | None = None) -> TrainResult:
-    """Train the attention layer on ``data`` (:func:`empirical_loss`, :func:`prompts_loss` or
-    :func:`closed_form_loss`) with ``method`` (default: Algorithm 1); the pieces are described
-    in the module docstring.
+    """Train the attention layer on ``data`` with ``method`` (default: Algorithm 1).
 
-    Options (keyword only): ``iterations`` (number of updates; the history has
-    ``iterations + 1`` entries unless the callback returned True);
-    ``init`` (an explicit ``(A0, B0)`` overriding ``method.init``); ``problem`` (the true task,
-    for ``excess_risk`` and ``dist_P``); ``reference`` (a certified optimum of the same
-    objective, for ``gap`` and ``dist_ref``); ``test``, ``test_every`` (held-out
-    ``(X_test, Y_test)`` for the deployed test risk; needs the empirical loss); ``rng``
-    (random init and SGD minibatches); ``callback(k, A, B)`` after iteration k (returning
-    True stops); ``progress`` (a progress bar); ``record_at`` (the iterations at which the
-    history is recorded, increasing, from 0 to ``iterations``; default every one: the other
-    iterations compute only the objective and its gradient, and ``history["iteration"]``
-    lists the recorded ones).
+    The loop is Algorithm 1 (chapter 4) with the method's pieces (module docstring): from
+    ``(A_0, B_0)`` (renormalized if ``method.tau``), for k = 0, 1, ...: the gradient of
+    ``Q_hat = data loss + R_hat`` (full batch, or on a minibatch of query rows), the update
+    ``chain(precondition(Sigma_hat), scale(-eta))`` (or the method's preconditioner and update
+    rule), the step ``(A, B) + update``, and the optional renormalization. The history is
+    recorded alongside by separate recorders.
 
-    Raises ``ValueError`` for a non-positive step, an invalid tau or batch size, and
-    inconsistent options, and :class:`attnlib._validation.DivergenceError` when training
-    diverges (the parameters, the attention logits or the objective stop being finite, or the
-    objective exceeds 1e8 times its initial value), with the history so far attached
-    (``error.history``, and ``error.result`` a ``TrainResult``).
+    Parameters
+    ----------
+    data : DataLoss
+        The data term and moments: :func:`empirical_loss`, :func:`prompts_loss` or
+        :func:`closed_form_loss`.
+    method : Method
+        The composition of initialization, regularizer, preconditioner, update rule, batch
+        size and renormalization (default ``METHODS["algorithm1"]``).
+    iterations : int
+        Number of updates; the history has ``iterations + 1`` entries unless the callback
+        stopped the run or ``record_at`` thins it.
+    init : tuple of ndarray, optional
+        An explicit ``(A0, B0)`` overriding ``method.init``.
+    problem : RegressionProblem, optional
+        The true task, for ``excess_risk``, ``dist_P`` and ``test_risk``.
+    reference : ReferenceOptimum, optional
+        A certified optimum of the same objective, for ``gap`` and ``dist_ref``.
+    test : tuple of ndarray, optional
+        Held-out ``(X_test, Y_test)`` for the deployed test loss (needs the empirical loss).
+    test_every : int
+        Test every this many iterations (and at the last one).
+    rng : numpy.random.Generator, optional
+        For the random initialization and SGD minibatches.
+    callback : callable, optional
+        ``callback(k, A, B)`` after iteration k; returning True stops the run.
+    progress : bool
+        Show a progress bar.
+    record_at : ndarray of int, optional
+        The iterations (increasing, from 0 to ``iterations``) at which the history is
+        recorded; default every one. The other iterations compute only the objective and its
+        gradient; ``history["iteration"]`` lists the recorded ones.
+
+    Returns
+    -------
+    TrainResult
+        The final ``(A, B)``, the history (module docstring), the step and the configuration.
+
+    Raises
+    ------
+    ValueError
+        For a non-positive step, an invalid tau or batch size, and inconsistent options.
+    attnlib._validation.DivergenceError
+        When training diverges (the parameters, the attention logits or the objective stop
+        being finite, or the objective exceeds 1e8 times its initial value), with the history
+        so far attached (``error.history``, and ``error.result`` a :class:`TrainResult`).
     """
     if not isinstance(data, DataLoss):
         raise TypeError("data must be an attnlib.algorithm.DataLoss (empirical_loss(X, Y), "
@@ -673,55 +920,37 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     if rng is not None:
         check_generator("rng", rng)
     recorded = _check_record_at(record_at, iterations)
-    objective = data.objective(method.lam, regularizer=method.regularizer)
-    sigma_hat = data.Sigma_hat
-    p, d = data.M_hat.shape
-    batch_size = method.batch_size
-    if batch_size is not None:
-        if data.kind == "closed_form":
-            raise ValueError("minibatches (method.batch_size) sample query rows: they need the "
-                             "empirical loss (or prompts), not the closed form")
-        if rng is None:
-            raise ValueError("minibatches (method.batch_size) need rng, a numpy.random.Generator")
-        batch_size = check_int("method.batch_size", batch_size, minimum=1)
-        if batch_size > data.n_queries:
-            raise ValueError(f"method.batch_size must be at most the number of query rows "
-                             f"{data.n_queries}, got {batch_size}")
+    batch_size = _check_batch_size(method, data, rng)
+    tau = _check_tau(method, data)
+    objective = data.objective(method.lam, regularizer=method.regularizer)  # Q_hat, dQ
+
     a, b = _start(method, data, init, rng)
-    tau = method.tau
     if tau is not None:
-        tau = check_positive("method.tau", tau)
-        if tau < data.manifold.balanced_scale * (1 - 1e-12):
-            raise ValueError(f"method.tau = {tau:.4g} is below the balanced scale sqrt(trace "
-                             f"Gamma_hat) = {data.manifold.balanced_scale:.4g}: renormalizing to it "
-                             "would unbalance the parameters and move S_hat; use tau >= that value")
-        a, b = renormalize(a, b, sigma_hat, tau)
+        a, b = renormalize(a, b, data.Sigma_hat, tau)
     step = _step_size(method, data, a, b)
-    pieces = ([precondition(sigma_hat)] if method.precondition else []) + \
-        [method.update.transform(step)]
-    optimizer = chain(*pieces)
+    optimizer = _optimizer(method, data, step)
     state = optimizer.init((a, b))
 
-    recorder = _Recorder(data, recorded=recorded, iterations=iterations, reference=reference,
-                         problem=problem, test=test, test_every=test_every)
-    initial = None
-    stopped = False
+    tester = None if test is None else _test_recorder(data, test, problem)
+    history = _History(_recorders(data, problem, reference), recorded, tester, test_every,
+                       iterations)
     config = dict(method=method.describe(), step=step, iterations=iterations, data=data.kind,
                   mask=data.mask, init="given" if init is not None else method.init,
                   test_every=test_every)
 
     def diverged(k: int, what: str) -> DivergenceError:
-        history = recorder.history()
+        so_far = history.arrays()
         return DivergenceError(
             f"algorithm.train, iteration {k}: the run diverged ({what}); reduce the step "
-            f"(method.update.step_scale) or use the preconditioner", history=history,
-            result=TrainResult(A=a, B=b, history=history, step=step, config=config,
+            f"(method.update.step_scale) or use the preconditioner", history=so_far,
+            result=TrainResult(A=a, B=b, history=so_far, step=step, config=config,
                                diverged=True))
 
-    # Algorithm 1 (chapter 4): evaluate, record, step (preconditioner, then the update rule),
-    # renormalize.
+    initial = None
+    stopped = False
     for k in progress_bar(range(iterations + 1), total=iterations + 1,
                           desc="train", enabled=progress):
+        # Q_hat(A_k, B_k) and its full-batch gradient (data loss + regularizer R_hat).
         try:
             value, loss, grad_a, grad_b = objective(a, b)
         except ValueError as exc:
@@ -731,34 +960,22 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         initial = value if initial is None else initial
         if not np.isfinite(value) or value > 1e8 * max(1.0, initial):
             raise diverged(k, f"objective {value:.3g}, initially {initial:.3g}")
-        recorder(k, a, b, value, loss, grad_a, grad_b)
+        history.measure(k, _Iterate(a, b, value, loss, (grad_a, grad_b)))
         if callback is not None and callback(k, a, b):
             stopped = True
             break
         if k == iterations:
             break
-        if batch_size is not None:
+        if batch_size is not None:          # SGD: the gradient on a minibatch of query rows
             rows = rng.choice(data.n_queries, size=batch_size, replace=False)
             _, _, grad_a, grad_b = objective(a, b, rows)
+        # Precondition and step: (A, B) <- (A, B) - eta P(grad) for Algorithm 1.
         updates, state = optimizer.update((grad_a, grad_b), state)
         a, b = apply_updates((a, b), updates)
-        if tau is not None:
+        if tau is not None:                 # renormalization (A, B) -> (c A, B / c)
             a, b = _renormalize(a, b, data.manifold.half, tau)
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
             raise diverged(k + 1, "the parameters are not finite after the update")
 
-    return TrainResult(A=a, B=b, history=recorder.history(), step=step, config=config,
+    return TrainResult(A=a, B=b, history=history.arrays(), step=step, config=config,
                        stopped=stopped)
-
-
-def _history(records: dict[str, list[float]], iterations: list[int],
-             test_records: dict[str, list[float]] | None) -> dict[str, np.ndarray]:
-    """The history arrays of :func:`train` from its records at ``iterations``."""
-    history = {key: np.asarray(values, dtype=float) for key, values in records.items()}
-    history["iteration"] = np.asarray(iterations, dtype=int)
-    if test_records is not None:
-        history.update({key: np.asarray(values, dtype=float)
-                        for key, values in test_records.items()})
-        history["test_iteration"] = history["test_iteration"].astype(int)
-    return history
-

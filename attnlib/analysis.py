@@ -105,9 +105,25 @@ def seed_summary(curves: object, *, lower: float = 0.25, upper: float = 0.75) ->
 def iterations_to_threshold(curves: object, threshold: float) -> np.ndarray | float:
     """First iteration k with ``curve[k] <= threshold``; ``inf`` when it is never reached.
 
-    ``curves`` is one history (returns a float) or an array whose last axis is the iteration
-    (returns an array of the leading shape). NaN entries (a diverged run) never count as
-    reached. ``inf`` means "not reached within the run"; the cap is the run's length.
+    NaN entries (a diverged run) never count as reached. ``inf`` means "not reached within
+    the run"; the cap is the run's length.
+
+    Parameters
+    ----------
+    curves : array_like
+        One history, or an array whose last axis is the iteration.
+    threshold : float
+        The level to reach.
+
+    Returns
+    -------
+    float or ndarray
+        A float for one history, else an array of the leading shape.
+
+    Raises
+    ------
+    ValueError
+        For an empty curve or a non-finite threshold.
     """
     threshold = check_positive("threshold", threshold, allow_zero=True)
     array = as_matrix("curves", curves, ndim=tuple(range(1, 8)), finite=False)

@@ -3,6 +3,8 @@
 Parameters ``A`` (p x d, value/output map) and ``B`` (d x d, merged key-query matrix). The n
 samples attend to each other: with logits ``s_ji = x_j^T B x_i``,
 
+::
+
     w_ji = exp(s_ji) / sum_{k in C(j)} exp(s_jk)   for i in C(j),  w_ji = 0 otherwise,
     h_j  = sum_i w_ji x_i ,        y_hat_j = A h_j ,
 
@@ -452,13 +454,37 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
                   workers: int | None = None) -> tuple[float, np.ndarray, np.ndarray]:
     """Return ``(L_hat, dL_hat/dA, dL_hat/dB)`` (formulas in the module docstring).
 
-    ``rows`` (optional integer index array, repeats allowed) restricts the loss to those query
-    rows, each still attending over all n tokens (minus itself for ``"loo"``):
-    ``L = 1/(2|rows|) sum_{j in rows} ||y_j - A h_j||^2`` (a minibatch of queries for SGD).
-    Query rows are processed in blocks of ``block_size`` (automatic when None); peak memory is
-    two ``block_size x n`` arrays plus O(n (d + p)). ``dtype=np.float32`` runs the block
-    arithmetic in single precision; the loss and gradients are accumulated and returned in
-    float64. ``workers`` threads process the blocks (module docstring).
+    Parameters
+    ----------
+    A, B : ndarray
+        The parameters, shapes (p, d) and (d, d).
+    X, Y : ndarray
+        The n samples, shapes (n, d) and (n, p).
+    mask : str
+        ``"loo"`` leaves the query out of its own context; ``"all"`` keeps it.
+    rows : ndarray of int, optional
+        Restricts the loss to those query rows (repeats allowed), each still attending over
+        all n tokens (minus itself for ``"loo"``):
+        ``L = 1/(2|rows|) sum_{j in rows} ||y_j - A h_j||^2`` (a minibatch of queries for SGD).
+    block_size : int, optional
+        Query rows per block (automatic when None); peak memory is two ``block_size x n``
+        arrays plus O(n (d + p)).
+    dtype : dtype
+        ``np.float32`` runs the block arithmetic in single precision; the loss and gradients
+        are accumulated and returned in float64.
+    workers : int, optional
+        Threads that process the blocks (module docstring).
+
+    Returns
+    -------
+    tuple
+        ``(loss, grad_A, grad_B)``: a float and arrays shaped like ``A`` and ``B``.
+
+    Raises
+    ------
+    ValueError
+        For bad shapes, non-finite inputs or arguments out of range (the message names the
+        argument), or when the attention logits overflow.
     """
     _check_mask(mask)
     x = _check_tokens("X", X)
@@ -594,6 +620,27 @@ def deployed_risk(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_test: n
     expectation over the test pairs is the population risk of the deployed predictor, whose
     excess over ``L* = p noise_std^2 / 2`` the book reports beside the infinite-context
     excess risk.
+
+    Parameters
+    ----------
+    A, B : ndarray
+        The parameters, shapes (p, d) and (d, d).
+    X_context : ndarray
+        The n context samples, (n, d).
+    X_test, Y_test : ndarray
+        The m test pairs, (m, d) and (m, p).
+    block_size, workers : int, optional
+        As for :func:`loss_and_grad`.
+
+    Returns
+    -------
+    float
+        The deployed test risk.
+
+    Raises
+    ------
+    ValueError
+        For bad shapes or non-finite inputs (the message names the argument).
     """
     x_test = _check_tokens("X_test", X_test, minimum=1)
     prediction = predict_new(A, B, X_context, x_test, block_size=block_size, workers=workers)

@@ -19,6 +19,8 @@ a_plus = 12, a_minus = 3). Since the orthonormal DCT is an isometry, the pixel a
 Solver. The ``s x s`` grid holds the nodes ``x_i = i h``, ``h = 1/(s - 1)``; the coefficient is
 read at the nodes, boundary nodes carry ``u = 0``, and at every interior node
 
+::
+
     -(1/h^2) [ a_{i+1/2,j} (u_{i+1,j} - u_{i,j}) - a_{i-1/2,j} (u_{i,j} - u_{i-1,j})
              + a_{i,j+1/2} (u_{i,j+1} - u_{i,j}) - a_{i,j-1/2} (u_{i,j} - u_{i,j-1}) ] = f_{i,j},
 

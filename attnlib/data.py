@@ -149,6 +149,27 @@ def default_problem(*, rng: np.random.Generator, d: int = 10, p: int = 20,
     """The book's default task [choice]: Sigma from :func:`covariance` (random rotation,
     geometric spectrum with condition number ``kappa``), then M with i.i.d. N(0, 1/(p d))
     entries, drawn in that order from ``rng``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The source of Sigma's rotation and of M.
+    d, p : int
+        Input and output dimensions.
+    kappa : float
+        Condition number of Sigma (at least 1).
+    noise_std : float
+        Label noise standard deviation (>= 0).
+
+    Returns
+    -------
+    RegressionProblem
+        ``y = M x + noise``, ``x ~ N(0, Sigma)``; its ``sample(n, rng=...)`` draws data.
+
+    Raises
+    ------
+    ValueError
+        For non-positive dimensions, ``kappa`` out of range or negative ``noise_std``.
     """
     d = check_int("d", d, minimum=1)
     p = check_int("p", p, minimum=1)

@@ -32,13 +32,14 @@ or a quantity that tends to zero, such as a gradient norm).
 Predicted local rate [derived, chapter 6]. Near the manifold S of minima, gradient descent
 with step eta is linear: the deviation from S evolves as ``delta <- (I - eta H) delta`` with H
 the Hessian of ``Q = L + R`` at S in the coordinates the step acts on. Preconditioned GD on
-(A, B) is plain GD on (U, V) = (A Sigma^{1/2}, Sigma^{1/2} B Sigma^{1/2}), so H is the
+(A, B) is plain GD on ``(U, V) = (A Sigma^{1/2}, Sigma^{1/2} B Sigma^{1/2})``, so H is the
 (U, V) Hessian of :func:`attnlib.geometry.factor_hessian`, which depends on X* only; plain GD
-on (A, B) sees ``J^T H J`` with J the linear map (dA, dB) -> (dA Sigma^{1/2},
-Sigma^{1/2} dB Sigma^{1/2}), which depends on Sigma as well. In both cases the d(d-1)/2
+on (A, B) sees ``J^T H J`` with J the linear map ``(dA, dB) -> (dA Sigma^{1/2},
+Sigma^{1/2} dB Sigma^{1/2})``, which depends on Sigma as well. In both cases the d(d-1)/2
 directions tangent to S have eigenvalue 0 and do not contract (GD settles on some point of S);
 :func:`local_gd_rate` drops exactly those and returns ``mu = max |1 - eta h|`` over the rest.
-Distances to S shrink like mu^m and the excess risk (quadratic in the distance) like mu^{2m}.
+Distances to S shrink like ``mu^m`` and the excess risk (quadratic in the distance) like
+``mu^{2m}``.
 """
 
 from __future__ import annotations
@@ -97,10 +98,29 @@ def fit_power_law(x: np.ndarray, y: np.ndarray, *, rng: np.random.Generator | No
                   n_boot: int = 0, level: float = 0.95) -> PowerLawFit:
     """Fit ``y ~ C x^b`` by least squares of ``log y`` on ``log x`` (module docstring).
 
-    ``x``: (k,) positive values (at least 2 distinct); ``y``: (k,) or (k, seeds) positive
-    values, column s holding seed s. With ``rng`` and ``n_boot > 0`` the interval is a
-    percentile bootstrap over seeds (needs at least 2 seeds); otherwise a t-interval.
-    Raises ``ValueError`` for non-positive values, mismatched shapes or too few points.
+    Parameters
+    ----------
+    x : ndarray
+        (k,) positive values, at least 2 distinct.
+    y : ndarray
+        (k,) or (k, seeds) positive values, column s holding seed s.
+    rng : numpy.random.Generator, optional
+        With ``n_boot > 0``: the interval is a percentile bootstrap over seeds (needs at
+        least 2 seeds); otherwise a t-interval.
+    n_boot : int
+        Number of bootstrap resamples (0: none).
+    level : float
+        Confidence level of the interval for ``b``.
+
+    Returns
+    -------
+    PowerLawFit
+        The exponent ``b``, the constant ``C`` and the interval.
+
+    Raises
+    ------
+    ValueError
+        For non-positive values, mismatched shapes or too few points.
     """
     xs = as_matrix("x", x, ndim=1)
     ys = as_matrix("y", y, ndim=(1, 2))
@@ -194,9 +214,26 @@ def fit_geometric_rate(iterations: np.ndarray, values: np.ndarray, *,
                        stop: int | None = None) -> GeometricFit:
     """Fit ``values_m ~ C mu^m`` by least squares of ``log values`` on m over a window.
 
-    The window keeps the entries with ``start <= iterations <= stop`` (either bound optional)
-    and, when ``band = (low, high)`` is given, ``low <= values <= high``. Every value in the
-    window must be positive and finite; at least 3 points are needed.
+    Parameters
+    ----------
+    iterations : ndarray
+        The iteration numbers m of ``values``.
+    values : ndarray
+        The curve (e.g. a gap or a distance), same shape.
+    band : tuple of float, optional
+        ``(low, high)``: keep only ``low <= values <= high``.
+    start, stop : int, optional
+        Keep only ``start <= iterations <= stop`` (either bound optional).
+
+    Returns
+    -------
+    GeometricFit
+        The rate ``mu``, the constant and the window used.
+
+    Raises
+    ------
+    ValueError
+        When a value in the window is not positive and finite or fewer than 3 points remain.
     """
     its = as_matrix("iterations", iterations, ndim=1)
     vals = as_matrix("values", values, ndim=1)

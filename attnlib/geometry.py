@@ -4,6 +4,8 @@ Manifold of global minima [derived, checked]. With the thin SVD ``X* = Phi Gamma
 (``X* = M Sigma^{1/2}`` of full column rank d, which needs p >= d) and lambda > 0, the global
 minima of ``Q = L + R`` (:mod:`attnlib.population`) are exactly
 
+::
+
     S = { (U, V) = (Phi Gamma^{1/2} O, Psi Gamma^{1/2} O) : O in O(d) },
 
 two connected components (det O = +1, -1). In (A, B) coordinates
@@ -15,6 +17,8 @@ P-geometry. ``<(A,B),(A',B')>_P = tr(A Sigma A'^T) + tr(Sigma B Sigma B'^T)``, w
 Frobenius inner product of the (U, V) coordinates. The P-gradient of a function f is
 ``grad_P f = (df/dA Sigma^{-1}, Sigma^{-1} df/dB Sigma^{-1})`` (in (U, V) coordinates simply
 ``(df/dU, df/dV)``), and
+
+::
 
     dist_P(theta, S)^2 = min_{O in O(d)} ||U - U* O||_F^2 + ||V - V* O||_F^2
 
@@ -170,9 +174,26 @@ def minimizer_manifold(Sigma: np.ndarray, M: np.ndarray, *, rtol: float = 1e-10
                        ) -> MinimizerManifold:
     """Return the manifold S of global minima of ``Q = L + R`` (any lambda > 0).
 
-    Raises ``ValueError`` when p < d or when ``X* = M Sigma^{1/2}`` does not have full column
-    rank (smallest singular value below ``rtol`` times the largest): S is then a different set
-    (rank-deficient factors) and the formulas here do not apply.
+    Parameters
+    ----------
+    Sigma : ndarray
+        Symmetric positive definite (d, d) (the true Sigma for S, Sigma_hat for S_hat).
+    M : ndarray
+        (p, d), p >= d.
+    rtol : float
+        Relative rank tolerance for ``X* = M Sigma^{1/2}``.
+
+    Returns
+    -------
+    MinimizerManifold
+        S with its distances, points and factor coordinates.
+
+    Raises
+    ------
+    ValueError
+        When p < d or when ``X*`` does not have full column rank (smallest singular value
+        below ``rtol`` times the largest): S is then a different set (rank-deficient
+        factors) and the formulas here do not apply.
     """
     rtol = check_positive("rtol", rtol)
     if rtol >= 1:

@@ -159,6 +159,8 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
 
     With a constant symmetric positive definite ``preconditioner`` P (D x D) the step is
 
+    ::
+
         theta_{k+1} = theta_k - h P grad f(theta_k) + sqrt(s h) P^{1/2} xi_k,
 
     with ``P^{1/2}`` the symmetric square root: the Euler-Maruyama scheme of
@@ -188,6 +190,11 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
         Also store the states at the recorded times (memory ``R * chains * D`` floats).
     preconditioner
         Optional constant SPD matrix P (D x D); None is ``P = I``.
+
+    Returns
+    -------
+    LangevinRun
+        The recorded times, losses, block norms (and states) and the final states.
 
     Raises
     ------
@@ -398,9 +405,27 @@ def hitting_times(times: np.ndarray, gap: np.ndarray, epsilons: Sequence[float]
                   ) -> np.ndarray:
     """For each ``eps``, the first recorded time after which ``|gap| <= eps`` holds to the end.
 
-    ``gap`` has the shape of ``times``. Returns NaN for an ``eps`` never reached. Requiring the
-    gap to *stay* below ``eps`` makes the answer robust to a noisy estimate of the mean that
-    dips below ``eps`` once by chance.
+    Requiring the gap to *stay* below ``eps`` makes the answer robust to a noisy estimate of
+    the mean that dips below ``eps`` once by chance.
+
+    Parameters
+    ----------
+    times : ndarray
+        Recorded times, increasing.
+    gap : ndarray
+        The gap at those times (same shape).
+    epsilons : sequence of float
+        The thresholds.
+
+    Returns
+    -------
+    ndarray
+        One time per ``eps``; NaN for an ``eps`` never reached.
+
+    Raises
+    ------
+    ValueError
+        For mismatched shapes or non-finite inputs.
     """
     t = as_matrix("times", times, ndim=1)
     g = np.abs(as_matrix("gap", gap, shape=t.shape, ndim=1))
@@ -541,7 +566,7 @@ def histogram_tv(samples: np.ndarray, edges: Sequence[np.ndarray],
 
     ``samples`` has shape ``(chains, D)`` with D = ``len(edges)`` (1 or 2); ``probabilities``
     (e.g. from :func:`gibbs_bin_probabilities`) has one entry per bin and sums to 1. Samples
-    outside the box count as mass the target does not have:
+    outside the box count as mass the target does not have::
 
         TV = 1/2 sum_bins |p_hist - p| + 1/2 (fraction of samples outside the box).
     """
@@ -570,6 +595,8 @@ def gibbs_z_scores(states: np.ndarray, observables: Mapping[str, Callable[[np.nd
     ``states`` has shape ``(R, chains, D)`` (D = ``len(axes)``, 1 or 2): stationary records of
     independent chains. For each observable ``g`` (a function of points ``(..., D) -> (...)``)
     the result is
+
+    ::
 
         z_g = (mean of g over records and chains - E_{mu_s} g) / se_g,
         se_g = std(g) sqrt(tau_g / (R chains)),
@@ -609,11 +636,32 @@ def spectral_gap(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], tempera
     points i, j at spacing Delta exchange at rate ``(s / (2 Delta^2)) exp(-(f_j - f_i) / s)``
     (the "square-root approximation"). This jump process is reversible for the grid Gibbs
     weights ``exp(-2 f_i / s)``, its generator converges to L as Delta -> 0, and its
-    symmetrisation is a sparse symmetric matrix. Returns the ``n_eigenvalues`` smallest
-    eigenvalues ``0 = lambda_0 < lambda_1 <= ...``; ``lambda_1`` is the spectral gap. With the
-    Poincare inequality written ``Var_mu(g) <= C_P int ||grad g||^2 dmu``, the Dirichlet form
-    of L is ``(s/2) int ||grad g||^2 dmu``, so ``C_P = s / (2 lambda_1)``; the law of (SDE)
-    approaches mu_s like ``exp(-lambda_1 t)`` (chi-square distance).
+    symmetrisation is a sparse symmetric matrix. With the Poincare inequality written
+    ``Var_mu(g) <= C_P int ||grad g||^2 dmu``, the Dirichlet form of L is
+    ``(s/2) int ||grad g||^2 dmu``, so ``C_P = s / (2 lambda_1)``; the law of (SDE) approaches
+    mu_s like ``exp(-lambda_1 t)`` (chi-square distance).
+
+    Parameters
+    ----------
+    loss_and_grad : callable
+        Batched ``theta (chains, D) -> (loss (chains,), grad (chains, D))``; only the loss
+        is used.
+    axes : sequence of ndarray
+        The grid along each coordinate (1 or 2 axes), equally spaced.
+    temperature : float
+        ``s > 0``.
+    n_eigenvalues : int
+        How many of the smallest eigenvalues to return (at least 2).
+
+    Returns
+    -------
+    ndarray
+        The eigenvalues ``0 = lambda_0 < lambda_1 <= ...``; ``lambda_1`` is the spectral gap.
+
+    Raises
+    ------
+    ValueError
+        For a bad grid, temperature or count.
     """
     s = check_positive("temperature", temperature)
     n_eigenvalues = check_int("n_eigenvalues", n_eigenvalues, minimum=2)

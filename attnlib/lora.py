@@ -124,7 +124,7 @@ class LoRAProblem(FactorizedLoss):
 
         ``L`` depends on ``W = W_pre + U V`` only; the residual is bounded because ``tanh`` is:
         ``|e_i| <= r_i = ||a||_1 + |y_i|``. With ``x_i = ||x_i||_2`` and
-        ``kappa = max |tanh''| = 4 / (3 sqrt 3)``:
+        ``kappa = max |tanh''| = 4 / (3 sqrt 3)``::
 
             ||grad_W L||_F <= C = sum_i r_i ||a||_2 x_i / n,
             |D^2_W L[H, H]| <= h ||H||_F^2,  h = sum_i x_i^2 (||a||_2^2 + kappa ||a||_inf r_i) / n,

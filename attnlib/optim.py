@@ -27,7 +27,7 @@ from ._validation import check_finite, check_in_range, check_positive
 __all__ = ["Params", "Transform", "EmptyState", "TraceState", "ScaleByAdamState",
            "check_betas", "chain", "scale", "trace", "scale_by_adam", "apply_updates"]
 
-#: Parameters, gradients or updates: a tuple of arrays (``(A, B)`` in Part I).
+#: Parameters, gradients or updates as a tuple of arrays (``(A, B)`` in Part I).
 Params = tuple[np.ndarray, ...]
 
 
@@ -81,7 +81,23 @@ def _check_state(name: str, state: object, kind: type, updates: Params,
 
 def chain(*transforms: Transform) -> Transform:
     """Apply ``transforms`` in order, each to the output of the previous one; the state is the
-    tuple of their states (a state of another length raises ``ValueError``)."""
+    tuple of their states (a state of another length raises ``ValueError``).
+
+    Parameters
+    ----------
+    *transforms : Transform
+        E.g. ``precondition(Sigma_hat)`` then ``scale(-eta)`` (Algorithm 1).
+
+    Returns
+    -------
+    Transform
+        The composed transformation.
+
+    Raises
+    ------
+    TypeError
+        When an argument is not a :class:`Transform`.
+    """
     for i, transform in enumerate(transforms):
         if not isinstance(transform, Transform):
             raise TypeError(f"transforms[{i}] must be an attnlib.optim.Transform, got "
@@ -105,7 +121,23 @@ def chain(*transforms: Transform) -> Transform:
 
 
 def scale(factor: float) -> Transform:
-    """Multiply every update by ``factor`` (``scale(-eta)`` turns a direction into a step)."""
+    """Multiply every update by ``factor`` (``scale(-eta)`` turns a direction into a step).
+
+    Parameters
+    ----------
+    factor : float
+        A finite number.
+
+    Returns
+    -------
+    Transform
+        Stateless (:class:`EmptyState`).
+
+    Raises
+    ------
+    ValueError
+        When ``factor`` is not finite.
+    """
     factor = check_finite("factor", factor)
 
     def update(updates: Params, state: EmptyState) -> tuple[Params, EmptyState]:

@@ -42,13 +42,13 @@ __all__ = ["DPI", "PIXEL_RATIO", "WIDTHS", "OKABE_ITO", "CYCLE_COLOURS", "SERIES
            "series_style", "delta_e", "smallest_text_px", "confusable_series", "figure_png",
            "png_records"]
 
-#: Dots per inch of the figure layout: one CSS pixel per dot when shown at natural size.
+#: Dots per inch of the figure layout (one CSS pixel per dot when shown at natural size).
 DPI = 100
 
-#: Image pixels per CSS pixel of a displayed figure (2: sharp on 2x screens).
+#: Image pixels per CSS pixel of a displayed figure (2, sharp on 2x screens).
 PIXEL_RATIO = 2
 
-#: Figure widths in inches: "full" fills the ~690 px text column, "medium" and "small" are
+#: Figure widths in inches; "full" fills the ~690 px text column, "medium" and "small" are
 #: for single plots that need less room (a square scatter plot, a small inset-like figure).
 WIDTHS = {"full": 6.8, "medium": 5.4, "small": 4.2}
 
@@ -64,7 +64,7 @@ OKABE_ITO = {
     "reddish purple": "#CC79A7",
 }
 
-#: Colours of the default cycle for unnamed curves (yellow is left out: too light on white).
+#: Colours of the default cycle for unnamed curves (yellow is left out, too light on white).
 #: The cycle holds colours only: chapters use solid and dashed lines to mean things (train
 #: and test, first and second block), so line styles come from the code or from SERIES.
 CYCLE_COLOURS = tuple(OKABE_ITO[name] for name in
@@ -107,7 +107,7 @@ SERIES_GROUPS = {
 METHOD_COLOURS = {name: SERIES[name]["color"] for name in SERIES_GROUPS["methods"]}
 
 
-#: Colour-vision simulations: Machado, Oliveira & Fernandes (2009), severity 1.0, acting on
+#: Colour-vision simulations after Machado, Oliveira & Fernandes (2009), severity 1.0, acting on
 #: linear sRGB.
 CVD = {
     "normal vision": np.eye(3),

@@ -4,6 +4,8 @@ Infinite-data limit [derived, chapter 2]. For x ~ N(0, Sigma), exponential tilti
 ``E[x' exp(u.x')] / E[exp(u.x')] = Sigma u``, so the attention output of a query x tends to
 ``Sigma B^T x`` and the layer's population loss is
 
+::
+
     L(A, B) = 1/2 || (A Sigma B^T - M) Sigma^{1/2} ||_F^2 + L*,        L* = p sigma^2 / 2,
 
 with gradient (E = A Sigma B^T - M)
@@ -143,7 +145,29 @@ def factor_regularizer_and_grad(U: np.ndarray, V: np.ndarray, *, lam: float = 1.
 @finite_result
 def population_loss(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M: np.ndarray, *,
                     noise_std: float = 0.0) -> float:
-    """Return ``L(A, B) = 1/2 ||(A Sigma B^T - M) Sigma^{1/2}||_F^2 + p noise_std^2 / 2``."""
+    """Return ``L(A, B) = 1/2 ||(A Sigma B^T - M) Sigma^{1/2}||_F^2 + p noise_std^2 / 2``.
+
+    Parameters
+    ----------
+    A, B : ndarray
+        The parameters, shapes (p, d) and (d, d).
+    Sigma : ndarray
+        Symmetric positive definite (d, d) covariance of x.
+    M : ndarray
+        (p, d) true map.
+    noise_std : float
+        Standard deviation of the label noise (>= 0).
+
+    Returns
+    -------
+    float
+        The population (infinite-data) loss.
+
+    Raises
+    ------
+    ValueError
+        For bad shapes, non-SPD ``Sigma`` or negative ``noise_std``.
+    """
     return population_loss_and_grad(A, B, Sigma, M, noise_std=noise_std)[0]
 
 
@@ -205,8 +229,20 @@ def objective_and_grad(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M: np.nd
 def empirical_moments(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(Sigma_hat, M_hat) = (X^T X / n, Y^T X (X^T X)^{-1})``.
 
-    ``M_hat`` is the least-squares (OLS) fit. Raises ``ValueError`` when n < d (OLS is not
-    defined) or when ``Sigma_hat`` is singular.
+    Parameters
+    ----------
+    X, Y : ndarray
+        The n samples, shapes (n, d) and (n, p).
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(Sigma_hat, M_hat)``; ``M_hat`` is the least-squares (OLS) fit.
+
+    Raises
+    ------
+    ValueError
+        When n < d (OLS is not defined) or when ``Sigma_hat`` is singular.
     """
     x = as_matrix("X", X)
     n, d = x.shape
@@ -237,7 +273,23 @@ def ols_excess_risk(n: int, d: int, p: int, noise_std: float) -> float:
 
     Gaussian design: ``E[(X^T X)^{-1}] = Sigma^{-1} / (n - d - 1)`` (inverse Wishart), so
     ``E 1/2 ||(M_hat - M) Sigma^{1/2}||^2 = sigma^2/2 * p * tr(Sigma E[(X^T X)^{-1}])``.
-    Needs n > d + 1 (the mean is infinite otherwise).
+
+    Parameters
+    ----------
+    n, d, p : int
+        Sample size and dimensions.
+    noise_std : float
+        ``sigma``, the label noise standard deviation (>= 0).
+
+    Returns
+    -------
+    float
+        The expected excess risk of the OLS fit.
+
+    Raises
+    ------
+    ValueError
+        Unless n > d + 1 (the mean is infinite otherwise), or for a negative ``noise_std``.
     """
     d = check_int("d", d, minimum=1)
     p = check_int("p", p, minimum=1)

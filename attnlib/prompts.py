@@ -26,13 +26,15 @@ The delta method. In whitened coordinates (``x = Sigma^{1/2} w``, ``w ~ N(0, I_d
 ``U = A Sigma^{1/2}``, ``V = Sigma^{1/2} B Sigma^{1/2}``, ``X* = M Sigma^{1/2}``) the query w
 sees the tilt ``u = V^T w`` and the context average ``hbar = sum_i e^{u.w_i} w_i /
 sum_i e^{u.w_i}`` over m i.i.d. keys; the prediction is ``U hbar``, the target ``X* w``. The
-ratio of two sample means has, to order 1/m (:func:`attnlib.symbolic.ratio_estimator_moments`),
+ratio of two sample means has, to order 1/m (:func:`attnlib.symbolic.ratio_estimator_moments`)::
 
     E hbar = u (1 - e^{|u|^2} / m),        Cov hbar = e^{|u|^2} (I + u u^T) / m .
 
 Averaging ``1/2 ||X* w - U hbar||^2`` over keys and then over the Gaussian query (the weight
 ``e^{w^T V V^T w}`` turns N(0, I) into N(0, C), ``C = (I - 2 V V^T)^{-1}``, times
 ``det(I - 2 V V^T)^{-1/2}``) gives
+
+::
 
     L_m(U, V) = 1/2 ||U V^T - X*||_F^2 + G(U, V) / m + o(1/m),
     G(U, V) = det(I - 2K)^{-1/2} [ tr(C X*^T P) - 1/2 tr(C P^T P) + 1/2 ||U||_F^2 ],

@@ -31,7 +31,7 @@ Bounds valid at every ``(W_Q, W_K)`` [derived, chapter 8, "The argument in every
 the softmax Jacobian ``J = diag(s) - s s^T`` has ``||J||_2 <= 1/2`` (Gershgorin: row sums
 ``2 s_j (1 - s_j)``) and its second directional derivative satisfies
 ``||D^2 s[u, u]||_2 <= 2 Var_s(u) <= ||u||_2^2`` (Popoviciu); with them
-:meth:`AttentionProblem.derivative_constants` gives ``C`` and ``C'`` with
+:meth:`AttentionProblem.derivative_constants` gives ``C`` and ``C'`` with::
 
     ||grad_{W_Q} L||_F <= C ||W_K||_F,      ||grad_{W_K} L||_F <= C ||W_Q||_F,
     |Laplacian_{W_Q} L| <= C' ||W_K||_F^2,  |Laplacian_{W_K} L| <= C' ||W_Q||_F^2.
@@ -162,7 +162,7 @@ class AttentionProblem(FactorizedLoss):
         With ``x_i = ||X_i||_2``, ``z_i = ||X_i W_V||_2`` (operator norms) and
         ``r_i = sqrt(N) max_row ||(X_i W_V)_row|| + ||Y_i||_F`` (a bound on the residual
         ``||Yhat_i - Y_i||_F``, since each output row is a convex combination of rows of
-        ``X_i W_V``):
+        ``X_i W_V``)::
 
             ||dL/dP||_F <= C = sum_i x_i^2 r_i z_i / (2 n sqrt(d_k)),
             |D^2_P L[H, H]| <= h ||H||_F^2,  h = sum_i x_i^4 z_i (z_i / 4 + r_i) / (n d_k),

@@ -330,6 +330,8 @@ def ratio_estimator_moments(d: int = 2) -> list[Identity]:
     ``S0 = mean e^{u.w_i}``, ``S1 = mean e^{u.w_i} w_i``. The delta method (second-order Taylor
     expansion of the ratio around the means ``mu0 = E S0``, ``mu1 = E S1``) gives
 
+    ::
+
         m (E hbar - mu1/mu0) = -c01 / mu0^2 + mu1 c00 / mu0^3 + O(1/m),
         m Cov hbar = E[e^{2u.w} (w - r)(w - r)^T] / mu0^2 + O(1/m),    r = mu1 / mu0,
 
@@ -552,6 +554,7 @@ def gradient_identities(p: int, d: int) -> list[Identity]:
 
     Every gradient below is obtained by differentiating entrywise (``L`` without its
     constant):
+
     * in (U, V) (general symbols, X general): ``grad_U q = E V + lambda/2 U W`` and
       ``grad_V q = E^T U - lambda/2 V W`` with ``E = U V^T - X``, ``W = U^T U - V^T V``;
     * in (A, B): ``grad_A Q = F Sigma B Sigma + lambda/2 A Sigma D Sigma`` and

@@ -31,10 +31,15 @@ from ._validation import check_finite
 __all__ = ["REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "STATUSES",
            "Verdict", "verdict", "interval_verdict", "not_testable", "combine"]
 
+#: Status when every measured value passes its threshold.
 REPRODUCED = "reproduced"
+#: Status when some values pass or half-pass and not all pass (or sub-claims disagree).
 PARTLY = "partly reproduced"
+#: Status when no value passes or half-passes.
 NOT_REPRODUCED = "not reproduced"
+#: Status when there is no finite measurement (``None`` or NaN).
 NOT_TESTABLE = "not testable here"
+#: The four statuses, from best to worst.
 STATUSES = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE)
 
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {

@@ -20,7 +20,7 @@ This module holds
 * the scale orbit ``(rho W_1, W_2 / rho)`` through a stationary point ``theta*`` of the data
   loss and its closed form. Along the orbit ``L`` is constant, ``grad L = 0`` and the data
   Laplacian is exactly ``a rho^2 + b / rho^2`` with ``a`` the Laplacian in the ``W_2`` block
-  and ``b`` the one in the ``W_1`` block at ``rho = 1`` [derived, chapter 8]. So
+  and ``b`` the one in the ``W_1`` block at ``rho = 1`` [derived, chapter 8]. So::
 
       V_s(rho) = [4 lam^2 t_1 g'(t_1)^2 + 4 lam^2 t_2 g'(t_2)^2] / s - a rho^2 - b / rho^2
                  - 2 lam (D_1 g'(t_1) + 2 t_1 g''(t_1)) - 2 lam (D_2 g'(t_2) + 2 t_2 g''(t_2)),

@@ -10,6 +10,9 @@ import pytest
 from attnlib import algorithm, attention, data, geometry, population
 from attnlib._validation import DivergenceError
 
+import train_cases
+from conftest import central_differences
+
 
 @pytest.fixture(scope="module")
 def small():
@@ -17,24 +20,6 @@ def small():
     problem = data.default_problem(rng=rng, d=4, p=6, kappa=5.0, noise_std=0.1)
     x, y = problem.sample(60, rng=rng)
     return problem, x, y
-
-
-def _central_differences(value, a: np.ndarray, b: np.ndarray, h: float = 1e-6
-                         ) -> tuple[np.ndarray, np.ndarray]:
-    """Central differences of the scalar ``value(A, B)`` in every entry of A and of B."""
-    grads = []
-    for param in (a, b):
-        fd = np.zeros_like(param)
-        for idx in np.ndindex(param.shape):
-            old = param[idx]
-            param[idx] = old + h
-            plus = value(a, b)
-            param[idx] = old - h
-            minus = value(a, b)
-            param[idx] = old
-            fd[idx] = (plus - minus) / (2 * h)
-        grads.append(fd)
-    return grads[0], grads[1]
 
 
 def test_empirical_objective_gradient_matches_finite_differences(small) -> None:
@@ -45,7 +30,7 @@ def test_empirical_objective_gradient_matches_finite_differences(small) -> None:
     value, loss, grad_a, grad_b = algorithm.empirical_objective_and_grad(a, b, x, y, sigma_hat,
                                                                          lam=0.8)
     assert value == pytest.approx(loss + population.regularizer(a, b, sigma_hat, lam=0.8))
-    fd_a, fd_b = _central_differences(
+    fd_a, fd_b = central_differences(
         lambda a_, b_: algorithm.empirical_objective_and_grad(a_, b_, x, y, sigma_hat, lam=0.8)[0],
         a, b)
     np.testing.assert_allclose(grad_a, fd_a, rtol=1e-6, atol=1e-8)
@@ -292,14 +277,14 @@ def test_reference_gap_and_distance_are_recorded(small) -> None:
 
 
 @pytest.mark.parametrize("regularizer", ["balancing", "normalized"])
-def test_objective_with_either_regularizer_matches_central_differences(small, regularizer) -> None:
+def test_objective_with_either_regularizer_matchescentral_differences(small, regularizer) -> None:
     _, x, y = small
     loss = algorithm.empirical_loss(x, y)
     objective = loss.reference_objective(0.8, regularizer=regularizer)
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((6, 4)) / 2, rng.standard_normal((4, 4)) / 2
     _, grad_a, grad_b = objective(a, b)
-    fd_a, fd_b = _central_differences(lambda a_, b_: objective(a_, b_)[0], a, b)
+    fd_a, fd_b = central_differences(lambda a_, b_: objective(a_, b_)[0], a, b)
     np.testing.assert_allclose(grad_a, fd_a, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(grad_b, fd_b, rtol=1e-6, atol=1e-8)
 
@@ -385,3 +370,19 @@ def test_train_is_the_chained_transformations_stepped_by_hand():
         a, b = apply_updates((a, b), updates)
     np.testing.assert_array_equal(a, run.A)
     np.testing.assert_array_equal(b, run.B)
+
+
+@pytest.mark.parametrize("name", sorted(train_cases.cases()))
+def test_train_is_bit_identical_to_the_stored_reference_runs(name: str) -> None:
+    """Every option of the training loop (record_at, renormalization, prompts, SGD, Adam,
+    momentum, callback, test risk, reference, truth) gives exactly the numbers stored in
+    ``tests/data/train_reference.npz``, written by the loop before its recorders were
+    factored out: the stored experiment runs replay bit for bit."""
+    stored = np.load(train_cases.REFERENCE_FILE)
+    expected = {key: stored[key] for key in stored.files if key.startswith(f"{name}/")}
+    result = train_cases.cases()[name]()
+    assert "time" in result.history
+    got = train_cases.flatten(name, result)
+    assert sorted(got) == sorted(expected)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(got[key], value, err_msg=key, strict=True)

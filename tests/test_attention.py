@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from attnlib import attention, data
+from conftest import central_difference
 
 MASKS = ("loo", "all")
 
@@ -36,16 +37,6 @@ def _reference_predict(a, b, x, mask):
     return out
 
 
-def _central_difference(f, theta: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    grad = np.zeros_like(theta)
-    for index in np.ndindex(theta.shape):
-        plus, minus = theta.copy(), theta.copy()
-        plus[index] += h
-        minus[index] -= h
-        grad[index] = (f(plus) - f(minus)) / (2 * h)
-    return grad
-
-
 def _relative_error(approx: np.ndarray, exact: np.ndarray) -> float:
     return float(np.abs(approx - exact).max() / max(np.abs(exact).max(), 1e-300))
 
@@ -63,8 +54,8 @@ def test_gradient_matches_central_differences(mask: str, n: int, d: int, p: int,
         return attention.loss_and_grad(a_, b_, x, y, mask=mask, rows=rows)[0]
 
     value, grad_a, grad_b = attention.loss_and_grad(a, b, x, y, mask=mask, rows=rows)
-    fd_a = _central_difference(lambda t: loss_at(t, b), a)
-    fd_b = _central_difference(lambda t: loss_at(a, t), b)
+    fd_a = central_difference(lambda t: loss_at(t, b), a)
+    fd_b = central_difference(lambda t: loss_at(a, t), b)
     # Central differences with h = 1e-6 have truncation error O(h^2) and rounding error
     # O(eps |L| / h) ~ 1e-10 relative: 1e-6 leaves a wide margin (observed: below 1e-8).
     assert _relative_error(fd_a, grad_a) < 1e-6
@@ -439,9 +430,9 @@ def test_prompts_gradient_matches_central_differences(mask: str) -> None:
     rows = np.array([0, 7, 7, 23])
     for use_rows in (None, rows):
         _, grad_a, grad_b = attention.prompts_loss_and_grad(a, b, x, y, mask=mask, rows=use_rows)
-        fd_a = _central_difference(
+        fd_a = central_difference(
             lambda t: attention.prompts_loss_and_grad(t, b, x, y, mask=mask, rows=use_rows)[0], a)
-        fd_b = _central_difference(
+        fd_b = central_difference(
             lambda t: attention.prompts_loss_and_grad(a, t, x, y, mask=mask, rows=use_rows)[0], b)
         assert _relative_error(grad_a, fd_a) < 1e-7
         assert _relative_error(grad_b, fd_b) < 1e-7

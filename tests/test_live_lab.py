@@ -16,7 +16,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("ATTNBOOK_CHROMIUM", "/usr/bin/chromium")
@@ -78,13 +78,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory):
                 time.sleep(0.5)
         yield base, token
     finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
+        stop_process(server, timeout=30)
         log.close()
 
 
@@ -193,6 +187,5 @@ def test_lab_sh_opens_the_folder_asked_for(how: str, tmp_path: Path) -> None:
                 time.sleep(0.5)
         assert [item["name"] for item in listing["content"]] == ["student_copy.ipynb"]
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        stop_process(server, timeout=30)
         log.close()

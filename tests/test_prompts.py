@@ -6,16 +6,7 @@ import numpy as np
 import pytest
 
 from attnlib import algorithm, attention, data, population, prompts, symbolic
-
-
-def _central(f, theta: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    """Central finite differences of the scalar function f at theta (float64)."""
-    grad = np.zeros_like(theta)
-    for index in np.ndindex(theta.shape):
-        step = np.zeros_like(theta)
-        step[index] = h
-        grad[index] = (f(theta + step) - f(theta - step)) / (2 * h)
-    return grad
+from conftest import central_difference
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +62,9 @@ def test_prompts_objective_gradient_matches_finite_differences(task) -> None:
     rng = np.random.default_rng(5)
     a, b = rng.standard_normal((4, 3)) / 2, rng.standard_normal((3, 3)) / 2
     _, _, grad_a, grad_b = objective(a, b)
-    np.testing.assert_allclose(grad_a, _central(lambda t: objective(t, b)[0], a), rtol=1e-6,
+    np.testing.assert_allclose(grad_a, central_difference(lambda t: objective(t, b)[0], a), rtol=1e-6,
                                atol=1e-9)
-    np.testing.assert_allclose(grad_b, _central(lambda t: objective(a, t)[0], b), rtol=1e-6,
+    np.testing.assert_allclose(grad_b, central_difference(lambda t: objective(a, t)[0], b), rtol=1e-6,
                                atol=1e-9)
 
 
@@ -92,9 +83,9 @@ def test_context_correction_gradient_matches_finite_differences() -> None:
     xstar = 0.3 * rng.standard_normal((5, 3))
     u, v = 0.4 * rng.standard_normal((5, 3)), 0.3 * rng.standard_normal((3, 3))
     _, grad_u, grad_v = prompts.context_correction(u, v, xstar)
-    np.testing.assert_allclose(grad_u, _central(
+    np.testing.assert_allclose(grad_u, central_difference(
         lambda t: prompts.context_correction(t, v, xstar)[0], u), rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(grad_v, _central(
+    np.testing.assert_allclose(grad_v, central_difference(
         lambda t: prompts.context_correction(u, t, xstar)[0], v), rtol=1e-6, atol=1e-9)
     rotation = data.random_rotation(3, rng=rng)
     assert prompts.context_correction(u @ rotation, v @ rotation, xstar)[0] == pytest.approx(

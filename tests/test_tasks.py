@@ -21,6 +21,7 @@ import grid_fixture  # noqa: F401  (registers tiny_grid and slow_grid)
 from attnlib import experiments
 from attnlib.experiments import TaskGrid, run_grid
 from attnlib.experiments._tasks import merge_tasks
+from conftest import stop_process
 
 TESTS = Path(__file__).resolve().parent
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -31,17 +32,6 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(experiments, "STORED_DIR", tmp_path)
     return tmp_path
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """Stop a process this test started, with the processes it started (its session)."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 @pytest.fixture()
@@ -70,7 +60,7 @@ def external_cluster(tmp_path: Path) -> Iterator[str]:
         yield address
     finally:
         for process in reversed(started):
-            _stop(process)
+            stop_process(process)
 
 
 def _stored_same(first: str, second: str) -> bool:
@@ -164,7 +154,7 @@ def test_a_stopped_run_leaves_the_stored_file_untouched(store: Path, tmp_path: P
         child.send_signal(stop)
         out, err = child.communicate(timeout=60)
     finally:
-        _stop(child)
+        stop_process(child)
     assert child.returncode == status, err
     assert f"{word}: slow_grid was not saved" in err
     assert "Traceback" not in err, err

@@ -139,11 +139,32 @@ def run(name: str, *, full: bool = True, progress: bool = False, workers: int | 
         ) -> dict[str, np.ndarray]:
     """Run the registered experiment ``name`` and return its history (nothing is saved).
 
-    Serial by default. ``workers=K`` runs the tasks of a grid experiment (:func:`register_grid`)
-    on a local Dask cluster of K single-threaded processes, ``scheduler`` (an address such as
-    ``"tcp://127.0.0.1:8786"``) on an existing Dask cluster; the history is the serial one
-    (:func:`run_grid`). Other experiments then run as one task on one worker. ``security``
-    (a ``distributed.Security``) is for a ``tls://`` scheduler.
+    Parameters
+    ----------
+    name : str
+        A registered experiment (:func:`registry`).
+    full : bool
+        The whole run (True) or its prefix, the first stretch a chapter replays (False).
+    progress : bool
+        Show a progress bar.
+    workers : int, optional
+        Run the tasks of a grid experiment (:func:`register_grid`) on a local Dask cluster of
+        this many single-threaded processes; the history is the serial one (:func:`run_grid`).
+        Other experiments then run as one task on one worker. Default: serial.
+    scheduler : str, optional
+        The address of an existing Dask cluster (such as ``"tcp://127.0.0.1:8786"``).
+    security : object, optional
+        A ``distributed.Security`` for a ``tls://`` scheduler.
+
+    Returns
+    -------
+    dict
+        The history, name -> array.
+
+    Raises
+    ------
+    KeyError
+        For a name that is not registered.
     """
     check_name(name)
     if name not in _GRIDS and workers in (None, 1) and scheduler is None and security is None:
@@ -369,13 +390,28 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict[str, object
 def load(name: str, *, expect: Iterable[str] = ()) -> dict[str, np.ndarray]:
     """Load the stored history of experiment ``name`` (without its manifest), checked.
 
-    Raises ``FileNotFoundError`` with the command that creates it when it is missing, and
-    ``ValueError`` naming the file (and the key) with the command that regenerates it when
-    the file is unreadable, has no manifest or a malformed one, declares an array larger than
-    its manifest says (checked before decompressing), misses a key of its manifest, has a key
-    not in it, or an array whose shape, dtype or SHA-256 differs (an edited, truncated,
-    doubled or NaN-filled value), or when a key in ``expect`` (the keys the caller needs) is
-    absent.
+    Parameters
+    ----------
+    name : str
+        The experiment's name (its file is ``stored/NAME.npz``).
+    expect : iterable of str
+        Keys the caller needs.
+
+    Returns
+    -------
+    dict
+        Every stored array (name -> array) except the manifest.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the file is missing, with the command that creates it.
+    ValueError
+        Naming the file (and the key) with the command that regenerates it, when the file is
+        unreadable, has no manifest or a malformed one, declares an array larger than its
+        manifest says (checked before decompressing), misses a key of its manifest, has a key
+        not in it, or an array whose shape, dtype or SHA-256 differs (an edited, truncated,
+        doubled or NaN-filled value), or when a key in ``expect`` is absent.
     """
     path = _existing(name)
     arrays, listed = _read(path)
@@ -484,12 +520,30 @@ def load_benchmark(name: str) -> dict:
 def assert_prefix_matches(stored: Mapping[str, np.ndarray], replayed: Mapping[str, np.ndarray],
                           *, keys: list[str] | None = None, rtol: float = 1e-8,
                           atol: float = 0.0) -> dict[str, float]:
-    """Check that a replayed prefix agrees with the start of the stored full run.
+    """Check that a replayed prefix agrees with the start of the stored full run:
+    ``|replayed - stored[:len(replayed)]| <= atol + rtol |stored|`` for every key.
 
-    For each key (default: every key of ``replayed``), the replayed array must equal the
-    stored array's leading entries along axis 0 to the given tolerances
-    (``|replayed - stored| <= atol + rtol |stored|``). Returns the largest relative deviation
-    per key; raises ``AssertionError`` naming the key when a deviation exceeds the tolerance.
+    Parameters
+    ----------
+    stored : mapping
+        The full run, name -> array (:func:`load`).
+    replayed : mapping
+        The prefix, name -> array (:func:`run` with ``full=False``).
+    keys : list of str, optional
+        The keys to compare (default: every key of ``replayed``); each replayed array must
+        equal the stored array's leading entries along axis 0.
+    rtol, atol : float
+        The tolerances.
+
+    Returns
+    -------
+    dict of str to float
+        The largest relative deviation per key.
+
+    Raises
+    ------
+    AssertionError
+        Naming the key when a deviation exceeds the tolerance.
     """
     rtol = check_positive("rtol", rtol, allow_zero=True)
     atol = check_positive("atol", atol, allow_zero=True)

@@ -194,7 +194,7 @@ def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | Non
 
     ``workers=None`` or ``1`` with no ``scheduler``: serially in this process. ``workers=K``
     (K >= 2): a LocalCluster of K single-threaded worker processes on 127.0.0.1
-    (:func:`local_cluster`; its start is retried ``CLUSTER_START_ATTEMPTS`` times), shut down
+    (``local_cluster``; its start is retried ``CLUSTER_START_ATTEMPTS`` times), shut down
     afterwards within ``SHUTDOWN_TIMEOUT`` seconds. ``scheduler``: the address of a running
     Dask scheduler (``workers`` must then be None); ``tcp://`` is plaintext and
     unauthenticated and Dask exchanges pickles (code) over it, so use it only on a trusted

@@ -5,7 +5,7 @@ The default runs of the five methods live in :mod:`attnlib.experiments.part1`
 data (seed s draws the problem, the training set and the test set from ``default_rng(s)``; every
 random start and SGD's minibatches come from ``default_rng(100 + s)``):
 
-``paper1_condition_sweep`` (chapter 5). For each seed, X* = M Sigma^{1/2} of the seed's default
+``paper1_condition_sweep`` (chapter 5). For each seed, ``X* = M Sigma^{1/2}`` of the seed's default
 problem is held fixed while the condition number of Sigma varies:
 ``Sigma_kappa = W diag(geomspace(1, 1/kappa, d)) W^T`` with W the eigenvectors of the default
 Sigma, and ``M_kappa = X* Sigma_kappa^{-1/2}`` (:func:`fixed_target_problem`). kappa = 10 is the
@@ -320,7 +320,7 @@ def headline_comparison(seed: int = 0, *, iterations: int = ITERATIONS) -> dict[
     closed form (the points of S and S_hat, value 0 up to round-off), so ``gap_*`` is the
     objective minus its value at the manifold point. Returns every iteration ``iteration``, the
     gaps ``gap_population`` and ``gap_closed_form``, the steps ``step_*`` of the step rule and
-    ``s_d_*``, the smallest singular value of X* = M Sigma^{1/2} of each objective, for the
+    ``s_d_*``, the smallest singular value of ``X* = M Sigma^{1/2}`` of each objective, for the
     predicted rate ``(1 - eta s_d)^2``.
     """
     seed = check_int("seed", seed, minimum=0)
@@ -372,7 +372,7 @@ def spectral_start_distances(seeds: tuple[int, ...]) -> dict[str, np.ndarray]:
     """For each seed's default problem and n = N samples (:func:`defaults_data`): the P-distance
     ``distance`` of the spectral start (from (Sigma_hat, M_hat)) to the true manifold S, and the
     radius ``sqrt(2 s_min(X*))`` of the one-point-convexity ball around S (``radius``), with
-    X* = M Sigma^{1/2}. Chapter 4 checks that the start lands inside with high probability."""
+    ``X* = M Sigma^{1/2}``. Chapter 4 checks that the start lands inside with high probability."""
     seeds = tuple(check_int("seeds", s, minimum=0) for s in seeds)
     if not seeds:
         raise ValueError("seeds must contain at least one seed")

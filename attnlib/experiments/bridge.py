@@ -67,7 +67,7 @@ __all__ = ["SIDE_METHODS", "side_tasks", "side_task", "assemble_side", "kappa_ta
 SEED = 0
 SEED_BASE = 14
 MILD_LAM = 1e-6
-#: (start, preconditioned, noise) per method; noise: None, "fixed" (s_0) or "annealed".
+#: (start, preconditioned, noise) per method; noise is None, "fixed" (s_0) or "annealed".
 SIDE_METHODS: dict[str, tuple[str, bool, str | None]] = {
     "algorithm1": ("spectral", True, None),
     "random+precond+reg": ("random", True, None),

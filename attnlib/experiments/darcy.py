@@ -233,7 +233,7 @@ def phase2_history(task: DarcyTask, start: dict[str, np.ndarray], *, optimizer: 
                            "seeds": list(seeds)})
 
 
-#: Stored Phase-2 runs: name -> (optimizer, lambda, seeds).
+#: Stored Phase-2 runs, name -> (optimizer, lambda, seeds).
 PHASE2_RUNS = {
     "darcy_phase2_adam": ("adam", BOOK.lam, BOOK.seeds),
     "darcy_phase2_sgd": ("sgd", BOOK.lam, BOOK.seeds),
@@ -264,9 +264,9 @@ def phase2_run(name: str, task: DarcyTask, start: dict[str, np.ndarray], *,
                     progress=progress)
 
 
-#: [choice] the lambda sweep that locates the "low-regularization regime": Adam, log and power
+#: [choice] the lambda sweep that locates the "low-regularization regime" (Adam, log and power
 #: forms, three seeds, SWEEP_EPOCHS epochs (half the other runs, to fit the CPU budget; the
-#: chapter compares it with the first SWEEP_EPOCHS epochs of the lambda = 1e-5 runs)
+#: chapter compares it with the first SWEEP_EPOCHS epochs of the lambda = 1e-5 runs))
 SWEEP_LAMS = (1e-4, 1e-3, 1e-2)
 SWEEP_EPOCHS = 40
 

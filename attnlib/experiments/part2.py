@@ -391,7 +391,7 @@ def expected_hitting_times(first_passage: np.ndarray, epsilons: tuple[float, ...
 
 
 # ----- Theorems 3.1 and 3.2 over other data and sizes (chapters 8 and 9) --------------------
-#: [choice] the attention grid: chapter 8's instance (seed 8: n = 6, N = 5, d = 3, d_k = 2,
+#: [choice] the attention grid is chapter 8's instance (seed 8, n = 6, N = 5, d = 3, d_k = 2,
 #: Gaussian X), one size changed at a time, and two other laws of the inputs X (unit variance)
 INSTANCE_SEED = 8
 INSTANCE_GRID = (
@@ -399,7 +399,7 @@ INSTANCE_GRID = (
     dict(n=6, N=8, d=3, d_k=2, law="gaussian"), dict(n=6, N=5, d=4, d_k=3, law="gaussian"),
     dict(n=6, N=5, d=3, d_k=1, law="gaussian"), dict(n=6, N=5, d=3, d_k=2, law="student-t3"),
     dict(n=6, N=5, d=3, d_k=2, law="uniform"))
-#: [choice] the LoRA grid: chapter 9's instance (seed 0: n = 20, d = 3, width m = 8, rank r = 2,
+#: [choice] the LoRA grid is chapter 9's instance (seed 0, n = 20, d = 3, width m = 8, rank r = 2,
 #: Gaussian x), one size changed at a time (n, d, m, r both ways) and the two other input laws
 LORA_INSTANCE_SEED = 0
 LORA_INSTANCE_GRID = tuple(

@@ -29,8 +29,8 @@ drawn once from ``default_rng(PROBLEM_SEED)``), each for the noise levels ``NOIS
    ``heatmap_excess_risk`` (n, seed, grid) on ``heatmap_iteration`` (every ``HEATMAP_EVERY``-th
    iteration up to ``HEATMAP_ITERATIONS``).
 3. ``rate_*``: the geometric rate mu on the closed-form objective with the true moments
-   (optimization alone). X* = P diag(geomspace(1, 1/kappa_X, d)) Q^T with fixed random
-   orthonormal P, Q, and M = X* Sigma^{-1/2}; Sigma = covariance(d, kappa=kappa_Sigma) with a
+   (optimization alone). ``X* = P diag(geomspace(1, 1/kappa_X, d)) Q^T`` with fixed random
+   orthonormal P, Q, and ``M = X* Sigma^{-1/2}``; Sigma = covariance(d, kappa=kappa_Sigma) with a
    fixed rotation. Runs: kappa_X in ``KAPPA_X`` at kappa_Sigma = 10, then kappa_Sigma in
    ``KAPPA_SIGMA`` at kappa_X = ``KAPPA_X_FIXED`` (preconditioned, Algorithm 1's step), then the
    same kappa_Sigma sweep without the preconditioner (plain GD on the same regularized
