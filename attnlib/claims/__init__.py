@@ -3,9 +3,10 @@
 A chapter measures numbers; the module of the same name here (``attnlib.claims.ch05`` for
 ``notebooks/ch05_experiment.ipynb``) turns them into :class:`attnlib.verdicts.Verdict` objects,
 and the chapter only prints them. No notebook cell compares a measurement with a threshold
-(``tests/test_claims.py`` fails if one calls :func:`attnlib.verdicts.verdict`,
-:func:`~attnlib.verdicts.combine`, :func:`~attnlib.verdicts.interval_verdict` or
-:func:`~attnlib.verdicts.not_testable`).
+or combines verdicts (``tests/test_claims.py`` fails if one calls
+:func:`attnlib.verdicts.verdict`, :func:`~attnlib.verdicts.combine`,
+:func:`~attnlib.verdicts.interval_verdict` or :func:`~attnlib.verdicts.not_testable`, or
+compares a verdict's ``status``).
 
 Each chapter module defines
 
