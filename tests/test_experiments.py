@@ -405,3 +405,73 @@ def test_lora_instances_stationary_points_and_grid_evidence():
     assert evidence[label]["log"][0] == pytest.approx(14.18, abs=0.01)   # chapter 9's orbit
     assert list(untested) == ["n=20 d=5 m=8 r=2 gaussian"]
     assert "no stationary point" in untested["n=20 d=5 m=8 r=2 gaussian"]
+
+
+def _toy_run(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """A registered experiment for the replay tests: 50 records, or its first 10."""
+    steps = np.arange(50 if full else 10)
+    return {"loss": 0.9 ** steps, "at_round_off": 1e-15 * steps,
+            "grid": np.where(np.arange(3)[:, None] == 0, 1.0 + steps[:3], np.nan)
+            if not full else 1.0 + np.arange(3)[:, None] + np.arange(3),
+            "config": np.asarray('{"noise": 0.1}')}
+
+
+@pytest.fixture()
+def toy(store: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setitem(experiments._REGISTRY, "toy_run", (_toy_run, "toy"))
+    experiments.save("toy_run", _toy_run(full=True))
+    return "toy_run"
+
+
+def test_replay_returns_the_stored_run_the_prefix_and_the_deviation(toy: str) -> None:
+    stored, prefix, deviation = experiments.replay(toy, keys=["loss", "at_round_off"])
+    assert stored["loss"].shape == (50,) and prefix["loss"].shape == (10,)
+    assert deviation == 0.0
+    assert experiments.config(toy) == {"noise": 0.1} == experiments.config(stored)
+
+
+def test_replay_fails_naming_the_key_when_the_stored_run_was_changed(toy: str) -> None:
+    changed = _toy_run(full=True)
+    changed["loss"][3] *= 1 + 1e-6
+    experiments.save(toy, changed)
+    with pytest.raises(AssertionError, match="loss: replayed prefix differs"):
+        experiments.replay(toy, keys=["loss"])
+    # within a looser tolerance it passes and reports the deviation it measured
+    assert experiments.replay(toy, keys=["loss"], rtol=1e-5).deviation == pytest.approx(1e-6, rel=1e-5)
+
+
+def test_replay_compares_round_off_keys_to_their_own_absolute_tolerance(toy: str) -> None:
+    changed = _toy_run(full=True)
+    changed["at_round_off"][1:] += 5e-13         # relative change ~500: only atol can pass it
+    experiments.save(toy, changed)
+    with pytest.raises(AssertionError, match="at_round_off"):
+        experiments.replay(toy, keys=["loss", "at_round_off"])
+    _, _, deviation = experiments.replay(toy, keys=["loss", "at_round_off"],
+                                         absolute={"at_": 1e-12})
+    assert deviation == 0.0                       # the absolute key is not in the deviation
+    with pytest.raises(AssertionError, match="at_round_off"):
+        experiments.replay(toy, keys=["at_round_off"], absolute={"at_": 1e-13})
+
+
+def test_replay_default_keys_are_the_numeric_ones_and_cells_align_grids(toy: str) -> None:
+    with pytest.raises(AssertionError, match="grid"):   # unrun cells are NaN in the prefix
+        experiments.replay(toy)
+    _, prefix, _ = experiments.replay(toy, keys=["grid"], align=experiments.cell(0))
+    assert np.isnan(prefix["grid"][1:]).all()
+    with pytest.raises(AssertionError, match="compares no key"):
+        experiments.replay(toy, keys=[])
+
+
+def test_leading_block_cuts_every_axis_and_checks_the_rank() -> None:
+    stored = {"a": np.arange(12.0).reshape(3, 4), "config": np.asarray("{}")}
+    cut, prefix = experiments.leading_block(stored, {"a": np.zeros((2, 2)), "config": "{}"})
+    assert cut.keys() == prefix.keys() == {"a"}
+    assert np.array_equal(cut["a"], [[0.0, 1.0], [4.0, 5.0]])
+    with pytest.raises(AssertionError, match="a: stored has 2 axes, replayed 1"):
+        experiments.leading_block(stored, {"a": np.zeros(2)})
+
+
+def test_config_names_a_run_without_settings(store: Path) -> None:
+    experiments.save("bare", {"loss": np.ones(3)})
+    with pytest.raises(KeyError, match="'bare' has no 'config' entry"):
+        experiments.config("bare")

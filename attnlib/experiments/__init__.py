@@ -7,8 +7,10 @@ Every long run in the book follows the pattern "stored run, replayed prefix" (bo
   returns a dict of numpy arrays (its history);
 * ``python -m attnlib.experiments NAME`` runs the full configuration and saves its history
   in ``attnlib/experiments/stored/NAME.npz`` (see :func:`save`);
-* a chapter loads it with :func:`load`, plots it, reruns the prefix live and calls
-  :func:`assert_prefix_matches`, so a stale or hand-edited result fails the tests.
+* a chapter calls :func:`replay`, which loads the stored run (checked against its manifest),
+  reruns the prefix live and checks it against the start of the stored run
+  (:func:`assert_prefix_matches`), so a stale or hand-edited result fails the tests; the
+  run's settings (its JSON ``config`` entry) are read with :func:`config`.
 
 An experiment made of independent seeded tasks (one per seed or grid point) is registered
 with :func:`register_grid` as a :class:`TaskGrid` (its tasks, one pure task function, and how
@@ -44,17 +46,18 @@ import re
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, NamedTuple
 
 import numpy as np
 
-from .._validation import check_positive
+from .._validation import check_int, check_positive
 from ._tasks import TaskGrid, one_task, run_grid
 
 __all__ = [
     "register", "check_name", "registry", "run", "manifest", "save", "load", "add_manifest",
     "check_writable", "stored_files",
-    "stored_names", "assert_prefix_matches", "describe", "format_deviation", "benchmark_path",
+    "stored_names", "assert_prefix_matches", "replay", "Replay", "leading_block", "cell", "config",
+    "describe", "format_deviation", "benchmark_path",
     "load_benchmark", "register_grid", "TaskGrid", "run_grid", "task_grid",
 ]
 
@@ -565,10 +568,146 @@ def assert_prefix_matches(stored: Mapping[str, np.ndarray], replayed: Mapping[st
     return deviations
 
 
+class Replay(NamedTuple):
+    """What :func:`replay` returns; unpacks as ``stored, prefix, deviation``."""
+
+    stored: dict[str, np.ndarray]
+    """The full stored run, checked against its manifest (:func:`load`)."""
+    prefix: dict[str, np.ndarray]
+    """The prefix rerun live (:func:`run` with ``full=False``)."""
+    deviation: float
+    """The largest relative deviation of the keys compared to ``rtol`` (0 when only keys of
+    ``absolute`` were compared); print it with :func:`format_deviation`."""
+
+
+Aligner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]],
+                   tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]]
+
+
+def _numeric_keys(history: Mapping[str, np.ndarray]) -> list[str]:
+    """Every key whose value holds numbers (not the JSON ``config`` string)."""
+    return [key for key, value in history.items() if np.asarray(value).dtype.kind in "biufc"]
+
+
+def replay(name: str, *, keys: Iterable[str] | Callable[[Mapping[str, np.ndarray]], Iterable[str]]
+           | None = None, rtol: float = 1e-8, atol: float = 0.0,
+           absolute: Mapping[str, float] | None = None, align: Aligner | None = None,
+           prefix: Mapping[str, np.ndarray] | None = None) -> Replay:
+    """Load the stored run ``name``, rerun its prefix live and check the two agree.
+
+    Every compared key must satisfy ``|prefix - stored[:len(prefix)]| <= atol + rtol |stored|``
+    (:func:`assert_prefix_matches`); a key that starts with a key of ``absolute`` uses that
+    value as ``atol`` instead (curves that start at round-off) and is left out of the relative
+    deviations.
+
+    Parameters
+    ----------
+    name : str
+        A registered experiment with a stored file.
+    keys : iterable of str, or callable, optional
+        The keys to compare, or a function of the prefix returning them (default: every key of
+        the prefix that holds numbers).
+    rtol, atol : float
+        The tolerances.
+    absolute : mapping of str to float, optional
+        Key prefixes compared to their own absolute tolerance.
+    align : callable, optional
+        ``align(stored, prefix) -> (stored_view, prefix_view)``: what to compare when the prefix
+        is not the leading records of every array (for example :func:`leading_block`).
+    prefix : mapping, optional
+        An already computed prefix (default: ``run(name, full=False)``).
+
+    Returns
+    -------
+    Replay
+        ``(stored, prefix, deviation)``, the largest relative deviation last.
+
+    Raises
+    ------
+    AssertionError
+        Naming the key when the prefix differs from the stored run, or when nothing is compared.
+    FileNotFoundError
+        With the command that creates the stored run when it is missing.
+    """
+    rtol = check_positive("rtol", rtol, allow_zero=True)
+    atol = check_positive("atol", atol, allow_zero=True)
+    absolute = {str(key): check_positive(f"absolute[{key!r}]", value, allow_zero=True)
+                for key, value in dict(absolute or {}).items()}
+    if isinstance(keys, str) or not (keys is None or callable(keys) or isinstance(keys, Iterable)):
+        raise TypeError(f"keys must be a list of key names or a function of the prefix, got "
+                        f"{keys!r}")
+    if not (align is None or callable(align)):
+        raise TypeError(f"align must be a function (stored, prefix) -> views, got {align!r}")
+    if not (prefix is None or isinstance(prefix, Mapping)):
+        raise TypeError(f"prefix must be a mapping of key names to arrays, got "
+                        f"{type(prefix).__name__}")
+    stored = load(name)
+    prefix = dict(run(name, full=False) if prefix is None else prefix)
+    stored_view, prefix_view = (stored, prefix) if align is None else align(stored, prefix)
+    chosen = list(_numeric_keys(prefix_view) if keys is None
+                  else keys(prefix_view) if callable(keys) else keys)
+    own_atol = {key: next((absolute[a] for a in absolute if key.startswith(a)), None)
+                for key in chosen}
+    if not chosen:
+        raise AssertionError(f"replay of {name!r} compares no key; pass keys=")
+    deviations = assert_prefix_matches(stored_view, prefix_view, rtol=rtol, atol=atol,
+                                       keys=[k for k in chosen if own_atol[k] is None])
+    for key in chosen:
+        if own_atol[key] is not None:
+            assert_prefix_matches(stored_view, prefix_view, keys=[key], rtol=rtol,
+                                  atol=own_atol[key])
+    return Replay(stored, prefix, max(deviations.values(), default=0.0))
+
+
+def leading_block(stored: Mapping[str, np.ndarray], prefix: Mapping[str, np.ndarray]
+                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """An ``align`` for :func:`replay`: a prefix that reruns the first entries along every axis
+    (first noise levels, smallest n, first seeds, first iterations) is compared with
+    ``stored[key][:a, :b, ...]``, the stored block of the prefix's shape (numeric keys only)."""
+    cut = {}
+    for key in _numeric_keys(prefix):
+        array, shape = np.asarray(stored[key]), np.shape(prefix[key])
+        if array.ndim != len(shape):
+            raise AssertionError(f"{key}: stored has {array.ndim} axes, replayed {len(shape)}")
+        cut[key] = array[tuple(slice(0, size) for size in shape)]
+    return cut, {key: prefix[key] for key in cut}
+
+
+def cell(*index: int) -> Aligner:
+    """An ``align`` for :func:`replay` that compares one cell of a grid, ``stored[key][index]``
+    with ``prefix[key][index]`` for every numeric key with at least ``len(index)`` axes (the
+    grid's arrays; coordinate arrays are left out): for a prefix that runs the grid's first
+    cell and leaves the others NaN."""
+    index = tuple(check_int(f"index[{i}]", value, minimum=0) for i, value in enumerate(index))
+
+    def align(stored: Mapping[str, np.ndarray], prefix: Mapping[str, np.ndarray]
+              ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        keys = [key for key in _numeric_keys(prefix) if np.ndim(prefix[key]) >= len(index)]
+        return ({key: np.asarray(stored[key])[index] for key in keys},
+                {key: np.asarray(prefix[key])[index] for key in keys})
+    return align
+
+
+def config(source: str | Mapping[str, np.ndarray]) -> dict:
+    """The settings a stored run was made with: its ``config`` entry (a JSON string) parsed.
+
+    ``source`` is an experiment name (its stored file is loaded) or an already loaded run.
+    Raises ``KeyError`` naming the run when it has no ``config`` entry.
+    """
+    if not isinstance(source, (str, Mapping)):
+        raise TypeError(f"source must be an experiment name or a loaded run, got "
+                        f"{type(source).__name__}")
+    history = load(source) if isinstance(source, str) else source
+    if "config" not in history:
+        named = f" {source!r}" if isinstance(source, str) else ""
+        raise KeyError(f"the stored run{named} has no 'config' entry")
+    return json.loads(str(np.asarray(history["config"])))
+
+
 def describe(name: str) -> str:
     """Return the stored run's metadata (the JSON string under key ``config``) if present."""
     stored = load(name)
-    return json.dumps(json.loads(str(stored["config"])), indent=2) if "config" in stored else "{}"
+    return json.dumps(config(stored), indent=2) if "config" in stored else "{}"
 
 
 def format_deviation(value: float, *, resolution: float = 1e-12) -> str:

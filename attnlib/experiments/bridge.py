@@ -50,19 +50,20 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Sequence
+from functools import partial
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from .. import algorithm, bridge, langevin, population, reference
 from ..regularizers import make_regularizer
-from . import register
+from . import TaskGrid, register_grid
 from .ablations import defaults_data
 from .part1 import reference_starts
 
 __all__ = ["SIDE_METHODS", "side_tasks", "side_task", "assemble_side", "kappa_tasks",
            "kappa_task", "assemble_kappa", "floor_tasks", "floor_task", "assemble_floors",
-           "base_temperature", "anneal_schedule", "run_method"]
+           "base_temperature", "anneal_schedule", "run_method", "replayed_trajectories"]
 
 SEED = 0
 SEED_BASE = 14
@@ -277,11 +278,11 @@ def assemble_side(tasks: Sequence[tuple[str, int, int]],
     return history
 
 
-@register("bridge_side_by_side")
-def bridge_side_by_side(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("bridge_side_by_side")
+def bridge_side_by_side(full: bool = True) -> TaskGrid:
     """Algorithm 1, GD and four Langevin variants on Part I's problem (n = 500, seed 0)."""
     tasks = side_tasks(full)
-    return assemble_side(tasks, [side_task(*task) for task in tasks])
+    return TaskGrid(tasks, side_task, partial(assemble_side, tasks))
 
 
 # ----------------------------------------------------------------------------------------
@@ -357,11 +358,11 @@ def assemble_kappa(tasks: Sequence[tuple[float, str, int, int]],
     return history
 
 
-@register("bridge_kappa")
-def bridge_kappa(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("bridge_kappa")
+def bridge_kappa(full: bool = True) -> TaskGrid:
     """Plain and preconditioned GD and Langevin against kappa(Sigma) = 1..1000 (n = 100)."""
     tasks = kappa_tasks(full)
-    return assemble_kappa(tasks, [kappa_task(*task) for task in tasks])
+    return TaskGrid(tasks, kappa_task, partial(assemble_kappa, tasks))
 
 
 # ----------------------------------------------------------------------------------------
@@ -425,8 +426,23 @@ def assemble_floors(tasks: Sequence[tuple[int, float, int]],
     return history
 
 
-@register("bridge_floors")
-def bridge_floors(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+@register_grid("bridge_floors")
+def bridge_floors(full: bool = True) -> TaskGrid:
     """Gibbs-mean offset of Q_hat and of the excess risk against the statistical floor (s, n)."""
     tasks = floor_tasks(full)
-    return assemble_floors(tasks, [floor_task(*task) for task in tasks])
+    return TaskGrid(tasks, floor_task, partial(assemble_floors, tasks))
+
+
+def replayed_trajectories(stored: Mapping[str, np.ndarray], prefix: Mapping[str, np.ndarray]
+                          ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """An ``align`` for :func:`attnlib.experiments.replay` on the three grids above: the
+    trajectories (last axis: recorded iterations) that the prefix ran (finite first record),
+    against the same trajectories' leading records in the stored run."""
+    stored_view, prefix_view = {}, {}
+    for key in ("objective", "excess_risk"):
+        if key in prefix:
+            replayed = np.asarray(prefix[key])
+            block = np.asarray(stored[key])[tuple(slice(0, m) for m in replayed.shape)]
+            ran = np.isfinite(replayed[..., 0])
+            stored_view[key], prefix_view[key] = block[ran], replayed[ran]
+    return stored_view, prefix_view

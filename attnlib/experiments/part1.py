@@ -35,7 +35,7 @@ from typing import Mapping
 import numpy as np
 
 from .. import algorithm, data, population, reference
-from . import assert_prefix_matches, load, register
+from . import load, register
 
 D, P, N, KAPPA, NOISE_STD = 10, 20, 500, 10.0, 0.1
 SEEDS = (0, 1, 2)
@@ -85,22 +85,9 @@ def prefix_keys(history: Mapping[str, np.ndarray]) -> list[str]:
             and not key.startswith("basin_grad_norm")]
 
 
-#: history keys that are zero up to round-off at the spectral start (it lies on S_hat)
-ROUND_OFF_KEYS = ("dist_P_hat", "imbalance")
-
-
-def check_replay(stored: Mapping[str, np.ndarray], replayed: Mapping[str, np.ndarray]) -> float:
-    """Check a replayed prefix of a Part I run against the stored run (keys of
-    :func:`prefix_keys`) and return the largest relative deviation. Curves of
-    :data:`ROUND_OFF_KEYS` start at round-off (about 1e-15, machine dependent) for the methods
-    that start on S_hat, so they are compared with the absolute tolerance 1e-12 and left out
-    of the relative deviation; every other key to the relative tolerance 1e-8."""
-    keys = prefix_keys(replayed)
-    at_round_off = [k for k in keys if k.startswith(ROUND_OFF_KEYS)]
-    deviation = assert_prefix_matches(stored, replayed,
-                                      keys=[k for k in keys if k not in at_round_off])
-    assert_prefix_matches(stored, replayed, keys=at_round_off, atol=1e-12)
-    return max(deviation.values())
+#: history keys that are zero up to round-off at the spectral start (it lies on S_hat), with
+#: the absolute tolerance a replay compares them to (``experiments.replay(absolute=...)``)
+ROUND_OFF = {"dist_P_hat": 1e-12, "imbalance": 1e-12}
 
 
 def run_defaults_seed(seed: int, *, iterations: int, full: bool = True, progress: bool = False

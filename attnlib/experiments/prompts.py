@@ -33,21 +33,21 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from .. import algorithm, population, prompts, reference
 from .._validation import check_positive
 from ..data import RegressionProblem
-from . import TaskGrid, assert_prefix_matches, register_grid
+from . import TaskGrid, register_grid
 from .ablations import defaults_data
 
 __all__ = ["BIAS_N", "BIAS_SCALES", "scaled_task", "bias_task", "bias_tasks", "assemble_bias",
            "experiment_data", "experiment_task", "experiment_tasks",
            "assemble_experiment", "start_ratio_map", "variance_task",
            "variance_tasks", "assemble_variance", "claims_map_task", "claims_map_tasks",
-           "assemble_claims_map", "claims_map_cell", "claim_values", "check_minimizer_replay"]
+           "assemble_claims_map", "claims_map_cell", "claim_values"]
 
 BIAS_N = (10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5000)
 BIAS_SCALES = (1.0, 0.5)
@@ -669,15 +669,3 @@ def paper1_prompts_renormalization(full: bool = True) -> TaskGrid:
     iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
     return TaskGrid(tasks, partial(renormalization_task, iterations=iterations, certify=full),
                     partial(assemble_renormalization, tasks, iterations=iterations))
-
-
-def check_minimizer_replay(stored: Mapping[str, np.ndarray], replayed: Mapping[str, np.ndarray],
-                           keys: tuple[str, ...] = ("excess_risk",)) -> float:
-    """Check a replayed certified minimizer of a prompts run (chapter 6) against the stored one:
-    the scalar ``keys`` to the relative tolerance 1e-6, and ``delta`` = U V^T - X* (entries near
-    0 among them) to the absolute tolerance 1e-6, the scale at which the minimizer is certified
-    (gradient norm 1e-6). ``stored`` and ``replayed`` hold the arrays cut to the replayed
-    block. Returns the largest relative deviation of ``keys``."""
-    deviation = assert_prefix_matches(stored, replayed, keys=list(keys), rtol=1e-6)
-    assert_prefix_matches(stored, replayed, keys=["delta"], rtol=0.0, atol=1e-6)
-    return max(deviation.values())

@@ -46,13 +46,13 @@ drawn once from ``default_rng(PROBLEM_SEED)``), each for the noise levels ``NOIS
    ``rate_excess_risk`` (runs, grid) every ``RATE_EVERY``-th iteration, NaN after the stop.
 
 ``full=False`` replays the leading block of every array (small n, first seeds, first runs,
-few iterations); :func:`leading_block` cuts the stored arrays to the replayed shapes.
+few iterations); :func:`attnlib.experiments.leading_block` cuts the stored arrays to the replayed
+shapes.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Mapping
 
 import numpy as np
 
@@ -96,25 +96,6 @@ def default_task(noise_std: float) -> data.RegressionProblem:
     """The chapter's task: :func:`attnlib.data.default_problem` from ``PROBLEM_SEED``."""
     return data.default_problem(rng=np.random.default_rng(PROBLEM_SEED), d=D, p=P, kappa=KAPPA,
                                 noise_std=noise_std)
-
-
-def leading_block(stored: Mapping[str, np.ndarray],
-                  replayed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Cut every stored array to the leading block with the replayed array's shape.
-
-    The reduced configuration uses the first entries along every axis (first noise levels,
-    smallest n, first seeds, first iterations), so ``stored[key][:a, :b, ...]`` must equal the
-    replayed array exactly; pass the result to :func:`attnlib.experiments.assert_prefix_matches`.
-    """
-    out = {}
-    for key, value in replayed.items():
-        if key == "config":
-            continue
-        array = np.asarray(stored[key])
-        if array.ndim != np.ndim(value):
-            raise AssertionError(f"{key}: stored has {array.ndim} axes, replayed {np.ndim(value)}")
-        out[key] = array[tuple(slice(0, size) for size in np.shape(value))]
-    return out
 
 
 def _finite_part(n_values: tuple[int, ...], seeds: int, iterations: int,
