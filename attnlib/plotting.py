@@ -37,8 +37,9 @@ from ._validation import check_int, check_positive
 
 # plot_series and legend_below are thin wrappers of matplotlib calls (they accept whatever
 # ax.plot and fig.legend accept, NaN gaps included) and stay outside the checked API.
-__all__ = ["DPI", "PIXEL_RATIO", "WIDTHS", "OKABE_ITO", "CYCLE_COLOURS", "SERIES", "SERIES_GROUPS",
-           "METHOD_COLOURS", "CVD", "MIN_DELTA_E", "use_book_style", "figure", "new_figure",
+__all__ = ["DPI", "PIXEL_RATIO", "WIDTHS", "OKABE_ITO", "NEUTRAL_GREY", "CYCLE_COLOURS",
+           "SERIES", "SERIES_GROUPS", "METHOD_COLOURS", "CVD", "MIN_DELTA_E", "MAX_COLUMNS",
+           "use_book_style", "figure",
            "series_style", "delta_e", "smallest_text_px", "confusable_series", "figure_png",
            "png_records"]
 
@@ -47,6 +48,10 @@ DPI = 100
 
 #: Image pixels per CSS pixel of a displayed figure (2, sharp on 2x screens).
 PIXEL_RATIO = 2
+
+#: The most panels side by side in one figure row (a panel narrower than ~220 px cannot
+#: hold 9 pt labels).
+MAX_COLUMNS = 3
 
 #: Figure widths in inches; "full" fills the ~690 px text column, "medium" and "small" are
 #: for single plots that need less room (a square scatter plot, a small inset-like figure).
@@ -64,6 +69,9 @@ OKABE_ITO = {
     "reddish purple": "#CC79A7",
 }
 
+#: Grey for reference lines, guides and context drawn behind the series (not a series colour).
+NEUTRAL_GREY = "#999999"
+
 #: Colours of the default cycle for unnamed curves (yellow is left out, too light on white).
 #: The cycle holds colours only: chapters use solid and dashed lines to mean things (train
 #: and test, first and second block), so line styles come from the code or from SERIES.
@@ -74,7 +82,8 @@ CYCLE_COLOURS = tuple(OKABE_ITO[name] for name in
 _MARK_EVERY = 0.1   # one marker per tenth of the axes diagonal, whatever the data density
 
 #: One style per named series, the same in every chapter. Part I compares training methods
-#: (``attnlib.algorithm.METHODS`` plus the OLS reference); Part II compares regularizers.
+#: (keys of ``attnlib.algorithm.METHODS`` plus the OLS reference); Part II compares
+#: regularizers (keys: ``attnlib.regularizers.REGULARIZER_NAMES``; ``label`` is how they print).
 #: Two series that appear in the same figure differ in colour, line style and marker.
 SERIES: dict[str, dict[str, Any]] = {
     # Part I: methods
@@ -90,7 +99,7 @@ SERIES: dict[str, dict[str, Any]] = {
     # Part II: regularizers
     "none": {"color": OKABE_ITO["vermillion"], "linestyle": "-", "marker": "^",
              "label": "none"},
-    "weight decay": {"color": OKABE_ITO["orange"], "linestyle": ":", "marker": "v",
+    "weight_decay": {"color": OKABE_ITO["orange"], "linestyle": ":", "marker": "v",
                      "label": "weight decay"},
     "log": {"color": OKABE_ITO["blue"], "linestyle": "--", "marker": "o", "label": "log"},
     "power": {"color": OKABE_ITO["bluish green"], "linestyle": "-.", "marker": "s",
@@ -100,7 +109,7 @@ SERIES: dict[str, dict[str, Any]] = {
 #: Groups of series that share figures; the palette test checks every pair inside a group.
 SERIES_GROUPS = {
     "methods": ("algorithm1", "random+precond+reg", "gd", "sgd", "adam", "ols"),
-    "regularizers": ("none", "weight decay", "log", "power"),
+    "regularizers": ("none", "weight_decay", "log", "power"),
 }
 
 #: Colour of each Part I method (kept for chapters that only need the colour).
@@ -300,32 +309,22 @@ def confusable_series(fig) -> list[tuple[str, str, str]]:
 
 
 def figure(nrows: int = 1, ncols: int = 1, *, width: str | float = "full",
-           aspect: float = 0.62, **kwargs: Any):
-    """A figure drawn at the size it is shown; returns ``(fig, axes)`` like ``plt.subplots``.
+           aspect: float = 0.62, height: float | None = None, **kwargs: Any):
+    """A figure drawn at the size it is shown; returns ``(fig, axes)`` like ``plt.subplots``
+    (the one way chapters make a figure; ``kwargs`` go to ``plt.subplots``).
 
-    ``width`` is a key of :data:`WIDTHS` or inches (at most the full column); each panel is
-    ``aspect`` times as high as it is wide. At most three panels share a row: stack or split
-    wider layouts, since a panel narrower than ~220 px cannot hold 9 pt labels.
+    ``width`` is a key of :data:`WIDTHS` or inches (at most the full column). The height is
+    ``height`` inches if given, else each panel is ``aspect`` times as high as it is wide. At
+    most :data:`MAX_COLUMNS` panels share a row: stack or split wider layouts.
     """
     inches = _width_inches(width)
     nrows, ncols = check_int("nrows", nrows, minimum=1), check_int("ncols", ncols, minimum=1)
-    if ncols > 3:
-        raise ValueError(f"ncols must be at most 3 at the book's column width, got {ncols}; "
-                         "stack the panels in more rows or split the figure")
+    if ncols > MAX_COLUMNS:
+        raise ValueError(f"ncols must be at most {MAX_COLUMNS} at the book's column width, got "
+                         f"{ncols}; stack the panels in more rows or split the figure")
     aspect = check_positive("aspect", aspect)
-    use_book_style()
-    height = nrows * aspect * inches / ncols + 0.35
-    return plt.subplots(nrows, ncols, figsize=(inches, height), **kwargs)
-
-
-def new_figure(ncols: int = 1, nrows: int = 1, *, width: str | float = "full",
-               height: float | None = None, **kwargs: Any):
-    """Like :func:`figure` with an explicit ``height`` in inches (older chapters' signature)."""
-    inches = _width_inches(width)
-    if height is None:
-        return figure(nrows, ncols, width=inches, **kwargs)
-    nrows, ncols = check_int("nrows", nrows, minimum=1), check_int("ncols", ncols, minimum=1)
-    height = check_positive("height", height)
+    height = (nrows * aspect * inches / ncols + 0.35 if height is None
+              else check_positive("height", height))
     use_book_style()
     return plt.subplots(nrows, ncols, figsize=(inches, height), **kwargs)
 

@@ -4,7 +4,7 @@ Usage: ``python scripts/execute_notebooks.py notebooks/ch01_model.ipynb [...]``
 (no argument: every notebook under notebooks/). Each notebook runs top to bottom with the
 working directory set to its folder, as Jupyter Book runs it (the book shows each interactive
 figure through its precomputed frames, :mod:`attnlib.slider`). Prints the wall time of each
-notebook.
+notebook and rewrites its text twin (``scripts/notebook_text.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from notebook_text import write as write_text_twin  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # The same single-threaded BLAS as the test command (scripts/setup.sh), so that the stored
@@ -33,6 +36,7 @@ def execute(path: Path, timeout: int = 600) -> float:
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     seconds = time.perf_counter() - start
     nbformat.write(notebook, path)
+    write_text_twin(path)
     return seconds
 
 

@@ -60,7 +60,7 @@ RESULT_TYPES = {
     "optim.ScaleByAdamState", "algorithm.UpdateRule", "reference.ReferenceOptimum", "verdicts.Verdict",
     "langevin.MalaRun", "villani.OrbitCrossovers", "villani.EveryDirectionCheck", "slider.Frame",
     "slider.FrameSlider",
-    "prompts.FirstOrderMinimizer", "prompts.BiasEstimate",
+    "prompts.FirstOrderMinimizer", "prompts.BiasEstimate", "experiments.Replay",
 }
 
 
@@ -336,8 +336,7 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "geometry.factor_hessian": lambda: dict(U=c["U"], V=c["V"], Xstar=c["Xstar"], lam=1.0),
         "geometry.minimum_hessian_eigenvalues": lambda: dict(singular_values=sv, p=4, lam=1.0),
         "plotting.use_book_style": lambda: dict(),
-        "plotting.new_figure": lambda: dict(ncols=1, nrows=1, width=3.0, height=2.0),
-        "plotting.figure": lambda: dict(nrows=1, ncols=2, width=3.0, aspect=0.6),
+        "plotting.figure": lambda: dict(nrows=1, ncols=2, width=3.0, aspect=0.6, height=2.0),
         "plotting.series_style": lambda: dict(name="gd"),
         "plotting.figure_png": lambda: dict(fig=_line_figure()),
         "plotting.png_records": lambda: dict(png=plotting.figure_png(_line_figure())),
@@ -543,6 +542,12 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
             stored={"loss": np.arange(5.0)}, replayed={"loss": np.arange(3.0)}, rtol=1e-8,
             atol=0.0),
         "experiments.describe": lambda: dict(name=_stored(tmp)),
+        "experiments.replay": lambda: dict(name=_stored(tmp), keys=["loss"], rtol=1e-8, atol=0.0,
+                                           absolute={"loss": 1e-12}, prefix={"loss": np.arange(2.0)}),
+        "experiments.leading_block": lambda: dict(stored={"loss": np.arange(3.0)},
+                                                  prefix={"loss": np.arange(2.0)}),
+        "experiments.cell": lambda: dict(),
+        "experiments.config": lambda: dict(source=_stored(tmp)),
         "experiments.format_deviation": lambda: dict(value=1e-3, resolution=1e-12),
         "experiments.benchmark_path": lambda: dict(name="attention"),
         "experiments.load_benchmark": lambda: dict(name=_benchmark(tmp)),
@@ -796,6 +801,8 @@ DOCUMENTED_ERRORS: dict[tuple[str, str, str], type[BaseException]] = {
     ("experiments.load", "name", "unknown_option"): FileNotFoundError,
     ("experiments.load_benchmark", "name", "unknown_option"): FileNotFoundError,
     ("experiments.describe", "name", "unknown_option"): FileNotFoundError,
+    ("experiments.replay", "name", "unknown_option"): FileNotFoundError,
+    ("experiments.config", "source", "unknown_option"): FileNotFoundError,
     ("experiments.add_manifest", "name", "unknown_option"): FileNotFoundError,
 }
 

@@ -376,9 +376,9 @@ def test_attention_instances_and_their_villani_evidence():
         part2.attention_instance(n=6, N=5, d=3, d_k=2, law="cauchy")
     evidence = part2.attention_villani_evidence(
         part2.attention_instance(**part2.INSTANCE_GRID[0]),
-        {"log": Regularizer("log", 0.01), "weight decay": Regularizer("weight_decay", 0.01)}, 1.0)
+        {"log": Regularizer("log", 0.01), "weight_decay": Regularizer("weight_decay", 0.01)}, 1.0)
     assert evidence["log"][0] == pytest.approx(18.04, abs=0.01)    # chapter 8's orbit at s = 1
-    assert np.isfinite(evidence["log"][1]) and np.isinf(evidence["weight decay"][1])
+    assert np.isfinite(evidence["log"][1]) and np.isinf(evidence["weight_decay"][1])
 
 
 def test_lora_instances_stationary_points_and_grid_evidence():

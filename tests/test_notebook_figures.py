@@ -64,3 +64,34 @@ def test_every_figure_is_referenced_and_every_display_equation_numbered(path: Pa
     closings = re.findall(r"\$\$(?!\$)([^\n]*)", prose)[1::2]     # text after each closing $$
     unlabelled = sum(not re.match(r" \(eq-[\w-]+\)", rest) for rest in closings)
     assert unlabelled == 0, f"{path.name}: {unlabelled} display equations without a (eq-...) label"
+
+
+#: What a chapter's code must not type, because a named piece of attnlib does it (CONTRIBUTING.md):
+#: figures through ``plotting.figure``, colours by name, stored runs through ``experiments.replay``
+#: and ``experiments.config``, regularizers by their library name.
+HOUSE_RULES = {
+    r"plt\.subplots\(|plt\.figure\(": "make figures with attnlib.plotting.figure",
+    r"[\"']#[0-9a-fA-F]{3}(?:[0-9a-fA-F]{3})?[\"']": "name colours (plotting.OKABE_ITO, SERIES)",
+    r"assert_prefix_matches|experiments\.run\(": "replay stored runs with experiments.replay",
+    r"json\.loads": "read a stored run's settings with experiments.config",
+    r"[\"']weight decay[\"']": "call a regularizer by its library name, 'weight_decay'",
+}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_chapters_use_the_named_pieces(path: Path) -> None:
+    code = [(i, "".join(cell["source"])) for i, cell in enumerate(json.loads(path.read_text())["cells"])
+            if cell["cell_type"] == "code"]
+    broken = [f"cell {i}: {rule} ({re.search(pattern, text).group(0)!r})"
+              for pattern, rule in HOUSE_RULES.items() for i, text in code
+              if re.search(pattern, text)]
+    assert not broken, "\n".join(broken)
+
+
+def test_the_house_rules_catch_what_they_name() -> None:
+    typed = ['fig, ax = plt.subplots(1, 2)', 'color="#D55E00"', "experiments.run('x', full=False)",
+             "json.loads(str(h['config']))", 'regs["weight decay"]']
+    for pattern, text in zip(HOUSE_RULES, typed):
+        assert re.search(pattern, text), pattern
+    assert not any(re.search(p, 'figure(1, 2); OKABE_ITO["blue"]; regs["weight_decay"]')
+                   for p in HOUSE_RULES)

@@ -47,3 +47,36 @@ def test_has_stored_outputs(path: Path) -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_in_table_of_contents(path: Path) -> None:
     assert f"notebooks/{path.stem}" in TOC, f"{path.name} is not listed in _toc.yml"
+
+
+def _notebook_text():
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "scripts" / "notebook_text.py"
+    spec = importlib.util.spec_from_file_location("notebook_text", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_notebook_has_a_current_text_twin() -> None:
+    problems = _notebook_text().stale()
+    assert not problems, ("\n".join(problems)
+                          + "\nrun `python scripts/notebook_text.py` after editing a notebook")
+
+
+def test_text_twins_report_edits_missing_and_orphaned_files(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _notebook_text()
+    monkeypatch.setattr(text, "NOTEBOOKS", tmp_path)
+    monkeypatch.setattr(text, "TEXT", tmp_path / "text")
+    notebook = tmp_path / "ch99_demo.ipynb"
+    notebook.write_text(NOTEBOOKS[0].read_text())
+    assert text.stale() == ["text/ch99_demo.py is missing"]
+    text.write(notebook)
+    assert text.stale() == []
+    cells = json.loads(notebook.read_text())
+    cells["cells"][0]["source"] = ["# an edited title\n"]
+    notebook.write_text(json.dumps(cells))
+    assert text.stale() == ["text/ch99_demo.py differs from ch99_demo.ipynb"]
+    notebook.unlink()
+    assert text.stale() == ["text/ch99_demo.py has no notebook"]

@@ -172,3 +172,9 @@ def test_notebooks_display_figures_as_figure_png() -> None:
     width, height = plotting._png_size(png)
     assert metadata["image/png"] == {"width": round(width / 2), "height": round(height / 2)}
     assert "attn:min-text-px" in plotting.png_records(png)
+
+
+def test_series_are_keyed_by_the_library_names() -> None:
+    from attnlib import algorithm, regularizers
+    assert set(plotting.SERIES_GROUPS["methods"]) == set(algorithm.METHODS) | {"ols"}
+    assert set(plotting.SERIES_GROUPS["regularizers"]) <= set(regularizers.REGULARIZER_NAMES)

@@ -609,8 +609,8 @@ def replay(name: str, *, keys: Iterable[str] | Callable[[Mapping[str, np.ndarray
         the prefix that holds numbers).
     rtol, atol : float
         The tolerances.
-    absolute : mapping of str to float, optional
-        Key prefixes compared to their own absolute tolerance.
+    absolute : mapping, optional
+        Key prefixes (str) mapped to their own absolute tolerance (float).
     align : callable, optional
         ``align(stored, prefix) -> (stored_view, prefix_view)``: what to compare when the prefix
         is not the leading records of every array (for example :func:`leading_block`).

@@ -1,0 +1,555 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Appendix: Benchmarks
+#
+# The loss of paper 1's layer {cite}`goel2026` attends over all $n$ samples, so one
+# loss-and-gradient costs about $8 n^2 d$ floating-point operations in skinny matrix products
+# plus $n^2$ exponentials, and a direct implementation holds several $n \times n$ arrays
+# (512 MB each at $n = 8000$, 3.2 GB at $n = 20{,}000$). `attnlib.attention` processes the query
+# rows in blocks, so that only two `block_size x n` arrays exist at a time (chapter 1 gives the
+# formulas). This page shows what that buys, measured.
+#
+# **How the numbers were made.** `python benchmarks/bench_attention.py --torch-python PYTHON`
+# runs every configuration in its own subprocess and stores the results as package data of
+# `attnlib` (`attnlib.experiments.load_benchmark("attention")` reads them, so this notebook runs
+# from any directory); this page only loads them (no timing happens while the book builds). Peak memory is the rise of the process's peak resident set size over its
+# resident set size just before the call. Seconds are the median of several calls after a first
+# one. The *floor* is one `numpy.exp` pass over $n^2$ entries plus the $8n^2d$ flops of the
+# products at the rate of a $2000 \times 2000$ matrix product, both measured in the same run.
+# PyTorch autograd (CPU build) computes the same loss and gradient side by side; its gradient
+# is checked against `attnlib`'s. Settings: $d = 10$, $p = 20$, leave-one-out mask, float64
+# unless marked.
+
+# %%
+# %matplotlib inline
+import matplotlib.pyplot as plt
+import numpy as np
+
+from attnlib import experiments
+from attnlib.plotting import OKABE_ITO, figure, legend_below, use_book_style
+
+use_book_style()
+results = experiments.load_benchmark("attention")
+meta = results["meta"]
+print(f"run {meta['date_utc']} UTC, {meta['cpu_count']} cores, numpy {meta['numpy']}, "
+      f"load average (1 min) before {meta['load_average_before'][0]:.1f}, "
+      f"after {meta['load_average_after'][0]:.1f}")
+for note in results["notes"]:
+    print("note:", note)
+rows = {(row["impl"], row["n"]): row for row in results["rows"]}
+ns = sorted({n for impl, n in rows if impl == "attnlib"})
+torch_rows = [row for row in results["rows"] if row["impl"] == "torch"]
+if torch_rows:
+    print(f"torch {torch_rows[0]['torch_version']} with {torch_rows[0]['torch_threads']} threads")
+
+
+# %% [markdown]
+# ## Loss and gradient: time, memory, throughput
+
+# %%
+def cell(impl, n, key, width, digits):
+    row = rows.get((impl, n))
+    return f"{row[key]:{width}.{digits}f}" if row and key in row else f"{'-':>{width}}"
+
+
+print(f"{'n':>6} | {'attnlib s':>9} {'MB':>5} {'GFLOP/s':>7} | {'1 thread s':>10} | "
+      f"{'floor s':>7} {'x floor':>7} | {'direct s':>8} {'MB':>5}")
+for n in ns:
+    ours = rows[("attnlib", n)]
+    floor = rows[("floor", n)]["floor_seconds"]
+    gflops = 8 * n * n * meta["d"] / 1e9 / ours["seconds_median"]
+    print(f"{n:6d} | {ours['seconds_median']:9.4f} {ours['peak_mb']:5.0f} {gflops:7.2f} | "
+          f"{cell('attnlib-1thread', n, 'seconds_median', 10, 4)} | "
+          f"{floor:7.4f} {ours['seconds_median'] / floor:7.2f} | "
+          f"{cell('direct', n, 'seconds_median', 8, 4)} {cell('direct', n, 'peak_mb', 5, 0)}")
+
+# %% [markdown]
+# PyTorch autograd on the same loss, in the same run, with its default two threads and with one
+# thread; the ratios compare the faster of the two with `attnlib`:
+
+# %%
+print(f"{'n':>6} | {'torch s':>7} {'MB':>5} | {'1 thread s':>10} {'MB':>5} | "
+      f"{'time torch / attnlib':>20} {'memory torch / attnlib':>22}")
+for n in ns:
+    candidates = [rows[(impl, n)] for impl in ("torch", "torch-1thread") if (impl, n) in rows]
+    if not candidates:
+        print(f"{n:6d} | not measured")
+        continue
+    best = min(candidates, key=lambda row: row["seconds_median"])
+    ours = rows[("attnlib", n)]
+    print(f"{n:6d} | {cell('torch', n, 'seconds_median', 7, 4)} {cell('torch', n, 'peak_mb', 5, 0)} | "
+          f"{cell('torch-1thread', n, 'seconds_median', 10, 4)} "
+          f"{cell('torch-1thread', n, 'peak_mb', 5, 0)} | "
+          f"{best['seconds_median'] / ours['seconds_median']:20.2f} "
+          f"{best['peak_mb'] / ours['peak_mb']:22.1f}")
+
+# %% mystnb={"figure": {"caption": "Time per loss-and-gradient evaluation (left) and peak memory rise (right) against the number of samples $n$, for attnlib's blocked implementation and the reference implementations.", "name": "fig-appendix-benchmarks"}, "image": {"alt": "Two log-log panels against n: seconds per evaluation with a floor line, and peak memory, one marked line per implementation."}} tags=["hide-input"]
+fig, (ax_time, ax_mem) = figure(1, 2, height=3.2)
+series = {"attnlib": ("attnlib (blocked, 2 threads)", OKABE_ITO["blue"], "o-"),
+          "attnlib-1thread": ("attnlib, 1 thread", OKABE_ITO["sky blue"], "s--"),
+          "attnlib-float32": ("attnlib, float32", OKABE_ITO["reddish purple"], "^:"),
+          "direct": ("direct (one n x n block)", OKABE_ITO["orange"], "d-"),
+          "torch": ("PyTorch autograd", OKABE_ITO["vermillion"], "v-"),
+          "torch-1thread": ("PyTorch autograd, 1 thread", OKABE_ITO["vermillion"], "v--")}
+for impl, (label, colour, style) in series.items():
+    points = [(n, rows[(impl, n)]) for n in ns if (impl, n) in rows]
+    if not points:
+        continue
+    x = [n for n, _ in points]
+    ax_time.plot(x, [r["seconds_median"] for _, r in points], style, color=colour, label=label)
+    ax_mem.plot(x, [max(r["peak_mb"], 0.1) for _, r in points], style, color=colour, label=label)
+ax_time.plot(ns, [rows[("floor", n)]["floor_seconds"] for n in ns], "k-", lw=0.8, label="floor")
+ax_time.set(xscale="log", yscale="log", xlabel="n (samples)", ylabel="seconds per loss and gradient")
+ax_mem.set(xscale="log", yscale="log", xlabel="n (samples)", ylabel="peak memory rise (MB)")
+legend_below(fig, ncol=2)
+plt.show()
+
+# %% [markdown]
+# **What the run shows ({numref}`fig-appendix-benchmarks`).** The run was made on an otherwise quiet machine (1-minute load average
+# 1.0 before and 1.5 after, on 2 cores); the comparisons below are between configurations of the
+# same run.
+#
+# - **Memory.** The blocked loss-and-gradient stays within a few tens of MB at every size: 44 MB
+#   at $n = 20{,}000$ (target: under 300 MB), 18 MB at $n = 8000$, where the direct computation
+#   needs 983 MB and PyTorch autograd 1970 MB in this run (110 times as much as `attnlib`;
+#   the interleaved run below measures autograd's peak again). At $n = 2000$ autograd needed 17
+#   times as much; at $n = 500$, 3.9 times.
+# - **Time against PyTorch.** In this single run `attnlib` was faster than the faster of the
+#   two autograd runs at every $n$ measured: 2.45 times at $n = 500$, 2.38 times at
+#   $n = 2000$, 7.0 times at $n = 8000$. Single-run ratios like these did not hold up when the
+#   comparison was repeated under other loads (at $n = 500$ PyTorch was sometimes the faster),
+#   and naive autograd is not the strongest PyTorch a user would write: the interleaved
+#   comparison in the next section, against three PyTorch versions, is the one to quote. Both
+#   autograd runs agree with `attnlib` to about $10^{-15}$ (below).
+# - **Time against the floor.** The ratio to the floor was 2.62 at $n = 500$, 3.68 at
+#   $n = 2000$, 2.14 at $n = 8000$ and 2.72 at $n = 20{,}000$. The issue's target (within 2x of
+#   the floor at $n = 8000$) was nearly but not quite met. The floor itself is optimistic: it
+#   prices the products at the rate of a square $2000 \times 2000$ matrix product, while the
+#   products here have an inner dimension of $d = 10$ and are limited by memory traffic, not
+#   arithmetic.
+# - **Two threads.** With the default two worker threads `attnlib` took 0.226 s at $n = 8000$
+#   against 0.362 s with one (1.6 times faster) and 1.79 s against 2.62 s at $n = 20{,}000$; at
+#   $n \le 2000$ the two are within noise of each other.
+# - **Blocking pays even without the memory constraint.** At $n = 8000$ the direct computation
+#   took 0.64 s against 0.23 s blocked.
+#
+
+# %% [markdown]
+# ## Against the PyTorch a user would write
+#
+# The comparison above is only against naive full-matrix autograd, in one run. A researcher
+# who cares about speed would also write the loss by hand in blocks of query rows, or hand it to
+# `torch.compile`. `python benchmarks/bench_competitors.py` (torch from the `bench` extra)
+# measures all of them in one run, interleaved: each implementation lives in its own process,
+# and in every round the configurations run in a freshly shuffled order, so a change of the
+# machine's load hits all of them alike; a time is the median over the rounds, with the range
+# printed beside it. Implementations: `attnlib.attention.loss_and_grad` with its defaults;
+# PyTorch autograd on the full $n \times n$ computation (*naive*); the same by hand in blocks of
+# 256 query rows with `backward()` per block (*blocked*); `torch.compile(dynamic=True)` of the
+# naive loss (*compile*). Memory is the peak resident-set rise of one call after a warm-up call
+# (for `attnlib`, of the first call in a fresh process, since it keeps its work arrays between
+# calls). A ratio is competitor time / `attnlib` time: below 1, the competitor is faster.
+# Two runs are stored, both for $n$ from 500 to 20,000: one with every implementation on its
+# default threads (PyTorch's intra-op threads, one per core; `attnlib`'s two block threads), made
+# on the otherwise idle machine, and one made earlier with `OMP_NUM_THREADS=1` in the environment,
+# where PyTorch runs on one thread (and `attnlib` still on its two block threads), on the same
+# machine shared with other jobs. The load average of every configuration is printed beside it.
+
+# %%
+runs = {"default threads": experiments.load_benchmark("competitors"),
+        "PyTorch on one thread": experiments.load_benchmark("competitors_1thread")}
+competitors = ("torch_naive", "torch_blocked", "torch_compile")
+for label, bench in runs.items():
+    bmeta = bench["meta"]
+    print(f"{label}: run {bmeta['date_utc']} UTC, {bmeta['cpu_count']} cores, torch "
+          f"{bmeta['torch']['torch']} on {bmeta['torch']['threads']} thread(s); load average "
+          f"(1 min) before {bmeta['load_average_before'][0]:.1f}, after "
+          f"{bmeta['load_average_after'][0]:.1f}; rounds x calls per round: "
+          + ", ".join(f"n = {n}: {r} x {c}" for n, (r, c) in bmeta["repeats"].items()))
+    for note in bench["notes"]:
+        print("   note:", note)
+    bench["by_key"] = {(r["impl"], r["dtype"], r["n"]): r for r in bench["rows"]}
+    bench["ns"] = sorted({n for _, _, n in bench["by_key"]})
+
+# %%
+for label, bench in runs.items():
+    brows = bench["by_key"]
+    for dtype in ("float64", "float32"):
+        print(f"{label}, {dtype}: seconds (median over rounds [min, max]); ratio = competitor / attnlib")
+        print(f"{'n':>6} {'load':>9} | {'attnlib s':>26} | "
+              + " | ".join(f"{c[6:]:>18}" for c in competitors))
+        for n in bench["ns"]:
+            ours = brows.get(("attnlib", dtype, n))
+            if ours is None:
+                continue
+            load = [x for impl in ("attnlib",) + competitors
+                    for x in brows.get((impl, dtype, n), {}).get("load", [])]
+            cells = [f"{r['seconds_median']:8.4f} s {r['seconds_median'] / ours['seconds_median']:5.2f}x"
+                     if (r := brows.get((impl, dtype, n))) else f"{'not measured':>18}"
+                     for impl in competitors]
+            print(f"{n:6d} {min(load):4.1f}-{max(load):<4.1f} | {ours['seconds_median']:8.4f} "
+                  f"[{min(ours['seconds']):.3g}, {max(ours['seconds']):.3g}] | " + " | ".join(cells))
+        print()
+
+# %%
+for label, bench in runs.items():
+    brows = bench["by_key"]
+    print(f"{label}: peak memory (MB) and memory ratio competitor / attnlib")
+    for dtype in ("float64", "float32"):
+        for n in bench["ns"]:
+            ours = brows.get(("attnlib", dtype, n))
+            if ours is None:
+                continue
+            parts = [f"{impl[6:]} {brows[(impl, dtype, n)]['peak_mb']:.0f} MB "
+                     f"({brows[(impl, dtype, n)]['peak_mb'] / max(ours['peak_mb'], 0.1):.1f}x)"
+                     for impl in competitors if (impl, dtype, n) in brows]
+            print(f"   {dtype} n = {n:6d}: attnlib {ours['peak_mb']:.0f} MB; " + "; ".join(parts))
+    worst = max((r["rel_diff_vs_attnlib64"][k], r["impl"], r["n"]) for r in bench["rows"]
+                if r["dtype"] == "float64" for k in ("loss", "grad_A", "grad_B"))
+    print(f"   largest float64 relative difference from attnlib (loss and gradients): "
+          f"{worst[0]:.1e} ({worst[1]}, n = {worst[2]})")
+
+# %%
+# The issue's targets, checked on each run's medians (thresholds printed with each line).
+for label, bench in runs.items():
+    brows = bench["by_key"]
+    print(label)
+    for dtype in ("float64", "float32"):
+        for n in bench["ns"]:
+            ours = brows.get(("attnlib", dtype, n))
+            rivals = [brows[(impl, dtype, n)] for impl in competitors if (impl, dtype, n) in brows]
+            if ours is None or not rivals:
+                continue
+            best = min(rivals, key=lambda r: r["seconds_median"])
+            ratio = best["seconds_median"] / ours["seconds_median"]
+            line = (f"   {dtype} n = {n:6d}: fastest competitor {best['impl'][6:]}, time ratio "
+                    f"{ratio:.2f} (target >= 1): {'met' if ratio >= 1 else 'NOT met'}")
+            if n >= 2000:
+                memory = min(r["peak_mb"] for r in rivals) / max(ours["peak_mb"], 0.1)
+                line += (f"; smallest competitor memory / attnlib {memory:.1f} (target >= 4): "
+                         f"{'met' if memory >= 4 else 'NOT met'}")
+            print(line)
+
+# %% mystnb={"figure": {"caption": "Median seconds per loss-and-gradient evaluation against n for attnlib and three PyTorch versions (naive autograd, hand-blocked in 256-row blocks, torch.compile), each run interleaved: solid lines with default threads, dotted with PyTorch on one thread; float64 (left) and float32 (right).", "name": "fig-appendix-competitors"}, "image": {"alt": "Two log-log panels, float64 and float32: seconds per evaluation against n, one marked line per implementation and run (solid: default threads, dotted: PyTorch on one thread)."}} tags=["hide-input"]
+fig, axes = figure(1, 2, sharey=True, height=3.2)
+styles = {"attnlib": (OKABE_ITO["blue"], "o"), "torch_naive": (OKABE_ITO["vermillion"], "v"),
+          "torch_blocked": (OKABE_ITO["orange"], "s"), "torch_compile": (OKABE_ITO["bluish green"], "^")}
+for ax, dtype in zip(axes, ("float64", "float32")):
+    for (label, bench), line in zip(runs.items(), ("-", ":")):
+        for impl, (colour, marker) in styles.items():
+            points = [(n, bench["by_key"][(impl, dtype, n)]) for n in bench["ns"]
+                      if (impl, dtype, n) in bench["by_key"]]
+            if points:
+                ax.plot([n for n, _ in points], [r["seconds_median"] for _, r in points],
+                        marker + line, color=colour,
+                        label=f"{impl.replace('torch_', 'PyTorch ')} ({label})")
+    ax.set(xscale="log", yscale="log", xlabel="n (samples)", title=dtype)
+axes[0].set_ylabel("seconds per loss and gradient")
+legend_below(fig, ncol=2)
+plt.show()
+
+# %% [markdown]
+# The tables above and {numref}`fig-appendix-competitors` are what these two runs measured.
+# In both, `attnlib` was faster than each PyTorch version at every $n$ measured, in float64 and
+# float32 (every time line above says met), and its gradients agree with PyTorch's to the printed
+# relative difference. The memory target (at most a quarter of the smallest competitor's
+# memory from $n = 2000$ on) was met everywhere except at $n = 20{,}000$ in float64 against the
+# hand-blocked loop, where the target line says NOT met (3.8x).
+#
+# The default-threads run is the one to quote: it was made on the idle machine (load average
+# 1.2 to 1.8) with every implementation on its own default threads. There the margins are modest
+# at small $n$: `torch.compile` is within a factor 1.26 of `attnlib` at $n = 500$ in both dtypes,
+# and the hand-blocked loop within 2.37 (float64) and 2.56 (float32) at $n = 8000$; the margin grows
+# with $n$ to 4.25 and 3.16 at $n = 20{,}000$. The one-thread run was made at a load average around 10
+# and shows larger ratios (6.16 at $n = 500$ against `torch.compile`, float64): under load a PyTorch
+# call suffers more than `attnlib`'s blocks. An independent measurement on a quiet machine had found
+# PyTorch as fast as or faster than `attnlib` at $n = 500$; the quiet run here finds `attnlib` ahead by
+# the factors above, not by the earlier single-run 2.45. These runs do not measure the floor, so the
+# target "within 2x of the floor at $n \ge 8000$" is judged only by the first table's run above (not
+# met there). They replace the single-run ratios of the first table as this book's comparison with
+# PyTorch, with these limits stated.
+
+# %% [markdown]
+# ## Against the machine's floor
+#
+# The comparisons above are against other software. `python benchmarks/bench_floor.py` compares
+# `loss_and_grad` with what this machine cannot beat using numpy's exponential and its BLAS: the
+# $8 n^2 d$ flops of the products at the rate of a $2000 \times 2000$ matrix product, plus the $n^2$
+# exponentials at the rate of `numpy.exp` on tiles of the block shape, with 1 and 2 threads on
+# both sides, in float64 and float32. Both parts of the floor are measured in every round, right
+# before `attnlib` is timed, and the configurations run in a shuffled order, so the ratio
+# attnlib / floor is taken per round; the median and the range over rounds are printed with the
+# load average, and with one thread also the ratio in CPU seconds. The floor leaves out everything a real implementation must also do (the row
+# maxima and sums, the masking, the memory traffic of the products, call overhead), so a ratio of
+# 1 is out of reach; the targets [choice] are at most 2 at $n = 500$ and at most 1.5 from
+# $n = 2000$ on.
+#
+
+# %%
+floor = experiments.load_benchmark("floor")
+fmeta = floor["meta"]
+print(f"run {fmeta['date_utc']} UTC, {fmeta['cpu_count']} cores, numpy {fmeta['numpy']}, "
+      f"{fmeta['rounds']} rounds; load average (1 min) before {fmeta['load_average_before'][0]:.1f}, "
+      f"after {fmeta['load_average_after'][0]:.1f}")
+print(f"{'n':>6} {'dtype':>8} {'threads':>7} | {'attnlib s':>9} {'floor s':>9} | "
+      f"{'attnlib / floor [range]':>23} | {'target':>16} | {'GEMM GF/s':>9} {'exp G/s':>7} | "
+      f"{'CPU ratio':>9} | load")
+for row in floor["rows"]:
+    target = 2.0 if row["n"] < 2000 else 1.5
+    verdict = "met" if row["ratio_median"] <= target else "NOT met"
+    print(f"{row['n']:6d} {row['dtype']:>8} {row['threads']:7d} | {row['seconds_median']:9.4f} "
+          f"{row['floor_seconds_median']:9.4f} | {row['ratio_median']:8.2f} [{row['ratio_min']:.2f}, "
+          f"{row['ratio_max']:.2f}] | {f'<= {target:g}: {verdict}':>16} | {row['gemm_gflops_median']:9.1f} "
+          f"{row['exp_per_second_median'] / 1e9:7.3f} | {row.get('cpu_ratio_median', np.nan):9.2f} | "
+          f"{min(row['load']):.1f}-{max(row['load']):.1f}")
+
+
+# %% [markdown]
+# ## Algorithm 1 per iteration
+#
+# `python benchmarks/bench_algorithm.py` times, on chapter 5's data ($n = 500$, seed 0), one
+# `loss_and_grad` call, one evaluation of Algorithm 1's objective $\hat L + \hat R$ with its
+# gradient, and one iteration of `algorithm.train`: with its default history, as chapter 5 calls
+# it (the truth, the certified basin minimizer and the test risk every 10 iterations), and the
+# same with the history recorded only at the iterations the stored runs keep
+# (`record_at=part1.recorded_iterations(...)`). Each figure is a multiple of the
+# `loss_and_grad` call timed in the same round (target [choice]: an iteration within 1.15 times
+# one call):
+#
+
+# %%
+algo = experiments.load_benchmark("algorithm")
+ameta = algo["meta"]
+print(f"run {ameta['date_utc']} UTC, n = {ameta['n']}, {ameta['iterations']} iterations per "
+      f"training run, {ameta['rounds']} rounds; load average {min(algo['load']):.1f}-{max(algo['load']):.1f}")
+for row in algo["rows"]:
+    check = ""
+    if row["name"].startswith("train"):
+        check = f"  target <= 1.15: {'met' if row['ratio_median'] <= 1.15 else 'NOT met'}"
+    print(f"{row['name']:24s} {row['seconds_median'] * 1e3:8.3f} ms  {row['ratio_median']:5.2f} x "
+          f"loss_and_grad [{row['ratio_min']:.2f}, {row['ratio_max']:.2f}], in CPU time "
+          f"{row['cpu_ratio_median']:.2f}{check}")
+
+
+# %% [markdown]
+# **What these runs show.** Both were made while the machine was shared (the load averages
+# printed above are well above its 2 cores), so the wall-clock ratios mostly measure the
+# scheduler: the range of one configuration over the rounds spans a factor of 2 or more. With
+# one thread the ratio is also printed in CPU seconds of the process, which measures the work
+# done whatever share of the cores the run got; by that measure `attnlib` stays within 2 of the
+# floor in float64 at every $n$ but not within 1.5 at any $n$, and in float32 it is above 2 at
+# every $n$, most at $n = 500$, where the fixed cost of a call weighs most. The target lines above judge the wall-clock medians of these loaded runs; a run on the
+# idle machine (`python benchmarks/run_all.py`) is what should decide them.
+#
+# The floor's two parts are printed per configuration: the GEMM rate and the exponentials per
+# second. On this machine numpy's float64 `exp` has no vectorised path (the CPU has AVX2; numpy's
+# vectorised float64 exponential needs AVX-512) and is the larger part of the float64 floor
+# (in float32 too, at the rates of these runs). The rest of `attnlib`'s time goes to the thin
+# products, which run below the large-product rate, to the row maximum, subtraction, sum and
+# mask passes, and to per-call overhead. The products keep their layout: any other order of summation would move
+# the chapters' replayed prefixes by round-off, which are bit for bit those of the previous code.
+# Two changes use the second core and cut overhead: a problem with at least $2^{16}$ entries
+# that fits in one block is split into two halves, one per core, with results identical bit for
+# bit to one block because the sums over rows are taken once, after the blocks; and the block
+# threads take blocks from a shared counter (one hand-over to the pool per call, not one per
+# block) and switch BLAS to one thread without re-inspecting the libraries on every call.
+#
+# For Algorithm 1, an iteration with the default history cost less than 1.15 `loss_and_grad`
+# calls (the printed ratios, in wall and CPU time), so its overhead target is met; as chapter 5 calls
+# it, with the excess risk, two distances and the test risk every 10 iterations (one deployed
+# prediction over 500 test points), it costs more, by the printed ratio. $\hat\Sigma^{1/2}$ is now
+# taken once from $\hat S$ instead of an eigendecomposition per evaluation, and
+# `algorithm.train(..., record_at=...)` computes the history only at the listed iterations.
+#
+
+# %% [markdown]
+# ## Block size
+#
+# The automatic block size keeps each `block_size x n` work array at about $2^{18}$ entries
+# (2 MB in float64), but takes at least 64 query rows as long as a work array stays within
+# $2^{21}$ entries (16 MB): blocks of fewer rows were measured to be slower. The sweep below, at
+# a single $n$, shows how the time depends on it.
+#
+
+# %%
+sweep = sorted((row["block_size"], row) for row in results["rows"]
+               if row["impl"].startswith("attnlib-block"))
+for block, row in sweep:
+    print(f"n = {row['n']}, block_size = {block:5d}: {row['seconds_median']:.4f} s, "
+          f"peak {row['peak_mb']:.0f} MB")
+if sweep:
+    n_sweep = sweep[0][1]["n"]
+    print(f"automatic block size at n = {n_sweep}: {rows[('attnlib', n_sweep)]['block_size']}")
+
+# %% [markdown]
+# At $n = 8000$ very small blocks are slow (8 rows: 0.45 s; 32 rows: 0.33 s), blocks of about a
+# hundred rows are fastest (128 rows: 0.23 s, the same as the automatic 64 rows above), and
+# large blocks slow down again as their work arrays leave the cache (2048 rows: 0.38 s) while
+# memory grows with the block (9 MB at 8 rows, 504 MB at 2048). This measurement is what set the
+# 64-row minimum of the automatic choice.
+#
+# One effect that was measured clearly while writing the code: allocating a fresh
+# multi-megabyte work array for each block cost several times more than the arithmetic done on
+# it (page faults). `attnlib` therefore keeps each thread's two work arrays and reuses them from
+# block to block and from call to call (measured during development; the stored run above uses
+# it).
+#
+
+# %% [markdown]
+# ## Single precision
+#
+# `dtype=np.float32` runs the block arithmetic (logits, exponentials, products) in single
+# precision and accumulates the loss and gradients in float64. Its error against float64, in the
+# same run (relative to the largest entry):
+
+# %%
+for n in ns:
+    row = rows[("attnlib-float32", n)]
+    err = row["rel_error_vs_float64"]
+    print(f"n = {n:6d}: {row['seconds_median']:.4f} s "
+          f"({rows[('attnlib', n)]['seconds_median'] / row['seconds_median']:.2f}x float64 speed); "
+          f"relative error: loss {err['loss']:.1e}, grad A {err['grad_A']:.1e}, "
+          f"grad B {err['grad_B']:.1e}")
+for row in torch_rows:
+    diff = row["rel_diff_vs_attnlib"]
+    print(f"torch vs attnlib at n = {row['n']}: loss {diff['loss']:.1e}, "
+          f"grad A {diff['grad_A']:.1e}, grad B {diff['grad_B']:.1e}")
+
+# %% [markdown]
+# Single precision changes the result by about $10^{-8}$ relative (loss about $10^{-9}$ or
+# less), far below the statistical error of any quantity in this book, and was 1.65 to 3.17 times
+# faster than float64 at every $n$ measured. The chapters use float64 throughout, and every
+# gradient check is in float64. The PyTorch gradients agree with `attnlib`'s to about
+# $10^{-15}$, an independent check of the gradient formula at large $n$.
+#
+
+# %% [markdown]
+# ## Langevin throughput
+#
+# Part II integrates the Langevin SDE with `attnlib.langevin.euler_maruyama` for many chains at
+# once. Throughput in chain-steps per second (256 chains, 200 steps, the default problems of
+# `attnlib.qk_attention` and `attnlib.lora`):
+
+# %%
+for name, row in (results["langevin"] or {}).items():
+    print(f"{name}: {row['chain_steps_per_second']:.3g} chain-steps/s "
+          f"(D = {row['dim']} parameters, {row['chains']} chains x {row['steps']} steps)")
+
+# %% [markdown]
+# These figures bound how many chains and steps the Part II chapters can afford within their
+# time budget.
+
+# %% [markdown]
+# ## Rerunning the stored experiments on Dask workers
+#
+# Every long run of the book is a registered experiment (`attnlib.experiments`); those made of
+# independent seeded tasks are declared as task grids (`register_grid`: the tasks, one pure
+# task function, and how to assemble the results), so `python -m attnlib.experiments NAME
+# --workers K` runs them on a local Dask cluster of K single-threaded worker processes, and
+# `--scheduler ADDRESS` on any existing Dask cluster, with results identical to the serial run
+# task by task. `python benchmarks/bench_rerun.py` measures what that buys on this 2-core machine:
+# for each experiment it runs the tasks in order serially until they exceed a time budget (the
+# *measured subset*; the whole run where every task fitted), then the same tasks on a fresh
+# 2-worker cluster (start-up included), and checks that every task's result is identical. Wall
+# time depends on how busy the machine is; the CPU seconds each task took do not (much), so they
+# are printed too, for planning a cluster run.
+
+# %%
+rerun = experiments.load_benchmark("rerun")
+rmeta = rerun["meta"]
+print(f"run {rmeta['date_utc']} UTC, {rmeta['cpu_count']} cores, serial budget "
+      f"{rmeta['budget_seconds']:.0f} s per experiment; start-up and shutdown of an empty "
+      f"2-worker cluster: {rmeta['cluster_startup_seconds']:.1f} s")
+print(f"{'experiment':28s} {'tasks':>7} {'scope':>6} {'serial s':>9} {'2 workers s':>11} "
+      f"{'speedup':>7} {'CPU s/task':>10} {'(workers)':>9} {'load':>9} identical")
+for row in rerun["rows"]:
+    loads = (row["load_before_serial"], row["load_before_workers2"], row["load_after"])
+    print(f"{row['name']:28s} {row['tasks_measured']:3d}/{row['tasks_total']:<3d} "
+          f"{'whole' if row['whole_run'] else 'subset':>6} {row['serial_seconds']:9.1f} "
+          f"{row['workers2_seconds']:11.1f} {row['serial_seconds'] / row['workers2_seconds']:7.2f} "
+          f"{np.mean(row['task_cpu_seconds']):10.2f} {np.mean(row['workers2_task_cpu_seconds']):9.2f} "
+          f"{min(loads):4.1f}-{max(loads):<4.1f} {row['identical']}")
+measured = {row["name"] for row in rerun["rows"]}
+for name in experiments.stored_names():
+    if name in measured:
+        continue
+    tasks = len(experiments.task_grid(name, full=True).tasks)
+    print(f"{name:28s} {tasks:3d} task{'s' if tasks > 1 else ' '} "
+          + ("not a grid: one task, two workers cannot speed it up (not measured)" if tasks == 1
+             else "a grid, not measured in this run (time budget)"))
+
+# %%
+largest = max(rerun["rows"], key=lambda row: row["tasks_total"])
+print(f"largest grid: {largest['name']}, {largest['tasks_total']} tasks; the first "
+      f"{largest['tasks_measured']} took " + ", ".join(f"{s:.1f}" for s in largest["task_cpu_seconds"])
+      + " CPU s each (serial)")
+cpu_ratio = [np.mean(row["workers2_task_cpu_seconds"]) / np.mean(row["task_cpu_seconds"])
+             for row in rerun["rows"]]
+speedups = [row["serial_seconds"] / row["workers2_seconds"] for row in rerun["rows"]]
+print(f"speedup with 2 workers: {min(speedups):.2f} to {max(speedups):.2f}; CPU seconds per task "
+      f"on the workers / serially: {min(cpu_ratio):.2f} to {max(cpu_ratio):.2f}")
+print(f"scheduler setting sched_autogroup_enabled = {rmeta['sched_autogroup']}")
+
+
+# %% [markdown]
+# **Why two workers do not halve the time here.** Every task's result was identical on the
+# workers and serially, but on this machine two workers were slower than one process for every
+# experiment measured (speedups printed above, all below 1). Three causes show in the numbers.
+# The machine was shared: the load average, printed beside every figure, stayed far above its 2
+# cores. The Linux scheduler's *autogroup* setting is on (printed above): the CPU is shared
+# fairly between sessions, not processes, and a run's worker processes are in the run's session,
+# so while other sessions keep both cores busy, two workers together get about the share one
+# serial process would get. And each task needed more CPU seconds on the workers than serially
+# (the ratio is printed above): with two of this run's processes computing at once, they compete
+# for the two cores' caches and memory bandwidth (this measurement does not separate that from
+# other costs of the worker processes). Starting the cluster costs a few seconds more (printed
+# above). The measured subsets are the first tasks of each grid (for the bias grid the cheapest:
+# its later tasks, at n up to 5000, are much longer), so they are not the whole runs' times, and
+# none is extrapolated here; the CPU seconds per task are the figure to plan a cluster run with,
+# on machines where each worker has a core to itself.
+#
+
+# %% [markdown]
+# ## BLAS threads: the spinning-thread check
+#
+# `attnlib.attention` now sets the BLAS thread count through `threadpoolctl` (it works with
+# OpenBLAS, MKL or BLIS, where the old direct call into numpy's bundled OpenBLAS did nothing with
+# any other BLAS): the block threads run with one BLAS thread each, and every Dask worker process
+# of `attnlib.experiments` uses one. `benchmarks/bench_algorithm.py` had measured an evaluation at
+# $n = 8000$ to be much slower with the default threads than with one, and the suspected cause
+# was OpenBLAS threads left spinning after the large matmul the benchmark makes just before.
+# `python benchmarks/bench_blas_threads.py` checks it in fresh processes: the evaluation right
+# after the matmul with the default threads, the same after a 1 s pause, and with one BLAS thread
+# (wall and CPU seconds of the whole process during the evaluation):
+
+# %%
+blas = experiments.load_benchmark("blas_threads")
+print(f"run {blas['date_utc']} UTC, n = {blas['n']}, {blas['cpu_count']} cores")
+for scenario in ("default_after_matmul", "default_after_pause", "one_thread_after_matmul"):
+    got = [r for r in blas["rows"] if r["scenario"] == scenario]
+    print(f"{scenario:26s} wall {np.median([r['wall_seconds'] for r in got]):.3f} s, "
+          f"CPU {np.median([r['cpu_seconds'] for r in got]):.3f} s (medians of {len(got)}; "
+          f"load {min(r['load'] for r in got):.1f}-{max(r['load'] for r in got):.1f})")
+
+# %% [markdown]
+# In this run the CPU seconds of the three scenarios are close to each other (medians printed
+# above): no sign of BLAS threads spinning for long after the matmul and taking CPU time from
+# the evaluation. The wall times, taken at a load average above 12, vary more between repeats of
+# one scenario than between scenarios, so the earlier difference between default and single BLAS
+# threads is neither reproduced nor explained here; it should be rechecked on a quiet machine.
+# Since this change, the evaluation's own blocks run with one BLAS thread whatever the default,
+# through `threadpoolctl`.
+#

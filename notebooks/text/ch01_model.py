@@ -1,0 +1,353 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 1: The model
+#
+# Part I follows Goel, Soltanolkotabi and Bartlett {cite}`goel2026`: a single softmax
+# self-attention layer is trained to perform linear regression **[seed]**. This chapter fixes the
+# model the rest of Part I studies: the data, the layer, its two masks, the loss and its gradient,
+# and one failure mode that decides which mask the book uses.
+#
+# Labels used throughout: **[seed]** stated in the seed summaries of the paper, **[abstract]**
+# stated in its public abstracts, **[derived]** a consequence this book derives and checks,
+# **[choice]** a decision of this book where the sources are silent. The full text of the paper
+# is not available to this project; where a detail of the paper is unknown, the book says so and
+# makes a labelled choice.
+
+# %% [markdown]
+# :::{admonition} Learning objectives
+# After this chapter you can write the layer's prediction $\hat y_j = A h_j$ as an in-context regression estimator; compute a softmax stably; explain why the all-tokens loss rewards memorisation and leave-one-out does not.
+#
+# Estimated student time: about 3 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::
+
+# %%
+# %matplotlib inline
+import numpy as np
+import matplotlib.pyplot as plt
+
+from attnlib import attention, data, geometry
+from attnlib.plotting import OKABE_ITO, figure, use_book_style
+from attnlib.slider import frame_slider
+
+use_book_style()
+SEED_PROBLEM, SEED_TRAIN, SEED_TEST, SEED_INIT = 2026, 1, 2, 3
+problem = data.default_problem(rng=np.random.default_rng(SEED_PROBLEM))
+print(f"d = {problem.d}, p = {problem.p}, noise std = {problem.noise_std}, "
+      f"cond(Sigma) = {np.linalg.cond(problem.Sigma):.3g}, L* = {problem.L_star:.3g}")
+
+# %% [markdown]
+# ## The data
+#
+# The task is random (synthetic) linear regression **[seed]**, here with a Gaussian design
+# **[choice]**: the seeds do not name the distribution of $x$ (the experiments of the paper
+# use $p = 20$, $d = 10$, $n = 500$ **[seed]**):
+#
+# $$
+# x \sim \mathcal N(0, \Sigma) \in \mathbb R^d, \qquad
+# y = M x + \varepsilon \in \mathbb R^p, \qquad
+# \varepsilon \sim \mathcal N(0, \sigma^2 I_p).
+# $$ (eq-ch01-1)
+#
+# The covariance, the true map and the noise level are not given by the sources; the book's
+# defaults are **[choice]**: $\Sigma = O_\Sigma \operatorname{diag}(1, \dots, 1/\kappa) O_\Sigma^\top$ with a
+# geometric spectrum, condition number $\kappa = 10$ and a Haar-random rotation $O_\Sigma$; $M$ with
+# i.i.d. $\mathcal N(0, 1/(pd))$ entries; $\sigma = 0.1$. No predictor can beat the noise: every
+# loss below is compared with the irreducible loss $L^\star = p\sigma^2/2$ (printed above).
+# `attnlib.data.default_problem` draws this task from one seeded generator.
+
+# %% [markdown]
+# ## The layer
+#
+# The layer has two parameter matrices **[choice of parametrisation, consistent with the seeds]**:
+# a value/output map $A \in \mathbb R^{p\times d}$ and a merged key-query matrix
+# $B \in \mathbb R^{d\times d}$. The $n$ samples are the tokens; each sample $x_j$ queries the
+# others with logits $s_{ji} = x_j^\top B x_i$:
+#
+# $$
+# \begin{aligned}
+# w_{ji} &= \frac{\exp(x_j^\top B x_i)}{\sum_{k \in C(j)} \exp(x_j^\top B x_k)}
+# \quad (i \in C(j)),\\
+# h_j &= \sum_{i \in C(j)} w_{ji}\, x_i, \qquad \hat y_j = A h_j .
+# \end{aligned}
+# $$ (eq-ch01-2)
+#
+# The context $C(j)$ is either every sample except $j$ (**leave-one-out**, `mask="loo"`) or every
+# sample (**all tokens**, `mask="all"`). The empirical loss is
+#
+# $$
+# \hat L(A, B) = \frac{1}{2n} \sum_{j=1}^n \lVert y_j - A h_j \rVert^2 .
+# $$ (eq-ch01-3)
+#
+# A new point $x$ is predicted with the $n$ training samples as its context,
+# $\hat y(x) = A \sum_{i=1}^n \operatorname{softmax}_i(x^\top B x_i)\, x_i$
+# (`attention.predict_new`); its error on fresh points is the **deployed test risk**.
+#
+# **Gradient [derived].** With residuals $r_j = A h_j - y_j$, $g_j = A^\top r_j / n$ and
+# $c_j = g_j^\top h_j$, reverse-mode differentiation through the softmax gives
+#
+# $$
+# \nabla_A \hat L = \frac1n \sum_j r_j h_j^\top, \qquad
+# \nabla_B \hat L = \sum_j x_j \Big[\sum_{i \in C(j)} w_{ji}\,(g_j^\top x_i - c_j)\, x_i\Big]^\top .
+# $$ (eq-ch01-4)
+#
+# `attention.loss_and_grad` computes both in float64, a block of query rows at a time so that no
+# $n \times n$ array is ever built; the book's tests (`tests/test_attention.py`) check it against
+# central finite differences for both masks and several shapes. The softmax subtracts each row's
+# maximum before exponentiating, so even logits scaled by $10^6$ give finite results.
+
+# %%
+n = 500
+X, Y = problem.sample(n, rng=np.random.default_rng(SEED_TRAIN))
+X_test, Y_test = problem.sample(10_000, rng=np.random.default_rng(SEED_TEST))
+init = np.random.default_rng(SEED_INIT)
+A0 = 0.3 / np.sqrt(problem.d) * init.standard_normal((problem.p, problem.d))
+B0 = 0.3 / np.sqrt(problem.d) * init.standard_normal((problem.d, problem.d))
+for mask in ("loo", "all"):
+    value, grad_A, grad_B = attention.loss_and_grad(A0, B0, X, Y, mask=mask)
+    print(f"mask={mask}: L_hat = {value:.4f}, |grad_A| = {np.linalg.norm(grad_A):.3g}, "
+          f"|grad_B| = {np.linalg.norm(grad_B):.3g}")
+print(f"deployed test risk at the same (A, B): "
+      f"{attention.deployed_risk(A0, B0, X, X_test, Y_test):.4f}")
+
+# %% [markdown]
+# At a random start of the book's scale (entries $\mathcal N(0, 0.3^2/d)$, **[choice]**) the two
+# masks give nearly the same loss and the deployed risk is close to both: with 500 tokens, one
+# token's weight on itself is a small part of its average.
+#
+# ## Two masks, and why the book uses leave-one-out
+#
+# With leave-one-out, $\hat y_j$ is the in-context prediction of a point that is *not* in its own
+# context, exactly how the layer is used on a new point. So $\hat L$ is an estimate of the deployed
+# test risk. With all tokens in the context, a token can attend to itself. If every token's own
+# logit is its largest, $x_j^\top B x_j > x_j^\top B x_i$ for all $i \neq j$, then scaling $B$ up
+# sends $w_{jj} \to 1$, so $h_j \to x_j$ and the layer becomes the linear fit $\hat y_j = A x_j$ on
+# the training points, while on a new point it copies the context sample with the largest logit.
+# The empirical loss can then fall while the deployed risk grows: a **memorising escape**. The
+# sources do not say which mask the paper uses; leave-one-out is this book's **[choice]** for every
+# chapter, and the next sections measure why.
+#
+# ### Attention weights
+#
+# The heatmaps show $w_{ji}$ for $n = 20$ samples, $B = c\, \hat\Sigma^{-1}$
+# ($\hat\Sigma = X^\top X / n$, the whitening direction), for both masks. Row $j$ is query $j$.
+
+# %% tags=["hide-input"]
+n_small = 20
+X_small, Y_small = problem.sample(n_small, rng=np.random.default_rng(SEED_TRAIN + 10))
+whiten = np.linalg.inv(X_small.T @ X_small / n_small)
+
+
+def show_weights(log10_scale: float) -> None:
+    # Heatmaps of w_ji at B = 10**log10_scale * inv(Sigma_hat), n = 20, both masks.
+    fig, axes = figure(1, 2, layout="constrained", height=3.0)
+    for ax, mask in zip(axes, ("all", "loo")):
+        weights = attention.attention_weights(10.0 ** log10_scale * whiten, X_small, mask=mask)
+        image = ax.imshow(weights, vmin=0.0, vmax=1.0, cmap="magma")
+        ax.set(title=f"mask = {mask!r}, $c = {10.0 ** log10_scale:.3g}$",
+               xlabel="key token i", ylabel="query token j")
+        ax.set_xticks(range(0, n_small, 5))
+        ax.set_yticks(range(0, n_small, 5))
+        ax.grid(False)
+    fig.colorbar(image, ax=axes, label="weight $w_{ji}$", shrink=0.85)
+    plt.show()
+
+
+# %% mystnb={"figure": {"caption": "Attention weights $w_{ji}$ at a small scale, $c = 0.1$: every row is spread over all tokens, for both masks.", "name": "fig-ch01-weights-small"}, "image": {"alt": "Two 20 by 20 heatmaps of attention weights, all tokens (left) and leave-one-out (right), at c = 0.1; both are nearly uniform, the left one with a slightly brighter diagonal."}}
+show_weights(-1.0)
+
+# %% mystnb={"figure": {"caption": "Attention weights at a large scale, $c = 10$: each row collapses onto one token, the query itself with all tokens (the diagonal), another sample with leave-one-out.", "name": "fig-ch01-weights-large"}, "image": {"alt": "Two 20 by 20 heatmaps at c = 10: the all-tokens map is bright on the diagonal and dark elsewhere; the leave-one-out map has one bright cell per row off the diagonal."}}
+show_weights(1.0)
+
+# %% [markdown]
+# {numref}`fig-ch01-weights-small` and {numref}`fig-ch01-weights-large` show the result. At $c = 0.1$ the weights are spread over all tokens (each about $1/n$), the diagonal of the
+# all-tokens panel only slightly brighter. At $c = 10$ almost every row has collapsed onto a
+# single token: with all tokens that token is the query itself (the bright diagonal), with
+# leave-one-out it is some other sample. Move the slider below to see the transition.
+#
+# See {numref}`fig-ch01-weights-slider`.
+
+# %% mystnb={"figure": {"caption": "Interactive: the attention weights of both masks as the scale $c$ moves from $10^{-2}$ to $10^{3}$. The frames were computed when the notebook ran; in Jupyter with a kernel the slider recomputes them.", "name": "fig-ch01-weights-slider"}} tags=["nbval-ignore-output", "hide-input"]
+frame_slider(show_weights, controls={"log10_scale": np.arange(-2.0, 3.01, 0.5)},
+             labels={"log10_scale": "log10 c"}, initial={"log10_scale": 0.0},
+             alt="Heatmaps of the attention weights for both masks at c = 10^{log10_scale:g}")
+
+# %% [markdown]
+# ## Measuring the memorising escape
+#
+# Fix $A = \hat A$, the least-squares fit of $Y$ on $X$ (the map the memorising layer would use),
+# and move along the ray $B = c\,\hat\Sigma^{-1}$ **[choice of direction]**. For each $c$ we record
+# the empirical loss under each mask and the deployed test risk on 10,000 fresh points, all as
+# excess over $L^\star$. We do this for $n = 20$ (small relative to $d = 10$) and the default
+# $n = 500$.
+
+# %%
+scales = np.geomspace(1e-2, 1e3, 21)  # scales[8] = 1
+results = {20: attention.memorising_escape(X_small, Y_small, X_test, Y_test, scales),
+           500: attention.memorising_escape(X, Y, X_test, Y_test, scales)}
+excess = {size: {"all": r.loss_all - problem.L_star, "loo": r.loss_loo - problem.L_star,
+                 "deployed": r.deployed - problem.L_star} for size, r in results.items()}
+for size, curves in excess.items():
+    print(f"n = {size}: fraction of tokens whose largest logit is their own: "
+          f"{results[size].self_top_fraction:.3f}")
+    for key, label in (("all", "L_hat all   "), ("loo", "L_hat loo   "),
+                       ("deployed", "deployed    ")):
+        best = np.argmin(curves[key])
+        print(f"  {label} - L*: min {curves[key][best]:+.4f} at c = {scales[best]:.3g}; "
+              f"at c = 0.01, 1, 1000: {curves[key][0]:+.4f}, {curves[key][8]:+.4f}, "
+              f"{curves[key][-1]:+.4f}")
+
+
+# %% mystnb={"figure": {"caption": "The memorising escape: along $B = c\\,\\hat\\Sigma^{-1}$ the all-tokens loss keeps falling while the deployed test risk rises; the leave-one-out loss tracks the deployed risk. Left $n = 20$, right $n = 500$; all as excess over $L^\\star$.", "name": "fig-ch01-escape"}, "image": {"alt": "Two panels against the scale c on a log axis: excess loss with all tokens, with leave-one-out, and the deployed test risk, for n = 20 and n = 500."}} tags=["hide-input"]
+fig, axes = figure(1, 2, sharey=True, height=3.2)
+styles = {"all": ("all tokens: $\\hat L - L^\\star$", OKABE_ITO["vermillion"], "-"),
+          "loo": ("leave-one-out: $\\hat L - L^\\star$", OKABE_ITO["blue"], "-."),
+          "deployed": ("deployed test risk $- L^\\star$", OKABE_ITO["black"], "--")}
+for ax, (size, curves) in zip(axes, excess.items()):
+    for key, (label, colour, line) in styles.items():
+        ax.plot(scales, curves[key], line, color=colour, label=label)
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set(xscale="log", xlabel="scale $c$ in $B = c\\,\\hat\\Sigma^{-1}$",
+           title=f"$n = {size}$, $d = {problem.d}$")
+axes[0].set_ylabel("excess over $L^\\star$")
+axes[0].legend(loc="center right")
+plt.show()
+
+# %% [markdown]
+# **What the measurement shows ({numref}`fig-ch01-escape`).** At $n = 20$ every token's largest logit is its own (fraction
+# 1.000 above), and the all-tokens loss falls as $c$ grows, from $+0.151$ above $L^\star$ at
+# $c = 0.01$ to a plateau at $-0.044$: the in-sample least-squares residual, *below* the
+# irreducible loss. Its minimum is at the largest scales tried, so minimising it pushes $B$ off to
+# infinity. Meanwhile the deployed test risk has its minimum ($+0.157$) near $c = 0.3$ and rises
+# to $+0.263$ at $c = 1000$. The leave-one-out loss has the deployed risk's shape (minimum near
+# $c = 1$, rising at large $c$) and does not reward memorising; at this tiny $n$ it sits below the
+# deployed risk (its minimum is $+0.097$).
+#
+# At $n = 500$ the escape is gone: only about half of the tokens (0.498) have their own logit
+# largest, and all three curves have their minimum at the same finite scale, $c = 1$. The
+# all-tokens loss is still optimistic along this ray ($+0.014$ at $c = 1$ against a deployed
+# $+0.052$), because $B = \hat\Sigma^{-1}$ makes the softmax peaked enough that a token's own weight
+# matters (next section). Leave-one-out tracks the deployed risk at every scale ($+0.048$ against
+# $+0.052$ at $c = 1$, $+0.187$ against $+0.199$ at $c = 1000$).
+#
+# Whether some $B$ makes *every* token attend most to itself is a linear feasibility problem in
+# $B$ (the margins $x_j^\top B (x_j - x_i) > 0$ for all $i \neq j$), and it becomes infeasible
+# once some sample lies close enough to a multiple $t x_j$, $t > 1$, of another. This chapter does not solve that problem,
+# so it states no threshold $n$: the measurement above shows only that at $n = 500$ the ray
+# $c\hat\Sigma^{-1}$ no longer escapes.
+#
+# ### Two population optima, two different answers
+#
+# As $n \to \infty$, $h_j \to \Sigma B^\top x_j$ (chapter 2), so every $(A, B)$ with
+# $A \Sigma B^\top = M$ reaches the irreducible loss in the infinite-data limit. Two such points:
+# the *unbalanced* $A = M$, $B = \Sigma^{-1}$, and the *balanced* point that the regularised
+# algorithm of later chapters targets: with the thin SVD $M\Sigma^{1/2} = \Phi \Gamma \Psi^\top$,
+# $A = \Phi \Gamma^{1/2} \Sigma^{-1/2}$ and $B = \Sigma^{-1/2} \Psi \Gamma^{1/2} \Sigma^{-1/2}$
+# **[derived; the balancing is this book's choice, chapter 3]**. At finite $n$ they are not
+# equivalent:
+
+# %%
+optima = {"unbalanced": (problem.M, np.linalg.inv(problem.Sigma)),
+          "balanced": geometry.minimizer_manifold(problem.Sigma, problem.M).point()}
+for name, (A_opt, B_opt) in optima.items():
+    for size, (X_train, Y_train) in {20: (X_small, Y_small), 500: (X, Y)}.items():
+        all_, loo = (attention.loss(A_opt, B_opt, X_train, Y_train, mask=m) - problem.L_star
+                     for m in ("all", "loo"))
+        deployed = attention.deployed_risk(A_opt, B_opt, X_train, X_test, Y_test) - problem.L_star
+        self_weight = np.diag(attention.attention_weights(B_opt, X_train, mask="all")).mean()
+        print(f"{name:10s} n = {size:3d}: mean self-weight {self_weight:.3f}; excess L_hat: "
+              f"all {all_:+.4f}, loo {loo:+.4f}; deployed {deployed:+.4f}")
+
+# %% [markdown]
+# At the unbalanced point the softmax is peaked: a token puts on average 0.370 of its weight on
+# itself at $n = 500$ (0.724 at $n = 20$), and the all-tokens loss ($+0.016$) badly underestimates
+# the deployed risk ($+0.051$), which leave-one-out estimates well ($+0.050$). At the balanced
+# point the self-weight is 0.003 at $n = 500$ and the two masks agree to about $10^{-4}$
+# ($+0.0151$ and $+0.0152$, deployed $+0.0154$): this is the regime where "both masks behave alike".
+# At $n = 20$ neither point is close to its infinite-data loss, and the masks differ even when
+# balanced. So the mask matters whenever the softmax is sharp or $n$ is small, and leave-one-out
+# is the one whose loss means what we want it to mean. The rest of Part I uses leave-one-out and
+# $n = 500$ unless a chapter says otherwise.
+#
+# ## Exercises
+#
+# 1. Show that if $x_j^\top B x_j > x_j^\top B x_i$ for every $i \neq j$, then with all tokens in
+#    the context $h_j \to x_j$ as $B \to cB$, $c \to \infty$. What happens to $h_j$ under
+#    leave-one-out?
+#
+# ```{admonition} Solution
+# :class: dropdown
+# With all tokens, $w_{ji} = 1 / \sum_k \exp(c\,(x_j^\top B x_k - x_j^\top B x_i))$. For $i = j$
+# every exponent with $k \neq j$ is negative, so the sum tends to $1$ and $w_{jj} \to 1$; the
+# other weights tend to $0$, hence $h_j \to x_j$. Under leave-one-out the query's own token is
+# excluded and $h_j$ tends to the context token $x_{i^\star}$ with the largest logit
+# $x_j^\top B x_{i^\star}$ (an average over ties).
+# ```
+#
+# 2. With $n = 2$ and leave-one-out, compute $h_1, h_2$ and $\nabla_B \hat L$. Check your answer
+#    with `attention.loss_and_grad`.
+#
+# ```{admonition} Solution
+# :class: dropdown
+# Each token has one context token, so $w_{12} = w_{21} = 1$, $h_1 = x_2$, $h_2 = x_1$ whatever
+# $B$ is: the loss does not depend on $B$ and $\nabla_B \hat L = 0$ (in the formula,
+# $g_j^\top x_i - c_j = 0$ because $h_j = x_i$). `attention.loss_and_grad(A, B, X[:2], Y[:2])[2]`
+# returns a matrix of zeros up to rounding.
+# ```
+#
+# 3. Derive $\nabla_A \hat L$ and the softmax step of $\nabla_B \hat L$ from the chain rule
+#    $\partial \hat L / \partial s_{ji} = w_{ji}\,(\partial \hat L/\partial w_{ji} -
+#    \sum_k w_{jk}\, \partial \hat L/\partial w_{jk})$.
+#
+# ```{admonition} Solution
+# :class: dropdown
+# $\hat L$ depends on $A$ through $r_j = A h_j - y_j$, so $\nabla_A \hat L = \frac1n \sum_j r_j h_j^\top$.
+# For $B$: $\partial \hat L/\partial h_j = A^\top r_j / n = g_j$ and $h_j = \sum_i w_{ji} x_i$, so
+# $\partial \hat L/\partial w_{ji} = g_j^\top x_i$ and
+# $\sum_k w_{jk}\, g_j^\top x_k = g_j^\top h_j = c_j$. Hence
+# $\partial \hat L/\partial s_{ji} = w_{ji}(g_j^\top x_i - c_j)$, and since
+# $\partial s_{ji}/\partial B = x_j x_i^\top$,
+# $\nabla_B \hat L = \sum_{j,i} w_{ji}(g_j^\top x_i - c_j)\, x_j x_i^\top$, the formula {eq}`eq-ch01-4`.
+# ```
+#
+# 4. Repeat the escape measurement with $B = c I$ instead of $c\hat\Sigma^{-1}$ at $n = 20$. Does
+#    every token still attend to itself at large $c$? What does that do to the all-tokens loss?
+#
+# ````{admonition} Solution
+# :class: dropdown
+# With $B = cI$ a token attends to itself only if no other sample has a larger inner product with
+# it, $\lVert x_j\rVert^2 > x_j^\top x_i$ for every $i \neq j$. With 20 samples in $d = 10$ that
+# fails for some tokens, so the all-tokens loss no longer reaches the in-sample least-squares
+# residual as $c$ grows, and the deployed risk still grows with $c$. The whitening direction
+# $\hat\Sigma^{-1}$ is the one along which the escape is cleanest, not the only one. The
+# measurement, with the names of the cells above:
+#
+# ```python
+# A_hat = np.linalg.lstsq(X_small, Y_small, rcond=None)[0].T
+# own_top = np.argmax(X_small @ X_small.T, axis=1) == np.arange(n_small)
+# print(f"B = c I, n = {n_small}: {np.count_nonzero(~own_top)} of {n_small} tokens have another "
+#       f"token's logit above their own")
+# least_squares = np.sum((Y_small - X_small @ A_hat.T) ** 2) / (2 * n_small) - problem.L_star
+# eye_all = np.array([attention.loss(A_hat, c * np.eye(problem.d), X_small, Y_small, mask="all")
+#                     for c in scales]) - problem.L_star
+# eye_deployed = np.array([attention.deployed_risk(A_hat, c * np.eye(problem.d), X_small, X_test, Y_test)
+#                          for c in scales]) - problem.L_star
+# print(f"in-sample least-squares residual - L*: {least_squares:+.4f}")
+# for label, curve in (("L_hat all - L*", eye_all), ("deployed - L* ", eye_deployed)):
+#     print(f"{label}: min {curve.min():+.4f} at c = {scales[curve.argmin()]:.3g}; "
+#           f"{curve[-1]:+.4f} at c = {scales[-1]:.0f}")
+#
+# ```
+# ````

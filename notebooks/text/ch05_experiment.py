@@ -1,0 +1,1095 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 5: Rerunning the experiment
+#
+# The seeds describe one experiment of Goel, Soltanolkotabi and Bartlett {cite}`goel2026`
+# **[seed]**: synthetic linear regression with $p = 20$, $d = 10$, $n = 500$, Algorithm 1 against
+# SGD from a random initialization. They report three observations **[seed]**:
+#
+# 1. spectral initialization starts close to the optimal population loss, while random-init SGD
+#    starts about three orders of magnitude higher;
+# 2. Algorithm 1 converges within 2000 iterations;
+# 3. SGD has not converged after 2000 iterations; and from a random initialization, adding the
+#    preconditioner and the regularizer still converges fast.
+#
+# The paper's covariance, target map, noise level, initialization scale, step sizes and batch
+# size are not in the sources. This chapter reruns the experiment with the book's defaults
+# **[choice]** (chapter 1: $\Sigma$ with condition number 10 and a random rotation, $M$ with
+# i.i.d. $\mathcal N(0, 1/(pd))$ entries, $\sigma = 0.1$, leave-one-out mask; chapter 4: the
+# step-size rule, random starts with entries $\mathcal N(0, 0.3^2/d)$), checks each observation
+# with measured numbers, and then asks what the preconditioner buys as the covariance becomes
+# ill-conditioned.
+#
+# Each observation is judged twice. First under the seed's own wording: seed 004 says Algorithm 1
+# "converges to the optimal loss" within 2000 iterations, a statement about the population loss
+# **[seed]**. Then under this book's stricter reading **[choice]**: a claim of convergence is a
+# statement about the objective being trained, so every method is also measured against the
+# **best local minimum found** of the objective it trains (gradient norm $\le 10^{-8}$, positive
+# definite Hessian; its *optimization gap* $\hat Q(\theta_k) - \hat Q^\star$). Both verdicts are
+# printed, with their thresholds, and both are rows of the ledger. The two readings disagree here:
+# this chapter shows a method whose loss is within a few percent of $L^\star$ from the start while
+# half of its optimization gap is still to be closed, and a section below shows where the
+# headline rate does hold (the infinite-data objectives).
+#
+# The five methods (`attnlib.algorithm.METHODS`, chapter 4) are: **Algorithm 1** (spectral start,
+# preconditioner, regularizer $\lambda = 1$); **random + precond + reg** (the same from a random
+# start); **GD** (plain full-batch gradient descent from the random start, no preconditioner, no
+# regularizer); **SGD** (the same with minibatches of 32 query rows, each attending over all $n$
+# tokens); **Adam** {cite}`kingma2015` (learning rate $10^{-2}$, default betas). All random-init
+# methods start from the same draw.
+
+# %% [markdown]
+# :::{admonition} Learning objectives
+# After this chapter you can rerun a paper's experiment with baselines and seeds; judge each claim by a verdict computed from the numbers with a printed threshold.
+#
+# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::
+
+# %%
+# %matplotlib inline
+import numpy as np
+import matplotlib.pyplot as plt
+
+from attnlib import algorithm, analysis, experiments, fitting, population, verdicts
+from attnlib.claims import ch05 as judge
+from attnlib.experiments import ablations, optimum, part1
+from attnlib.plotting import (
+    METHOD_COLOURS, NEUTRAL_GREY, OKABE_ITO, figure, legend_below, plot_series, use_book_style)
+from attnlib.slider import frame_slider
+
+use_book_style()
+runs, replay, deviation = experiments.replay(      # python -m attnlib.experiments paper1_defaults
+    "paper1_defaults", keys=part1.prefix_keys, absolute=part1.ROUND_OFF)
+config = experiments.describe("paper1_defaults")
+SEEDS = tuple(part1.SEEDS)                            # problem/data from default_rng(s), s = 0, 1, 2
+METHODS = list(algorithm.METHODS)
+LABELS = {"algorithm1": "Algorithm 1", "random+precond+reg": "random + precond + reg",
+          "gd": "GD", "sgd": "SGD", "adam": "Adam"}
+L_STAR = part1.P * part1.NOISE_STD ** 2 / 2
+iteration = runs["iteration"]
+print(f"stored run: seeds {SEEDS}, {iteration[-1]} iterations, methods {METHODS}")
+CONVERGED = judge.CONVERGED     # [choice] "converged": gap below 1e-3 of the initial gap
+print(f"L* = {L_STAR:.3g}; expected OLS excess risk p sigma^2 d / (2 (n - d - 1)) = "
+      f"{float(runs['ols_formula']):.3g}")
+
+# %% [markdown]
+# The full run (three seeds, five methods, 2000 iterations each, plus the certified optima
+# below) takes several minutes, so it is stored (`python -m attnlib.experiments paper1_defaults`).
+# The next cell reruns its first 20 iterations for seed 0 live, recomputes the local minimum
+# that Algorithm 1 heads to for seed 0, and checks both against the stored history.
+
+# %%
+print(f"replayed iterations 0..{replay['iteration'][-1]} of seed 0 for all five methods; largest "
+      f"relative deviation from the stored run: {experiments.format_deviation(deviation, resolution=1e-8)}")
+print(f"seed 0: Q_hat* (spectral basin) = {float(replay['basin_value_seed0']):.6f}, recomputed "
+      f"live with gradient norm {float(replay['basin_grad_norm_seed0']):.1e} (tolerance 1e-8)")
+
+# %% [markdown]
+# ## The best local minima found of the trained objective
+#
+# Algorithm 1 and "random + precond + reg" train $\hat Q = \hat L + \hat R$ ($\lambda = 1$); GD, SGD
+# and Adam train $\hat L$ alone ($\lambda = 0$). For each objective, `attnlib.reference` computes a
+# reference minimizer with `scipy.optimize` {cite}`nocedal2006`: L-BFGS with the exact gradient,
+# then a trust-region Newton-CG polish whose Hessian-vector products are central finite differences
+# of the exact gradient, then the full Hessian spectrum in the factorization coordinates
+# $(U, V)$ of $\hat\Sigma$. "Certified" means **[choice]**: gradient norm below $10^{-8}$ and a
+# positive definite Hessian (a strict local minimum), and no lower value found from the other
+# starts tried. The objective is nonconvex, so this certifies a local minimum and the best value
+# found, not global optimality. The starts for $\hat Q$: the spectral point (the minimizer found
+# from there is the one Algorithm 1 heads to, its *basin* minimizer), six other points of $\hat S$
+# at random rotations (three with $\det O = -1$), and the final iterates of the two $\lambda = 1$
+# methods; for $\hat L$: the final iterates of GD and Adam.
+
+# %%
+R = (part1.P * part1.D + part1.D ** 2)           # number of parameters
+print(f"Hessian of Q_hat at the basin minimizer, (U, V) coordinates ({R} eigenvalues); "
+      f"d(d-1)/2 = {part1.D * (part1.D - 1) // 2}")
+for s in SEEDS:
+    h = runs[f"basin_hessian_seed{s}"]
+    print(f"  seed {s}: Q_hat* = {float(runs[f'basin_value_seed{s}']):.6f}, smallest eigenvalue "
+          f"{h[0]:.2g}, largest {h[-1]:.3g}, condition number {h[-1] / h[0]:.3g}, "
+          f"{np.sum(h < 0.05)} eigenvalues below 0.05")
+starts = part1.reference_start_labels()   # (the stored config swaps the det O labels)
+best = {}
+for tag, label in (("Q", "Q_hat = L_hat + R_hat"), ("L", "L_hat alone")):
+    print(f"{label}: minima from {len(starts[tag])} starts ({', '.join(starts[tag])})")
+    for s in SEEDS:
+        values = runs[f"ref_{tag}_value_seed{s}"]
+        excess = runs[f"ref_{tag}_excess_risk_seed{s}"]
+        best[tag, s] = values.min()
+        print(f"  seed {s}: values {values.min():.6f} .. {values.max():.6f}, best from "
+              f"'{starts[tag][int(np.argmin(values))]}'; largest gradient norm "
+              f"{runs[f'ref_{tag}_grad_norm_seed{s}'].max():.1e}; smallest Hessian eigenvalue "
+              f"{runs[f'ref_{tag}_min_eigenvalue_seed{s}'].min():.1e}; excess risk of the minima "
+              f"{excess.min():.3g} .. {excess.max():.3g}")
+lowest = part1.lowest_known_minima()      # one table for chapters 5, 6 and 12
+print("lowest known minimum of Q_hat per seed (best local minimum found):")
+for s in SEEDS:
+    best["Q", s] = lowest[s]["value"]
+    print(f"  seed {s}: {lowest[s]['value']:.6f}, excess risk {lowest[s]['excess_risk']:.3g}; "
+          f"{lowest[s]['source']}")
+for s in SEEDS:
+    basin = float(runs[f"basin_value_seed{s}"])
+    print(f"seed {s}: basin minimizer - lowest known Q_hat minimum = {basin - best['Q', s]:.2e} "
+          f"({(basin - best['Q', s]) / (runs[f'objective_seed{s}'][0, 0] - best['Q', s]):.1%} of "
+          f"Algorithm 1's initial gap); OLS fit excess risk "
+          f"{float(runs[f'ols_fit_excess_risk_seed{s}']):.3g}")
+
+
+# %% [markdown]
+# The certificate (gradient norm $\le 10^{-8}$, positive definite Hessian) holds at every minimum
+# found: gradient norms at most $7.4\times10^{-9}$ and
+# positive smallest Hessian eigenvalues. At the minimizer reached from the spectral start the
+# Hessian has exactly 45 eigenvalues below 0.05, as many as there are rotations along $\hat S$
+# ($d(d-1)/2$), and a condition number of about $10^3$ (912 to 1680): the finite sample tilts the
+# orbit, but only weakly. It also breaks it into **several local minima**: from nine starts the
+# values of $\hat Q$ spread by about $4\times10^{-4}$ to $9\times10^{-4}$. None of them is certified
+# global (the objective is nonconvex): the book uses the **lowest known minimum** per seed, the
+# table `part1.lowest_known_minima` shared by chapters 5, 6 and 12. For seed 0 that is chapter
+# 12's 0.097780 (reached by an annealed Langevin chain), below this chapter's multi-start best
+# 0.098010; for seeds 1 and 2 it is this chapter's. The minimum reached from the spectral start
+# lies 2.2% to 6.9% of Algorithm 1's initial gap above it. The excess population risks of these
+# minima differ too (0.00923 to 0.0143 for seed 0, not ordered by $\hat Q$): they are
+# statistically equivalent fits of the same data, and which one a method reaches is this book's
+# question **[choice]**, not the paper's, whose Theorem 2 is a statement about the population
+# risk **[seed]**. The unregularized loss $\hat L$ is far worse
+# conditioned (smallest eigenvalues $10^{-6}$ to $10^{-5}$), and its minima have larger excess risks
+# (0.010 to 0.052): without $\hat R$ nothing holds the factors balanced. Below, each method's gap
+# is measured to the lowest known minimum of its objective; the distances are to the spectral
+# start's basin minimizer, the one Algorithm 1 heads to.
+
+# %% [markdown]
+# ## Optimization gap and excess risk against iterations
+#
+# The top panel is what "fast global convergence" is about: each method's optimization gap to the
+# best certified minimum of *its own* objective, $\hat Q(\theta_k) - \hat Q^\star$ for the
+# $\lambda = 1$ methods and $\hat L(\theta_k) - \hat L^\star$ for the others, on a log axis. The bottom
+# panel is the excess population risk $L(\theta) - L^\star$ with the true $\Sigma$ and $M$, the
+# quantity of Theorem 2 **[seed]**. Lines are medians over the three seeds, bands the range; the
+# dashed line is the excess risk of the least-squares fit on the same data (median over seeds).
+
+# %%
+def stacked(key: str, method: str) -> np.ndarray:
+    # (seeds, iterations) array of one stored curve for one method
+    j = METHODS.index(method)
+    return np.stack([runs[f"{key}_seed{s}"][:, j] for s in SEEDS])
+
+
+def gap(method: str) -> np.ndarray:
+    # optimization gap of each seed to the best certified minimum of the method's objective
+    tag = part1.reference_tag(algorithm.METHODS[method])
+    return np.stack([runs[f"objective_seed{s}"][:, METHODS.index(method)] - best[tag, s]
+                     for s in SEEDS])
+
+
+ols_fit = np.median([float(runs[f"ols_fit_excess_risk_seed{s}"]) for s in SEEDS])
+for method in METHODS:
+    g = np.median(gap(method), axis=0)
+    print(f"{LABELS[method]:23s} gap at 0 / 100 / 2000: {g[0]:.2e} / "
+          f"{g[np.searchsorted(iteration, 100)]:.2e} / {g[-1]:.2e}; "
+          f"excess risk at 2000: {np.median(stacked('excess_risk', method)[:, -1]):.3g}")
+print(f"OLS fit excess risk (median over seeds): {ols_fit:.3g}")
+
+# %% mystnb={"figure": {"caption": "The rerun experiment ($p = 20$, $d = 10$, $n = 500$): each method's optimization gap to the lowest known local minimum of its own objective (top) and the excess population risk (bottom) against iterations; lines are medians over three seeds, bands the range, the dashed line the least-squares fit's excess risk.", "name": "fig-ch05-headline"}, "image": {"alt": "Two log-log panels against iteration sharing the horizontal axis, one styled and marked line per method (Algorithm 1, random + precond + reg, GD, SGD, Adam) with shaded seed ranges; the bottom panel has a dashed OLS line."}} tags=["hide-input"]
+fig, axes = figure(2, 1, sharex=True, width=6.4, height=7.0)
+for k, method in enumerate(METHODS):
+    for ax, curves in zip(axes, (gap(method), stacked("excess_risk", method))):
+        summary = analysis.seed_summary(curves, lower=0.0, upper=1.0)
+        plot_series(ax, iteration + 1, summary.median, method, label=LABELS[method], ms=4)
+        ax.fill_between(iteration + 1, summary.lower, summary.upper, color=METHOD_COLOURS[method],
+                        alpha=0.15, lw=0)
+axes[1].axhline(ols_fit, color=METHOD_COLOURS["ols"], lw=0.8, ls="--", label="OLS fit")
+axes[0].set(ylabel="optimization gap $\\hat Q(\\theta_k) - \\hat Q^\\star$")
+axes[1].set(ylabel="excess risk $L(\\theta_k) - L^\\star$", xlabel="iteration $k$ + 1")
+for ax in axes:
+    ax.set(xscale="log", yscale="log")
+axes[0].legend(loc="lower left", ncol=2)
+axes[1].legend(handles=[axes[1].lines[-1]], loc="upper right")
+plt.show()
+
+# %% [markdown]
+# Measured against the optimum of its own objective, no method has converged at 2000 iterations
+# (top panel of {numref}`fig-ch05-headline`; medians printed below it). Algorithm 1 starts with the smallest gap,
+# $9.1\times10^{-3}$, but after 2000 iterations still has $4.2\times10^{-3}$: less than a factor of
+# 3 in 2000 steps. The random-start methods fall faster at first, because they start far away
+# where the landscape is steep, and end lower in gap ($2.3\times10^{-3}$ for the preconditioned
+# random start, $7.2\times10^{-4}$ for Adam, $4.5\times10^{-3}$ and $5.3\times10^{-3}$ for GD and SGD on
+# $\hat L$). In excess risk (bottom panel) the picture looks settled: Algorithm 1 sits near 0.0063
+# from the start, and the others end between 0.0062 and 0.012. The two panels disagree because
+# the slow directions of the gap are the orbit directions that the population loss barely
+# distinguishes; no method approaches the OLS fit's excess risk (0.00192).
+
+# %% [markdown]
+# ## The three observations, one at a time
+#
+# ### Observation 1: the initial gap
+#
+# The seeds say random-init SGD starts about three orders of magnitude above spectral
+# initialization in loss **[seed]**. At our defaults the loss at the optimum is dominated by the
+# noise, $L^\star = p\sigma^2/2$, so a ratio of *losses* cannot be large; the ratio of *excess
+# risks* can. We report both and do not tune $M$ or $\sigma$ to match the seed.
+
+# %%
+print("seed  loss spectral  loss random  loss ratio  excess spectral  excess random  excess ratio")
+ratios = []
+for s in SEEDS:
+    spectral = runs[f"excess_risk_seed{s}"][0, METHODS.index("algorithm1")]
+    random = runs[f"excess_risk_seed{s}"][0, METHODS.index("sgd")]
+    ratios.append(((random + L_STAR) / (spectral + L_STAR), random / spectral))
+    print(f"{s:4d}  {spectral + L_STAR:13.3g}  {random + L_STAR:11.3g}  {ratios[-1][0]:10.3g}"
+          f"  {spectral:15.3g}  {random:14.3g}  {ratios[-1][1]:12.3g}")
+loss_ratio, excess_ratio = np.median(ratios, axis=0)
+print(f"median loss ratio {loss_ratio:.3g} (log10 {np.log10(loss_ratio):.2f}); median excess-risk "
+      f"ratio {excess_ratio:.3g} (log10 {np.log10(excess_ratio):.2f})")
+zero_noise = [ablations.start_excess_risks(s, noise_std=0.0) for s in SEEDS]
+print("sigma = 0 (same draws; L* = 0, so loss ratio = excess-risk ratio): spectral start "
+      + " / ".join(f"{r['spectral']:.2g}" for r in zero_noise) + ", ratio "
+      + " / ".join(f"{r['random'] / r['spectral']:.3g}" for r in zero_noise))
+claims = {"start": judge.start_loss([runs[f"excess_risk_seed{s}"][0, 0] / L_STAR for s in SEEDS],
+                                   SEEDS),
+          "orders": judge.three_orders(np.log10(loss_ratio))}
+print(claims["start"])
+print(claims["orders"])
+
+# %% [markdown]
+# The spectral start is within 10% of $L^\star$ for all three seeds (its excess risk is 3.9% to
+# 6.7% of $L^\star$), so the first verdict holds by the printed threshold. The initial loss ratio
+# is 2.87 (median; $10^{0.46}$) and the excess-risk ratio 37.2 ($10^{1.57}$): neither is three
+# orders of magnitude at the book's random start, entries $\mathcal N(0, 0.3^2/d)$ **[choice]**.
+# The sources do not give the paper's initialization scale, and the loss ratio depends on it
+# strongly: the random start's excess risk grows like $c^4$ in the scale $c$ (both factors scale
+# by $c$), so the verdict is a *region* of $c$, not a number. The next cell scans $c$ and the noise
+# level (live: only the starting losses are needed).
+
+# %%
+INIT_SCALES = (0.3, 1.0, 2.0, float(np.sqrt(part1.D)), 5.0)  # random start N(0, c^2/d); sqrt(d): unit variance
+NOISE_AXIS = (0.01, 0.03, 0.1)
+start_grid = ablations.start_claims_grid(INIT_SCALES, NOISE_AXIS)
+print("log10 median loss ratio random / spectral start; rows c, columns sigma = "
+      + " / ".join(f"{s:g}" for s in NOISE_AXIS))
+for c, row in zip(INIT_SCALES, start_grid["log10_ratio"]):
+    print(f"  c = {c:4.2f}:  " + " / ".join(f"{v:.2f}" for v in row))
+print("spectral start (L(theta_0) - L*)/L* (independent of c), seeds 0-2: " + "; ".join(
+    f"sigma = {s:g}: " + " / ".join(f"{v:.3g}" for v in start_grid["start"][j])
+    for j, s in enumerate(NOISE_AXIS)))
+claims["orders_scale"] = judge.three_orders_by_scale(INIT_SCALES, start_grid["log10_ratio"][:, -1])
+print(claims["orders_scale"])
+start_region = judge.observation1_region({
+    f"({c:.3g}, {s:g})": (start_grid["start"][j], start_grid["log10_ratio"][i, j])
+    for i, c in enumerate(INIT_SCALES) for j, s in enumerate(NOISE_AXIS)})
+print("(c, sigma) where (1) and (2) are both reproduced: "
+      + (", ".join(start_region["both"]) or "none"))
+
+# %% [markdown]
+# At $\sigma = 0.1$ the log10 loss ratio grows from 0.46 at $c = 0.3$ to 1.06, 2.12, 2.90 and
+# 3.70 at $c = 1, 2, \sqrt{d}, 5$ (medians over seeds).
+# So "about three orders of magnitude" holds, by the threshold 2.5, for random starts with entries
+# of unit variance ($c = \sqrt d$, $10^{2.9}$) or larger, and the spectral start stays within 10%
+# of $L^\star$ there; it fails at the book's small random start. At $\sigma = 0.03$ and $0.01$ the
+# ratio grows but the first claim fails (the spectral start's own excess risk is no longer small
+# against $L^\star = p\sigma^2/2$). The region where both parts of observation 1 hold (`attnlib.claims.ch05.observation1_region`,
+# the same rules as the two verdicts) is $c \ge \sqrt d$ at $\sigma = 0.1$, the cells the previous cell lists.
+
+# %% [markdown]
+# ### Observations 2 and 3: converged or not at 2000 iterations
+#
+# "Converged" needs a definition. The seed's own wording is "converges to the optimal loss"
+# **[seed]**: we read it like observation 1, the population loss within 10% of $L^\star$ after 2000
+# iterations (and "SGD has not converged" as: it is not). The book's stricter reading **[choice]** is
+# the optimization gap: a run has converged when $\hat Q(\theta_k) - \hat Q^\star$ is below $10^{-3}$ of
+# its initial value (each method against the lowest known local minimum of its own objective,
+# per seed). The table gives
+# the gap at 2000 relative to the start, the first recorded iteration at which it is below
+# $10^{-3}$ of the start, the distance of the $\lambda = 1$ methods' iterates to Algorithm 1's basin
+# minimizer (in $(U, V)$ coordinates; nothing is quotiented out, since the finite-data objective
+# has no symmetry left: its Hessian there is positive definite), and the excess risk.
+
+# %%
+cap = int(iteration[-1])
+print("method                  gap 2000/0 (seeds 0, 1, 2)   first k, gap < 1e-3 gap_0   "
+      "dist to basin min 0 -> 2000   excess at 2000")
+ratio = {}
+for method in METHODS:
+    g = gap(method)
+    ratio[method] = g[:, -1] / g[:, 0]
+    first = [str(int(iteration[int(k)])) if np.isfinite(k) else f">{cap}"
+             for k in analysis.iterations_to_threshold(g / g[:, :1], CONVERGED)]
+    dist = stacked("dist_ref", method)
+    dist_text = (f"{np.median(dist[:, 0]):.3g} -> {np.median(dist[:, -1]):.3g}"
+                 if part1.reference_tag(algorithm.METHODS[method]) == "Q" else "(other objective)")
+    print(f"{LABELS[method]:23s} {' / '.join(f'{r:.2g}' for r in ratio[method]):28s} "
+          f"{', '.join(first):27s} {dist_text:29s} "
+          f"{np.median(stacked('excess_risk', method)[:, -1]):.3g}")
+relative_loss = {m: stacked("excess_risk", m)[:, -1] / L_STAR for m in METHODS}
+alg1_excess = stacked("excess_risk", "algorithm1")
+print(f"Algorithm 1, population loss / L* (median over seeds): {1 + np.median(alg1_excess[:, 0]) / L_STAR:.3f}"
+      f" at the start, {1 + np.median(alg1_excess[:, -1]) / L_STAR:.3f} at 2000; excess risk at 2000 / "
+      f"OLS formula {np.median(alg1_excess[:, -1]) / float(runs['ols_formula']):.2g}")
+claims.update(
+    alg1_loss=judge.converged_loss("p1-algorithm1-2000", relative_loss["algorithm1"], SEEDS),
+    alg1=judge.converged_gap("p1-algorithm1-2000-gap", ratio["algorithm1"], SEEDS),
+    sgd_loss=judge.converged_loss("p1-sgd-2000", relative_loss["sgd"], SEEDS),
+    sgd=judge.converged_gap("p1-sgd-2000-gap", ratio["sgd"], SEEDS),
+    random_loss=judge.converged_loss("p1-random-start-fast", relative_loss["random+precond+reg"],
+                                     SEEDS),
+    random=judge.converged_gap("p1-random-start-fast-gap", ratio["random+precond+reg"], SEEDS))
+for key in ("alg1_loss", "alg1", "sgd_loss", "sgd", "random_loss", "random"):
+    print(claims[key])
+
+# %% [markdown]
+# The two readings disagree. In the seed's own wording, Algorithm 1 "converges to the optimal
+# loss": its population loss is $1.055\,L^\star$ at the start and $1.063\,L^\star$ at 2000
+# (medians), within 10% of $L^\star$ for every seed, so that reading is reproduced, but it held
+# from the first iteration, and the excess risk at 2000 is 3.1 times the OLS formula's. By the
+# same reading SGD *has* converged to the optimal loss (6.3% to 8.1% above $L^\star$): "SGD has
+# not converged" is not reproduced. The preconditioned random start is within 10% for seeds 1
+# and 2 and 11.7% above $L^\star$ for seed 0 (partly).
+#
+# In the book's stricter reading **[choice]** none of the five methods brings its gap below
+# $10^{-3}$ of the start within 2000 iterations. Algorithm 1 keeps 36% to 51% of its initial gap:
+# not reproduced, although its excess risk is flat from the first iterations on. SGD keeps 2.6%
+# to 2.7% of its gap: "SGD has not converged" holds, but in the weak sense that no method has.
+# The preconditioned random start keeps 0.8% to 1.1% (not reproduced at the $10^{-3}$ threshold,
+# though it closes its gap faster than Algorithm 1 in relative terms). The distances tell the
+# same story: Algorithm 1's iterates are still 1.77 away (median, in $(U, V)$ units) from the
+# minimizer of their basin after 2000 iterations. The next section shows why.
+
+# %% [markdown]
+# ## Where the headline holds: population, closed form, finite sample
+#
+# Why does Algorithm 1 converge fast in the theory and slowly here? Theorem 2's optimization term
+# is about the population objective **[seed]**, and chapter 4 derived its rate: near $S$ the step
+# is gradient descent in $(U, V)$, and the slowest direction that the loss curves contracts the gap
+# by $(1 - \eta s_d)^2$ per iteration, with $s_d$ the smallest singular value of
+# $X^\star = M\Sigma^{1/2}$ **[derived]**. The next cell runs Algorithm 1 from the *same* spectral
+# start (computed from $\hat\Sigma, \hat M$) on three objectives: the population objective (true
+# $\Sigma$, $M$), the closed form with $(\hat\Sigma, \hat M)$ plugged in (from the random start, since
+# the spectral start lies on its minimizing manifold $\hat S$), and the finite-sample $\hat Q$ that
+# the experiment trains (the stored run). The minima of the first two are known exactly (the
+# points of $S$ and $\hat S$); the third is measured against its basin minimizer. The fitted rate is
+# a least-squares fit of $\log$ gap on $k$ where the relative gap is between $10^{-10}$ and
+# $10^{-3}$ **[choice]** (for $\hat Q$, which never gets there, over $k \ge 1000$).
+
+# %%
+headline = ablations.headline_comparison(0)       # live: two infinite-data objectives, seed 0
+finite_gap = runs["objective_seed0"][:, 0] - float(runs["basin_value_seed0"])
+relative = {"population": headline["gap_population"] / headline["gap_population"][0],
+            "closed_form": headline["gap_closed_form"] / headline["gap_closed_form"][0],
+            "finite": finite_gap / finite_gap[0]}
+HEADLINE_NAMES = {"population": "population (Sigma, M), spectral start",
+                  "closed_form": "closed form (Sigma_hat, M_hat), random start",
+                  "finite": "finite Q_hat (n = 500), spectral start"}
+its = {"population": headline["iteration"], "closed_form": headline["iteration"],
+       "finite": iteration}
+steps = {"population": float(headline["step_population"]),
+         "closed_form": float(headline["step_closed_form"]), "finite": float(runs["step_seed0"][0])}
+s_d = {"population": float(headline["s_d_population"]),
+       "closed_form": float(headline["s_d_closed_form"]),
+       "finite": float(headline["s_d_closed_form"])}       # X_hat* of the same sample
+print("objective (seed 0)                              eta      s_d     first k below 1e-3 / 1e-6"
+      "   gap(2000)/gap(0)   fitted rate   predicted (1 - eta s_d)^2")
+for name, rel in relative.items():
+    firsts = [analysis.format_iterations(its[name][int(k)] if np.isfinite(k) else np.inf,
+                                         int(its[name][-1]))
+              for k in (analysis.iterations_to_threshold(rel, t) for t in (1e-3, 1e-6))]
+    # [choice] fit window: relative gap between 1e-10 and 1e-3 (past the transient, above
+    # round-off); the finite objective never gets there, so its window is k >= 1000
+    band = (1e-10, 1e-3)
+    fit = (fitting.fit_geometric_rate(its[name], rel, band=band) if rel.min() < 1e-6
+           else fitting.fit_geometric_rate(its[name], rel, start=1000))
+    print(f"{HEADLINE_NAMES[name]:47s} {steps[name]:.4f}   {s_d[name]:.4f}  {' / '.join(firsts):26s}"
+          f"  {rel[-1]:16.3g}   {fit.rate:.6f}      {(1 - steps[name] * s_d[name]) ** 2:.6f}")
+
+# %% mystnb={"figure": {"caption": "Algorithm 1's optimization gap relative to its start against iterations (seed 0) on the population objective and the closed form, where it is geometric at the predicted rate, and on the finite-sample objective the experiment trains, where half of the gap is left at 2000 iterations.", "name": "fig-ch05-headline-holds"}, "image": {"alt": "Three curves on a log axis: the population curve falls straight to about 4e-8 at k = 2000, the closed-form curve falls faster to round-off by about k = 800, the finite-sample curve stays near 0.5."}} tags=["hide-input"]
+HEADLINE_LEGEND = {"population": r"population ($\Sigma$, $M$), spectral start",
+                   "closed_form": r"closed form ($\hat\Sigma$, $\hat M$), random start",
+                   "finite": r"finite $\hat Q$ ($n = 500$), spectral start"}
+fig, ax = figure(width=6.4, height=4.0)
+for (name, rel), style in zip(relative.items(), ("-", "--", ":")):
+    ax.plot(its[name], rel, style, color=METHOD_COLOURS["algorithm1"] if name != "closed_form"
+            else METHOD_COLOURS["random+precond+reg"], label=HEADLINE_LEGEND[name])
+ax.axhline(CONVERGED, color="0.5", lw=0.8, ls="-.", label="$10^{-3}$ of the start")
+ax.set(yscale="log", ylim=(1e-12, 2), xlabel="iteration $k$",
+       ylabel="optimization gap / gap at $k = 0$")
+ax.legend(loc="lower left")
+plt.show()
+
+# %% [markdown]
+# {numref}`fig-ch05-headline-holds` compares the three objectives. On the population objective the same spectral start loses a factor $10^3$ of its gap by
+# iteration 391 and $10^6$ by 1453, at a fitted rate of 0.993791 per iteration against the predicted
+# $(1 - \eta s_d)^2 = 0.993974$; on the closed form the random start reaches $10^{-3}$ of its gap at
+# 224 (fitted 0.971013, predicted 0.971963). On the finite-sample $\hat Q$, 47% of the gap is left
+# at 2000 iterations, and the fitted rate 0.999729 is far from the 0.993235 that the same formula
+# gives with $\hat s_d$. The headline rate holds where the theory puts it: the infinite-data
+# objectives, whose minima form the manifold $S$ (or $\hat S$) with $s_d$ setting the slowest
+# *curved* direction. At finite $n$ the orbit of $\hat S$ under rotations is no longer flat but only
+# weakly tilted (45 Hessian eigenvalues below 0.05, section on the best local minima found), and the gap
+# along it closes at the rate of those small eigenvalues. This one cause, the weakly pinned $O(d)$
+# orbit of the finite-sample objective, is behind four rows of the ledger: Algorithm 1 within 2000
+# iterations and the random start's speed in the gap reading, the basin reached, and chapter 6's
+# geometric rate at finite $n$. (The review that prompted this section measured a fitted rate of
+# 0.993947 over a window it did not state; the window above gives 0.993791.)
+
+# %% [markdown]
+# ## Rates of the optimization gap
+#
+# Theorem 2's optimization term is $\mu^m$ **[seed]**. Each method's geometric rate is fitted to its
+# gap over iterations 1000 to 2000 (least squares of $\log$ gap on $k$, per seed;
+# `attnlib.fitting.fit_geometric_rate`, with its standard error). For the preconditioned methods
+# the rate near the minimizer can be predicted **[derived]**: Algorithm 1's step is gradient descent
+# in $(U, V)$ (chapter 4), so near the minimizer the offset contracts by $|1 - \eta h|$ along each
+# Hessian eigenvector and the gap by $\mu = \max_h (1 - \eta h)^2$, set by the smallest eigenvalue
+# $h_{\min}$ (`fitting.spectrum_gap_rate`, with the stored spectrum above). Plain GD from a random
+# start is, by the talk abstract, slow with a power-law rate **[abstract]**: the cell also fits a
+# power law $k^{-b}$ to its gap over the same window and compares the two fits' residuals.
+
+# %%
+print("method                  fitted rate of the gap over k = 1000..2000 (per seed)")
+tail = iteration >= 1000
+fitted = {}
+for method in METHODS:
+    g = gap(method)
+    fits = [fitting.fit_geometric_rate(iteration, g[i], start=1000) for i in range(len(SEEDS))]
+    fitted[method] = fits
+    print(f"{LABELS[method]:23s} " + ", ".join(f"{f.rate:.6f} +- {f.stderr:.0e}" for f in fits))
+for s in SEEDS:
+    eta = float(runs[f"step_seed{s}"][0])
+    h = runs[f"basin_hessian_seed{s}"]
+    mu = fitting.spectrum_gap_rate(eta, h)
+    print(f"seed {s}: Algorithm 1 step eta = {eta:.4f}, h_min = {h[0]:.2g}: predicted gap rate "
+          f"(1 - eta h_min)^2 = {mu:.6f}; iterations per factor 10 of the gap "
+          f"{np.log(10) / -np.log(mu):.3g} (predicted) vs {np.log(10) / -np.log(fitted['algorithm1'][s].rate):.3g} (fitted)")
+gd_gap = gap("gd")
+power_better = []
+for i, s in enumerate(SEEDS):
+    power = fitting.fit_power_law(iteration[tail], gd_gap[i, tail])
+    log_k, log_g = np.log(iteration[tail]), np.log(gd_gap[i, tail])
+    residual_power = np.std(log_g - (np.log(power.prefactor) + power.exponent * log_k))
+    geometric = fitted["gd"][i]
+    residual_geometric = np.std(log_g - (geometric.intercept + iteration[tail] * np.log(geometric.rate)))
+    print(f"GD, seed {s}: power law k^{power.exponent:+.2f} (log residual {residual_power:.3f}) vs "
+          f"geometric {geometric.rate:.5f} (log residual {residual_geometric:.3f})")
+    power_better.append(residual_geometric / residual_power)
+claims["gd_power"], earlier_rule = judge.power_law(power_better, SEEDS)
+print(claims["gd_power"])
+print(earlier_rule)
+
+# %% [markdown]
+# Between iterations 1000 and 2000 every method's gap shrinks by a factor of 0.99926 to 0.99976
+# per iteration: about $10^4$ iterations per factor of 10 for Algorithm 1 (9690, 8390 and 9760
+# fitted). The Hessian at the minimizer predicts a slowest-mode rate of 0.999892 to 0.999927 for
+# Algorithm 1's step, i.e. $2$ to $3\times10^4$ iterations per factor 10 once only the slowest mode
+# is left; the fitted window is still faster because faster modes have not died out. Either way
+# the optimization term $\mu^m$ of Theorem 2 has $\mu$ within $3\times10^{-4}$ of 1 on the finite
+# objective. For plain GD a power law fits the gap better than a geometric rate in all three seeds
+# (log residuals 0.004 to 0.026 against 0.012 to 0.035, exponents $-0.54$ to $-0.88$), as the talk
+# abstract says **[abstract]**. Over a window of one decade in $k$ this is a description, not a
+# proof of the functional form, so the verdict asks for a margin **[choice]**: the geometric fit's
+# residual must be more than twice the power law's. Seeds 0 and 2 clear it (3.47, 3.49), seed 1
+# does not (1.36): partly reproduced. The rule used before this revision (ratio above 1, no
+# margin) called it reproduced; both outcomes are printed.
+
+# %% [markdown]
+# ## The slow directions, and what to do about them
+#
+# The Hessian at the minimizer explains the slow tail: about $d(d-1)/2 = 45$ eigenvalues are small.
+# They belong to the directions along the orbit of $\hat S$ under rotations $O$, which the balancing
+# regularizer leaves flat and the finite sample tilts only weakly (chapter 3; chapter 6 measures
+# how their curvature scales with $n$). A reader who needs the optimum itself has options. The stored
+# run `paper1_slow_directions` (seed 0; 12,000 iterations) compares Algorithm 1 with three
+# remedies, each a **[choice]** of this book, not the paper's; Algorithm 1 as reconstructed stays the
+# reference:
+#
+# * **curvature step**: the same preconditioned gradient descent with $\eta = 1/h_{\max}$, where
+#   $h_{\max}$ is the largest Hessian eigenvalue at the start, measured by power iteration with
+#   finite-difference Hessian-vector products (`reference.largest_curvature`). The step rule of
+#   chapter 4 divides by a curvature *bound* that is loose by more than an order of magnitude here;
+# * **curvature step + Nesterov momentum** 0.9 (`algorithm.Momentum`);
+# * **Newton polish**: 2000 iterations of Algorithm 1, then the trust-region Newton-CG polish of the
+#   reference minimizer (counted in gradient evaluations, two per Hessian-vector product).
+#
+# Runs stop once the gap is below $10^{-10}$ of the initial gap.
+
+# %%
+slow, replay_slow, deviation = experiments.replay("paper1_slow_directions", keys=part1.prefix_keys)
+print(f"replayed {replay_slow['iteration'][-1]} iterations of the three gradient methods live; "
+      f"largest relative deviation: {experiments.format_deviation(deviation)}")
+REMEDY_LABELS = {"algorithm1": "Algorithm 1 (rule step)", "curvature_step": "curvature step",
+                 "curvature_nesterov": "curvature step + Nesterov"}
+its_slow = slow["iteration"]
+gaps = slow["gap_seed0"]
+h = slow["basin_hessian_seed0"]
+print(f"h_max at the start {float(slow['h_max_seed0']):.3g}; at the minimizer {h[-1]:.3g}, "
+      f"h_min {h[0]:.2g}")
+print("method                     step     first k with gap/gap_0 below 1e-3 / 1e-6 / 1e-10"
+      "     fitted rate (last 2000 recorded k)   predicted (1 - eta h_min)^2")
+for j, name in enumerate(optimum.GRADIENT_METHODS):
+    relative = gaps[:, j] / gaps[0, j]
+    firsts = [analysis.format_iterations(
+        its_slow[int(k)] if np.isfinite(k) else np.inf, int(its_slow[-1]))
+        for k in (analysis.iterations_to_threshold(relative, t) for t in (1e-3, 1e-6, 1e-10))]
+    finite = np.isfinite(relative) & (relative > 1e-11)
+    window = finite & (its_slow >= its_slow[finite][-1] - 2000)
+    fit = fitting.fit_geometric_rate(its_slow[window], gaps[window, j])
+    eta = float(slow["step_seed0"][j])
+    predicted = (f"{fitting.spectrum_gap_rate(eta, h):.6f}" if name != "curvature_nesterov"
+                 else "(momentum: not a GD rate)")
+    print(f"{REMEDY_LABELS[name]:26s} {eta:.4f}   {' / '.join(firsts):45s} "
+          f"{fit.rate:.6f} +- {fit.stderr:.0e}          {predicted}")
+    last = its_slow[finite][-1]
+    before = np.searchsorted(its_slow, last - 4000)
+    if last == its_slow[-1]:       # ran to the cap: has the gap stopped moving?
+            print(f"{'':26s} at k = {last}: gap {gaps[finite, j][-1]:.3g} (relative change over the "
+              f"last 4000 iterations {abs(gaps[finite, j][-1] / gaps[before, j] - 1):.1e}), "
+              f"distance to the basin minimizer {slow['dist_ref_seed0'][finite, j][-1]:.3g}")
+print(f"Newton polish after {optimum.POLISH_AFTER} Algorithm 1 iterations: gap "
+      f"{float(slow['polish_start_gap_seed0']):.2e} -> {float(slow['polish_gap_seed0']):.1e} "
+      f"in {int(slow['polish_evaluations_seed0'])} gradient evaluations")
+
+# %% mystnb={"figure": {"caption": "Remedies for the slow directions (seed 0): the gap relative to its start against iterations for Algorithm 1's rule step, the curvature step and the curvature step with Nesterov momentum; the dash-dotted line marks convergence to $10^{-3}$ of the initial gap.", "name": "fig-ch05-remedies"}, "image": {"alt": "Relative optimization gap on a log axis against iteration for three gradient methods with solid, dashed and dotted lines, and a grey dash-dotted threshold line."}} tags=["hide-input"]
+fig, ax = figure(width=6.4, height=4.0)
+for j, (name, style) in enumerate(zip(optimum.GRADIENT_METHODS, ("-", "--", ":"))):
+    ax.plot(its_slow, gaps[:, j] / gaps[0, j], style, color=METHOD_COLOURS["algorithm1"] if j == 0
+            else (OKABE_ITO["bluish green"] if j == 1 else OKABE_ITO["vermillion"]), label=REMEDY_LABELS[name])
+ax.axhline(1e-3, color="grey", lw=0.8, ls="-.", label="converged ($10^{-3}$ of the initial gap)")
+ax.set(yscale="log", xlabel="iteration $k$", ylabel="relative gap $(\\hat Q_k - \\hat Q^\\star)/(\\hat Q_0 - \\hat Q^\\star)$")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# The numbers and {numref}`fig-ch05-remedies` separate three remedies:
+#
+# * **Algorithm 1 as reconstructed** still has a gap of $1.27\times10^{-3}$ after 12,000 iterations, decaying at 0.999944 per iteration over the last 2000: slower than the local
+#   prediction 0.999892, because its iterates are still 1.43 away from the minimizer along the
+#   orbit, outside the region where the Hessian there describes the landscape.
+# * **The curvature step** is much larger ($\eta = 1.167$ against 0.0667: the rule's bound is
+#   that loose) and falls fast at first, but it **converges elsewhere**: its gap to the basin
+#   minimum freezes at $1.13\times10^{-4}$ (relative change $6.7\times10^{-7}$ over the last 4000
+#   iterations) at distance 1.23 from it, i.e. at another stationary point of $\hat Q$, higher than
+#   the basin minimum. A larger step buys speed and loses the basin.
+# * **The curvature step with Nesterov momentum** reaches $10^{-3}$ of the initial gap at
+#   iteration 690 and $10^{-10}$ at 1470 (rate 0.985), in the basin of the spectral start.
+# * **The Newton polish** started after 2000 Algorithm 1 iterations closes the remaining gap of
+#   $3.9\times10^{-3}$ to rounding ($-1.1\times10^{-16}$) in 489 gradient evaluations.
+#
+# So "fast convergence to the optimum" is within reach on this objective, but not with plain
+# preconditioned gradient descent at a step set by a curvature bound: a reader who needs the
+# minimizer should add momentum or finish with a second-order polish, and check the gap against a
+# certified local minimum. None of these reaches the lowest known minimum;
+# they reach the spectral start's basin minimum.
+
+# %% [markdown]
+# ## Conditioning: what the preconditioner buys
+#
+# At the defaults $\Sigma$ has condition number 10 and plain gradient descent is not far behind.
+# Chapter 4 explained why the preconditioner should matter more as $\Sigma$ becomes ill-conditioned.
+# The stored run `paper1_condition_sweep` measures it: for seeds 0 and 1 it keeps each seed's
+# $X^\star = M\Sigma^{1/2}$ fixed and sets the eigenvalues of $\Sigma$ to
+# $\operatorname{geomspace}(1, 1/\kappa, d)$ for $\kappa = 1, 10, 100, 1000$, with
+# $M = X^\star\Sigma^{-1/2}$ (so the factorization problem, and the statistical difficulty, stay
+# the same; only the conditioning of the inputs changes). Every method runs on the empirical loss
+# with $n = 500$ for at most 2000 iterations from the same random start, and the run records the
+# first iteration at which the excess risk reaches $2\times10^{-2}$ and $10^{-2}$ **[choice of
+# thresholds: about 3 and 1.5 times the excess risk Algorithm 1 settles at]**, stopping there.
+
+# %%
+sweep, replay_sweep, deviation = experiments.replay(
+    "paper1_condition_sweep",
+    keys=lambda prefix: [k for k in part1.prefix_keys(prefix) if not k.startswith("first_iteration")])
+print(f"replayed {replay_sweep['iteration'][-1]} iterations of seed 0 for every kappa and method;"
+      f" largest relative deviation: {experiments.format_deviation(deviation)}")
+i10 = list(sweep["kappas"]).index(10.0)
+same = np.abs(sweep["excess_risk_seed0"][:101, i10, :] - runs["excess_risk_seed0"][:101, :])
+finite = np.isfinite(same)
+print(f"kappa = 10 in the sweep is the default problem: largest difference from paper1_defaults "
+      f"over the first 100 iterations: {experiments.format_deviation(same[finite].max())}")
+
+# %%
+kappas, thresholds = sweep["kappas"], sweep["thresholds"]
+sweep_seeds = [s for s in SEEDS if f"first_iteration_seed{s}" in sweep]
+cap = int(sweep["iteration"][-1])
+first = np.stack([sweep[f"first_iteration_seed{s}"] for s in sweep_seeds])   # seeds, K, M, T
+for t, threshold in enumerate(thresholds):
+    print(f"iterations to excess risk <= {threshold:.0e} (seeds {', '.join(map(str, sweep_seeds))};"
+          f" cap {cap})")
+    print("method                  " + "".join(f"kappa = {k:<36.0f}" for k in kappas))
+    for j, method in enumerate(METHODS):
+        cells = [" / ".join(analysis.format_iterations(first[s, i, j, t], cap)
+                            for s in range(len(sweep_seeds))) for i in range(len(kappas))]
+        print(f"{LABELS[method]:23s} " + "".join(f"{c:44s}" for c in cells))
+    print()
+
+# %% mystnb={"figure": {"caption": "Iterations to reach excess risk $10^{-2}$ (slower of the seeds) against the condition number $\\kappa(\\Sigma)$, for each baseline; points above the dotted line never reached it within the cap.", "name": "fig-ch05-conditioning"}, "image": {"alt": "Log-log plot of iterations to excess risk 0.01 against kappa, one marked line per baseline method, with a dotted cap line near the top."}} tags=["hide-input"]
+fig, ax = figure(width=6.4, height=4.0)
+t = list(thresholds).index(1e-2)
+for j, method in enumerate(METHODS):
+    if method == "algorithm1":
+        continue
+    worst = first[:, :, j, t].max(axis=0)        # the slower of the seeds
+    shown = np.where(np.isinf(worst), 1.25 * cap, worst)
+    plot_series(ax, kappas, shown + 1, method, label=LABELS[method], markevery=1)
+ax.axhline(cap + 1, color="grey", lw=0.8, ls=":")
+ax.text(kappas[0], 1.3 * cap, "not reached (cap 2000)", fontsize=9, va="bottom")
+ax.set(xscale="log", yscale="log", xlabel="condition number $\\kappa(\\Sigma)$ ($X^\\star$ fixed)",
+       ylabel="iterations + 1 to excess risk $\\leq 10^{-2}$ (slower seed)")
+ax.legend()
+plt.show()
+
+
+# %% [markdown]
+# The preconditioned method's iteration counts do not grow with $\kappa$ ({numref}`fig-ch05-conditioning`): to reach $10^{-2}$ it
+# needs 318 and 279 iterations at $\kappa = 1$ and 72 at $\kappa = 1000$ (it is *faster* at large
+# $\kappa$, because the same random start in $(A, B)$ maps to a smaller $(U, V) =
+# (A\hat\Sigma^{1/2}, \hat\Sigma^{1/2}B\hat\Sigma^{1/2})$ when $\hat\Sigma$ has small eigenvalues, which
+# changes both the starting error and the step from the rule). Plain GD needs 382 and 341 at
+# $\kappa = 1$, 877 and 574 at $\kappa = 10$, and does not reach $10^{-2}$ within 2000 iterations
+# for $\kappa = 100$ and $1000$; SGD matches GD. Adam is the fastest at $\kappa = 1$ (49
+# iterations), and its per-coordinate scaling partly compensates the conditioning (1189 and 387
+# at $\kappa = 100$), but it does not reach $10^{-2}$ at $\kappa = 1000$. Algorithm 1 starts below
+# both thresholds at every $\kappa$ (0 iterations). At $\kappa = 10$ the sweep reproduces the
+# stored default run to better than $10^{-12}$ (relative, as printed), a check that the two stored
+# runs agree.
+
+# %% [markdown]
+# ## Explorer
+#
+# `ablations.explorer_run` reruns a short experiment: the seed-0 problem with condition number
+# $\kappa$ and $X^\star$ fixed, $n$ samples, from the same random start, 150 iterations of
+# gradient descent with and without the preconditioner, with the step-size rule scaled by $c$
+# (`step_scale`) and the regularizer on or off. The dashed line is the excess risk of the
+# least-squares fit on the same samples. Move the controls in a live kernel; the page opens at $\kappa = 1$, and the next
+# cell shows $\kappa = 100$.
+
+# %% tags=["hide-input"]
+def show_explorer(log10_kappa: float = 2.0, n: int = 200, step_scale: float = 0.5,
+                  regularize: bool = True) -> None:
+    # Rerun ablations.explorer_run and plot the two excess-risk curves.
+    out = ablations.explorer_run(kappa=10.0 ** log10_kappa, n=n, step_scale=step_scale,
+                                 regularize=regularize)
+    fig, ax = figure(width=6.4, height=3.8)
+    for name, colour in (("preconditioned", METHOD_COLOURS["random+precond+reg"]),
+                         ("plain", METHOD_COLOURS["gd"])):
+        curve = out[name]
+        ax.plot(np.arange(curve.size) + 1, curve, color=colour,
+                label=f"{name} (step {float(out['step_' + name]):.3g})")
+    ax.axhline(float(out["ols"]), color=METHOD_COLOURS["ols"], ls="--", lw=0.8, label="OLS fit")
+    ax.set(xscale="log", yscale="log", xlabel="iteration + 1", ylabel="excess risk $L - L^\\star$",
+           title=f"$\\kappa = 10^{{{log10_kappa:g}}}$, $n = {n}$, $c = {step_scale:g}$, "
+                 f"regularizer {'on' if regularize else 'off'}")
+    ax.legend()
+    plt.show()
+    print(f"excess risk after 150 iterations: preconditioned {out['preconditioned'][-1]:.3g}, "
+          f"plain {out['plain'][-1]:.3g}, OLS fit {float(out['ols']):.3g}")
+
+
+# %% mystnb={"figure": {"caption": "Interactive: excess risk of the preconditioned and the plain method for $\\kappa(\\Sigma) = 10^0, \\dots, 10^3$ ($n = 200$, $c = 0.5$, with the regularizer). The page opens at $\\kappa = 1$ (the next figure shows $\\kappa = 100$); the frames were computed when the notebook ran; in Jupyter with a kernel the slider reruns the methods.", "name": "fig-ch05-explorer-slider"}} tags=["nbval-ignore-output", "hide-input"]
+frame_slider(show_explorer, controls={"log10_kappa": [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]},
+             labels={"log10_kappa": "log10 kappa"}, initial={"log10_kappa": 0.0},
+             alt="Excess risk against iterations, preconditioned and plain, kappa = 10^{log10_kappa:g}")
+
+# %% mystnb={"figure": {"caption": "The explorer at $\\kappa(\\Sigma) = 100$, $n = 200$, $c = 0.5$, with the regularizer: excess risk of the preconditioned and the plain method against iterations, and the least-squares fit.", "name": "fig-ch05-explorer"}, "image": {"alt": "Log-log plot of excess risk against iteration: the preconditioned curve falls below the plain one; a dashed horizontal line marks the OLS fit."}}
+show_explorer(log10_kappa=2.0, n=200, step_scale=0.5, regularize=True)
+
+# %% [markdown]
+# In {numref}`fig-ch05-explorer` (the slider of {numref}`fig-ch05-explorer-slider` moved to
+# $\kappa = 100$), at $\kappa = 100$ and $n = 200$, after 150 iterations the preconditioned run is at excess risk
+# 0.0205 and plain gradient descent at 0.0737 (the least-squares fit on the same 200 samples:
+# 0.00448).
+
+# %% [markdown]
+# ## The paper's experiment with many prompts
+#
+# Everything above uses the first reconstruction of the finite-data problem **[choice]**: one set
+# of $n = 500$ samples is both the regression data and the attention context. The sources do not
+# say which reading of $n$ the paper uses. This section reruns the experiment in the second
+# reconstruction **[choice]** (chapter 6 measures its finite-context bias): $n = 500$ is the
+# *context length*, and the loss is the leave-one-out loss averaged over $N = 8$ prompts of $n$
+# tokens each, drawn from the same task (`attnlib.algorithm.prompts_loss`). The spectral start,
+# the preconditioner, the regularizer and the step rule use the pooled moments of all
+# $Nn = 4000$ samples; the five methods are unchanged (SGD's minibatches are 32 query rows, each
+# attending over its own prompt). Besides the optimization gap and the infinite-context excess
+# risk, the run records the **deployed** excess risk: the layer with a fresh context of $n = 500$
+# tokens (Monte Carlo over 40 fresh prompts of 100 queries; `attnlib.prompts.deployed_risk`).
+#
+# ### Where the claims are testable: a map over $\lVert M\rVert$ and $\sigma$
+#
+# The seeds' "three orders of magnitude" compares the random start's loss with the spectral
+# start's **[seed]**. Both depend on the scale of the task: the random start's loss grows with
+# $\lVert X^\star\rVert^2$, the spectral start's is the noise floor $L^\star = p\sigma^2/2$ plus its
+# own excess risk. The next cell evaluates claims (1) and (2) at the start over a grid of scales of
+# $M$ (the book's $M$ times 0.25 to 2) and noise levels (live: no training is needed).
+
+# %%
+from attnlib import prompts as prompts_lib
+from attnlib.experiments import prompts as prompt_runs
+
+start_map = prompt_runs.start_ratio_map(init_scales=INIT_SCALES)
+map_l_star = start_map["L_star"][..., None]          # axes: scale of M, sigma, c
+map_ratio = np.log10((start_map["random"] + map_l_star)
+                     / (start_map["spectral"][..., None] + map_l_star))
+map_cap = np.log10((start_map["random"] + map_l_star) / map_l_star)
+map_close = start_map["spectral"] / start_map["L_star"]
+print("log10 loss ratio random / spectral start, and in brackets its cap log10((random + L*)/L*)")
+print("scale  sigma  (L(theta_0) - L*)/L*  " + "".join(f"   c = {c:<9.3g}" for c in INIT_SCALES))
+for i, scale in enumerate(start_map["scales"]):
+    for j, sigma in enumerate(start_map["noise_levels"]):
+        print(f"{scale:5g}  {sigma:5g}  {map_close[i, j]:20.3g}  " + "".join(
+            f"   {map_ratio[i, j, k]:5.2f} ({map_cap[i, j, k]:4.2f})" for k in range(len(INIT_SCALES))))
+map_region = judge.observation1_region({
+    f"(M x {scale:g}, sigma {sigma:g}, c {c:.3g})": (map_close[i, j], map_ratio[i, j, k])
+    for i, scale in enumerate(start_map["scales"]) for j, sigma in enumerate(start_map["noise_levels"])
+    for k, c in enumerate(INIT_SCALES)})
+print(f"rule [choice]: (1) (L(theta_0) - L*)/L* <= {judge.LOSS_TOLERANCE:g}; (2) log10 ratio >= "
+      f"{judge.ORDERS:g} (partly from {judge.ORDERS_PARTLY:g})")
+print(f"cells where (1) and (2) both hold ({len(map_region['both'])} of {map_ratio.size}): "
+      + (", ".join(map_region["both"]) or "none"))
+print(f"cells where (1) holds and (2) partly ({len(map_region['partly'])}): "
+      + (", ".join(map_region["partly"]) or "none"))
+
+# %% mystnb={"figure": {"caption": "Claims (1) and (2) at the start over the scale of $M$, the noise level $\\sigma$ and the random start's scale $c$: the spectral start's excess risk relative to $L^\\star$ (top left) and the $\\log_{10}$ loss ratio of the random to the spectral start for each $c$ (white contours at 1.5 and 2.5). Claim (1) holds to the right of the dashed line in every panel.", "name": "fig-ch05-prompts-map"}, "image": {"alt": "Six heat maps over scale of M (rows) and noise level (columns): the spectral start's relative excess risk, then the loss ratio for five random-start scales c; the ratio grows with c and with the scale of M and falls with the noise."}} tags=["hide-input"]
+noise_ticks, scale_ticks = np.arange(len(start_map["noise_levels"])), np.arange(len(start_map["scales"]))
+fig, axes = figure(2, 3, sharex=True, sharey=True, layout="constrained", height=5.6)
+panels = [(np.log10(map_close), r"(1): $\log_{10}\,(L(\theta_0) - L^\star)/L^\star$", (), {})]
+panels += [(map_ratio[..., k], f"(2): $c = {c:.3g}$", (1.5, 2.5),
+            dict(vmin=map_ratio.min(), vmax=map_ratio.max())) for k, c in enumerate(INIT_SCALES)]
+for ax, (values, title, levels, limits) in zip(axes.flat, panels):
+    mesh = ax.pcolormesh(noise_ticks, scale_ticks, values, shading="nearest", cmap="viridis", **limits)
+    if levels:
+        ax.contour(noise_ticks, scale_ticks, values, levels=levels, colors="w", linewidths=1.2)
+    ax.contour(noise_ticks, scale_ticks, np.log10(map_close), levels=(-1.0,), colors=OKABE_ITO["vermillion"],
+               linewidths=1.2, linestyles="--")   # claim (1)'s threshold: it holds to the right
+    ax.set(xticks=noise_ticks, xticklabels=[f"{s:g}" for s in start_map["noise_levels"]],
+           yticks=scale_ticks, yticklabels=[f"{s:g}" for s in start_map["scales"]], title=title)
+    ax.grid(False)
+    if title.startswith("(1)"):
+        fig.colorbar(mesh, ax=ax)
+fig.colorbar(mesh, ax=axes[:, 1:], label=r"$\log_{10}$ loss ratio, random / spectral start")
+fig.supxlabel(r"noise level $\sigma$")
+fig.supylabel(r"scale of $M$")
+plt.show()
+
+# %% [markdown]
+# At the book's random start ($c = 0.3$, first column of ratios) the ratio reaches three orders of
+# magnitude nowhere on this grid: the largest log10 ratio is 2.45 ($M \times 2$, $\sigma = 0.01$). The
+# bracketed cap says why: the ratio can never exceed $(L(\theta_{\rm random}) - L^\star + L^\star)/L^\star$,
+# and at the book's task and $c = 0.3$ that cap is $10^{0.52}$ at $\sigma = 0.1$ and $10^{1.43}$ at
+# $\sigma = 0.03$: the noise floor, not the method, limits the ratio, and the spectral start is already
+# at the cap there (log10 ratio 0.52 and 1.40). Lowering $\sigma$ raises the cap, but then the spectral
+# start's own excess risk (pooled moments of $Nn = 4000$ samples) is no longer small against $L^\star$:
+# claim (1) fails exactly where claim (2) becomes reachable ($(L(\theta_0) - L^\star)/L^\star = 0.562$ at
+# $\sigma = 0.01$ for the book's $M$, 2.23 for $M \times 2$). So at $c = 0.3$ claims (1) and (2) cannot both
+# hold anywhere on this map; a larger $\lVert M\rVert$ helps (2) and hurts (1).
+#
+# The random start's scale $c$ is the map's third axis, and it changes that conclusion. The random
+# start's excess risk grows like $c^4$, which lifts the cap, while claim (1) does not depend on $c$.
+# By the printed rule (`attnlib.claims.ch05.observation1_region`), both parts hold in 25 of the 80
+# cells: for the book's $M$ from $c = 2$ at $\sigma = 0.03$, from $c = \sqrt d$ (entries of unit variance)
+# at $\sigma = 0.1$, and at $c = 5$ at $\sigma = 0.3$; at $c = 1$ only in one cell ($M \times 0.25$,
+# $\sigma = 0.01$). In {numref}`fig-ch05-prompts-map` they are the cells to the right of the dashed line and to the left of the 2.5
+# contour (where two white lines are drawn, the left one).
+# Observation 1 is therefore a statement about a region of (scale of the task, noise level,
+# initialization scale); the sources give neither the paper's noise level nor its initialization
+# scale, so the book cannot say where in that region the paper's experiment sits.
+#
+# Defaults of the rerun **[choice]**: the book's $M$ at $\sigma = 0.1$, for a direct comparison with
+# the one-set reconstruction above, and at $\sigma = 0.03$, the smallest noise level of the grid at
+# which claim (1) still holds for the book's $M$ (0.0662) while the cap on claim (2) is more than an
+# order of magnitude higher than at $\sigma = 0.1$. Claims (3) and (4) need full training runs: the
+# five methods run at these two points (seed 0), and the subsection "Claims (1) to (4) over the whole
+# map" below runs Algorithm 1 and SGD over a sub-grid of the map, so that no verdict rests on one chosen point.
+
+# %%
+prompt_exp, replay_prompts, deviation = experiments.replay(   # python -m attnlib.experiments paper1_prompts_experiment
+    "paper1_prompts_experiment",
+    keys=[f"{key}_noise0_seed0" for key in ("objective", "loss", "excess_risk")])
+print(f"replayed iterations 0..{replay_prompts['iteration'][-1]} of the sigma = "
+      f"{prompt_exp['noise_levels'][0]:g} cell live (five methods); largest relative deviation: "
+      f"{experiments.format_deviation(deviation)}")
+pr_iter, pr_deploy = prompt_exp["iteration"], prompt_exp["deploy_iteration"]
+pr_noise = prompt_exp["noise_levels"]
+prompt_gaps = {}      # (noise index, method) -> gap curve (a lower bound for the lam = 0 methods)
+for i, sigma in enumerate(pr_noise):
+    get = lambda key: prompt_exp[f"{key}_noise{i}_seed0"]
+    basin, best_loss = float(get("basin_value")), float(get("best_loss"))
+    print(f"sigma = {sigma:g}: Q_hat* (spectral basin) = {basin:.6f} (gradient norm "
+          f"{float(get('basin_grad_norm')):.1e}), its excess risk {float(get('basin_excess')):.3g}; "
+          f"L* = {float(get('L_star')):.3g}")
+    for j, method in enumerate(METHODS):
+        lam_one = algorithm.METHODS[method].lam == 1.0
+        gap_pr = (get("objective")[:, j] - basin) if lam_one else (get("loss")[:, j] - best_loss)
+        prompt_gaps[i, method] = gap_pr
+        print(f"  {LABELS[method]:23s} gap{'' if lam_one else ' (lower bound)'} at 0 / 2000: "
+              f"{gap_pr[0]:.2e} / {gap_pr[-1]:.2e}; excess risk 0 / 2000: "
+              f"{get('excess_risk')[0, j]:.3g} / {get('excess_risk')[-1, j]:.3g}; deployed "
+              f"0 / 2000: {get('deployed')[0, j]:.3g} / {get('deployed')[-1, j]:.3g}")
+
+# %% mystnb={"figure": {"caption": "The five methods with N = 8 prompts of n = 500 tokens at two noise levels: optimization gap (top; dashed: certified lower bound) and infinite-context excess risk with the deployed excess risk as dots (bottom).", "name": "fig-ch05-prompts-curves"}, "image": {"alt": "Log-log curves per method: Algorithm 1's gap stays within a factor of two of its start over 2000 iterations; the deployed risk sits about ten times above the excess risk."}} tags=["hide-input"]
+fig, axes = figure(2, len(pr_noise), sharex=True, height=6.4)
+for i, sigma in enumerate(pr_noise):
+    for j, method in enumerate(METHODS):
+        lam_one = algorithm.METHODS[method].lam == 1.0
+        axes[0, i].plot(pr_iter + 1, np.maximum(prompt_gaps[i, method], 1e-12),
+                        color=METHOD_COLOURS[method], label=LABELS[method],
+                        ls="-" if lam_one else "--")
+        axes[1, i].plot(pr_iter + 1, prompt_exp[f"excess_risk_noise{i}_seed0"][:, j],
+                        color=METHOD_COLOURS[method])
+        axes[1, i].plot(pr_deploy + 1, prompt_exp[f"deployed_noise{i}_seed0"][:, j], "o", ms=3,
+                        color=METHOD_COLOURS[method])
+    axes[0, i].set(title=f"prompts: $N = 8$, $n = 500$, $\\sigma = {sigma:g}$",
+                   ylabel="optimization gap (dashed: lower bound)")
+    axes[1, i].set(xlabel="iteration $k$ + 1",
+                   ylabel="excess risk (line), deployed (dots)")
+    for ax in axes[:, i]:
+        ax.set(xscale="log", yscale="log")
+axes[0, 0].legend(loc="lower left")
+plt.show()
+
+# %% [markdown]
+# {numref}`fig-ch05-prompts-curves` shows the one-set picture again. Algorithm 1 starts next to its certified basin
+# minimizer (gap $6.55\times10^{-3}$ at $\sigma = 0.1$) and ends 2000 iterations later at
+# $3.59\times10^{-3}$: about half the gap is left, as with one sample set. With $N = 8$ prompts the
+# orbit of $S$ is still only weakly pinned by the $Nn = 4000$ sampled tokens, so the slow
+# directions of chapter 6 remain. The random-start methods fall from a gap of about 0.23 to
+# $1.3$ to $3.6\times10^{-3}$ (for GD, SGD and Adam a certified lower bound: the gap to the lowest
+# $\hat L$ seen; Adam's own final value is that lowest value, so its bound is 0).
+#
+# What the prompts reading adds is the deployed risk. The infinite-context excess risk of every
+# method ends between $1.15\times10^{-3}$ and $2.45\times10^{-3}$, but the deployed excess risk with a
+# fresh context of $n = 500$ tokens is about ten times larger, 0.0119 to 0.0147: at this context length
+# the finite-context error, not the fit, dominates what a user gets. Training *lowers* the deployed
+# risk from the spectral start (0.0173 to 0.0146 for Algorithm 1 at $\sigma = 0.1$) while it *raises*
+# the infinite-context excess risk (0.00087 to 0.00195): the trained objective is the finite-context
+# loss, and its minimizer trades the one for the other (chapter 6 measures that shift as the
+# finite-context bias). The methods without the regularizer end with the lowest deployed risk
+# (0.0119 to 0.0136).
+
+# %%
+prompt_claims = {i: judge.map_claims(prompt_runs.claim_values(prompt_exp, i, 0), int(pr_iter[-1]))
+                 for i in range(len(pr_noise))}
+columns = [("one sample set, sigma = 0.1, seeds 0-2", claims)] + [
+    (f"prompts N = 8, sigma = {sigma:g}, seed 0", prompt_claims[i])
+    for i, sigma in enumerate(pr_noise)]
+for key, label in (("start", "(1)"), ("orders", "(2)"), ("alg1", "(3)"), ("sgd", "(4)")):
+    print(f"{label} {columns[1][1][key].claim}")
+    for name, table in columns:
+        print(f"      {name:40s} {table[key].status:18s} ({table[key].reason})")
+
+# %% [markdown]
+# What changes between the two reconstructions, and why:
+#
+# * **(1)** holds in both. The prompts run pools $Nn = 4000$ samples for the spectral start instead
+#   of 500, so its excess risk is smaller relative to $L^\star$ (0.0087 against 0.039 to 0.0666).
+# * **(2)** fails in both, for the same reason: at the book's task the noise floor caps the loss
+#   ratio (the map above); the prompts run at $\sigma = 0.03$ gets to a log10 ratio of 1.4, still
+#   short of "partly" (1.5).
+# * **(3)** fails in both: Algorithm 1 closes about half of its gap in 2000 iterations (0.548 and
+#   0.499 left with prompts; 0.357 to 0.507 with one set). Averaging over 8 prompts does not remove
+#   the weakly broken orbit directions; only the expected loss over infinitely many prompts is exactly
+#   invariant along the orbit.
+# * **(4)** holds in both: SGD is far from converged (in the prompts run certified by a lower bound
+#   of the gap ratio, 0.0108 and 0.0102, without computing a minimum of $\hat L$).
+#
+# So the second reconstruction does not rescue the seeds' convergence claim; what it does make
+# visible is the finite-context bias (chapter 6) and the gap between the infinite-context and the
+# deployed risk.
+
+# %% [markdown]
+# ### Claims (1) to (4) over the whole map
+#
+# The two points above are not the only ones where the claims can be tested. The stored run
+# `paper1_prompts_claims_map` trains Algorithm 1 and SGD for 2000 iterations at every cell of a
+# $3 \times 3$ sub-grid of the map (scales 0.5, 1 and 2 of $M$; $\sigma$ = 0.01, 0.03 and 0.1;
+# seed 0) and certifies each cell's basin minimizer, so that all four claims get a verdict at
+# every cell, computed by the same function as the table above
+# (`attnlib.claims.ch05.map_claims`). To fit the budget the cells use $N = 4$ prompts
+# of $n = 500$ tokens instead of 8 **[choice]**; the next cell prints the quantity and the status of
+# every claim at every cell.
+
+# %%
+claims_map, replay_map, deviation = experiments.replay(   # python -m attnlib.experiments paper1_prompts_claims_map
+    "paper1_prompts_claims_map",
+    keys=[f"{key}_scale0_noise0" for key in ("objective", "loss", "excess_risk")])
+print(f"replayed iterations 0..{replay_map['iteration'][-1]} of the first cell live; largest "
+      f"relative deviation: {experiments.format_deviation(deviation)}")
+map_scales, map_noise = claims_map["scales"], claims_map["noise_levels"]
+CLAIM_KEYS = ("start", "orders", "alg1", "sgd")
+map_values = {key: np.zeros((map_scales.size, map_noise.size)) for key in CLAIM_KEYS}
+map_status = {key: np.empty((map_scales.size, map_noise.size), dtype=object) for key in CLAIM_KEYS}
+for i in range(map_scales.size):
+    for j in range(map_noise.size):
+        cell = prompt_runs.claims_map_cell(claims_map, i, j)
+        values = prompt_runs.claim_values(cell, 0, 0)
+        cell_claims = judge.map_claims(values, int(cell["iteration"][-1]))
+        for key in CLAIM_KEYS:
+            map_values[key][i, j], map_status[key][i, j] = values[key], cell_claims[key].status
+print("thresholds [choice]: (1) (L(theta_0) - L*)/L* <= 0.1; (2) log10 loss ratio >= 2.5 "
+      f"(partly from 1.5); (3) Algorithm 1's gap ratio <= {CONVERGED:g}; (4) lower bound of "
+      f"SGD's gap ratio > {CONVERGED:g}")
+print("scale  sigma   (1) start ratio        (2) log10 ratio        (3) Alg. 1 gap ratio   "
+      "(4) SGD gap ratio (lower bound)")
+for i, scale in enumerate(map_scales):
+    for j, sigma in enumerate(map_noise):
+        print(f"{scale:5g}  {sigma:5g}   " + "   ".join(
+            f"{map_values[key][i, j]:8.3g} {map_status[key][i, j].replace(' reproduced', '').replace(' here', ''):12s}"
+            for key in CLAIM_KEYS))
+for key, name in zip(CLAIM_KEYS, ("(1)", "(2)", "(3)", "(4)")):
+    counts = {status: int(np.sum(map_status[key] == status)) for status in
+              verdicts.STATUSES}
+    print(f"claim {name} over the {map_status[key].size} cells: " + ", ".join(
+        f"{status} in {count}" for status, count in counts.items()))
+stored_region = judge.observation1_region({
+    f"(M x {scale:g}, sigma {sigma:g})": (map_values["start"][i, j], map_values["orders"][i, j])
+    for i, scale in enumerate(map_scales) for j, sigma in enumerate(map_noise)})
+print("cells where (1) holds and (2) is at least partly reproduced (random start c = 0.3): "
+      f"{len(stored_region['both']) + len(stored_region['partly'])}")
+
+# %% mystnb={"figure": {"caption": "Verdicts on the seeds' claims (1) to (4) at each cell of the map over the scale of $M$ and the noise level $\\sigma$ (prompts: $N = 4$, $n = 500$, seed 0, 2000 iterations); the colour is the status computed from the number printed in the cell (grey: the certified lower bound cannot decide claim (4)), with the thresholds printed above.", "name": "fig-ch05-claims-map"}, "image": {"alt": "Four small heat maps in a two by two grid, one per claim, each three scales of M by three noise levels; every cell coloured by verdict (reproduced, partly, not reproduced) and labelled with its measured number."}} tags=["hide-input"]
+from matplotlib.colors import to_rgb
+from matplotlib.patches import Patch
+
+status_colour = {verdicts.REPRODUCED: OKABE_ITO["bluish green"], verdicts.PARTLY: OKABE_ITO["orange"],
+                 verdicts.NOT_REPRODUCED: OKABE_ITO["vermillion"], verdicts.NOT_TESTABLE: NEUTRAL_GREY}
+fig, axes = figure(2, 2, layout="constrained", height=5.6)
+titles = ("(1) spectral start near $L^\\star$", "(2) three orders of magnitude",
+          "(3) Algorithm 1 converged", "(4) SGD not converged")
+for ax, key, title in zip(axes.flat, CLAIM_KEYS, titles):
+    rgb = np.array([[to_rgb(status_colour[s]) for s in row]
+                    for row in map_status[key]])
+    ax.imshow(rgb, origin="lower", aspect="auto")
+    for i in range(map_scales.size):
+        for j in range(map_noise.size):
+            ax.text(j, i, f"{map_values[key][i, j]:.2g}", ha="center", va="center",
+                    color="white")
+    ax.set(xticks=range(map_noise.size), xticklabels=[f"{s:g}" for s in map_noise],
+           yticks=range(map_scales.size), yticklabels=[f"{s:g}" for s in map_scales],
+           xlabel="noise level $\\sigma$", ylabel="scale of $M$", title=title)
+    ax.grid(False)
+fig.legend(handles=[Patch(color=c, label=s) for s, c in status_colour.items()],
+           loc="outside lower center", ncol=3)
+plt.show()
+
+# %% [markdown]
+# Across the map ({numref}`fig-ch05-claims-map`) the verdicts do not depend on a lucky point. Claim (3) fails in all nine cells:
+# Algorithm 1 leaves between 0.304 and 0.568 of its initial gap after 2000 iterations, a little
+# less at larger $\lVert M\rVert$ but nowhere near $10^{-3}$. Claim (1) holds in five cells and fails
+# where the noise is small against the task (every cell at $\sigma = 0.01$, and $M \times 2$ at
+# $\sigma = 0.03$). Claim (2) is never reproduced; it is "partly" reproduced in four cells, exactly
+# cells where (1) fails, so no cell supports both at the book's random start $c = 0.3$, the start this
+# stored map trains from (the live map above varies $c$: there both hold in 25 of 80 cells from
+# $c = 2$ on). Claims (1) and (3) do not depend on $c$ (Algorithm 1 starts at the spectral point);
+# claim (4) was run from $c = 0.3$ only. Claim (4) is reproduced in six cells; in the
+# three cells of the book's $M$ the certified lower bound of SGD's gap ratio ($3.34\times10^{-5}$,
+# 0 and $5.12\times10^{-4}$) is too weak to decide, because SGD is the only unregularized method run
+# here and its own last loss is almost the lowest loss seen, so the verdict is "not testable" rather
+# than a guess. The default points of the rerun above (the book's $M$, $\sigma = 0.1$ and $0.03$)
+# give the same verdicts on (1) to (3) as their cells here.
+
+# %% [markdown]
+# ## The sources' claims and what this chapter measured
+#
+# Every verdict below is decided by `attnlib.claims.ch05` from the numbers printed above, with its
+# threshold in the printed reason; this cell only collects them. Each observation appears first
+# under the seed's own wording **[seed]**, then, where the book reads it more strictly, under that
+# reading **[choice]**. The thresholds are this book's **[choice]**: "close" and "converges to the
+# optimal loss" are a population loss within 10% of $L^\star$; "about three orders of magnitude" is
+# a log10 ratio of at least 2.5 (1.5 earns "partly"), judged at the book's random start and, as a
+# region, against its scale $c$; "converged" in the strict reading is an optimization gap below
+# $10^{-3}$ of the initial one; "heads to the global optimum" is Theorem 2's population statement,
+# Algorithm 1's excess risk at 2000 no larger than that of the certified minima of $\hat Q$ found,
+# and in the strict reading the minimum of Algorithm 1's basin within $10^{-3}$ of the initial gap
+# of the lowest known minimum; "a power-law rate" means the geometric fit's log residual over
+# $k = 1000$ to $2000$ is more than twice the power law's (partly: larger); "removes the
+# $\kappa(\Sigma)$ dependence" means at most twice the iterations at $\kappa = 1000$ as at
+# $\kappa = 1$. Four rows that fail in the strict reading share one cause, shown in the section on
+# where the headline holds. Claims (1) to (4) in the second reconstruction (many prompts) are in
+# the previous section, beside the one-set verdicts.
+
+# %%
+claims["global"], claims["global_basin"] = judge.global_optimum(
+    [stacked("excess_risk", "algorithm1")[i, -1] / runs[f"ref_Q_excess_risk_seed{s}"].max()
+     for i, s in enumerate(SEEDS)],
+    [(float(runs[f"basin_value_seed{s}"]) - best["Q", s])
+     / (runs[f"objective_seed{s}"][0, 0] - best["Q", s]) for s in SEEDS], SEEDS)
+claims["kappa"] = judge.preconditioner_kappa(
+    first[:, -1, METHODS.index("random+precond+reg"), list(thresholds).index(1e-2)].max()
+    / first[:, 0, METHODS.index("random+precond+reg"), list(thresholds).index(1e-2)].max())
+for key, label in (("start", "[seed]"), ("orders", "[seed]"), ("orders_scale", "[seed]"),
+                   ("alg1_loss", "[seed]"), ("alg1", "[choice]"), ("global", "[seed]"),
+                   ("global_basin", "[choice]"), ("sgd_loss", "[seed]"), ("sgd", "[choice]"),
+                   ("random_loss", "[seed]"), ("random", "[choice]"), ("gd_power", "[abstract]"),
+                   ("kappa", "[derived]")):
+    print(f"{label:11s} {claims[key]}")
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. At the defaults the loss ratio between random and spectral starts is small while the
+#    excess-risk ratio is large. Write the loss ratio in terms of the excess risks $e_r$, $e_s$ and
+#    $L^\star$. Can a smaller noise level $\sigma$ make it reach 1000? Use the $\sigma = 0$ numbers
+#    printed under Observation 1.
+#
+# ```{admonition} Solution
+# :class: dropdown
+# The ratio is $(e_r + L^\star)/(e_s + L^\star)$ with $L^\star = p\sigma^2/2$; $e_r$, the error of
+# a random map, does not depend on $\sigma$. If $e_s$ scaled like $\sigma^2$ (as the OLS error
+# $p\sigma^2 d/(2(n-d-1))$ does), the ratio would grow without bound as $\sigma \to 0$. It does not:
+# the spectral start's excess risk has a part that does not vanish with the noise (chapter 6,
+# exercise 3: the layer computes $A\Sigma B^\top$ with the true $\Sigma$, while the start fits
+# $A\hat\Sigma B^\top = \hat M$). At $\sigma = 0$, where $L^\star = 0$ and the loss ratio equals
+# $e_r/e_s$, the cell under Observation 1 prints $e_s = 5.0\times10^{-3}$, $1.9\times10^{-3}$ and
+# $3.5\times10^{-3}$ for seeds 0 to 2 and a ratio that tops out at 46.7 to 99.4, below 1000 for
+# every seed. So in this reconstruction no noise level
+# gives three orders of magnitude at $n = 500$; a larger target map or a larger random start would
+# change $e_r$ (the section on observation 1 scans the random start's scale).
+# ```
+#
+# 2. Use the explorer with $\kappa = 1000$. Which step-size scale $c$ makes plain gradient descent
+#    diverge, and why does the preconditioned method tolerate a larger $c$? (Chapter 4 gives the
+#    step-size rule.)
+#
+# ```{admonition} Solution
+# :class: dropdown
+# The rule $\eta = c/((1+\lambda)\max(\hat s_{\max}, \lVert U_0\rVert_F^2 + \lVert V_0\rVert_F^2))$
+# bounds the curvature of the objective in $(U, V)$ at the start by
+# $2.5(1+\lambda)\max(\hat s_{\max}, N_0) = 2.5c/\eta$ (chapter 4), so $\eta\lVert H\rVert \le 2.5c$ and
+# gradient descent on $(U, V)$, which is what the preconditioned method is, is stable for $c$ up to
+# about $0.8$ by that bound, and in practice well beyond, since the bound is loose (the section on
+# slow directions measures the true largest curvature: more than ten times smaller than the bound
+# at the defaults). The preconditioned method tolerates a larger $c$ because its stability limit is
+# set by the curvature in $(U, V)$, which does not depend on $\Sigma$; without the preconditioner the
+# same step meets the Hessian $J^\top H J$ in $(A, B)$, whose largest eigenvalue grows with
+# $\lVert\hat\Sigma\rVert^2$, and whose smallest ones shrink with the small eigenvalues of
+# $\hat\Sigma$. The rule divides the unpreconditioned step by
+# $\max(\lVert\hat\Sigma\rVert, \lVert\hat\Sigma\rVert^2)$ to cover the first effect, which is about 1
+# here because the largest eigenvalue of $\Sigma$ is 1; the second effect is what makes plain
+# gradient descent slow. Try increasing $c$ until one of the curves stops early (training stops when the
+# objective overflows, `TrainResult.diverged`); the value depends on the seed and $n$.
+# ```
+#
+# 3. The sweep stops each run at excess risk $10^{-2}$. Why would a threshold below the excess risk
+#    Algorithm 1 settles at (about $7\times10^{-3}$ at the defaults) make the table meaningless for
+#    every method, and what sets that level?
+#
+# ```{admonition} Solution
+# :class: dropdown
+# The excess risk measures the distance of the trained layer from the *true* map; training only
+# sees $n = 500$ noisy samples, so even the certified minimizer of the trained objective has an
+# excess risk that is a statistical error: the certified minima of $\hat Q$ found from different
+# starts have the excess risks printed in the section on the best local minima found, of the order of
+# the OLS error $p\sigma^2 d/(2(n-d-1))$ plus the finite-$n$ softmax error of chapter 2. A threshold
+# below that level is never reached by any method, so every entry would read "not reached" and the
+# table would measure the data, not the optimizer. Chapter 6 measures how this floor falls with $n$.
+# ```

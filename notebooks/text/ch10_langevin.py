@@ -1,0 +1,531 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 10: Langevin training of attention and LoRA
+#
+# Chapter 7 ran Langevin dynamics on potentials in one and two dimensions, where the Gibbs
+# measure and the spectral gap can be computed on a grid. This chapter runs the same dynamics,
+#
+# $$
+# d\theta_t = -\nabla f(\theta_t)\,dt + \sqrt{s}\,dB_t ,
+# $$ (eq-ch10-1)
+#
+# on the two losses of the source {cite}`frangi2026`: the attention regression loss in
+# $(W_Q, W_K)$ of Chapter 8 and the LoRA loss in $(U, V)$ of Chapter 9, each with the mild
+# regularizers of those chapters. Three questions, each answered with many chains at once:
+#
+# * does the expected loss converge, and to what (the Gibbs mean at temperature $s$, not the
+#   minimum)?
+# * how does the time to come within $\epsilon$ of the limit grow with $\epsilon$ (the source's
+#   Theorem 3.3 says $O(\log(1/\epsilon))$)?
+# * what happens to the parameters without a regularizer, when the Gibbs measure does not
+#   exist?
+#
+# Labels as in Chapter 7: **[seed]**, **[abstract]**, **[derived]**, **[choice]**.
+
+# %% [markdown]
+# :::{admonition} Learning objectives
+# After this chapter you can measure convergence of the mean loss to the Gibbs mean over many chains, the time to reach and stay within $\varepsilon$, and drift along a symmetry orbit.
+#
+# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::
+
+# %%
+# %matplotlib inline
+import matplotlib.pyplot as plt
+import numpy as np
+
+from attnlib import experiments, langevin
+from attnlib.claims import ch10
+from attnlib.experiments import part2
+from attnlib.plotting import SERIES, figure, legend_below, use_book_style
+
+use_book_style()
+MODELS = ("attention", "lora")
+TITLES = {"attention": r"attention in $(W_Q, W_K)$", "lora": r"LoRA in $(U, V)$"}
+BLOCKS = {"attention": (r"$\|W_Q\|_F$", r"$\|W_K\|_F$"), "lora": (r"$\|U\|_F$", r"$\|V\|_F$")}
+
+# %% [markdown]
+# ## The set-up
+#
+# **[choice]** Everything here is the book's choice; the source's own Langevin experiments (if
+# any beyond the Darcy-flow training of Chapter 11) are not available to this project.
+#
+# * Models: `qk_attention.make_problem` ($n = 6$ inputs of $N = 5$ tokens in $d = 3$
+#   dimensions, $d_k = 2$, so $D = 12$ trained parameters) and `lora.make_problem` (width 8,
+#   rank 1, $d = 3$, $n = 20$, so $D = 11$), both with problem seed 0.
+# * Regularizer: the log-amplified $\lambda\|W\|_F^2\log(1+\|W\|_F^2)$ on each block, with
+#   $\lambda = 0.01$; for the norm experiment also none, weight decay $\lambda\|W\|_F^2$ and the
+#   smooth power form $\lambda((1+\|W\|_F^2)^{1+\varepsilon/2} - 1)$, $\varepsilon = 0.5$
+#   (Chapter 8 explains the forms).
+# * Euler-Maruyama with step $h = 0.02$ (weak order 1, Chapter 7); 128 chains per temperature,
+#   $s\in\{0.02, 0.05, 0.2\}$, run to time 100, all starting at one common point with
+#   i.i.d. $\mathcal N(0, 1.5^2)$ entries (far above the Gibbs mean, so that the approach is
+#   visible); the norm experiment starts at a point with $\mathcal N(0, 0.5^2)$ entries.
+#
+# The runs are stored (`python -m attnlib.experiments NAME`, configurations in
+# `attnlib/experiments/part2.py`). The next cell loads them and replays the first 250 steps of
+# every run live, asserting that the replay agrees with the stored history.
+
+# %%
+stored = {}
+for name in [f"langevin_{kind}_{model}" for kind in ("temperatures", "norms") for model in MODELS]:
+    stored[name], replay, _ = experiments.replay(name, rtol=1e-9, atol=1e-12)
+    print(f"{name}: {len(stored[name]['times'])} records to t = {stored[name]['times'][-1]:.0f}; "
+          f"replayed prefix of {len(replay['times'])} records matches")
+config = experiments.config(stored["langevin_temperatures_attention"])
+temperatures = config["temperatures"]
+print("temperatures:", temperatures, "| chains:", config["chains"], "| step:", config["step"])
+
+# %% [markdown]
+# ## The expected loss converges to the Gibbs mean
+#
+# For each temperature the figure shows the mean loss over the chains with a band of two
+# standard errors, the long-time average over the second half of the run (dashed; the estimate
+# of the Gibbs mean $F_s = \mathbb{E}_{\mu_s} f$), and the lowest loss $f^*$ that BFGS found
+# from eight starts (dotted).
+
+# %% mystnb={"figure": {"caption": "Mean loss over the Langevin chains against time for each temperature $s$ (band: two standard errors), with its long-time average (dashed) and the minimum $f^*$ (dotted); attention (left) and LoRA (right).", "name": "fig-ch10-loss"}, "image": {"alt": "Two panels of mean loss against time on a symmetric-log time axis, one line with a shaded band per temperature, dashed long-time averages and a dotted f star line."}} tags=["hide-input"]
+fig, axes = figure(1, 2, height=3.2)
+for ax, model in zip(axes, MODELS):
+    h = stored[f"langevin_temperatures_{model}"]
+    for j, s in enumerate(temperatures):
+        line, = ax.plot(h["times"], h["loss_mean"][:, j], label=f"$s = {s}$")
+        ax.fill_between(h["times"], h["loss_mean"][:, j] - 2 * h["loss_sem"][:, j],
+                        h["loss_mean"][:, j] + 2 * h["loss_sem"][:, j],
+                        color=line.get_color(), alpha=0.3)
+        ax.axhline(h["tail_mean"][j], color=line.get_color(), ls="--", lw=0.8)
+    ax.axhline(float(h["f_star"]), color="k", ls=":", label="$f^*$ (BFGS)")
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlim(0, h["times"][-1])
+    ax.set_xlabel("time $t$ (linear up to 1, logarithmic after)")
+    ax.set_ylabel(r"mean loss over chains")
+    ax.set_title(TITLES[model])
+legend_below(fig, ncol=4)
+plt.show()
+
+# %%
+dims = {model: experiments.config(stored[f"langevin_temperatures_{model}"])["dim"] for model in MODELS}
+for model in MODELS:
+    h = stored[f"langevin_temperatures_{model}"]
+    f_star = float(h["f_star"])
+    print(f"{model} (D = {dims[model]}), f* = {f_star:.4f}")
+    for j, s in enumerate(temperatures):
+        excess = h["tail_mean"][j] - f_star
+        print(f"  s = {s:4.2f}: F_s = {h['tail_mean'][j]:.4f} +- {h['tail_sem'][j]:.4f}, "
+              f"F_s - f* = {excess:.4f}, s D / 4 = {s * dims[model] / 4:.4f}, "
+              f"ratio {excess / (s * dims[model] / 4):.2f}, D_eff = 4 (F_s - f*) / s = "
+              f"{4 * excess / s:.1f}")
+
+# %% [markdown]
+# {numref}`fig-ch10-loss` shows the result. The limit is not the minimum. At every temperature the expected loss settles at a level
+# $F_s$ above $f^*$, and the excess grows in proportion to $s$. For attention it is within 6%
+# of the equipartition value $sD/4$ **[derived]** (Chapter 7 and Exercise 1) at all three
+# temperatures (ratios 0.96, 0.94, 0.98). For LoRA the ratio is 0.92 at $s = 0.02$ but 0.77
+# at $s = 0.05$ and $0.2$: the Gibbs measure is not close to a Gaussian there, so the
+# quadratic (Laplace) count of $D = 11$ directions overstates the excess; an effective
+# dimension $D_{\mathrm{eff}} = 4(F_s - f^*)/s$ of about 8.5 fits both. At $s = 0.2$ the LoRA
+# mean loss even undershoots $F_s$ near $t = 1$ and then climbs back: the chains first descend
+# into the data valley and only later spread out along the weakly confined orbit directions,
+# where the regularizer term of the loss grows. The estimate $F_s$ also carries the $O(h)$
+# bias of the scheme's stationary law (Chapter 7); the MALA section below measures it for LoRA.
+
+# %% [markdown]
+# ## Time to reach epsilon
+#
+# **[choice]** $\epsilon$ is measured relative to the Gibbs mean at the same temperature: the
+# gap is $g(t) = |\bar f(t) - F_s|$, with $\bar f(t)$ the mean loss over the chains and $F_s$
+# the long-time average above (so the gap is not relative to $f^*$; see the last section).
+# $t_\epsilon$ is the first recorded time after which $g$ stays below $\epsilon$
+# (`langevin.hitting_times`). Eight values of $\epsilon$, geometrically spaced from $g(0)/2$
+# down to three times the noise of $g$ (the median standard error of a single-time mean plus
+# that of $F_s$): below that the hitting time measures the noise, not the dynamics. If $g$ decays like $e^{-\lambda t}$, $t_\epsilon$
+# is a straight line in $\log(1/\epsilon)$ with slope $1/\lambda$.
+
+# %%
+hitting = {}
+for model in MODELS:
+    h = stored[f"langevin_temperatures_{model}"]
+    for j, s in enumerate(temperatures):
+        gap = np.abs(h["loss_mean"][:, j] - h["tail_mean"][j])
+        noise = np.median(h["loss_sem"][:, j]) + h["tail_sem"][j]
+        assert gap[0] / 2 > 3 * noise, f"start too close to the Gibbs mean: {model}, s = {s}"
+        eps = np.geomspace(gap[0] / 2, 3 * noise, 8)
+        t_eps = langevin.hitting_times(h["times"], gap, eps)
+        hitting[model, s] = eps, t_eps
+        first = np.polyfit(np.log(1 / eps[:4]), t_eps[:4], 1)[0]
+        late = np.polyfit(np.log(1 / eps[-4:]), t_eps[-4:], 1)[0]
+        print(f"{model:9s} s = {s:4.2f}: eps from {eps[0]:.3f} to {eps[-1]:.4f} "
+              f"(noise {noise:.4f}); t_eps from {t_eps[0]:.1f} to {t_eps[-1]:.1f}; "
+              f"slope dt/dlog(1/eps): first four {first:.2f}, last four {late:.2f}")
+
+# %% mystnb={"figure": {"caption": "Hitting time $t_\\epsilon$ of the expected loss against $\\log(1/\\epsilon)$, one line per temperature; a straight line is convergence in time $O(\\log(1/\\epsilon))$. Attention (left) and LoRA (right).", "name": "fig-ch10-hitting"}, "image": {"alt": "Two panels of hitting time against log of one over epsilon, one marked line per temperature."}} tags=["hide-input"]
+fig, axes = figure(1, 2, height=3.0)
+for ax, model in zip(axes, MODELS):
+    for s in temperatures:
+        eps, t_eps = hitting[model, s]
+        ax.plot(np.log(1 / eps), t_eps, "o-", label=f"$s = {s}$")
+    ax.set_xlabel(r"$\log(1/\epsilon)$")
+    ax.set_ylabel(r"$t_\epsilon$")
+    ax.set_title(TITLES[model])
+legend_below(fig, ncol=4)
+plt.show()
+
+# %% [markdown]
+# {numref}`fig-ch10-hitting` shows the result. Over the $\epsilon$ range the noise allows (1.2 to 2.2 decades at the two lowest
+# temperatures, less at $s = 0.2$), $t_\epsilon$ is not a straight line in $\log(1/\epsilon)$:
+# it is convex. The first four $\epsilon$ are reached fast (the descent into the data valley:
+# local slope 0.9 to 1.4 time units per unit of $\log(1/\epsilon)$ for attention, 2.9 to 4.5
+# for LoRA), the last four slowly (3.8 and 4.0 for attention, 6.3 and 10.6 for LoRA, at
+# $s = 0.05$ and $0.02$): the late approach is set by the slow directions, the orbit directions
+# confined only by the mild regularizer. So the measurement is consistent with an exponential
+# approach at a small late rate (about $1/10$ to $1/4$ per unit time here), as a
+# Poincare inequality with a large constant predicts, but one to two decades of $\epsilon$
+# cannot tell an exponential late stage from a slower one; the honest reading is "fast, then
+# slow", with a time that does grow roughly linearly in $\log(1/\epsilon)$ over the last
+# stretch measured. The LoRA run at $s = 0.2$ is the odd one: its gap first closes by
+# undershooting $F_s$ (see the previous figure), so its $t_\epsilon$ jumps.
+
+# %% [markdown]
+# ## Without a regularizer the parameters drift along the symmetry orbit
+#
+# **[seed]** Without regularization the Gibbs measure is not normalisable, because the loss is
+# constant along the non-compact orbits of the symmetry $(W_Q G, W_K G^{-\top})$ (attention) or
+# $(U G, G^{-1} V)$ (LoRA) (Chapters 8 and 9). **[derived]** A Langevin chain then has no
+# stationary law to approach: along the orbit directions it diffuses. The stored runs use
+# $s = 0.05$, 64 chains per regularizer, and time 400; the curves are chain means of the block
+# norms.
+
+# %%
+for model in MODELS:
+    h = stored[f"langevin_norms_{model}"]
+    for j, name in enumerate(experiments.config(h)["regularizers"]):
+        first, last = h["norm_mean"][[len(h["times"]) // 4, -1], j]
+        print(f"{model:9s} {SERIES[name]['label']:12s}: block norms at t = 100: "
+              f"{first[0]:.2f}, {first[1]:.2f}; at t = 400: {last[0]:.2f}, {last[1]:.2f}; "
+              f"mean loss over t in [200, 400]: "
+              f"{h['loss_mean'][len(h['times']) // 2:, j].mean():.4f}")
+
+# %% mystnb={"figure": {"caption": "Mean block norms of the chains at $s = 0.05$ under each regularizer (solid: first block, dashed: second): they stay bounded, so the regularized chains do not drift along the symmetry orbit.", "name": "fig-ch10-norms"}, "image": {"alt": "Two panels of mean block norm against time for each regularizer, solid and dashed lines per regularizer, all levelling off."}} tags=["hide-input"]
+fig, axes = figure(1, 2, height=3.2)
+for ax, model in zip(axes, MODELS):
+    h = stored[f"langevin_norms_{model}"]
+    for j, name in enumerate(experiments.config(h)["regularizers"]):
+        line, = ax.plot(h["times"], h["norm_mean"][:, j, 0], label=f"{SERIES[name]['label']}: "
+                        + BLOCKS[model][0])
+        ax.plot(h["times"], h["norm_mean"][:, j, 1], color=line.get_color(), ls="--")
+    ax.set_xlabel("time $t$")
+    ax.set_ylabel("mean block norm (solid: first, dashed: second)")
+    ax.set_title(TITLES[model] + ", s = 0.05")
+legend_below(fig, ncol=2)
+plt.show()
+
+# %% [markdown]
+# {numref}`fig-ch10-norms` shows the result. Without a regularizer the block norms keep growing: for attention from 2.93 and 3.16 at
+# $t = 100$ to 3.91 and 4.76 at $t = 400$; for LoRA $\|U\|_F$ doubles, from 5.45 to 10.92,
+# while $\|V\|_F$ grows more slowly (1.38 to 1.85). With any of the three regularizers, weight
+# decay included, the norms level off within about $t = 50$ and stay flat to $t = 400$ (between
+# 1.7 and 2.6). This is the Langevin counterpart of the source's finding that unregularized
+# $\|W_Q\|_F, \|W_K\|_F$ grow without bound while both regularizers contain them **[seed]**
+# (Chapter 11 shows the Darcy-flow version). Note that the unregularized chains' mean loss
+# settles too (Exercise 2); their recorded loss is also lower (1.617 against 1.675 to 1.704 for
+# attention, 0.087 against 0.128 to 0.159 for LoRA) partly because the recorded loss of a
+# regularized run includes the regularizer. Weight decay contains the norms as well as the
+# two mild regularizers: Villani condition 4 is not what decides confinement here; the
+# partition function is finite with weight decay, and since the data losses are bounded the
+# Holley-Stroock perturbation lemma {cite}`holley1987` already gives a Poincare inequality
+# (Chapter 8 explains why Villani is sufficient, not necessary).
+
+# %% [markdown]
+# ## The constants: how slow are the slow directions?
+#
+# Holley-Stroock (Chapter 8) says that with a bounded data loss every confining regularizer gives a
+# Poincare inequality, so the regularizers differ only in constants. This section measures
+# constants. For a reversible diffusion the autocorrelation of an observable $g$ is a mixture of
+# decaying exponentials $e^{-\lambda_k t}$ with $\lambda_k \ge \lambda_1$, so its integrated
+# autocorrelation time $\tau_g = \int_{-\infty}^{\infty}\rho_g(t)\,dt$ satisfies $\tau_g \le 2/\lambda_1$
+# [derived]. Each observable therefore gives an upper bound on the spectral gap,
+# $\lambda_1 \le 2/\tau_g$, and a lower bound on the Poincare constant, $C_P = s/(2\lambda_1) \ge s\,\tau_g/4$.
+#
+# **[choice]** The stored run `langevin_constants_lora` (LoRA model only, to fit the CPU budget):
+# weight decay, log and power forms at $\lambda = 0.01$, the three temperatures of this chapter,
+# 64 chains started at the regularized minimizer, Euler-Maruyama with $h = 0.02$ to time 400,
+# records every 0.5, the first 20% discarded. The slow observables are the position along the
+# scale orbit, $\log(\lVert U\rVert_F/\lVert V\rVert_F)$, and the imbalance $\lVert U\rVert_F^2 - \lVert V\rVert_F^2$;
+# the loss is a fast one for comparison. `langevin.autocorrelation_time` pools the autocovariance of the 64 chains about their common
+# mean (removing each chain's own mean would hide the slow part of each short chain and bias the
+# time low; the function is checked on AR(1) series of known time at this run length) and uses
+# Sokal's automatic window. The Holley-Stroock upper bound for weight decay, $e^{2\sup L/s}\,s/(4\lambda)$, is printed beside it.
+
+# %%
+constants, replay, _ = experiments.replay("langevin_constants_lora", rtol=1e-9, atol=1e-12)
+cfg = experiments.config(constants)
+print(f"langevin_constants_lora: replayed prefix matches; run length {constants['times'][-1]:.0f}")
+lora_wd = part2.problem("lora", "weight_decay")
+sup_L_lora = 0.5 * np.mean((np.abs(lora_wd.a).sum() + np.abs(lora_wd.y)) ** 2)
+print("regularizer    s   | tau: log(|U|/|V|)  |U|^2-|V|^2   loss | run / max tau | "
+      "C_P >= s tau_max / 4 | log10 Holley-Stroock bound")
+for reg in cfg["regularizers"]:
+    for s in cfg["temperatures"]:
+        taus = [float(constants[f"{reg}/s{s:g}/{name}_tau"]) for name in ("log_ratio", "balance", "loss")]
+        hs = (2 * sup_L_lora / s + np.log(s / (4 * part2.LAM))) / np.log(10) if reg == "weight_decay" else np.nan
+        print(f"{reg:>12s} {s:5.2f} | {taus[0]:17.1f} {taus[1]:11.1f} {taus[2]:6.1f} | "
+              f"{0.8 * constants['times'][-1] / max(taus):13.0f} | {s * max(taus) / 4:20.3g} | "
+              + (f"{hs:.0f}" if np.isfinite(hs) else "-"))
+
+# %% [markdown]
+# The runs are long enough for the mild regularizers, 13 to 27 autocorrelation times after the
+# burn-in, but **not for weight decay: only 7 to 8**, so its times are rough and, if anything, low
+# (the automatic window then covers a large part of the run). The slow observables decorrelate in
+# 31 to 47 time units with weight decay, 11 to 20 with the log form and 14 to 25 with the power
+# form: at $\lambda = 0.01$ the mild regularizers mix faster along the orbit than weight decay does, and
+# all of them more slowly at lower temperature. So the regularizers do change the constants, in the
+# direction that favours the mild ones here. The loss decorrelates about as slowly as the orbit
+# coordinates: the regularizer term ties it to them. The implied lower bounds on $C_P$ (0.118 to
+# 2.26) sit more than a hundred orders of magnitude below the Holley-Stroock upper bound for weight
+# decay ($10^{120}$ to $10^{1193}$): that bound proves existence, not a usable constant. (An earlier
+# version of this chapter removed each chain's own mean before the autocorrelation and reported times
+# about half as large for weight decay and a third smaller for the mild forms, and runs "at least
+# 15 autocorrelation times long"; that estimator is biased low at this run length.)
+
+# %% [markdown]
+# ## Removing the step-size bias: MALA
+#
+# Chapter 7 measured the Euler-Maruyama bias on a double well and removed it with MALA. The stored
+# run `langevin_mala_lora` does the same for the log-regularized LoRA loss **[choice]**: 64 chains from
+# the regularized minimizer at each temperature, $h = 0.02$ for both samplers, Gibbs means over
+# $t \in [50, 100]$.
+
+# %%
+mala_runs, replay, _ = experiments.replay("langevin_mala_lora", rtol=1e-9, atol=1e-12)
+print("langevin_mala_lora: replayed prefix matches")
+mala_bias = {}
+for s in temperatures:
+    em_mean, em_sem = mala_runs[f"em/s{s:g}/gibbs_mean"]
+    mh_mean, mh_sem = mala_runs[f"mala/s{s:g}/gibbs_mean"]
+    mala_bias[s] = (em_mean - mh_mean, np.hypot(em_sem, mh_sem))
+    print(f"s = {s:4.2f}: Euler-Maruyama F_s = {em_mean:.4f} +- {em_sem:.4f}, MALA {mh_mean:.4f} +- "
+          f"{mh_sem:.4f} (acceptance {float(mala_runs[f'mala/s{s:g}/acceptance']):.3f}); "
+          f"difference {em_mean - mh_mean:+.4f} +- {np.hypot(em_sem, mh_sem):.4f}")
+
+# %% [markdown]
+# MALA accepts more than 99.5% of its proposals, and the Euler-Maruyama and MALA Gibbs means
+# agree within their standard errors at all three temperatures (differences $+0.0001 \pm 0.0020$,
+# $+0.0037 \pm 0.0041$ and $-0.0225 \pm 0.0169$). At $h = 0.02$ the step-size bias on this model is
+# below what 64 chains over 50 time units can resolve, unlike the double well of Chapter 7, where
+# the same step gave a bias of $0.022$ at a standard error of $0.0015$.
+
+# %% [markdown]
+# ## Theorem 3.3 as stated: three readings
+#
+# **[seed]** The SDE "converges within $\epsilon$ of the global minimum in expected time
+# $O(\log(1/\epsilon))$". At a fixed temperature $s$ the expected loss cannot go below the Gibbs mean
+# $F_s$, an offset $F_s - f^* \approx sD_{\mathrm{eff}}/4$ above the minimum (first section), so at fixed
+# $s$ the statement can only hold for $\epsilon$ above that offset, with a constant that depends on $s$.
+# This section reads the theorem three ways:
+#
+# 1. **fixed $s$, mean loss [seed reading]**: on the temperature runs of both models, $t_\epsilon$ is
+#    the first recorded time after which the chain-mean loss stays below $f^* + \epsilon$, for eight
+#    values of $\epsilon$ from half the starting excess down to twice the offset $F_s - f^*$ **[choice]**;
+# 2. **fixed $s$, expected hitting time [seed reading]** ("in expected time"): the mean over chains of
+#    the first time a single chain comes within $\epsilon$ of $f^*$, $\mathbb E[\tau_\epsilon]$. The stored run
+#    `langevin_anneal_lora` records every chain's first passage for seven $\epsilon$ from 0.4 to 0.05 at
+#    each of its four temperatures; at each temperature the $\epsilon$ at least twice its offset are used,
+#    and an $\epsilon$ some chain never reaches is dropped (its mean would be censored);
+# 3. **annealed [choice reading]**: the temperature is lowered with $\epsilon$, $s_\epsilon = 2\epsilon/D$
+#    for $\epsilon \in \{0.4, 0.2, 0.1, 0.05\}$ (so the Gibbs excess $sD_{\mathrm{eff}}/4 \le \epsilon/2$), 64 chains from
+#    the far start of the temperature runs, time 100; $f^*$ is the lowest of eight BFGS runs. This
+#    reading asks for one constant across temperatures, which the seed does not state; it is
+#    reported as this book's row, with how the time per halving of $\epsilon$ grows as $s$ falls.
+#
+# **Rule [choice]** (`attnlib.claims.ch10`, fixed before looking at these fits): each set of times is
+# fitted by $t = a + b\,h_p(\epsilon)$ with $h_p(\epsilon) = (\epsilon^{-p} - 1)/p$, which is $a + b\log(1/\epsilon)$ at
+# $p = 0$ and a power law for $p > 0$; the least-squares exponent $\hat p$ on $[0, 2]$ must be at most
+# 0.25 (reproduced; partly up to 0.5, the growth $\epsilon^{-1/2}$). A set spanning less than a factor 3 in
+# $\epsilon$, or with fewer than four times, is not testable. The previous rule of this chapter (the last
+# increment of $t_\epsilon$ per halving at most twice the first, on the annealed run) asked for a constant
+# uniform in $s$ and still accepted growth like $\epsilon^{-1/2}$; its ratio is printed for comparison.
+
+# %%
+anneal, replay, _ = experiments.replay("langevin_anneal_lora", rtol=1e-9, atol=1e-12)
+acfg = experiments.config(anneal)
+f_star_lora = float(anneal["f_star"])
+print(f"langevin_anneal_lora: replayed prefix matches; f* = {f_star_lora:.4f}")
+print("1. fixed s, mean loss: eps from half the start excess down to 2 (F_s - f*)")
+fixed_mean = {}
+for model in MODELS:
+    h = stored[f"langevin_temperatures_{model}"]
+    for j, s in enumerate(temperatures):
+        offset = h["tail_mean"][j] - float(h["f_star"])
+        eps, t_eps = part2.reach_times(h["times"], h["loss_mean"][:, j] - float(h["f_star"]), offset)
+        fixed_mean[f"{model} s = {s:g}"] = ch10.growth_exponent(eps, t_eps) if eps.size else np.nan
+        print(f"  {model:9s} s = {s:4.2f}: offset {offset:.4f}; " + (
+            f"eps {eps[0]:.3f} to {eps[-1]:.3f}, t_eps {t_eps[0]:.1f} to {t_eps[-1]:.1f}, "
+            f"p_hat = {fixed_mean[f'{model} s = {s:g}']:.2f}" if eps.size else "start not above 2 x offset"))
+print("2. fixed s, expected hitting time E[tau_eps] (64 chains each)")
+hitting, offsets_anneal = {}, {}
+for eps_run, s_run in zip(acfg["epsilons"], acfg["temperatures"]):
+    loss = anneal[f"eps{eps_run:g}/loss_mean"]
+    offsets_anneal[s_run] = loss[loss.size // 2:].mean() - f_star_lora
+    eps, mean_tau = part2.expected_hitting_times(anneal[f"eps{eps_run:g}/first_passage"],
+                                                 acfg["passage_epsilons"], offsets_anneal[s_run])
+    hitting[f"lora s = {s_run:.4f}"] = ch10.growth_exponent(eps, mean_tau)
+    print(f"  s = {s_run:.4f}: offset {offsets_anneal[s_run]:.4f}; E[tau_eps] at eps = "
+          + ", ".join(f"{e:.3f}: {t:.2f}" for e, t in zip(eps, mean_tau))
+          + f"; p_hat = {hitting[f'lora s = {s_run:.4f}']:.2f}")
+theorem_33, readings_33 = ch10.fixed_temperature(fixed_mean, hitting)
+print(f"{'[seed]':11s} {theorem_33}")
+for reading in readings_33:
+    print(f"{'':14s}{reading}")
+
+# %%
+print("3. annealed, s = 2 eps / D")
+t_reach, tau_own = [], []
+for eps, s_eps in zip(acfg["epsilons"], acfg["temperatures"]):
+    excess = anneal[f"eps{eps:g}/loss_mean"] - f_star_lora
+    t_reach.append(langevin.hitting_times(anneal["times"], np.maximum(excess, 0.0), [eps])[0])
+    passages = anneal[f"eps{eps:g}/first_passage"][np.isclose(acfg["passage_epsilons"], eps)][0]
+    tau_own.append(passages.mean() if np.isfinite(passages).all() else np.nan)
+    print(f"  eps = {eps:5.3f}: s = {s_eps:.4f}, final excess {excess[-1]:.4f} "
+          f"+- {anneal[f'eps{eps:g}/loss_sem'][-1]:.4f}, t_eps = {t_reach[-1]:.1f}, "
+          f"E[tau_eps] = {tau_own[-1]:.2f}")
+per_halving = np.diff(t_reach) / np.log(2)
+print("time per unit of log(1/eps) between successive eps (the constant b), against the lower s: "
+      + ", ".join(f"s = {s:.4f}: {b:.1f}" for s, b in zip(acfg["temperatures"][1:], per_halving)))
+print(f"previous rule, last / first increment of t_eps = {per_halving[-1] / per_halving[0]:.2f} (it asked <= 2)")
+annealed = ch10.annealed(ch10.growth_exponent(acfg["epsilons"], t_reach),
+                         ch10.growth_exponent(acfg["epsilons"], tau_own))
+print(f"{'[choice]':11s} {annealed}")
+
+# %% [markdown]
+# **At a fixed temperature** the time to come within $\epsilon$ of $f^*$ does not grow like
+# $\log(1/\epsilon)$ by the rule: the fitted exponents are $\hat p = 0.72$ and $1.35$ (attention,
+# $s = 0.02$ and $0.05$) and $1.57$ (LoRA, $s = 0.02$) for the chain-mean loss, and $1.37$ and $0.93$
+# (LoRA, $s = 0.0182$ and $0.0091$) for the expected hitting time; the other temperatures start too
+# close to their offset to span a factor 3 in $\epsilon$. Two things bend these curves upward, and both
+# are part of the seed's claim as stated rather than of the runs: the far start gives a fast descent
+# first (the first $\epsilon$ are reached in a fraction of a time unit), and as $\epsilon$ approaches the Gibbs
+# offset the time grows like $\log(1/(\epsilon - (F_s - f^*)))$, faster than $\log(1/\epsilon)$. Down to twice the
+# offset the latter adds at most $\log 2$ times the relaxation time. The rule asks the whole range to
+# look logarithmic; an $O(\log(1/\epsilon))$ *bound* with an $s$-dependent constant is weaker, and a finite
+# range cannot refute a bound.
+#
+# **Annealed [choice]**: with $s_\epsilon = 2\epsilon/D$ every target is reached within the run, the final
+# excess over $f^*$ about half of $\epsilon$ (0.143, 0.086, 0.047, 0.024), but the time per unit of
+# $\log(1/\epsilon)$ grows as $s$ falls (3.5, 8.4, 11.7 at $s = 0.0364, 0.0182, 0.0091$), and the fitted
+# exponents are $\hat p = 0.74$ (mean loss) and $0.76$ (expected hitting time): not logarithmic by the
+# rule. The previous rule gives the same outcome (last to first increment 3.38 against 2). The
+# reason the constant hides is visible above: at lower temperature the slow orbit directions relax
+# more slowly (the autocorrelation times grow as $s$ falls), so the rate is not one number across
+# the $\epsilon$ range. Four to eight values of $\epsilon$ over at most one decade are a short range; the
+# measurements say only that over this range the times grow faster than logarithmically.
+
+# %% [markdown]
+# ## Theorem 3.3 of the source
+#
+# **[seed]** *Theorem 3.3.* Combining Theorems 3.1 and 3.2 (the regularized attention and LoRA
+# losses satisfy the Villani condition), the SDE for the weights converges to within
+# $\epsilon$ of the global minimum of the training loss, in expectation, in time
+# $O(\log(1/\epsilon))$. The seed attributes the rate to Shi, Su and Jordan {cite}`shi2023`
+# (key SSJ23 in the seed).
+#
+# What this chapter shows, for the book's small problems ($D = 12$ and $D = 11$):
+#
+# * with the log-amplified regularizer, the expected loss of 128 independent Langevin chains
+#   settles, at each of three temperatures, at a long-time level $F_s$ with a standard error
+#   between $5\times10^{-4}$ and $8\times10^{-3}$;
+# * the approach to $F_s$ is fast at first and slow at the end, with the time to reach
+#   $\epsilon$ growing roughly linearly in $\log(1/\epsilon)$ over the last stretch measured;
+# * read as the seed states it, at fixed $s$ and for $\epsilon$ above twice the Gibbs offset, the time
+#   to reach $f^* + \epsilon$ (chain-mean loss, and the expected hitting time of single chains) is fitted
+#   better by a power law than by $a + b\log(1/\epsilon)$ (exponents 0.72 to 1.57): by the printed rule the
+#   logarithmic rate is not reproduced over these short ranges;
+# * with the temperature lowered as $s = 2\epsilon/D$ ([choice] reading), every $\epsilon$ from 0.4 to 0.05
+#   is reached, but the time per unit of $\log(1/\epsilon)$ grows as $s$ falls (3.5, 8.4, 11.7);
+# * the slow orbit directions decorrelate in 31 to 47 time units with weight decay (runs only 7 to 8
+#   of those times long) and 11 to 25 with the mild regularizers (LoRA, $\lambda = 0.01$): the constants
+#   differ, in favour of the mild forms;
+# * without a regularizer the parameters drift along the symmetry orbit with no sign of a
+#   limit, while all three regularizers keep them bounded.
+#
+# What it cannot show, and where the measurements differ from a literal reading of the
+# theorem:
+#
+# * **Fixed $s$ gives the Gibbs mean, not the global minimum.** $F_s - f^*$ is close to
+#   $sD/4$ (attention) or $sD_{\mathrm{eff}}/4$ with $D_{\mathrm{eff}}\approx 8.5$ (LoRA), so
+#   "within $\epsilon$ of the global minimum" needs $s$ of order $4\epsilon/D$, and at lower
+#   $s$ the spectral gap can shrink (exponentially in $1/s$ across barriers, Chapter 7). The
+#   theorem's $O(\log(1/\epsilon))$ hides that constant; the first measurement of $t_\epsilon$ is
+#   relative to $F_s$, the annealed one relative to $f^*$.
+# * **$f^*$ is the lowest of eight BFGS runs**, not a certified global minimum.
+# * **No constants from the source.** The full text is not available to the project, so the rate
+#   the theorem guarantees cannot be compared with the measured autocorrelation times.
+# * **The scheme, not the SDE.** The runs use Euler-Maruyama at $h = 0.02$; on the LoRA model MALA
+#   finds no bias of its Gibbs means at that step within the standard errors printed above.
+# * **Small models, finite time.** One data set per model, $D\le 12$, time 100 (400 for the
+#   norms): the unregularized drift could, in principle, stop later; it cannot, since the
+#   unregularized Gibbs measure is not normalisable (Chapter 8), but the runs show only its
+#   start.
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. For $f(\theta) = f^* + \tfrac12(\theta-\theta^*)^\top H(\theta-\theta^*)$ with $H$
+#    positive definite on $\mathbb{R}^D$, show that $\mathbb{E}_{\mu_s}f = f^* + sD/4$,
+#    whatever $H$.
+#
+# ```{admonition} Solution
+# :class: dropdown
+# $\mu_s\propto e^{-2f/s}$ is $\mathcal N(\theta^*, \tfrac{s}{2}H^{-1})$, so
+# $\mathbb{E}\,\tfrac12(\theta-\theta^*)^\top H(\theta-\theta^*) =
+# \tfrac12\operatorname{tr}(H\cdot\tfrac{s}{2}H^{-1}) = sD/4$. Every direction contributes
+# $s/4$, however weak its curvature: this is why the flat-but-confined orbit directions of a
+# mildly regularized loss still count in $D$. When the confinement is not quadratic they count for
+# *less*. Integrating by parts against $\mu_s \propto e^{-2f/s}$ gives the virial identity
+# $\mathbb{E}_{\mu_s}[\theta_i\,\partial_i f] = s/2$ for each coordinate. A direction along which $f$
+# grows like $c\lvert x\rvert^k$ has $x\,\partial_x f = k f$, so it contributes $\mathbb{E} f = s/(2k)$: $s/4$ for a
+# quadratic, $s/8$ for a quartic. The log form $\lambda t\log(1+t)$ is quartic near 0
+# ($t\log(1+t) \approx t^2 = \lVert W\rVert_F^4$) and grows faster than quadratically far out, so its
+# orbit directions contribute less than $s/4$ each. That is the direction of the measured
+# $D_{\mathrm{eff}} \approx 8.5 < 11$ for LoRA.
+# ```
+#
+# 2. The unregularized attention chains in the last figure have a loss that settles while their
+#    parameters keep moving. Explain why the first fact does not contradict the second.
+#
+# ```{admonition} Solution
+# :class: dropdown
+# The data loss depends on $(W_Q, W_K)$ only through $P = W_Q W_K^\top$ and is constant along
+# each orbit. The chain's motion splits into a part across orbits, which feels the loss and can
+# equilibrate, and a part along the orbit, where the drift is zero and the chain performs a
+# (geometric) random walk. The loss only sees the first part; the block norms see the second.
+# A settled loss is therefore no evidence that a Gibbs measure exists.
+# ```
+#
+# 3. Rerun the LoRA temperature experiment with weight decay instead of the log regularizer at
+#    $s = 0.05$ (`part2.problem("lora", "weight_decay")` and `langevin.euler_maruyama` with the
+#    settings of `part2`), and compare $F_s - f^*$ with the log-regularized value.
+#
+# ```{admonition} Solution
+# :class: dropdown
+# Replace the problem and reuse `part2.initial_point`, `part2.blocks`, `step=part2.STEP`,
+# `record_every=part2.TEMPERATURE_RECORD`; estimate $F_s$ with `langevin.tail_mean` and $f^*$
+# with `part2.lowest_loss`. Weight decay confines the orbit directions with a quadratic, so
+# each contributes about the $s/4$ of Exercise 1. The log form is quartic near the origin
+# ($t\log(1+t)\approx t^2 = \|W\|_F^4$ for small $t = \|W\|_F^2$) and super-quadratic far out, so by
+# the virial identity of Exercise 1 its orbit directions contribute less; expect a larger
+# $F_s - f^*$ with weight decay (the norm experiment above points the same way: at $s = 0.05$ the
+# LoRA mean loss is higher with weight decay than with the log form).
+# ```
