@@ -10,12 +10,16 @@ their total exceeds ``--budget`` seconds (at least two tasks): that set of tasks
 *measured subset* (the whole run when every task fitted). It then runs the same tasks through
 :func:`attnlib.experiments.run_grid` with ``workers=2`` (a fresh LocalCluster of two
 single-threaded worker processes, its start-up included) and checks that every task's result is
-identical to the serial one. Each task also records the CPU seconds its process spent on it
-(``time.process_time``): CPU time per task does not depend on how busy the machine is, wall time
-does. Experiments that are not grids are one task each: two workers
-cannot speed them up, and they are listed without a measurement. Nothing is saved to the
+identical to the serial one (except wall-clock times a task records about itself). Each task
+also records the CPU seconds its process spent on it (``time.process_time``): CPU time per task
+does not depend on how busy the machine is, wall time does. Experiments that are not grids are
+one task each: two workers cannot speed them up, and they are listed without a measurement. Nothing is saved to the
 stored runs. The 1-minute load average is recorded before and after every figure (the machine
 is shared); the results go to ``attnlib/experiments/stored/benchmark_rerun.json``.
+
+First, on synthetic grids of four tasks that each keep a core busy for a set CPU time (0.25 s
+to 20 s), it measures serial against 2 workers (cluster start and stop included): the speed-up
+and the overhead over the ideal split, which say from which task length on workers pay.
 """
 
 from __future__ import annotations
@@ -35,9 +39,11 @@ from attnlib.experiments import TaskGrid, run_grid
 
 
 def _same(first: dict, second: dict) -> bool:
+    """Same keys and identical arrays, except the wall-clock times a task records about itself
+    (keys starting with ``seconds``), which no two runs share."""
     return set(first) == set(second) and all(
         np.array_equal(np.asarray(first[k]), np.asarray(second[k]), equal_nan=True)
-        for k in first)
+        for k in first if not k.startswith("seconds"))
 
 
 def _results(results: list) -> dict:
@@ -88,6 +94,49 @@ def cluster_startup() -> float:
     return time.perf_counter() - start
 
 
+#: CPU seconds per task of the synthetic grids (4 tasks each) that show from which task length
+#: on two workers pay (the stored grids' tasks mostly take a second or two).
+SWEEP_SECONDS = (0.25, 1.0, 4.0, 10.0, 20.0)
+SWEEP_TASKS = 4
+
+
+def busy_task(index: int, seconds: float) -> dict:
+    """A task that keeps one core busy for ``seconds`` of CPU time (200 x 200 products)."""
+    start = time.process_time()
+    x = np.random.default_rng(index).standard_normal((200, 200))
+    while time.process_time() - start < seconds:
+        x = np.tanh(x @ x.T / 200.0)
+    return {f"task{index}": np.asarray(float(x.sum()))}
+
+
+def task_length_sweep() -> list[dict]:
+    """Serial against 2 workers on grids of ``SWEEP_TASKS`` busy tasks of each length; the
+    2-worker time includes starting and stopping the cluster. ``overhead_seconds`` is the
+    2-worker time minus the ideal split (serial / 2)."""
+    from attnlib.experiments._tasks import merge_tasks
+
+    rows = []
+    for seconds in SWEEP_SECONDS:
+        grid = TaskGrid([(i, seconds) for i in range(SWEEP_TASKS)], busy_task, merge_tasks)
+        load = os.getloadavg()[0]
+        start = time.perf_counter()
+        serial = run_grid(grid)
+        serial_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        parallel = run_grid(grid, workers=2)
+        workers_seconds = time.perf_counter() - start
+        rows.append({"task_seconds": seconds, "tasks": SWEEP_TASKS,
+                     "serial_seconds": serial_seconds, "workers2_seconds": workers_seconds,
+                     "speedup": serial_seconds / workers_seconds,
+                     "overhead_seconds": workers_seconds - serial_seconds / 2,
+                     "identical": _same(serial, parallel), "load_before": load,
+                     "load_after": os.getloadavg()[0]})
+        print(f"{SWEEP_TASKS} tasks of {seconds:g} s: serial {serial_seconds:.1f} s, 2 workers "
+              f"{workers_seconds:.1f} s, speed-up {rows[-1]['speedup']:.2f}, load {load:.1f}",
+              flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=float, default=30.0,
@@ -103,6 +152,7 @@ def main() -> None:
             "budget_seconds": args.budget, "blas_threads_env": os.environ.get(
                 "OPENBLAS_NUM_THREADS"), "load_average_before": os.getloadavg()}
     meta["cluster_startup_seconds"] = cluster_startup()
+    sweep = task_length_sweep()
     rows, single = [], []
     for name in names:
         grid = experiments.task_grid(name)
@@ -117,8 +167,8 @@ def main() -> None:
               f"identical {row['identical']}, load {row['load_before_serial']:.1f}", flush=True)
     meta["load_average_after"] = os.getloadavg()
     output = Path(args.output) if args.output else experiments.benchmark_path("rerun")
-    output.write_text(json.dumps({"meta": meta, "rows": rows, "single_task": single},
-                                 indent=1) + "\n")
+    output.write_text(json.dumps({"meta": meta, "task_length_sweep": sweep, "rows": rows,
+                                  "single_task": single}, indent=1) + "\n")
     print(f"wrote {output}")
 
 

@@ -7,8 +7,8 @@ Usage (from the repository root)::
 
 Each table sits in ``README.md`` between the lines ``<!-- begin table: NAME -->`` and
 ``<!-- end table: NAME -->`` and is built from ``attnlib/experiments/stored/benchmark_*.json``:
-``competitors`` (``bench_competitors.py``), ``floor`` (``bench_floor.py``) and ``algorithm``
-(``bench_algorithm.py``).
+``competitors`` (``bench_competitors.py``), ``floor`` (``bench_floor.py``), ``algorithm``
+(``bench_algorithm.py``) and ``rerun`` (``bench_rerun.py``: serial against 2 Dask workers).
 """
 
 from __future__ import annotations
@@ -99,7 +99,27 @@ def algorithm_table(bench: dict) -> str:
     return "\n".join(lines)
 
 
-TABLES = {"competitors": competitors_table, "floor": floor_table, "algorithm": algorithm_table}
+def rerun_table(bench: dict) -> str:
+    """Serial against 2 Dask workers on synthetic grids of busy tasks, by task length, and the
+    shortest measured task length from which 2 workers were faster."""
+    lines = ["| CPU seconds per task | tasks | serial | 2 workers (start and stop included) | "
+             "speed-up | overhead over serial / 2 | load avg |", "|---" * 7 + "|"]
+    for row in bench["task_length_sweep"]:
+        lines.append(f"| {row['task_seconds']:g} | {row['tasks']} | {row['serial_seconds']:.1f} s "
+                     f"| {row['workers2_seconds']:.1f} s | {row['speedup']:.2f}x | "
+                     f"{row['overhead_seconds']:.1f} s | "
+                     f"{_load_range([row['load_before'], row['load_after']])} |")
+    paying = [row["task_seconds"] for row in bench["task_length_sweep"] if row["speedup"] > 1]
+    verdict = (f"two workers were faster from tasks of {min(paying):g} CPU seconds on"
+               if paying else "two workers were faster at no task length measured")
+    lines.append(f"\nIn this run {verdict}; an empty 2-worker cluster took "
+                 f"{bench['meta']['cluster_startup_seconds']:.1f} s to start and stop "
+                 f"({bench['meta']['date_utc']} UTC).")
+    return "\n".join(lines)
+
+
+TABLES = {"competitors": competitors_table, "floor": floor_table, "algorithm": algorithm_table,
+          "rerun": rerun_table}
 
 
 def render(readme: str) -> str:

@@ -44,7 +44,7 @@ def plan(torch_python: str | None) -> list[tuple[str, list[str], dict[str, str]]
                       [torch_python, "bench_competitors.py", "--keep-thread-env", "--output",
                        str(HERE.parent / "attnlib/experiments/stored/"
                            "benchmark_competitors_1thread.json")], ONE_THREAD))
-    steps.append(("rerun", [python, "bench_rerun.py"], {}))
+    steps.append(("rerun", [python, "bench_rerun.py", "--budget", "10"], {}))
     return steps
 
 
