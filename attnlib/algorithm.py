@@ -79,8 +79,9 @@ from .data import RegressionProblem
 from .geometry import MinimizerManifold, minimizer_manifold
 from .optim import (EmptyState, Transform, apply_updates, chain, check_betas, scale,
                     scale_by_adam, trace)
-from .population import (empirical_moments, factor_regularizer_and_grad,
-                         population_loss_and_grad, regularizer_and_grad, spd_sqrt)
+from .population import (_fit_and_weighted_error, empirical_moments,
+                         factor_regularizer_and_grad, population_loss_and_grad,
+                         regularizer_and_grad, spd_sqrt)
 from .reference import ReferenceOptimum
 
 __all__ = [
@@ -338,8 +339,8 @@ class DataLoss:
                 return loss, loss, grad_a, grad_b
             # population.regularizer_and_grad with the cached square root: R_hat in
             # (U, V) = (A S^{1/2}, S^{1/2} B S^{1/2}), its gradient mapped back to (A, B).
-            reg, reg_u, reg_v = factor_regularizer_and_grad(A @ half, half @ B @ half, lam=lam,
-                                                            normalized=normalized)
+            reg, reg_u, reg_v = factor_regularizer_and_grad(*self.manifold._factor(A, B),
+                                                            lam=lam, normalized=normalized)
             return loss + reg, loss, grad_a + reg_u @ half, grad_b + half @ reg_v @ half
 
         return value_and_grad
@@ -740,8 +741,10 @@ def _objective_recorder() -> _Recorder:
 
 
 def _distance_recorder(name: str, manifold: MinimizerManifold) -> _Recorder:
-    """``name``: dist_P from (A, B) to ``manifold`` (S_hat for ``dist_P_hat``, S for ``dist_P``)."""
-    return _Recorder((name,), lambda it: (manifold.distance(it.A, it.B),))
+    """``name``: dist_P from (A, B) to ``manifold`` (S_hat for ``dist_P_hat``, S for ``dist_P``;
+    the loop's parameters are not checked again)."""
+    return _Recorder((name,), lambda it: (
+        manifold._factor_distance(*manifold._factor(it.A, it.B)),))
 
 
 def _reference_recorder(manifold: MinimizerManifold, reference: ReferenceOptimum) -> _Recorder:
@@ -750,7 +753,7 @@ def _reference_recorder(manifold: MinimizerManifold, reference: ReferenceOptimum
     u_ref, v_ref = manifold.factor(reference.A, reference.B)
 
     def measure(it: _Iterate) -> tuple[float, ...]:
-        u, v = manifold.factor(it.A, it.B)
+        u, v = manifold._factor(it.A, it.B)
         return it.value - reference.value, float(np.sqrt(np.sum((u - u_ref) ** 2)
                                                          + np.sum((v - v_ref) ** 2)))
 
@@ -758,9 +761,11 @@ def _reference_recorder(manifold: MinimizerManifold, reference: ReferenceOptimum
 
 
 def _excess_risk_recorder(problem: RegressionProblem) -> _Recorder:
-    """``excess_risk``: ``L(A, B) - L*``, the infinite-data loss with the true Sigma, M."""
+    """``excess_risk``: ``L(A, B) - L* = 1/2 ||(A Sigma B^T - M) Sigma^{1/2}||_F^2``, the
+    noise-free infinite-data loss with the true Sigma, M (checked when the problem was made,
+    not again at every step)."""
     return _Recorder(("excess_risk",), lambda it: (
-        population_loss_and_grad(it.A, it.B, problem.Sigma, problem.M)[0],))
+        _fit_and_weighted_error(it.A, it.B, problem.Sigma, problem.M)[0],))
 
 
 def _clock_recorder() -> _Recorder:

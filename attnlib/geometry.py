@@ -98,6 +98,10 @@ class MinimizerManifold:
         d = self.half.shape[0]
         a = as_matrix("A", A, shape=(self.Xstar.shape[0], d))
         b = as_matrix("B", B, shape=(d, d))
+        return self._factor(a, b)
+
+    def _factor(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`factor` of checked arrays (for loops that check their parameters once)."""
         return a @ self.half, self.half @ b @ self.half
 
     def unfactor(self, U: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,7 +132,10 @@ class MinimizerManifold:
     @finite_result
     def distance(self, A: np.ndarray, B: np.ndarray) -> float:
         """``dist_P((A, B), S)`` by orthogonal Procrustes (see the module docstring)."""
-        u, v = self.factor(A, B)
+        return self._factor_distance(*self.factor(A, B))
+
+    def _factor_distance(self, u: np.ndarray, v: np.ndarray) -> float:
+        """:meth:`distance` from the (U, V) coordinates of checked parameters."""
         rotation = _polar(self.U_star.T @ u + self.V_star.T @ v)
         return float(np.sqrt(np.sum((u - self.U_star @ rotation) ** 2)
                              + np.sum((v - self.V_star @ rotation) ** 2)))

@@ -181,10 +181,19 @@ def population_loss_and_grad(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M:
     a, b = _layer(A, B, d)
     m = as_matrix("M", M, shape=(a.shape[0], d))
     noise_std = check_positive("noise_std", noise_std, allow_zero=True)
+    value, weighted = _fit_and_weighted_error(a, b, sigma, m)
+    value += a.shape[0] * noise_std ** 2 / 2.0
+    return value, weighted @ b @ sigma, weighted.T @ a @ sigma
+
+
+def _fit_and_weighted_error(a: np.ndarray, b: np.ndarray, sigma: np.ndarray,
+                            m: np.ndarray) -> tuple[float, np.ndarray]:
+    """``(1/2 ||E Sigma^{1/2}||_F^2, E Sigma)`` with ``E = A Sigma B^T - M``, on checked arrays:
+    the noise-free population loss (what :func:`population_loss_and_grad` builds on; also
+    recorded along :func:`attnlib.algorithm.train` without re-checking Sigma every step)."""
     error = a @ sigma @ b.T - m
     weighted = error @ sigma                                   # E Sigma
-    value = 0.5 * float(np.sum(weighted * error)) + a.shape[0] * noise_std ** 2 / 2.0
-    return value, weighted @ b @ sigma, weighted.T @ a @ sigma
+    return 0.5 * float(np.sum(weighted * error)), weighted
 
 
 @finite_result

@@ -222,6 +222,20 @@ def test_split_blocks_give_the_direct_result_bit_for_bit(mask: str) -> None:
             np.testing.assert_array_equal(split[2], direct[2])
 
 
+@pytest.mark.parametrize("n", [200, 256, 333, 700, 2100])
+def test_automatic_blocks_and_threads_match_the_direct_computation(n: int) -> None:
+    # From one block (n = 200) through the split into two halves (n = 256, 333) to many
+    # blocks of BLOCK_ELEMENTS // n rows (700, 2100), on one thread and on two, against the
+    # single-block direct computation (the reference): at most 1e-14 relative in float64.
+    a, b, x, y = _layer(n, 10, 20, seed=n, scale=0.3)
+    direct = attention.loss_and_grad(a, b, x, y, block_size=n, workers=1)
+    for workers in (1, 2):
+        got = attention.loss_and_grad(a, b, x, y, workers=workers)
+        assert abs(got[0] - direct[0]) <= 1e-14 * abs(direct[0])
+        for g, w in zip(got[1:], direct[1:]):
+            assert _relative_error(g, w) <= 1e-14
+
+
 def test_results_do_not_depend_on_workers() -> None:
     a, b, x, y = _layer(700, 10, 20, seed=21)
     one = attention.loss_and_grad(a, b, x, y, block_size=64, workers=1)
