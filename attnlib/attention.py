@@ -328,24 +328,34 @@ def _softmax_rows(logits: np.ndarray, self_columns: np.ndarray | None) -> tuple[
 
 
 def _block_rows(e: np.ndarray, z: np.ndarray, keys: np.ndarray, keys_t: np.ndarray,
-                targets: np.ndarray, a_t: np.ndarray,
-                t_out: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per query row of one block: the residuals ``r_j``, the outputs ``h_j`` and
-    ``(dS X)_j = sum_i w_ji (g_j . x_i - c_j) x_i`` (formulas of the module docstring), from
-    ``E`` and ``z`` (the output of :func:`_softmax_rows`).
+                targets: np.ndarray, a_t: np.ndarray, t_out: np.ndarray,
+                out: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """Per query row of one block: write the residuals ``r_j``, the outputs ``h_j`` and
+    ``(dS X)_j = sum_i w_ji (g_j . x_i - c_j) x_i`` (formulas of the module docstring) into
+    ``out = (residual, hidden, ds_x)``, from ``E`` and ``z`` (the output of
+    :func:`_softmax_rows`).
 
-    Works on one block of query rows (``e`` of shape (b, n), ``keys`` (n, d), ``keys_t`` (d, n))
-    and on a stack of g prompts (``e`` (g, n, n), ``keys`` (g, n, d), ``keys_t`` (g, d, n));
-    ``t_out`` is a work array shaped like ``e``. Each row's values are computed from that row
-    alone (with one BLAS thread they do not depend on how the rows are split into blocks).
+    Works on one block of query rows (``e`` of shape (b, n), ``keys`` (n, d), ``keys_t`` (d, n),
+    ``out`` (b, p), (b, d), (b, d)) and on a stack of g prompts (``e`` (g, n, n), ``keys``
+    (g, n, d), ``keys_t`` (g, d, n), ``out`` (g, n, p), (g, n, d), (g, n, d)); ``t_out`` is a
+    work array shaped like ``e``. The products write into ``out`` and ``t_out`` and the
+    divisions and differences are taken in place, so a block allocates only arrays of one row
+    per query. Each row's values are computed from that row alone (with one BLAS thread they
+    do not depend on how the rows are split into blocks).
     """
-    hidden = (e @ keys) / z[..., None]                                    # h_j
-    residual = hidden @ a_t.T - targets                                   # r_j
+    residual, hidden, ds_x = out
+    norm = z[..., None]
+    np.matmul(e, keys, out=hidden)
+    hidden /= norm                                                        # h_j
+    np.matmul(hidden, a_t.T, out=residual)
+    residual -= targets                                                   # r_j
     g = residual @ a_t                                                    # A^T r_j
     c = np.einsum("...j,...j->...", g, hidden)                            # g_j . h_j
-    t = np.matmul(g / z[..., None], keys_t, out=t_out)                    # (g_j . x_i) / z_j
+    g /= norm
+    t = np.matmul(g, keys_t, out=t_out)                                   # (g_j . x_i) / z_j
     t *= e                                                                # w_ji g_j . x_i
-    return residual, hidden, t @ keys - c[..., None] * hidden
+    np.matmul(t, keys, out=ds_x)
+    ds_x -= c[..., None] * hidden
 
 
 def _row_sums(residual: np.ndarray, hidden: np.ndarray, queries: np.ndarray,
@@ -516,8 +526,8 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
         queries_b = xb[start:stop] if index is None else xb[index[start:stop]]
         logits = np.matmul(queries_b, keys_t, out=scratch[0])
         e, z = _softmax_rows(logits, self_columns)                       # E = z W
-        residual[start:stop], hidden[start:stop], ds_x[start:stop] = _block_rows(
-            e, z, keys, keys_t, targets, a_t, scratch[1])
+        _block_rows(e, z, keys, keys_t, targets, a_t, scratch[1],
+                    (residual[start:stop], hidden[start:stop], ds_x[start:stop]))
 
     _run_blocks(work, m, block, workers, buffers=2, width=n, dtype=kind)
     queries = x if index is None else x[index]
@@ -586,8 +596,10 @@ def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.nda
         stack = [array.reshape(stop - start, n, n) for array in scratch]
         logits = np.matmul(xb[start:stop], keys_t[start:stop], out=stack[0])
         e, z = _softmax_rows(logits, self_columns)
-        residual, hidden, ds_x = _block_rows(e, z, x[start:stop], keys_t[start:stop],
-                                             y[start:stop], a, stack[1])
+        residual = np.empty((stop - start, n, a.shape[0]))
+        hidden, ds_x = np.empty((stop - start, n, d)), np.empty((stop - start, n, d))
+        _block_rows(e, z, x[start:stop], keys_t[start:stop], y[start:stop], a, stack[1],
+                    (residual, hidden, ds_x))
         return _row_sums(residual, hidden, x[start:stop], ds_x)
 
     group = max(1, BLOCK_ELEMENTS // (n * n))
