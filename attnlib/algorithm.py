@@ -79,9 +79,8 @@ from .data import RegressionProblem
 from .geometry import MinimizerManifold, minimizer_manifold
 from .optim import (EmptyState, Transform, apply_updates, chain, check_betas, scale,
                     scale_by_adam, trace)
-from .population import (_fit_and_weighted_error, empirical_moments,
-                         factor_regularizer_and_grad, population_loss_and_grad,
-                         regularizer_and_grad, spd_sqrt)
+from .population import (_balancing_and_grad, _fit_and_weighted_error, empirical_moments,
+                         population_loss_and_grad, regularizer_and_grad, spd_sqrt)
 from .reference import ReferenceOptimum
 
 __all__ = [
@@ -339,8 +338,8 @@ class DataLoss:
                 return loss, loss, grad_a, grad_b
             # population.regularizer_and_grad with the cached square root: R_hat in
             # (U, V) = (A S^{1/2}, S^{1/2} B S^{1/2}), its gradient mapped back to (A, B).
-            reg, reg_u, reg_v = factor_regularizer_and_grad(*self.manifold._factor(A, B),
-                                                            lam=lam, normalized=normalized)
+            reg, reg_u, reg_v = _balancing_and_grad(*self.manifold._factor(A, B), lam,
+                                                    normalized)
             return loss + reg, loss, grad_a + reg_u @ half, grad_b + half @ reg_v @ half
 
         return value_and_grad

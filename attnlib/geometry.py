@@ -136,9 +136,10 @@ class MinimizerManifold:
 
     def _factor_distance(self, u: np.ndarray, v: np.ndarray) -> float:
         """:meth:`distance` from the (U, V) coordinates of checked parameters."""
-        rotation = _polar(self.U_star.T @ u + self.V_star.T @ v)
-        return float(np.sqrt(np.sum((u - self.U_star @ rotation) ** 2)
-                             + np.sum((v - self.V_star @ rotation) ** 2)))
+        u_star, v_star = self.U_star, self.V_star
+        rotation = _polar(u_star.T @ u + v_star.T @ v)
+        return float(np.sqrt(np.sum((u - u_star @ rotation) ** 2)
+                             + np.sum((v - v_star @ rotation) ** 2)))
 
     def symmetry_normal_direction(self, K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return the direction ``(U* K, -V* K)`` (as (dA, dB)) for a symmetric d x d K.

@@ -129,6 +129,13 @@ def factor_regularizer_and_grad(U: np.ndarray, V: np.ndarray, *, lam: float = 1.
     lam = check_positive("lam", lam, allow_zero=True)
     u = as_matrix("U", U)
     v = as_matrix("V", V, shape=(u.shape[1], u.shape[1]))
+    return _balancing_and_grad(u, v, lam, normalized)
+
+
+def _balancing_and_grad(u: np.ndarray, v: np.ndarray, lam: float,
+                        normalized: bool) -> tuple[float, np.ndarray, np.ndarray]:
+    """:func:`factor_regularizer_and_grad` of checked arguments (for loops that check them
+    once, such as :func:`attnlib.algorithm.train`'s objective)."""
     gap = u.T @ u - v.T @ v
     value, grad_u, grad_v = (lam / 8.0 * float(np.sum(gap ** 2)), lam / 2.0 * u @ gap,
                              -lam / 2.0 * v @ gap)
