@@ -236,6 +236,28 @@ def test_automatic_blocks_and_threads_match_the_direct_computation(n: int) -> No
             assert _relative_error(g, w) <= 1e-14
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+@pytest.mark.parametrize("bad_row", [0, 7])
+def test_an_error_in_any_block_reaches_the_caller(bad_row: int) -> None:
+    # Four blocks on two threads (the caller and a pool thread): only the block holding
+    # bad_row has overflowing logits (s_ji = 1e10 x_j[0] x_i[1]); its error is raised whichever
+    # thread ran it, and the threads still work afterwards.
+    n = 8
+    x = np.zeros((n, 2))
+    x[:, 1] = 1.0
+    x[bad_row, 0] = 1e300
+    b = np.array([[0.0, 1e10], [0.0, 0.0]])
+    a, y = np.zeros((3, 2)), np.ones((n, 3))
+    with pytest.raises(ValueError, match="logits"):
+        attention.loss_and_grad(a, b, x, y, block_size=2, workers=2)
+    fine = x.copy()
+    fine[bad_row, 0] = 1.0
+    two = attention.loss_and_grad(a, b, fine, y, block_size=2, workers=2)
+    one = attention.loss_and_grad(a, b, fine, y, block_size=2, workers=1)
+    assert two[0] == one[0]
+    np.testing.assert_array_equal(two[1], one[1])
+
+
 def test_results_do_not_depend_on_workers() -> None:
     a, b, x, y = _layer(700, 10, 20, seed=21)
     one = attention.loss_and_grad(a, b, x, y, block_size=64, workers=1)
