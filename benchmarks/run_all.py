@@ -33,7 +33,7 @@ def plan(torch_python: str | None) -> list[tuple[str, list[str], dict[str, str]]
     """(name, command, extra environment) of every benchmark, in the order they run."""
     python = sys.executable
     steps = [("floor", [python, "bench_floor.py"], {}),
-             ("algorithm", [python, "bench_algorithm.py"], {})]
+             ("algorithm", [python, "bench_algorithm.py", "--rounds", "15"], {})]
     attention = [python, "bench_attention.py"]
     if torch_python:
         attention += ["--torch-python", torch_python]
