@@ -524,15 +524,16 @@ print(earlier_rule)
 # Runs stop once the gap is below $10^{-10}$ of the initial gap.
 
 # %%
-slow, replay_slow, deviation = experiments.replay("paper1_slow_directions", keys=part1.prefix_keys)
+slow, replay_slow, deviation = experiments.replay("paper1_slow_directions", keys=part1.prefix_keys,
+                                                  align=experiments.leading_block)
 print(f"replayed {replay_slow['iteration'][-1]} iterations of the three gradient methods live; "
       f"largest relative deviation: {experiments.format_deviation(deviation)}")
 REMEDY_LABELS = {"algorithm1": "Algorithm 1 (rule step)", "curvature_step": "curvature step",
                  "curvature_nesterov": "curvature step + Nesterov"}
 its_slow = slow["iteration"]
-gaps = slow["gap_seed0"]
-h = slow["basin_hessian_seed0"]
-print(f"h_max at the start {float(slow['h_max_seed0']):.3g}; at the minimizer {h[-1]:.3g}, "
+gaps = slow["gap"][0]                      # seed 0, the stored run's only seed
+h = slow["basin_hessian"][0]
+print(f"h_max at the start {float(slow['h_max'][0]):.3g}; at the minimizer {h[-1]:.3g}, "
       f"h_min {h[0]:.2g}")
 print("method                     step     first k with gap/gap_0 below 1e-3 / 1e-6 / 1e-10"
       "     fitted rate (last 2000 recorded k)   predicted (1 - eta h_min)^2")
@@ -544,7 +545,7 @@ for j, name in enumerate(optimum.GRADIENT_METHODS):
     finite = np.isfinite(relative) & (relative > 1e-11)
     window = finite & (its_slow >= its_slow[finite][-1] - 2000)
     fit = fitting.fit_geometric_rate(its_slow[window], gaps[window, j])
-    eta = float(slow["step_seed0"][j])
+    eta = float(slow["step"][0, j])
     predicted = (f"{fitting.spectrum_gap_rate(eta, h):.6f}" if name != "curvature_nesterov"
                  else "(momentum: not a GD rate)")
     print(f"{REMEDY_LABELS[name]:26s} {eta:.4f}   {' / '.join(firsts):45s} "
@@ -554,10 +555,10 @@ for j, name in enumerate(optimum.GRADIENT_METHODS):
     if last == its_slow[-1]:       # ran to the cap: has the gap stopped moving?
             print(f"{'':26s} at k = {last}: gap {gaps[finite, j][-1]:.3g} (relative change over the "
               f"last 4000 iterations {abs(gaps[finite, j][-1] / gaps[before, j] - 1):.1e}), "
-              f"distance to the basin minimizer {slow['dist_ref_seed0'][finite, j][-1]:.3g}")
+              f"distance to the basin minimizer {slow['dist_ref'][0, finite, j][-1]:.3g}")
 print(f"Newton polish after {optimum.POLISH_AFTER} Algorithm 1 iterations: gap "
-      f"{float(slow['polish_start_gap_seed0']):.2e} -> {float(slow['polish_gap_seed0']):.1e} "
-      f"in {int(slow['polish_evaluations_seed0'])} gradient evaluations")
+      f"{float(slow['polish_start_gap'][0]):.2e} -> {float(slow['polish_gap'][0]):.1e} "
+      f"in {int(slow['polish_evaluations'][0])} gradient evaluations")
 
 # %% mystnb={"figure": {"caption": "Remedies for the slow directions (seed 0): the gap relative to its start against iterations for Algorithm 1's rule step, the curvature step and the curvature step with Nesterov momentum; the dash-dotted line marks convergence to $10^{-3}$ of the initial gap.", "name": "fig-ch05-remedies"}, "image": {"alt": "Relative optimization gap on a log axis against iteration for three gradient methods with solid, dashed and dotted lines, and a grey dash-dotted threshold line."}} tags=["hide-input"]
 fig, ax = figure(width=6.4, height=4.0)
