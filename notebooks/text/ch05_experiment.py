@@ -609,20 +609,21 @@ plt.show()
 # %%
 sweep, replay_sweep, deviation = experiments.replay(
     "paper1_condition_sweep",
-    keys=lambda prefix: [k for k in part1.prefix_keys(prefix) if not k.startswith("first_iteration")])
+    keys=lambda prefix: [k for k in part1.prefix_keys(prefix) if not k.startswith("first_iteration")],
+    align=experiments.leading_block)
 print(f"replayed {replay_sweep['iteration'][-1]} iterations of seed 0 for every kappa and method;"
       f" largest relative deviation: {experiments.format_deviation(deviation)}")
 i10 = list(sweep["kappas"]).index(10.0)
-same = np.abs(sweep["excess_risk_seed0"][:101, i10, :] - runs["excess_risk_seed0"][:101, :])
+same = np.abs(sweep["excess_risk"][0, :101, i10, :] - runs["excess_risk_seed0"][:101, :])
 finite = np.isfinite(same)
 print(f"kappa = 10 in the sweep is the default problem: largest difference from paper1_defaults "
       f"over the first 100 iterations: {experiments.format_deviation(same[finite].max())}")
 
 # %%
 kappas, thresholds = sweep["kappas"], sweep["thresholds"]
-sweep_seeds = [s for s in SEEDS if f"first_iteration_seed{s}" in sweep]
+sweep_seeds = list(sweep["seeds"])
 cap = int(sweep["iteration"][-1])
-first = np.stack([sweep[f"first_iteration_seed{s}"] for s in sweep_seeds])   # seeds, K, M, T
+first = sweep["first_iteration"]                                  # seeds, K, M, T
 for t, threshold in enumerate(thresholds):
     print(f"iterations to excess risk <= {threshold:.0e} (seeds {', '.join(map(str, sweep_seeds))};"
           f" cap {cap})")
