@@ -816,8 +816,8 @@ plt.show()
 
 # %%
 prompt_exp, replay_prompts, deviation = experiments.replay(   # python -m attnlib.experiments paper1_prompts_experiment
-    "paper1_prompts_experiment",
-    keys=[f"{key}_noise0_seed0" for key in ("objective", "loss", "excess_risk")])
+    "paper1_prompts_experiment", keys=("objective", "loss", "excess_risk"),
+    align=experiments.leading_block)                        # the first cell: first noise level, seed 0
 print(f"replayed iterations 0..{replay_prompts['iteration'][-1]} of the sigma = "
       f"{prompt_exp['noise_levels'][0]:g} cell live (five methods); largest relative deviation: "
       f"{experiments.format_deviation(deviation)}")
@@ -825,7 +825,7 @@ pr_iter, pr_deploy = prompt_exp["iteration"], prompt_exp["deploy_iteration"]
 pr_noise = prompt_exp["noise_levels"]
 prompt_gaps = {}      # (noise index, method) -> gap curve (a lower bound for the lam = 0 methods)
 for i, sigma in enumerate(pr_noise):
-    get = lambda key: prompt_exp[f"{key}_noise{i}_seed0"]
+    get = lambda key: prompt_exp[key][i, 0]                  # seed 0, the stored run's only seed
     basin, best_loss = float(get("basin_value")), float(get("best_loss"))
     print(f"sigma = {sigma:g}: Q_hat* (spectral basin) = {basin:.6f} (gradient norm "
           f"{float(get('basin_grad_norm')):.1e}), its excess risk {float(get('basin_excess')):.3g}; "
@@ -847,9 +847,9 @@ for i, sigma in enumerate(pr_noise):
         axes[0, i].plot(pr_iter + 1, np.maximum(prompt_gaps[i, method], 1e-12),
                         color=METHOD_COLOURS[method], label=LABELS[method],
                         ls="-" if lam_one else "--")
-        axes[1, i].plot(pr_iter + 1, prompt_exp[f"excess_risk_noise{i}_seed0"][:, j],
+        axes[1, i].plot(pr_iter + 1, prompt_exp["excess_risk"][i, 0, :, j],
                         color=METHOD_COLOURS[method])
-        axes[1, i].plot(pr_deploy + 1, prompt_exp[f"deployed_noise{i}_seed0"][:, j], "o", ms=3,
+        axes[1, i].plot(pr_deploy + 1, prompt_exp["deployed"][i, 0, :, j], "o", ms=3,
                         color=METHOD_COLOURS[method])
     axes[0, i].set(title=f"prompts: $N = 8$, $n = 500$, $\\sigma = {sigma:g}$",
                    ylabel="optimization gap (dashed: lower bound)")
@@ -923,8 +923,8 @@ for key, label in (("start", "(1)"), ("orders", "(2)"), ("alg1", "(3)"), ("sgd",
 
 # %%
 claims_map, replay_map, deviation = experiments.replay(   # python -m attnlib.experiments paper1_prompts_claims_map
-    "paper1_prompts_claims_map",
-    keys=[f"{key}_scale0_noise0" for key in ("objective", "loss", "excess_risk")])
+    "paper1_prompts_claims_map", keys=("objective", "loss", "excess_risk"),
+    align=experiments.leading_block)                        # the first cell: first scale and noise level
 print(f"replayed iterations 0..{replay_map['iteration'][-1]} of the first cell live; largest "
       f"relative deviation: {experiments.format_deviation(deviation)}")
 map_scales, map_noise = claims_map["scales"], claims_map["noise_levels"]
