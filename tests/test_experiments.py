@@ -492,3 +492,14 @@ def test_stack_tasks_puts_the_grid_axes_first_and_pads_ragged_keys_with_nan() ->
         stack_tasks(results, shape=(4, 2))
     with pytest.raises(ValueError, match="numbers of axes"):
         stack_tasks([{"a": np.ones(2)}, {"a": np.ones((2, 2))}])
+
+
+def test_stack_tasks_places_results_at_their_cells_and_leaves_the_rest_nan() -> None:
+    from attnlib.experiments._tasks import stack_tasks
+
+    history = stack_tasks([{"a": np.ones(2)}, {"a": 2 * np.ones(2)}], shape=(2, 2),
+                          indices=[(1, 0), (0, 1)])
+    assert np.array_equal(history["a"], [[[np.nan] * 2, [2, 2]], [[1, 1], [np.nan] * 2]],
+                          equal_nan=True)
+    with pytest.raises(ValueError, match="same grid cell"):
+        stack_tasks([{"a": np.ones(2)}] * 2, shape=(2,), indices=[(0,), (0,)])

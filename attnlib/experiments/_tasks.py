@@ -101,21 +101,35 @@ def merge_tasks(parts: Sequence[Mapping[str, np.ndarray]]) -> History:
     return out
 
 
-def stack_tasks(results: Sequence[Mapping[str, np.ndarray]], shape: Sequence[int] | None = None
-                ) -> History:
+def stack_tasks(results: Sequence[Mapping[str, np.ndarray]], shape: Sequence[int] | None = None,
+                indices: Sequence[tuple[int, ...]] | None = None) -> History:
     """Stack task histories key by key: the grid axes first, then the task's own axes.
 
     ``history[key][i, ...] = results[i][key]`` with the flat task index ``i`` unravelled over
-    ``shape`` (C order; default ``(len(results),)``), so ``history[key]`` has shape
+    ``shape`` (C order; default ``(len(results),)``), or at the grid cell ``indices[i]`` when
+    given (each cell at most once), so ``history[key]`` has shape
     ``tuple(shape) + np.shape(results[0][key])``: the layout of every stored grid (its
     coordinates are separate arrays such as ``seeds``). A ragged key (values of different
     shapes) is padded with NaN to the largest size along each axis, and a key missing from a
-    task is NaN in that task's block; otherwise the values are stacked unchanged (same dtype,
-    same bits).
+    task, or a cell no task fills, is NaN; otherwise the values are stacked unchanged (same
+    dtype, same bits).
     """
     shape = (len(results),) if shape is None else tuple(int(n) for n in shape)
-    if int(np.prod(shape)) != len(results):
-        raise ValueError(f"shape {shape} does not hold the {len(results)} task results")
+    size = int(np.prod(shape))
+    if indices is None:
+        if size != len(results):
+            raise ValueError(f"shape {shape} does not hold the {len(results)} task results")
+    else:
+        if len(indices) != len(results):
+            raise ValueError(f"indices must give one cell per result, got {len(indices)} for "
+                             f"{len(results)}")
+        flat = [int(np.ravel_multi_index(tuple(index), shape)) for index in indices]
+        if len(set(flat)) != len(flat):
+            raise ValueError("indices name the same grid cell twice")
+        slots: list[Mapping[str, np.ndarray]] = [{} for _ in range(size)]
+        for position, result in zip(flat, results):
+            slots[position] = result
+        results = slots
     keys = list(dict.fromkeys(key for result in results for key in result))
     history: History = {}
     for key in keys:
