@@ -19,7 +19,7 @@ Stored keys. ``darcy_phase1``: the per-epoch history of :func:`attnlib.vit.train
 ``test_rel_l2`` (E + 1,) (:func:`phase1_curves`), and the final weights as
 ``weight_<parameter>`` (:func:`phase1_weights`). Phase-2 runs: the same quantities stacked with
 the grid axes first, (R regularizers, S seeds, E + 1 epochs) with the coordinates
-``regularizers`` (R,: the regimes) and ``seeds`` (S,); the lambda sweep adds a leading axis of
+``regularizers`` (R,; the regimes) and ``seeds`` (S,); the lambda sweep adds a leading axis of
 strengths, (L, R, S, E + 1) with ``lams`` (L,). Every Phase-2 task of a run trains the same
 number of epochs, so no entry is padded. :func:`seed_series` reads one condition; a chapter
 replays the first seed of every regime (``align=experiments.leading_block``).

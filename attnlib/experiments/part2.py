@@ -14,7 +14,7 @@ the problem seed 0):
 
 Three more for the constants of chapter 10, on the LoRA model only ([choice]: it is about three
 times cheaper per step than the attention model, and the CPU budget is small); each is a grid
-of independent seeded tasks (one function per task, merged afterwards):
+of independent seeded tasks (one function per task, stacked afterwards):
 
 * ``langevin_constants_lora``: weight decay, log and power (lambda = 0.01) at three
   temperatures, chains started at the regularized minimizer; records the chain means of the
