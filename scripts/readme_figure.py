@@ -24,12 +24,12 @@ def main() -> None:
     config = json.loads(str(stored["config"]))
     seeds = config["seeds"]
     iterations = stored["iteration"]
-    best = {(tag, s): stored[f"ref_{tag}_value_seed{s}"].min() for tag in ("Q", "L") for s in seeds}
+    best = {tag: stored[f"ref_{tag}_value"].min(axis=1) for tag in ("Q", "L")}   # per seed
     fig, axes = new_figure(nrows=2, width=6.4, height=6.4, sharex=True)
     for index, method in enumerate(config["methods"]):
         tag = "Q" if config["method_options"][method]["lam"] > 0 else "L"
-        gaps = np.stack([stored[f"objective_seed{s}"][:, index] - best[tag, s] for s in seeds])
-        risks = np.stack([stored[f"excess_risk_seed{s}"][:, index] for s in seeds])
+        gaps = stored["objective"][:, :, index] - best[tag][:, None]         # (seed, iteration)
+        risks = stored["excess_risk"][:, :, index]
         for ax, curves in zip(axes, (gaps, risks)):
             plot_series(ax, iterations + 1, np.median(curves, axis=0), method, ms=4)
             ax.fill_between(iterations + 1, curves.min(axis=0), curves.max(axis=0),

@@ -147,17 +147,18 @@ def test_experiment_prefix_replays_the_start_of_a_longer_run() -> None:
     long1 = dx.phase1_history(task, epochs=3)
     short1 = dx.phase1_history(task, epochs=1)
     experiments.assert_prefix_matches(long1, short1, rtol=0,
-                                      keys=[k for k in short1 if k.startswith("phase1/")])
+                                      keys=list(dx.phase1_curves(short1)))
     start = dx.phase1_weights(long1)
     assert set(start) == set(vit.init_params(dx.model_config(setup), rng=np.random.default_rng(0)))
     long2 = dx.phase2_history(task, start, optimizer="noisy", seeds=(0, 1), epochs=2)
     short2 = dx.phase2_history(task, start, optimizer="noisy", seeds=(0,), epochs=1)
-    experiments.assert_prefix_matches(long2, short2, rtol=0,
-                                      keys=[k for k in short2 if k != "config"])
+    assert long2["train_loss"].shape == (3, 2, 3)            # (regularizer, seed, epoch)
+    assert list(long2["regularizers"]) == list(dx.REGIMES) and list(long2["seeds"]) == [0, 1]
+    experiments.assert_prefix_matches(*experiments.leading_block(long2, short2), rtol=0)
     assert dx.seed_series(long2, "log", "norm_WQ").shape == (2, 3)
     # every regime starts from the same Phase-1 weights
     for regime in dx.REGIMES:
-        np.testing.assert_allclose(long2[f"{regime}/seed1/norm_WQ"][0],
+        np.testing.assert_allclose(long2["norm_WQ"][dx.REGIMES.index(regime), 1, 0],
                                    np.linalg.norm(start["W_Q"]), rtol=1e-6)
     summary = dx.summarize_phase2(long2, last=2)
     assert set(summary) == set(dx.REGIMES)
@@ -169,14 +170,14 @@ def test_experiment_prefix_replays_the_start_of_a_longer_run() -> None:
     assert set(early) == {"log"}
     assert early["log"]["norm_WQ"] == pytest.approx(wq[:, 1].mean())
     # the same grid as independent tasks, merged: identical to the loop
-    parts = [dx.phase2_task(task, start, spec)
-             for spec in dx.phase2_tasks("noisy", setup.lam, (0, 1), 2)]
-    merged = dx.combine(parts, {"note": "test"})
+    specs = dx.phase2_tasks("noisy", setup.lam, (0, 1), 2)
+    parts = [dx.phase2_task(task, start, spec) for spec in specs]
+    merged = dx.combine(specs, parts, {"note": "test"})
     for key in long2:
         if key != "config":
             np.testing.assert_array_equal(merged[key], long2[key])
-    with pytest.raises(ValueError, match="same keys"):
-        dx.combine(parts + parts[:1], {})
+    with pytest.raises(ValueError, match="distinct grid cells"):
+        dx.combine(specs + specs[:1], parts + parts[:1], {})
 
 
 def test_log_slope_recovers_an_exponential_rate() -> None:

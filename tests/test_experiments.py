@@ -475,3 +475,31 @@ def test_config_names_a_run_without_settings(store: Path) -> None:
     experiments.save("bare", {"loss": np.ones(3)})
     with pytest.raises(KeyError, match="'bare' has no 'config' entry"):
         experiments.config("bare")
+
+
+def test_stack_tasks_puts_the_grid_axes_first_and_pads_ragged_keys_with_nan() -> None:
+    from attnlib.experiments._tasks import stack_tasks
+
+    results = [{"curve": np.arange(3) + 10 * i, "tau": np.asarray(float(i))} for i in range(6)]
+    history = stack_tasks(results, shape=(2, 3))
+    assert history["curve"].shape == (2, 3, 3) and history["curve"].dtype == np.arange(3).dtype
+    assert np.array_equal(history["curve"][1, 2], results[5]["curve"])
+    assert np.array_equal(history["tau"], np.arange(6.0).reshape(2, 3))
+    ragged = stack_tasks([{"a": np.ones(2), "b": np.ones(1)}, {"a": np.ones(3)}])
+    assert np.array_equal(ragged["a"], [[1, 1, np.nan], [1, 1, 1]], equal_nan=True)
+    assert np.array_equal(ragged["b"], [[1.0], [np.nan]], equal_nan=True)
+    with pytest.raises(ValueError, match="shape"):
+        stack_tasks(results, shape=(4, 2))
+    with pytest.raises(ValueError, match="numbers of axes"):
+        stack_tasks([{"a": np.ones(2)}, {"a": np.ones((2, 2))}])
+
+
+def test_stack_tasks_places_results_at_their_cells_and_leaves_the_rest_nan() -> None:
+    from attnlib.experiments._tasks import stack_tasks
+
+    history = stack_tasks([{"a": np.ones(2)}, {"a": 2 * np.ones(2)}], shape=(2, 2),
+                          indices=[(1, 0), (0, 1)])
+    assert np.array_equal(history["a"], [[[np.nan] * 2, [2, 2]], [[1, 1], [np.nan] * 2]],
+                          equal_nan=True)
+    with pytest.raises(ValueError, match="same grid cell"):
+        stack_tasks([{"a": np.ones(2)}] * 2, shape=(2,), indices=[(0,), (0,)])

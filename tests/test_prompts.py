@@ -182,11 +182,10 @@ def test_map_claims_judge_the_values_of_the_history() -> None:
     loss = np.ones((3, 5))
     loss[:, 3] = [2.0, 1.0, 0.9]                          # SGD: bound (0.9 - 0.8) / 2 = 0.05
     history = {"config": np.asarray(json.dumps({"methods": methods})),
-               "iteration": np.array([0, 1, 2]),
-               "objective_noise0_seed0": objective, "loss_noise0_seed0": loss,
-               "start_excess_noise0_seed0": np.array([0.01, 10.0]),
-               "L_star_noise0_seed0": np.asarray(0.1), "basin_value_noise0_seed0": np.asarray(0.5),
-               "best_loss_noise0_seed0": np.asarray(0.8)}
+               "iteration": np.array([0, 1, 2]), "seeds": np.array([0]),
+               "objective": objective[None, None], "loss": loss[None, None],   # (noise, seed, ...)
+               "start_excess": np.array([[[0.01, 10.0]]]), "L_star": np.array([[0.1]]),
+               "basin_value": np.array([[0.5]]), "best_loss": np.array([[0.8]])}
     from attnlib.claims import ch05
 
     claims = ch05.map_claims(runs.claim_values(history, 0), 2)

@@ -8,7 +8,8 @@ A grid experiment declares three things (:class:`TaskGrid`):
   importable by a worker process: a module-level function, or a ``functools.partial`` of one
   binding keyword options;
 * ``assemble``: ``assemble(results) -> history``, combining the results given **in task
-  order** (stacking them into arrays, or :func:`merge_tasks` for disjoint keys).
+  order** (stacking them into arrays with :func:`stack_tasks`, or :func:`merge_tasks` for
+  disjoint keys).
 
 :func:`run_grid` runs the tasks serially in this process (the default: exactly what the loop
 ``[task(*args) for args in tasks]`` computes), or on Dask: ``workers=K`` starts a
@@ -44,7 +45,8 @@ import numpy as np
 from .._progress import progress as progress_bar
 from .._validation import check_int, check_memory
 
-__all__ = ["TaskGrid", "run_grid", "merge_tasks", "one_task", "local_cluster", "check_workers"]
+__all__ = ["TaskGrid", "run_grid", "merge_tasks", "stack_tasks", "one_task", "local_cluster",
+           "check_workers"]
 
 #: Local worker processes allowed per core (more only queue for the same cores).
 WORKERS_PER_CORE = 4
@@ -97,6 +99,55 @@ def merge_tasks(parts: Sequence[Mapping[str, np.ndarray]]) -> History:
             raise ValueError(f"tasks write the same keys: {sorted(clash)[:3]}")
         out.update(part)
     return out
+
+
+def stack_tasks(results: Sequence[Mapping[str, np.ndarray]], shape: Sequence[int] | None = None,
+                indices: Sequence[tuple[int, ...]] | None = None) -> History:
+    """Stack task histories key by key: the grid axes first, then the task's own axes.
+
+    ``history[key][i, ...] = results[i][key]`` with the flat task index ``i`` unravelled over
+    ``shape`` (C order; default ``(len(results),)``), or at the grid cell ``indices[i]`` when
+    given (each cell at most once), so ``history[key]`` has shape
+    ``tuple(shape) + np.shape(results[0][key])``: the layout of every stored grid (its
+    coordinates are separate arrays such as ``seeds``). A ragged key (values of different
+    shapes) is padded with NaN to the largest size along each axis, and a key missing from a
+    task, or a cell no task fills, is NaN; otherwise the values are stacked unchanged (same
+    dtype, same bits).
+    """
+    shape = (len(results),) if shape is None else tuple(int(n) for n in shape)
+    size = int(np.prod(shape))
+    if indices is None:
+        if size != len(results):
+            raise ValueError(f"shape {shape} does not hold the {len(results)} task results")
+    else:
+        if len(indices) != len(results):
+            raise ValueError(f"indices must give one cell per result, got {len(indices)} for "
+                             f"{len(results)}")
+        flat = [int(np.ravel_multi_index(tuple(index), shape)) for index in indices]
+        if len(set(flat)) != len(flat):
+            raise ValueError("indices name the same grid cell twice")
+        slots: list[Mapping[str, np.ndarray]] = [{} for _ in range(size)]
+        for position, result in zip(flat, results):
+            slots[position] = result
+        results = slots
+    keys = list(dict.fromkeys(key for result in results for key in result))
+    history: History = {}
+    for key in keys:
+        values = [np.asarray(result[key]) if key in result else None for result in results]
+        shapes = {value.shape for value in values if value is not None}
+        if len(shapes) == 1 and all(value is not None for value in values):
+            history[key] = np.stack(values).reshape(shape + shapes.pop())
+            continue
+        ndim = {len(s) for s in shapes}
+        if len(ndim) != 1:
+            raise ValueError(f"task results give {key!r} different numbers of axes: {shapes}")
+        size = tuple(max(sizes) for sizes in zip(*shapes))
+        out = np.full((len(values),) + size, np.nan)
+        for i, value in enumerate(values):
+            if value is not None:
+                out[(i,) + tuple(slice(0, n) for n in value.shape)] = value
+        history[key] = out.reshape(shape + size)
+    return history
 
 
 def require_distributed() -> None:

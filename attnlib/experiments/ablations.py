@@ -11,11 +11,11 @@ problem is held fixed while the condition number of Sigma varies:
 Sigma, and ``M_kappa = X* Sigma_kappa^{-1/2}`` (:func:`fixed_target_problem`). kappa = 10 is the
 default problem itself. The training samples use the same standard-normal draws for every kappa.
 Each method of :data:`attnlib.algorithm.METHODS` runs for at most ``SWEEP_ITERATIONS``
-iterations and stops early once the excess risk is at most ``min(THRESHOLDS)``. Keys (K kappas,
-5 methods, G grid iterations, NaN after a run stopped): ``kappas`` (K,), ``thresholds``,
-``iteration`` (G,), ``excess_risk_seed{s}`` (G, K, 5), ``first_iteration_seed{s}``
-(K, 5, len(THRESHOLDS)): the first iteration with excess risk <= each threshold, ``inf`` if not
-reached within the cap; ``step_seed{s}`` (K, 5).
+iterations and stops early once the excess risk is at most ``min(THRESHOLDS)``. Keys (S seeds,
+K kappas, 5 methods, G grid iterations; the seed axis first; NaN after a run stopped):
+``seeds`` (S,), ``kappas`` (K,), ``thresholds``, ``iteration`` (G,), ``excess_risk``
+(S, G, K, 5), ``first_iteration`` (S, K, 5, len(THRESHOLDS)): the first iteration with excess
+risk <= each threshold, ``inf`` if not reached within the cap; ``step`` (S, K, 5).
 
 ``ch4_defaults_ablations`` (chapter 4). Seed 0's default data, three runs of ``ITERATIONS``
 iterations from the spectral initialization with the preconditioner: Algorithm 1 as is;
@@ -27,10 +27,11 @@ with Sigma_hat.
 ``ch4_small_n_renormalization`` (chapter 4). n = ``SMALL_N`` samples of the seed's default
 problem, both masks, renormalization off and at ``tau = sqrt(trace Gamma_hat)``, two methods:
 Algorithm 1 and Adam without regularizer (which moves the scale of B fastest).
-Keys per seed: ``excess_risk_seed{s}``, ``loss_seed{s}``, ``scale_seed{s}``,
-``self_weight_seed{s}`` (G, 2 methods, 2 masks, 2 taus): self_weight is the mean attention of
-a token on itself under the all-tokens mask; ``test_risk_seed{s}`` (T, 2, 2, 2) the deployed
-risk on ``N_TEST`` fresh points (noise-free targets).
+Keys (S seeds, the seed axis first): ``seeds`` (S,), ``iteration`` (G,), ``test_iteration``
+(T,), ``excess_risk``, ``loss``, ``scale``, ``self_weight`` (S, G, 2 methods, 2 masks, 2 taus):
+self_weight is the mean attention of a token on itself under the all-tokens mask;
+``test_risk`` (S, T, 2, 2, 2) the deployed risk on ``N_TEST`` fresh points (noise-free
+targets); ``tau`` (S,) the renormalization bound of each seed.
 
 :func:`explorer_run` is the short live experiment behind chapter 5's widget.
 """
@@ -46,6 +47,7 @@ from .. import algorithm, analysis, attention, data, geometry, population
 from .._validation import check_int, check_positive
 from ..data import RegressionProblem
 from . import register
+from ._tasks import stack_tasks
 from .part1 import D, ITERATIONS, KAPPA, N, N_TEST, NOISE_STD, P, SEEDS, recorded_iterations
 
 __all__ = [
@@ -117,7 +119,9 @@ def paper1_condition_sweep(full: bool = True, progress: bool = False) -> dict[st
     seeds = SWEEP_SEEDS if full else SWEEP_SEEDS[:1]
     grid = recorded_iterations(iterations)
     history: dict[str, np.ndarray] = {"kappas": np.asarray(KAPPAS),
-                                      "thresholds": np.asarray(THRESHOLDS), "iteration": grid}
+                                      "thresholds": np.asarray(THRESHOLDS), "iteration": grid,
+                                      "seeds": np.asarray(seeds)}
+    per_seed = []
     for seed in seeds:
         curves = np.full((grid.size, len(KAPPAS), len(algorithm.METHODS)), np.nan)
         first = np.full((len(KAPPAS), len(algorithm.METHODS), len(THRESHOLDS)), np.inf)
@@ -135,9 +139,8 @@ def paper1_condition_sweep(full: bool = True, progress: bool = False) -> dict[st
                 curves[: kept.size, i, j] = excess[kept]
                 first[i, j] = [analysis.iterations_to_threshold(excess, t) for t in THRESHOLDS]
                 steps[i, j] = result.step
-        history[f"excess_risk_seed{seed}"] = curves
-        history[f"first_iteration_seed{seed}"] = first
-        history[f"step_seed{seed}"] = steps
+        per_seed.append(dict(excess_risk=curves, first_iteration=first, step=steps))
+    history.update(stack_tasks(per_seed))
     config = dict(d=D, p=P, n=N, noise_std=NOISE_STD, kappas=list(KAPPAS), seeds=list(seeds),
                   iterations=iterations, thresholds=list(THRESHOLDS),
                   methods=list(algorithm.METHODS),
@@ -207,7 +210,8 @@ def ch4_small_n_renormalization(full: bool = True, progress: bool = False
                "adam_no_reg": algorithm.Method(init="spectral", lam=0.0, precondition=False,
                                                update=algorithm.Adam(lr=1e-2))}
     masks = ("all", "loo")
-    history: dict[str, np.ndarray] = {"iteration": grid}
+    history: dict[str, np.ndarray] = {"iteration": grid, "seeds": np.asarray(seeds)}
+    per_seed = []
     for seed in seeds:
         problem, (x, y), test = defaults_data(seed, n=SMALL_N)
         sigma_hat, m_hat = population.empirical_moments(x, y)
@@ -242,11 +246,9 @@ def ch4_small_n_renormalization(full: bool = True, progress: bool = False
                     out["scale"][:, i, j, t] = recorded["scale"]
                     out["self_weight"][:, i, j, t] = recorded["self_weight"]
                     tests.append(result.history["test_risk"])
-        for key, value in out.items():
-            history[f"{key}_seed{seed}"] = value
-        history[f"test_risk_seed{seed}"] = np.stack(tests, axis=1).reshape(
-            -1, len(methods), len(masks), 2)
-        history[f"tau_seed{seed}"] = np.asarray(tau)
+        per_seed.append(dict(out, test_risk=np.stack(tests, axis=1).reshape(
+            -1, len(methods), len(masks), 2), tau=np.asarray(tau)))
+    history.update(stack_tasks(per_seed))
     history["test_iteration"] = np.unique(np.r_[np.arange(0, iterations + 1, SMALL_TEST_EVERY),
                                                 iterations])
     config = dict(seeds=list(seeds), n=SMALL_N, d=D, p=P, kappa=KAPPA, noise_std=NOISE_STD,

@@ -14,8 +14,15 @@ Registered configurations (``python -m attnlib.experiments NAME``):
 * ``darcy_phase2_noisy_strong``: as ``darcy_phase2_noisy`` with the larger ``STRONG_LAM``;
 * ``darcy_large``: a larger configuration (64 x 64 grid, more data, wider model, both phases).
 
-Histories are stored with keys ``"<regime>/seed<k>/<quantity>"`` (one row per epoch) so that a
-chapter can replay one seed per regime and compare it with the stored run.
+Stored keys. ``darcy_phase1``: the per-epoch history of :func:`attnlib.vit.train`, ``epoch``,
+``train_loss``, ``reg``, ``norm_WQ``, ``norm_WK``, ``test_loss``, ``test_rmse``,
+``test_rel_l2`` (E + 1,) (:func:`phase1_curves`), and the final weights as
+``weight_<parameter>`` (:func:`phase1_weights`). Phase-2 runs: the same quantities stacked with
+the grid axes first, (R regularizers, S seeds, E + 1 epochs) with the coordinates
+``regularizers`` (R,; the regimes) and ``seeds`` (S,); the lambda sweep adds a leading axis of
+strengths, (L, R, S, E + 1) with ``lams`` (L,). Every Phase-2 task of a run trains the same
+number of epochs, so no entry is padded. :func:`seed_series` reads one condition; a chapter
+replays the first seed of every regime (``align=experiments.leading_block``).
 """
 
 from __future__ import annotations
@@ -30,11 +37,11 @@ import numpy as np
 from .. import darcy, vit
 from ..regularizers import Regularizer
 from . import TaskGrid, load, register, register_grid, run_grid
-from ._tasks import merge_tasks
+from ._tasks import stack_tasks
 
 REGIMES = ("none", "log", "power")
 PHASE1_NAME = "darcy_phase1"
-WEIGHT_PREFIX = "weight/"
+WEIGHT_PREFIX = "weight_"
 
 
 @dataclass(frozen=True)
@@ -169,11 +176,19 @@ def phase1_weights(stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             if key.startswith(WEIGHT_PREFIX)}
 
 
+def phase1_curves(stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The per-epoch history of a stored ``darcy_phase1`` run (every key but the weights and
+    the config)."""
+    return {key: value for key, value in stored.items()
+            if not key.startswith(WEIGHT_PREFIX) and key != "config"}
+
+
 def phase1_history(task: DarcyTask, *, epochs: int, progress: bool = False
                    ) -> dict[str, np.ndarray]:
-    """Run Phase 1 for ``epochs`` epochs; history keys ``phase1/<quantity>`` plus the weights."""
+    """Run Phase 1 for ``epochs`` epochs; the history (one key per quantity) and the weights
+    (``weight_<parameter>``)."""
     params, history = run_phase1(task, epochs=epochs, progress=progress)
-    out = {f"phase1/{key}": value for key, value in history.items()}
+    out = dict(history)
     out.update({WEIGHT_PREFIX + key: value for key, value in params.items()})
     out["config"] = _config_json(task.setup, epochs=epochs)
     return out
@@ -183,8 +198,8 @@ def phase1_history(task: DarcyTask, *, epochs: int, progress: bool = False
 class Phase2Task:
     """One independent, seeded Phase-2 run: the unit a parallel runner can distribute.
 
-    ``label`` names the condition in the history keys (default: the regime); the λ sweep uses
-    labels such as ``"log@1e-04"``.
+    ``label`` names the condition (default: the regime); the λ sweep uses labels such as
+    ``"log@1e-04"`` (:func:`sweep_label`).
     """
 
     optimizer: str
@@ -194,24 +209,35 @@ class Phase2Task:
     epochs: int
     label: str = ""
 
-    @property
-    def key(self) -> str:
-        return f"{self.label or self.regime}/seed{self.seed}"
-
 
 def phase2_task(task: DarcyTask, start: dict[str, np.ndarray], spec: Phase2Task, *,
                 progress: bool = False) -> dict[str, np.ndarray]:
-    """Run one :class:`Phase2Task`; history keys ``<label>/seed<k>/<quantity>``."""
+    """Run one :class:`Phase2Task`; its per-epoch history (one key per quantity)."""
     setup_task = replace(task, setup=replace(task.setup, lam=spec.lam))
     _, history = run_phase2(setup_task, start, regime=spec.regime, seed=spec.seed,
                             optimizer=spec.optimizer, epochs=spec.epochs, progress=progress)
-    return {f"{spec.key}/{key}": value for key, value in history.items()}
+    return history
 
 
-def combine(parts: list[dict[str, np.ndarray]], config: dict[str, object]
-            ) -> dict[str, np.ndarray]:
-    """Merge the histories of independent tasks (disjoint keys); ``config`` goes to JSON."""
-    out = merge_tasks(parts)
+def combine(specs: list[Phase2Task], parts: list[dict[str, np.ndarray]],
+            config: dict[str, object], *, by_lam: bool = False) -> dict[str, np.ndarray]:
+    """Stack the histories of the Phase-2 tasks ``specs`` (``parts[i]`` from ``specs[i]``)
+    with the grid axes first (module docstring): (regularizer, seed, epoch), or with
+    ``by_lam`` (lambda, regularizer, seed, epoch); coordinates in order of first appearance,
+    ``config`` as JSON. ``ValueError`` when two tasks share a grid cell."""
+    if len(specs) != len(parts):
+        raise ValueError(f"parts must hold one history per task, got {len(parts)} for "
+                         f"{len(specs)} tasks")
+    axes = {"lams": [s.lam for s in specs]} if by_lam else {}
+    axes.update(regularizers=[s.regime for s in specs], seeds=[s.seed for s in specs])
+    coordinates = {name: list(dict.fromkeys(values)) for name, values in axes.items()}
+    cells = [tuple(coordinates[name].index(values[i]) for name, values in axes.items())
+             for i in range(len(specs))]
+    try:
+        out = stack_tasks(parts, shape=[len(c) for c in coordinates.values()], indices=cells)
+    except ValueError as exc:
+        raise ValueError(f"Phase-2 tasks must fill distinct grid cells: {exc}") from exc
+    out = {**{name: np.asarray(values) for name, values in coordinates.items()}, **out}
     out["config"] = np.asarray(json.dumps(config))
     return out
 
@@ -226,11 +252,11 @@ def phase2_tasks(optimizer: str, lam: float, seeds: tuple[int, ...], epochs: int
 def phase2_history(task: DarcyTask, start: dict[str, np.ndarray], *, optimizer: str,
                    seeds: tuple[int, ...], epochs: int, progress: bool = False
                    ) -> dict[str, np.ndarray]:
-    """Run Phase 2 for every regime and seed; history keys ``<regime>/seed<k>/<quantity>``."""
-    parts = [phase2_task(task, start, spec, progress=progress)
-             for spec in phase2_tasks(optimizer, task.setup.lam, seeds, epochs)]
-    return combine(parts, {**asdict(task.setup), "optimizer": optimizer, "epochs": epochs,
-                           "seeds": list(seeds)})
+    """Run Phase 2 for every regime and seed, stacked by :func:`combine`."""
+    specs = phase2_tasks(optimizer, task.setup.lam, seeds, epochs)
+    parts = [phase2_task(task, start, spec, progress=progress) for spec in specs]
+    return combine(specs, parts, {**asdict(task.setup), "optimizer": optimizer,
+                                  "epochs": epochs, "seeds": list(seeds)})
 
 
 #: Stored Phase-2 runs, name -> (optimizer, lambda, seeds).
@@ -251,9 +277,10 @@ def phase2_grid(name: str, *, full: bool,
     setup = replace(BOOK, lam=lam)
     seeds = seeds if full else seeds[:1]
     epochs = setup.phase2_epochs if full else setup.phase2_prefix
-    return TaskGrid([(spec,) for spec in phase2_tasks(optimizer, lam, seeds, epochs)], run_task,
-                    partial(combine, config={**asdict(setup), "optimizer": optimizer,
-                                             "epochs": epochs, "seeds": list(seeds)}))
+    specs = phase2_tasks(optimizer, lam, seeds, epochs)
+    return TaskGrid([(spec,) for spec in specs], run_task,
+                    partial(combine, specs, config={**asdict(setup), "optimizer": optimizer,
+                                                    "epochs": epochs, "seeds": list(seeds)}))
 
 
 def phase2_run(name: str, task: DarcyTask, start: dict[str, np.ndarray], *,
@@ -351,29 +378,44 @@ def phase2_lambda_sweep(full: bool = True) -> TaskGrid:
     epochs = SWEEP_EPOCHS if full else BOOK.phase2_prefix
     specs = [spec for spec in sweep_tasks(seeds, epochs) if full or spec.lam == SWEEP_LAMS[0]]
     return TaskGrid([(spec,) for spec in specs], book_phase2_task,
-                    partial(combine, config={**asdict(BOOK), "optimizer": "adam",
-                                             "epochs": epochs, "lams": list(SWEEP_LAMS),
-                                             "seeds": list(seeds)}))
+                    partial(combine, specs, config={**asdict(BOOK), "optimizer": "adam",
+                                                    "epochs": epochs, "lams": list(SWEEP_LAMS),
+                                                    "seeds": list(seeds)}, by_lam=True))
 
 
 @register("darcy_large")
 def large(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
-    """Darcy 64x64, 1000 samples, width 64: Phase 1 then Phase 2 with Adam (long; not stored)."""
+    """Darcy 64x64, 1000 samples, width 64: Phase 1 then Phase 2 with Adam (long; not stored).
+
+    Keys: the Phase-2 keys (module docstring), the Phase-1 curves as ``phase1_<quantity>`` and
+    the Phase-1 weights.
+    """
     setup = LARGE if full else replace(LARGE, n_train=40, n_test=10)
-    out = _phase1_experiment(setup, full, progress)
-    start = phase1_weights(out)
+    phase1_run = _phase1_experiment(setup, full, progress)
+    start = phase1_weights(phase1_run)
+    out = {f"phase1_{key}": value for key, value in phase1_curves(phase1_run).items()}
+    out.update({WEIGHT_PREFIX + key: value for key, value in start.items()})
     out.update(_phase2_experiment(setup, start, "adam", setup.seeds, full, progress))
     out["config"] = _config_json(setup)
     return out
 
 
 def seed_series(stored: dict[str, np.ndarray], regime: str, quantity: str) -> np.ndarray:
-    """Stack ``quantity`` of every stored seed of ``regime``: shape ``(seeds, epochs + 1)``."""
-    keys = sorted(key for key in stored
-                  if key.startswith(f"{regime}/seed") and key.endswith(f"/{quantity}"))
-    if not keys:
-        raise KeyError(f"stored run has no {quantity!r} for regime {regime!r}")
-    return np.stack([stored[key] for key in keys])
+    """``quantity`` of every stored seed of one condition: shape ``(seeds, epochs + 1)``.
+
+    ``regime`` is a regularizer of a Phase-2 run (``"log"``) or, in the lambda sweep, a label
+    of :func:`sweep_label` (``"log@1e-04"``).
+    """
+    regimes = [str(r) for r in stored["regularizers"]]
+    if "lams" in stored:
+        cells = {sweep_label(r, float(lam)): (i, j) for i, lam in enumerate(stored["lams"])
+                 for j, r in enumerate(regimes)}
+    else:
+        cells = {r: (j,) for j, r in enumerate(regimes)}
+    if regime not in cells or quantity not in stored:
+        raise KeyError(f"stored run has no {quantity!r} for regime {regime!r} (conditions: "
+                       f"{sorted(cells)})")
+    return stored[quantity][cells[regime]]
 
 
 def log_slope(values: np.ndarray, *, last: int) -> float:

@@ -19,11 +19,12 @@ to the minimizer Q_hat* of the spectral start's basin (:mod:`attnlib.reference`)
   polish of :func:`attnlib.reference.reference_minimizer` (recorded: gradient evaluations used
   and the final gap).
 
-Runs stop once the gap is below ``STOP_RATIO`` times the initial gap. Keys per seed s (G = every
-``EVERY``-th iteration up to ``LONG_ITERATIONS``; NaN after a run stopped): ``gap_seed{s}``,
-``dist_ref_seed{s}``, ``excess_risk_seed{s}`` (G, 3 gradient methods), ``step_seed{s}`` (3,),
-``h_max_seed{s}``, ``basin_value_seed{s}``, ``basin_hessian_seed{s}`` (the spectrum at Q_hat*),
-``polish_evaluations_seed{s}``, ``polish_gap_seed{s}``, ``polish_start_gap_seed{s}``.
+Runs stop once the gap is below ``STOP_RATIO`` times the initial gap. Keys (S seeds, the seed
+axis first, seeds listed in ``seeds`` (S,); G = every ``EVERY``-th iteration up to
+``LONG_ITERATIONS``, listed in ``iteration`` (G,); NaN after a run stopped): ``gap``,
+``dist_ref``, ``excess_risk`` (S, G, 3 gradient methods), ``step`` (S, 3), ``h_max``,
+``basin_value`` (S,), ``basin_hessian`` (S, p d + d^2; the spectrum at Q_hat*),
+``polish_evaluations``, ``polish_gap``, ``polish_start_gap`` (S,).
 
 ``paper1_curvature_vs_n`` (chapter 6). For n in ``N_VALUES`` and each seed, the Hessian spectrum
 of Q_hat at the minimizer reached from the spectral start, in (U, V) coordinates, and
@@ -41,6 +42,7 @@ import numpy as np
 
 from .. import algorithm, population, reference
 from . import TaskGrid, register_grid
+from ._tasks import stack_tasks
 from .ablations import defaults_data
 
 __all__ = ["LONG_ITERATIONS", "GRADIENT_METHODS", "N_VALUES", "slow_directions_task",
@@ -74,7 +76,7 @@ def _gradient_methods(loss: algorithm.DataLoss, seed: int) -> tuple[dict[str, al
 
 def slow_directions_task(seed: int, *, iterations: int = LONG_ITERATIONS, polish: bool = True,
                          progress: bool = False) -> dict[str, np.ndarray]:
-    """One seed of ``paper1_slow_directions`` (module docstring); keys without the seed suffix."""
+    """One seed of ``paper1_slow_directions`` (module docstring): its keys without the seed axis."""
     problem, (x, y), _ = defaults_data(seed)
     loss = algorithm.empirical_loss(x, y)
     basin = reference.reference_minimizer(loss.reference_objective(1.0), loss.manifold.point(),
@@ -115,9 +117,8 @@ def slow_directions_task(seed: int, *, iterations: int = LONG_ITERATIONS, polish
 
 def _slow_directions_history(seeds: Sequence[int], iterations: int,
                              results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    history: dict[str, np.ndarray] = {"iteration": np.arange(0, iterations + 1, EVERY)}
-    for seed, task in zip(seeds, results):
-        history.update({f"{key}_seed{seed}": value for key, value in task.items()})
+    history = {"iteration": np.arange(0, iterations + 1, EVERY), "seeds": np.asarray(seeds),
+               **stack_tasks(results)}
     config = dict(seeds=list(seeds), iterations=iterations, every=EVERY, methods=GRADIENT_METHODS,
                   polish_after=POLISH_AFTER, stop_ratio=STOP_RATIO,
                   nesterov_decay=NESTEROV_DECAY, n=500, lam=1.0,

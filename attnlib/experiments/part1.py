@@ -8,21 +8,21 @@ the n training samples and ``N_TEST`` test samples, in that order; every random-
 starts from the same draw of ``default_rng(100 + s)`` (A then B), and SGD then draws its
 minibatches from the same generator.
 
-Stored history (keys; G = grid of recorded iterations, every iteration up to 100 then every
-10th; methods along the last axis in the order of ``config["methods"]``):
-``iteration`` (G,), ``test_iteration`` (T,), and per seed s: ``excess_risk_seed{s}``,
-``objective_seed{s}``, ``loss_seed{s}``, ``dist_P_seed{s}``, ``dist_P_hat_seed{s}``,
-``grad_norm_seed{s}`` (G, 5); ``test_risk_seed{s}`` (T, 5) (deployed predictor, noise-free
-targets, every ``TEST_EVERY`` iterations); ``step_seed{s}`` (5,); ``ols_fit_excess_risk_seed{s}``
-(the OLS fit on the same data) and ``ols_formula`` (``p sigma^2 d / (2 (n - d - 1))``);
-``seconds_seed{s}`` (5,) wall time (not reproducible; excluded by :func:`prefix_keys`).
+Stored history (keys; S seeds, the seed axis first, listed in ``seeds`` (S,); G = grid of
+recorded iterations, every iteration up to 100 then every 10th; methods along the last axis in
+the order of ``config["methods"]``): ``iteration`` (G,), ``test_iteration`` (T,),
+``excess_risk``, ``objective``, ``loss``, ``dist_P``, ``dist_P_hat``, ``grad_norm`` (S, G, 5);
+``test_risk`` (S, T, 5) (deployed predictor, noise-free targets, every ``TEST_EVERY``
+iterations); ``step`` (S, 5); ``ols_fit_excess_risk`` (S,) (the OLS fit on the same data) and
+``ols_formula`` (``p sigma^2 d / (2 (n - d - 1))``); ``seconds`` (S, 5) wall time (not
+reproducible; excluded by :func:`prefix_keys`).
 
-Certified optima (:mod:`attnlib.reference`). Per seed, ``basin_value_seed{s}`` and
-``basin_grad_norm_seed{s}``: the minimizer of Q_hat = L_hat + R_hat reached from the spectral
-start (the local minimum Algorithm 1 heads to), ``basin_hessian_seed{s}`` its Hessian spectrum
-in (U, V) coordinates; ``dist_ref_seed{s}`` (G, 5) the distance of the iterates to it (NaN for the
-lambda = 0 methods, which train another objective); ``ref_Q_*_seed{s}`` and ``ref_L_*_seed{s}``
-the multi-start table of :func:`reference_table`.
+Certified optima (:mod:`attnlib.reference`). ``basin_value`` and ``basin_grad_norm`` (S,): the
+minimizer of Q_hat = L_hat + R_hat reached from the spectral start (the local minimum
+Algorithm 1 heads to), ``basin_hessian`` (S, p d + d^2) its Hessian spectrum in (U, V)
+coordinates; ``dist_ref`` (S, G, 5) the distance of the iterates to it (NaN for the lambda = 0
+methods, which train another objective); ``ref_Q_*`` (S, 9) and ``ref_L_*`` (S, 2) the
+multi-start table of :func:`reference_table` (one entry per start).
 ``full=False`` runs seed 0 only, for ``PREFIX_ITERATIONS`` iterations, and recomputes the
 basin minimizer (without its Hessian).
 """
@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import algorithm, data, population, reference
 from . import load, register
+from ._tasks import stack_tasks
 
 D, P, N, KAPPA, NOISE_STD = 10, 20, 500, 10.0, 0.1
 SEEDS = (0, 1, 2)
@@ -92,7 +93,8 @@ ROUND_OFF = {"dist_P_hat": 1e-12, "imbalance": 1e-12}
 
 def run_defaults_seed(seed: int, *, iterations: int, full: bool = True, progress: bool = False
                       ) -> dict[str, np.ndarray]:
-    """One seed of ``paper1_defaults`` (see the module docstring), keys suffixed ``_seed{s}``."""
+    """One seed of ``paper1_defaults`` (see the module docstring): its keys without the seed
+    axis."""
     rng = np.random.default_rng(seed)
     problem = data.default_problem(rng=rng, d=D, p=P, kappa=KAPPA, noise_std=NOISE_STD)
     x, y = problem.sample(N, rng=rng)
@@ -120,17 +122,16 @@ def run_defaults_seed(seed: int, *, iterations: int, full: bool = True, progress
         out["step"].append(result.step)
         out["seconds"].append(result.history["time"][-1])
     sigma_hat, m_hat = population.empirical_moments(x, y)
-    history = {f"{key}_seed{seed}": np.column_stack(values)
+    history = {key: np.column_stack(values)
                if key in CURVES + ("dist_ref", "test_risk") else np.asarray(values)
                for key, values in out.items()}
-    history[f"ols_fit_excess_risk_seed{seed}"] = np.asarray(
+    history["ols_fit_excess_risk"] = np.asarray(
         population.linear_excess_risk(m_hat, problem.Sigma, problem.M))
-    history[f"basin_value_seed{seed}"] = np.asarray(basin.value)
-    history[f"basin_grad_norm_seed{seed}"] = np.asarray(basin.grad_norm)
+    history["basin_value"] = np.asarray(basin.value)
+    history["basin_grad_norm"] = np.asarray(basin.grad_norm)
     if full:
-        history[f"basin_hessian_seed{seed}"] = basin.hessian_eigenvalues
-        history.update({f"{key}_seed{seed}": value for key, value in
-                        reference_table(loss, problem, basin, finals, seed).items()})
+        history["basin_hessian"] = basin.hessian_eigenvalues
+        history.update(reference_table(loss, problem, basin, finals, seed))
     return history
 
 
@@ -202,10 +203,10 @@ def paper1_defaults(full: bool = True, progress: bool = False) -> dict[str, np.n
         "iteration": recorded_iterations(iterations),
         "test_iteration": np.unique(np.r_[np.arange(0, iterations + 1, TEST_EVERY), iterations]),
         "ols_formula": np.asarray(population.ols_excess_risk(N, D, P, NOISE_STD)),
+        "seeds": np.asarray(seeds),
     }
-    for seed in seeds:
-        history.update(run_defaults_seed(seed, iterations=iterations, full=full,
-                                         progress=progress))
+    history.update(stack_tasks([run_defaults_seed(seed, iterations=iterations, full=full,
+                                                  progress=progress) for seed in seeds]))
     config = dict(d=D, p=P, n=N, kappa=KAPPA, noise_std=NOISE_STD, seeds=list(seeds),
                   iterations=iterations, n_test=N_TEST, test_every=TEST_EVERY,
                   methods=list(algorithm.METHODS),
@@ -234,11 +235,11 @@ def lowest_known_minima() -> dict[int, dict[str, object]]:
     bridge_config = json.loads(str(bridge["config"]))
     bridge_seed, bridge_methods = int(bridge_config["seed"]), list(bridge_config["methods"])
     table = {}
-    for seed in json.loads(str(defaults["config"]))["seeds"]:
-        values = defaults[f"ref_Q_value_seed{seed}"]
+    for i, seed in enumerate(int(s) for s in defaults["seeds"]):
+        values = defaults["ref_Q_value"][i]
         best = int(np.argmin(values))
         table[seed] = dict(value=float(values[best]),
-                           excess_risk=float(defaults[f"ref_Q_excess_risk_seed{seed}"][best]),
+                           excess_risk=float(defaults["ref_Q_excess_risk"][i, best]),
                            source="chapter 5's multi-start search: "
                                   + reference_start_labels()["Q"][best])
         if seed == bridge_seed:

@@ -14,7 +14,7 @@ the problem seed 0):
 
 Three more for the constants of chapter 10, on the LoRA model only ([choice]: it is about three
 times cheaper per step than the attention model, and the CPU budget is small); each is a grid
-of independent seeded tasks (one function per task, merged afterwards):
+of independent seeded tasks (one function per task, stacked afterwards):
 
 * ``langevin_constants_lora``: weight decay, log and power (lambda = 0.01) at three
   temperatures, chains started at the regularized minimizer; records the chain means of the
@@ -29,8 +29,21 @@ of independent seeded tasks (one function per task, merged afterwards):
   every chain's first passage below ``f* + eps`` for a grid of ``eps`` (the expected hitting
   time reading of the theorem).
 
+The three grids store their arrays with the grid axes first and coordinate arrays naming them
+(R regularizers, S temperatures, K records at the times ``times`` (K,)):
+``langevin_constants_lora``: ``regularizers`` (R,), ``temperatures`` (S,),
+``log_ratio_mean``, ``balance_mean``, ``loss_mean`` (R, S, K), and (full run)
+``log_ratio_tau``, ``balance_tau``, ``loss_tau`` (R, S); ``langevin_mala_lora``: ``samplers``
+(``em``, ``mala``), ``temperatures`` (S,), ``loss_mean`` (2, S, K), and (full run)
+``gibbs_mean`` (2, S, 2: estimate and standard error) and ``acceptance`` (2, S; NaN for
+Euler-Maruyama, which has no acceptance step); ``langevin_anneal_lora``: ``epsilons`` (E,),
+``loss_mean``, ``loss_sem`` (E, K), and (full run) ``first_passage`` (E, len(PASSAGE_EPSILONS),
+chains) and ``f_star``.
+
 ``full=False`` runs only the first ``PREFIX_STEPS`` steps of every run with the same seeds, so
-its history is the prefix of the full one (see :func:`attnlib.experiments.assert_prefix_matches`).
+its history is the prefix of the full one along the record axis (replayed with
+``align=experiments.leading_block`` for the grids; see
+:func:`attnlib.experiments.assert_prefix_matches`).
 """
 
 from __future__ import annotations
@@ -47,7 +60,7 @@ from ..regularizers import Regularizer, make_regularizer
 from ..villani import (FactorizedLoss, lower_bound_log_radius, minimize_data_loss,
                        orbit_constants, orbit_crossovers)
 from . import TaskGrid, register, register_grid
-from ._tasks import merge_tasks
+from ._tasks import stack_tasks
 
 MODELS = {"attention": qk_attention.make_problem, "lora": lora.make_problem}
 PROBLEM_SEED = 0
@@ -211,9 +224,9 @@ def regularized_minimizer(prob: FactorizedLoss) -> np.ndarray:
 
 def constants_task(model: str, regularizer: str, s: float, index: int, *, full: bool,
                    progress: bool = False) -> dict[str, np.ndarray]:
-    """One task of ``langevin_constants``: keys ``<regularizer>/s<s>/<observable>_mean``
-    (chain means per record) and, in the full run, ``..._tau`` (autocorrelation time in
-    time units, records after the burn-in)."""
+    """One task of ``langevin_constants``: keys ``<observable>_mean`` (chain means per
+    record) and, in the full run, ``<observable>_tau`` (autocorrelation time in time units,
+    records after the burn-in)."""
     prob = problem(model, regularizer)
     start = np.tile(regularized_minimizer(prob), (CONSTANT_CHAINS, 1))
     run = langevin.euler_maruyama(prob.loss_and_grad_flat, start, step=STEP, temperature=s,
@@ -223,19 +236,20 @@ def constants_task(model: str, regularizer: str, s: float, index: int, *, full: 
     first, second = run.block_norms[..., 0], run.block_norms[..., 1]
     series = {"log_ratio": np.log(first) - np.log(second),
               "balance": first ** 2 - second ** 2, "loss": run.loss}
-    key = f"{regularizer}/s{s:g}"
-    out = {f"{key}/{name}_mean": values.mean(axis=1) for name, values in series.items()}
+    out = {f"{name}_mean": values.mean(axis=1) for name, values in series.items()}
     if full:
         burn = int(CONSTANT_BURN * run.times.size)
         for name, values in series.items():
-            out[f"{key}/{name}_tau"] = np.array(
+            out[f"{name}_tau"] = np.array(
                 langevin.autocorrelation_time(values[burn:]) * STEP * CONSTANT_RECORD)
     return out
 
 
 def _constants_history(full: bool, results: list[Mapping[str, np.ndarray]]
                        ) -> dict[str, np.ndarray]:
-    out = merge_tasks(results)
+    out = {"regularizers": np.asarray(CONSTANT_REGULARIZERS),
+           "temperatures": np.asarray(TEMPERATURES),
+           **stack_tasks(results, shape=(len(CONSTANT_REGULARIZERS), len(TEMPERATURES)))}
     n_steps = CONSTANT_STEPS if full else PREFIX_STEPS
     out["times"] = STEP * CONSTANT_RECORD * np.arange(n_steps // CONSTANT_RECORD + 1)
     out["config"] = np.array(json.dumps(dict(
@@ -254,6 +268,10 @@ def constants_lora(full: bool = True) -> TaskGrid:
                     partial(_constants_history, full))
 
 
+#: The samplers of ``langevin_mala_lora``: Euler-Maruyama and MALA.
+SAMPLERS = ("em", "mala")
+
+
 def mala_task(model: str, sampler: str, s: float, index: int, *, full: bool
               ) -> dict[str, np.ndarray]:
     """One task of ``langevin_mala``: the chain-mean loss of ``sampler`` ('em' or 'mala') and,
@@ -266,18 +284,18 @@ def mala_task(model: str, sampler: str, s: float, index: int, *, full: bool
         run = langevin.mala(prob.loss_and_grad_flat, start, **kwargs)
     else:
         run = langevin.euler_maruyama(prob.loss_and_grad_flat, start, **kwargs)
-    key = f"{sampler}/s{s:g}"
-    out = {f"{key}/loss_mean": run.loss.mean(axis=1)}
+    out = {"loss_mean": run.loss.mean(axis=1)}
     if full:
         mean, sem = langevin.tail_mean(run.loss, fraction=0.5)
-        out[f"{key}/gibbs_mean"] = np.array([mean, sem])
+        out["gibbs_mean"] = np.array([mean, sem])
         if sampler == "mala":
-            out[f"{key}/acceptance"] = np.array(run.acceptance)
+            out["acceptance"] = np.array(run.acceptance)
     return out
 
 
 def _mala_history(full: bool, results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    out = merge_tasks(results)
+    out = {"samplers": np.asarray(SAMPLERS), "temperatures": np.asarray(TEMPERATURES),
+           **stack_tasks(results, shape=(len(SAMPLERS), len(TEMPERATURES)))}
     n_steps = MALA_STEPS if full else PREFIX_STEPS
     out["times"] = STEP * TEMPERATURE_RECORD * np.arange(n_steps // TEMPERATURE_RECORD + 1)
     out["config"] = np.array(json.dumps(dict(
@@ -289,7 +307,7 @@ def _mala_history(full: bool, results: list[Mapping[str, np.ndarray]]) -> dict[s
 @register_grid("langevin_mala_lora")
 def mala_lora(full: bool = True) -> TaskGrid:
     """Euler-Maruyama against MALA at h = 0.02 on the log-regularized LoRA loss."""
-    tasks = [(sampler, s) for sampler in ("em", "mala") for s in TEMPERATURES]
+    tasks = [(sampler, s) for sampler in SAMPLERS for s in TEMPERATURES]
     return TaskGrid([(sampler, s, i) for i, (sampler, s) in enumerate(tasks)],
                     partial(mala_task, CONSTANT_MODEL, full=full), partial(_mala_history, full))
 
@@ -311,9 +329,9 @@ def anneal_task(model: str, epsilon: float, index: int, *, full: bool,
         n_steps=ANNEAL_STEPS if full else PREFIX_STEPS, record_every=TEMPERATURE_RECORD,
         rng=np.random.default_rng(5000 + index), progress=progress)
     mean, sem = langevin.chain_mean(run.loss)
-    out = {f"eps{epsilon:g}/loss_mean": mean, f"eps{epsilon:g}/loss_sem": sem}
+    out = {"loss_mean": mean, "loss_sem": sem}
     if full:
-        out[f"eps{epsilon:g}/first_passage"] = first_passage_times(
+        out["first_passage"] = first_passage_times(
             run.times, run.loss - lowest_loss(prob), PASSAGE_EPSILONS)
     return out
 
@@ -334,7 +352,7 @@ def first_passage_times(times: np.ndarray, excess: np.ndarray, epsilons: tuple[f
 
 def _anneal_history(full: bool, results: list[Mapping[str, np.ndarray]]
                     ) -> dict[str, np.ndarray]:
-    out = merge_tasks(results)
+    out = {"epsilons": np.asarray(ANNEAL_EPSILONS), **stack_tasks(results)}
     n_steps = ANNEAL_STEPS if full else PREFIX_STEPS
     out["times"] = STEP * TEMPERATURE_RECORD * np.arange(n_steps // TEMPERATURE_RECORD + 1)
     prob = problem(CONSTANT_MODEL, "log")

@@ -307,16 +307,19 @@ def experiment_tasks(full: bool = True) -> list[tuple[int, int]]:
 
 def assemble_experiment(tasks: Sequence[tuple[int, int]], results: Sequence[dict[str, np.ndarray]],
                         iterations: int) -> dict[str, np.ndarray]:
-    """Stack the cells as ``{key}_noise{i}_seed{s}``, with the grids and the config."""
+    """Stack the cells as arrays (noise levels, seeds, ...) of the noise levels and seeds the
+    tasks ran, with those coordinates (``noise_levels``, ``seeds``), the grids and the config."""
     from .part1 import recorded_iterations
 
+    noise_indices = sorted({i for i, _ in tasks})
+    seeds = sorted({s for _, s in tasks})
     history: dict[str, np.ndarray] = {
         "iteration": recorded_iterations(iterations),
         "deploy_iteration": np.unique(np.r_[np.arange(0, iterations + 1, DEPLOY_EVERY),
                                             iterations]),
-        "noise_levels": np.asarray(EXPERIMENT_NOISE)}
-    for (i, s), result in zip(tasks, results):
-        history.update({f"{key}_noise{i}_seed{s}": value for key, value in result.items()})
+        "noise_levels": np.asarray(EXPERIMENT_NOISE)[noise_indices], "seeds": np.asarray(seeds),
+        **_stack_cells((len(noise_indices), len(seeds)),
+                       [(noise_indices.index(i), seeds.index(s)) for i, s in tasks], results)}
     history["config"] = np.asarray(json.dumps(dict(
         n=EXPERIMENT_N, prompts=EXPERIMENT_PROMPTS, noise_levels=list(EXPERIMENT_NOISE),
         seeds=list(EXPERIMENT_SEEDS), iterations=iterations, methods=list(algorithm.METHODS),
@@ -334,14 +337,16 @@ def paper1_prompts_experiment(full: bool = True) -> TaskGrid:
     """The paper's experiment with N = 8 prompts of n = 500 tokens: five methods, 2000 iterations.
 
     For noise levels ``EXPERIMENT_NOISE`` and seeds ``EXPERIMENT_SEEDS``: the five methods of
-    :data:`attnlib.algorithm.METHODS` on the prompt-averaged objective; per cell (keys suffixed
-    ``_noise{i}_seed{s}``) ``objective``, ``loss`` (L_hat), ``excess_risk`` (G, 5), ``deployed``
-    (deployed excess risk with a fresh context of n tokens, every ``DEPLOY_EVERY`` iterations),
-    ``step``, the certified basin minimizer of Q_hat (``basin_value``, ``basin_grad_norm``,
-    ``basin_excess``), ``best_loss`` (the lowest L_hat seen: an upper bound on L_hat*, so
+    :data:`attnlib.algorithm.METHODS` on the prompt-averaged objective. Keys (the grid axes
+    first: I noise levels listed in ``noise_levels`` (I,), S seeds listed in ``seeds`` (S,)):
+    ``objective``, ``loss`` (L_hat), ``excess_risk`` (I, S, G, 5) on the grid ``iteration``
+    (G,), ``deployed`` (I, S, D, 5: deployed excess risk with a fresh context of n tokens, every
+    ``DEPLOY_EVERY`` iterations, listed in ``deploy_iteration`` (D,)), ``step`` (I, S, 5), the
+    certified basin minimizer of Q_hat (``basin_value``, ``basin_grad_norm``, ``basin_excess``,
+    (I, S)), ``best_loss`` (I, S: the lowest L_hat seen, an upper bound on L_hat*, so
     ``L_hat - best_loss`` is a lower bound on the lambda = 0 methods' gap), ``start_excess``
-    (spectral, random) and ``L_star``. ``full=False``: first cell, ``EXPERIMENT_PREFIX``
-    iterations, no deployment and no reference minimizer (NaN).
+    (I, S, 2: spectral, random) and ``L_star`` (I, S). ``full=False``: the first cell (I = S =
+    1), ``EXPERIMENT_PREFIX`` iterations, no deployment and no reference minimizer (NaN).
     """
     tasks = experiment_tasks(full)
     iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
@@ -371,15 +376,19 @@ def claims_map_tasks(full: bool = True) -> list[tuple[int, int]]:
 
 def assemble_claims_map(tasks: Sequence[tuple[int, int]], results: Sequence[dict[str, np.ndarray]],
                         iterations: int) -> dict[str, np.ndarray]:
-    """Stack the cells as ``{key}_scale{i}_noise{j}`` (read one cell with :func:`claims_map_cell`)."""
+    """Stack the cells as arrays (scales, noise levels, ...) of the cells the tasks ran, with
+    those coordinates (``scales``, ``noise_levels``) (read one cell with :func:`claims_map_cell`)."""
     from .part1 import recorded_iterations
 
-    history: dict[str, np.ndarray] = {"iteration": recorded_iterations(iterations),
-                                      "scales": np.asarray(MAP_RUN_SCALES),
-                                      "noise_levels": np.asarray(MAP_RUN_NOISE)}
-    for (i, j), result in zip(tasks, results):
-        history.update({f"{key}_scale{i}_noise{MAP_RUN_NOISE.index(MAP_NOISE[j])}": value
-                        for key, value in result.items()})
+    scale_indices = sorted({i for i, _ in tasks})
+    noise_indices = sorted({j for _, j in tasks})
+    history: dict[str, np.ndarray] = {
+        "iteration": recorded_iterations(iterations),
+        "scales": np.asarray(MAP_RUN_SCALES)[scale_indices],
+        "noise_levels": np.asarray(MAP_NOISE)[noise_indices],
+        **_stack_cells((len(scale_indices), len(noise_indices)),
+                       [(scale_indices.index(i), noise_indices.index(j)) for i, j in tasks],
+                       results)}
     history["config"] = np.asarray(json.dumps(dict(
         n=EXPERIMENT_N, prompts=MAP_PROMPTS, scales=list(MAP_RUN_SCALES),
         noise_levels=list(MAP_RUN_NOISE), seed=0, iterations=iterations,
@@ -394,8 +403,9 @@ def paper1_prompts_claims_map(full: bool = True) -> TaskGrid:
 
     For each scale in ``MAP_RUN_SCALES`` and noise level in ``MAP_RUN_NOISE`` (seed 0's
     problem, ``MAP_PROMPTS`` prompts of ``EXPERIMENT_N`` tokens) the keys of
-    :func:`experiment_task` suffixed ``_scale{i}_noise{j}``. ``full=False``: the first cell for
-    ``EXPERIMENT_PREFIX`` iterations without the reference minimizer (the live replay).
+    :func:`experiment_task` stacked with the grid axes first, (K scales, J noise levels, ...),
+    with ``scales`` (K,) and ``noise_levels`` (J,). ``full=False``: the first cell (K = J = 1)
+    for ``EXPERIMENT_PREFIX`` iterations without the reference minimizer (the live replay).
     """
     tasks = claims_map_tasks(full)
     iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
@@ -406,11 +416,12 @@ def paper1_prompts_claims_map(full: bool = True) -> TaskGrid:
 def claims_map_cell(history: dict[str, np.ndarray], scale_index: int,
                     noise_index: int) -> dict[str, np.ndarray]:
     """One cell of ``paper1_prompts_claims_map`` in the form of ``paper1_prompts_experiment``
-    (noise index 0, seed 0), for :func:`claim_values`."""
-    suffix = f"_scale{scale_index}_noise{noise_index}"
-    cell = {key[:-len(suffix)] + "_noise0_seed0": value for key, value in history.items()
-            if key.endswith(suffix)}
-    return dict(cell, iteration=history["iteration"], config=history["config"])
+    (one noise level, seed 0: its arrays of shape (1, 1, ...)), for :func:`claim_values`."""
+    cell = {key: value[scale_index:scale_index + 1, noise_index:noise_index + 1]
+            for key, value in history.items() if np.ndim(value) >= 2}
+    return dict(cell, iteration=history["iteration"], config=history["config"],
+                noise_levels=history["noise_levels"][noise_index:noise_index + 1],
+                seeds=np.asarray([0]))
 
 
 def start_ratio_map(*, scales: Sequence[float] = MAP_SCALES, noise_levels: Sequence[float] = MAP_NOISE,
@@ -513,8 +524,10 @@ def claim_values(history: dict[str, np.ndarray], noise_index: int,
     Algorithm 1's gap ratio ``gap(last)/gap(0)`` to the certified basin minimizer, ``sgd`` = a
     certified lower bound of SGD's gap ratio, ``(L_hat(theta_last) - best_loss) / L_hat(theta_0)``
     (``best_loss`` is the lowest L_hat seen, at least L_hat*, and ``L_hat* >= 0``)."""
+    seed_index = list(history["seeds"]).index(seed)
+
     def get(name: str) -> np.ndarray:
-        return history[f"{name}_noise{noise_index}_seed{seed}"]
+        return history[name][noise_index, seed_index]
 
     methods = list(json.loads(str(history["config"]))["methods"])
     start, l_star = get("start_excess"), float(get("L_star"))

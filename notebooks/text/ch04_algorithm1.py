@@ -350,7 +350,7 @@ for name, j in variants.items():
           f"          {s[0]:.3g} / {s[-1]:.3g}          {dh[-1]:.3g}")
 adam = list(algorithm.METHODS).index("adam")
 print("Adam (lam = 0, paper1_defaults): dist_P(S_hat) at 0 / 500 / 1000 / 2000: " + " / ".join(
-    f"{defaults['dist_P_hat_seed0'][np.searchsorted(defaults['iteration'], k), adam]:.3g}"
+    f"{defaults['dist_P_hat'][0, np.searchsorted(defaults['iteration'], k), adam]:.3g}"
     for k in (0, 500, 1000, 2000)))
 
 # %% mystnb={"figure": {"caption": "Algorithm 1 with and without the regularizer (defaults, seed 0): excess risk, factor imbalance $\\|U^\\top U - V^\\top V\\|_F$ and P-distance to $\\hat S$ against iterations.", "name": "fig-ch04-regularizer"}, "image": {"alt": "Three panels against iteration on log axes comparing lambda = 1 (solid) and lambda = 0 (dashed): excess risk, imbalance and P-distance."}} tags=["hide-input"]
@@ -437,7 +437,8 @@ for lam in (0.0, 1.0):
 # %%
 small, replay_small, deviation = experiments.replay(
     "ch4_small_n_renormalization",
-    keys=lambda prefix: [key for key in part1.prefix_keys(prefix) if not key.startswith("test_")])
+    keys=lambda prefix: [key for key in part1.prefix_keys(prefix) if not key.startswith("test_")],
+    align=experiments.leading_block)
 print(f"replayed {replay_small['iteration'][-1]} iterations (seed 0); largest relative "
       f"deviation: {experiments.format_deviation(deviation)}")
 methods_small, masks = ("algorithm1", "adam_no_reg"), ("all", "loo")
@@ -446,14 +447,13 @@ print("method        mask  tau   ||V||_F end (seed 0,1,2)   self-weight end   "
 for i, method in enumerate(methods_small):
     for j, mask in enumerate(masks):
         for t, tau in enumerate(("off", "on")):
-            scale = [small[f"scale_seed{s}"][-1, i, j, t] for s in SEEDS]
-            weight = np.median([small[f"self_weight_seed{s}"][-1, i, j, t] for s in SEEDS])
-            excess = np.median([small[f"excess_risk_seed{s}"][-1, i, j, t] for s in SEEDS])
-            deployed = np.median([small[f"test_risk_seed{s}"][-1, i, j, t] for s in SEEDS])
+            scale = small["scale"][:, -1, i, j, t]                  # one per seed
+            weight = np.median(small["self_weight"][:, -1, i, j, t])
+            excess = np.median(small["excess_risk"][:, -1, i, j, t])
+            deployed = np.median(small["test_risk"][:, -1, i, j, t])
             print(f"{method:12s}  {mask:4s}  {tau:3s}   " + ", ".join(f"{v:.3g}" for v in scale)
                   + f"{'':8s}{weight:.3f}            {excess:.3g}{'':20s}{deployed:.3g}")
-print("tau = sqrt(trace Gamma_hat) per seed: " + ", ".join(
-    f"{float(small[f'tau_seed{s}']):.3g}" for s in SEEDS))
+print("tau = sqrt(trace Gamma_hat) per seed: " + ", ".join(f"{tau:.3g}" for tau in small["tau"]))
 
 # %% mystnb={"figure": {"caption": "Adam without regularizer at $n = 20$: the softmax scale $\\|V\\|_F$ (left) and the excess risk (right), medians over seeds, for both masks with and without renormalization.", "name": "fig-ch04-renormalization"}, "image": {"alt": "Two panels against iteration: softmax scale and excess risk for the all-tokens and leave-one-out masks, solid without and dashed with renormalization."}} tags=["hide-input"]
 fig, axes = figure(1, 2, height=3.0)
@@ -462,8 +462,8 @@ i = methods_small.index("adam_no_reg")
 for j, (mask, colour) in enumerate(zip(masks, (OKABE_ITO["vermillion"], OKABE_ITO["blue"]))):
     for t, line in enumerate(("-", "--")):
         label = f"mask={mask}, " + ("no renormalization" if t == 0 else "$\\tau = \\sqrt{\\mathrm{tr}\\,\\hat D}$")
-        scale = np.median([small[f"scale_seed{s}"][:, i, j, t] for s in SEEDS], axis=0)
-        excess = np.median([small[f"excess_risk_seed{s}"][:, i, j, t] for s in SEEDS], axis=0)
+        scale = np.median(small["scale"][:, :, i, j, t], axis=0)          # over seeds
+        excess = np.median(small["excess_risk"][:, :, i, j, t], axis=0)
         axes[0].plot(k, scale, line, color=colour, label=label)
         axes[1].plot(k, excess, line, color=colour, label=label)
 axes[0].set(xscale="log", xlabel="iteration $k + 1$", ylabel="softmax scale $\\|V\\|_F$ (median)",
@@ -536,8 +536,8 @@ from attnlib.claims import ch04 as judge
 regularized = algorithm.train(algorithm.closed_form_loss(Sigma_hat, M_hat),
                               algorithm.Method(lam=1.0), init=(A_unbal, B_unbal),
                               iterations=ITER_UNBAL).history["dist_P_hat"]
-renormalized_scale = max(small[f"scale_seed{s}"][:, i, j, 1].max() / float(small[f"tau_seed{s}"])
-                         for s in SEEDS for i in range(2) for j in range(2))
+renormalized_scale = float(np.max(small["scale"][..., 1].max(axis=1)          # seeds, methods, masks
+                                  / small["tau"][:, None, None]))
 BALL_SEEDS = tuple(range(100))      # problems and samples of default_rng(s), as in chapter 5
 ball = ablations.spectral_start_distances(BALL_SEEDS)
 inside = int(np.sum(ball["distance"] < ball["radius"]))

@@ -72,9 +72,10 @@ from attnlib.slider import frame_slider
 
 use_book_style()
 runs, replay, deviation = experiments.replay(      # python -m attnlib.experiments paper1_defaults
-    "paper1_defaults", keys=part1.prefix_keys, absolute=part1.ROUND_OFF)
+    "paper1_defaults", keys=part1.prefix_keys, absolute=part1.ROUND_OFF,
+    align=experiments.leading_block)                  # seed 0's first iterations
 config = experiments.describe("paper1_defaults")
-SEEDS = tuple(part1.SEEDS)                            # problem/data from default_rng(s), s = 0, 1, 2
+SEEDS = tuple(int(s) for s in runs["seeds"])          # problem/data from default_rng(s), s = 0, 1, 2
 METHODS = list(algorithm.METHODS)
 LABELS = {"algorithm1": "Algorithm 1", "random+precond+reg": "random + precond + reg",
           "gd": "GD", "sgd": "SGD", "adam": "Adam"}
@@ -94,8 +95,8 @@ print(f"L* = {L_STAR:.3g}; expected OLS excess risk p sigma^2 d / (2 (n - d - 1)
 # %%
 print(f"replayed iterations 0..{replay['iteration'][-1]} of seed 0 for all five methods; largest "
       f"relative deviation from the stored run: {experiments.format_deviation(deviation, resolution=1e-8)}")
-print(f"seed 0: Q_hat* (spectral basin) = {float(replay['basin_value_seed0']):.6f}, recomputed "
-      f"live with gradient norm {float(replay['basin_grad_norm_seed0']):.1e} (tolerance 1e-8)")
+print(f"seed 0: Q_hat* (spectral basin) = {float(replay['basin_value'][0]):.6f}, recomputed "
+      f"live with gradient norm {float(replay['basin_grad_norm'][0]):.1e} (tolerance 1e-8)")
 
 # %% [markdown]
 # ## The best local minima found of the trained objective
@@ -117,23 +118,23 @@ print(f"seed 0: Q_hat* (spectral basin) = {float(replay['basin_value_seed0']):.6
 R = (part1.P * part1.D + part1.D ** 2)           # number of parameters
 print(f"Hessian of Q_hat at the basin minimizer, (U, V) coordinates ({R} eigenvalues); "
       f"d(d-1)/2 = {part1.D * (part1.D - 1) // 2}")
-for s in SEEDS:
-    h = runs[f"basin_hessian_seed{s}"]
-    print(f"  seed {s}: Q_hat* = {float(runs[f'basin_value_seed{s}']):.6f}, smallest eigenvalue "
+for i, s in enumerate(SEEDS):
+    h = runs["basin_hessian"][i]
+    print(f"  seed {s}: Q_hat* = {float(runs['basin_value'][i]):.6f}, smallest eigenvalue "
           f"{h[0]:.2g}, largest {h[-1]:.3g}, condition number {h[-1] / h[0]:.3g}, "
           f"{np.sum(h < 0.05)} eigenvalues below 0.05")
 starts = part1.reference_start_labels()   # (the stored config swaps the det O labels)
 best = {}
 for tag, label in (("Q", "Q_hat = L_hat + R_hat"), ("L", "L_hat alone")):
     print(f"{label}: minima from {len(starts[tag])} starts ({', '.join(starts[tag])})")
-    for s in SEEDS:
-        values = runs[f"ref_{tag}_value_seed{s}"]
-        excess = runs[f"ref_{tag}_excess_risk_seed{s}"]
+    for i, s in enumerate(SEEDS):
+        values = runs[f"ref_{tag}_value"][i]
+        excess = runs[f"ref_{tag}_excess_risk"][i]
         best[tag, s] = values.min()
         print(f"  seed {s}: values {values.min():.6f} .. {values.max():.6f}, best from "
               f"'{starts[tag][int(np.argmin(values))]}'; largest gradient norm "
-              f"{runs[f'ref_{tag}_grad_norm_seed{s}'].max():.1e}; smallest Hessian eigenvalue "
-              f"{runs[f'ref_{tag}_min_eigenvalue_seed{s}'].min():.1e}; excess risk of the minima "
+              f"{runs[f'ref_{tag}_grad_norm'][i].max():.1e}; smallest Hessian eigenvalue "
+              f"{runs[f'ref_{tag}_min_eigenvalue'][i].min():.1e}; excess risk of the minima "
               f"{excess.min():.3g} .. {excess.max():.3g}")
 lowest = part1.lowest_known_minima()      # one table for chapters 5, 6 and 12
 print("lowest known minimum of Q_hat per seed (best local minimum found):")
@@ -141,12 +142,12 @@ for s in SEEDS:
     best["Q", s] = lowest[s]["value"]
     print(f"  seed {s}: {lowest[s]['value']:.6f}, excess risk {lowest[s]['excess_risk']:.3g}; "
           f"{lowest[s]['source']}")
-for s in SEEDS:
-    basin = float(runs[f"basin_value_seed{s}"])
+for i, s in enumerate(SEEDS):
+    basin = float(runs["basin_value"][i])
     print(f"seed {s}: basin minimizer - lowest known Q_hat minimum = {basin - best['Q', s]:.2e} "
-          f"({(basin - best['Q', s]) / (runs[f'objective_seed{s}'][0, 0] - best['Q', s]):.1%} of "
+          f"({(basin - best['Q', s]) / (runs['objective'][i, 0, 0] - best['Q', s]):.1%} of "
           f"Algorithm 1's initial gap); OLS fit excess risk "
-          f"{float(runs[f'ols_fit_excess_risk_seed{s}']):.3g}")
+          f"{float(runs['ols_fit_excess_risk'][i]):.3g}")
 
 
 # %% [markdown]
@@ -185,17 +186,17 @@ for s in SEEDS:
 def stacked(key: str, method: str) -> np.ndarray:
     # (seeds, iterations) array of one stored curve for one method
     j = METHODS.index(method)
-    return np.stack([runs[f"{key}_seed{s}"][:, j] for s in SEEDS])
+    return runs[key][:, :, j]
 
 
 def gap(method: str) -> np.ndarray:
     # optimization gap of each seed to the best certified minimum of the method's objective
     tag = part1.reference_tag(algorithm.METHODS[method])
-    return np.stack([runs[f"objective_seed{s}"][:, METHODS.index(method)] - best[tag, s]
-                     for s in SEEDS])
+    lowest = np.array([best[tag, s] for s in SEEDS])
+    return runs["objective"][:, :, METHODS.index(method)] - lowest[:, None]
 
 
-ols_fit = np.median([float(runs[f"ols_fit_excess_risk_seed{s}"]) for s in SEEDS])
+ols_fit = np.median(runs["ols_fit_excess_risk"])
 for method in METHODS:
     g = np.median(gap(method), axis=0)
     print(f"{LABELS[method]:23s} gap at 0 / 100 / 2000: {g[0]:.2e} / "
@@ -245,9 +246,9 @@ plt.show()
 # %%
 print("seed  loss spectral  loss random  loss ratio  excess spectral  excess random  excess ratio")
 ratios = []
-for s in SEEDS:
-    spectral = runs[f"excess_risk_seed{s}"][0, METHODS.index("algorithm1")]
-    random = runs[f"excess_risk_seed{s}"][0, METHODS.index("sgd")]
+for i, s in enumerate(SEEDS):
+    spectral = runs["excess_risk"][i, 0, METHODS.index("algorithm1")]
+    random = runs["excess_risk"][i, 0, METHODS.index("sgd")]
     ratios.append(((random + L_STAR) / (spectral + L_STAR), random / spectral))
     print(f"{s:4d}  {spectral + L_STAR:13.3g}  {random + L_STAR:11.3g}  {ratios[-1][0]:10.3g}"
           f"  {spectral:15.3g}  {random:14.3g}  {ratios[-1][1]:12.3g}")
@@ -258,7 +259,7 @@ zero_noise = [ablations.start_excess_risks(s, noise_std=0.0) for s in SEEDS]
 print("sigma = 0 (same draws; L* = 0, so loss ratio = excess-risk ratio): spectral start "
       + " / ".join(f"{r['spectral']:.2g}" for r in zero_noise) + ", ratio "
       + " / ".join(f"{r['random'] / r['spectral']:.3g}" for r in zero_noise))
-claims = {"start": judge.start_loss([runs[f"excess_risk_seed{s}"][0, 0] / L_STAR for s in SEEDS],
+claims = {"start": judge.start_loss([e / L_STAR for e in runs["excess_risk"][:, 0, 0]],
                                    SEEDS),
           "orders": judge.three_orders(np.log10(loss_ratio))}
 print(claims["start"])
@@ -385,7 +386,7 @@ for key in ("alg1_loss", "alg1", "sgd_loss", "sgd", "random_loss", "random"):
 
 # %%
 headline = ablations.headline_comparison(0)       # live: two infinite-data objectives, seed 0
-finite_gap = runs["objective_seed0"][:, 0] - float(runs["basin_value_seed0"])
+finite_gap = runs["objective"][0, :, 0] - float(runs["basin_value"][0])
 relative = {"population": headline["gap_population"] / headline["gap_population"][0],
             "closed_form": headline["gap_closed_form"] / headline["gap_closed_form"][0],
             "finite": finite_gap / finite_gap[0]}
@@ -395,7 +396,7 @@ HEADLINE_NAMES = {"population": "population (Sigma, M), spectral start",
 its = {"population": headline["iteration"], "closed_form": headline["iteration"],
        "finite": iteration}
 steps = {"population": float(headline["step_population"]),
-         "closed_form": float(headline["step_closed_form"]), "finite": float(runs["step_seed0"][0])}
+         "closed_form": float(headline["step_closed_form"]), "finite": float(runs["step"][0, 0])}
 s_d = {"population": float(headline["s_d_population"]),
        "closed_form": float(headline["s_d_closed_form"]),
        "finite": float(headline["s_d_closed_form"])}       # X_hat* of the same sample
@@ -465,13 +466,13 @@ for method in METHODS:
     fits = [fitting.fit_geometric_rate(iteration, g[i], start=1000) for i in range(len(SEEDS))]
     fitted[method] = fits
     print(f"{LABELS[method]:23s} " + ", ".join(f"{f.rate:.6f} +- {f.stderr:.0e}" for f in fits))
-for s in SEEDS:
-    eta = float(runs[f"step_seed{s}"][0])
-    h = runs[f"basin_hessian_seed{s}"]
+for i, s in enumerate(SEEDS):
+    eta = float(runs["step"][i, 0])
+    h = runs["basin_hessian"][i]
     mu = fitting.spectrum_gap_rate(eta, h)
     print(f"seed {s}: Algorithm 1 step eta = {eta:.4f}, h_min = {h[0]:.2g}: predicted gap rate "
           f"(1 - eta h_min)^2 = {mu:.6f}; iterations per factor 10 of the gap "
-          f"{np.log(10) / -np.log(mu):.3g} (predicted) vs {np.log(10) / -np.log(fitted['algorithm1'][s].rate):.3g} (fitted)")
+          f"{np.log(10) / -np.log(mu):.3g} (predicted) vs {np.log(10) / -np.log(fitted['algorithm1'][i].rate):.3g} (fitted)")
 gd_gap = gap("gd")
 power_better = []
 for i, s in enumerate(SEEDS):
@@ -524,15 +525,16 @@ print(earlier_rule)
 # Runs stop once the gap is below $10^{-10}$ of the initial gap.
 
 # %%
-slow, replay_slow, deviation = experiments.replay("paper1_slow_directions", keys=part1.prefix_keys)
+slow, replay_slow, deviation = experiments.replay("paper1_slow_directions", keys=part1.prefix_keys,
+                                                  align=experiments.leading_block)
 print(f"replayed {replay_slow['iteration'][-1]} iterations of the three gradient methods live; "
       f"largest relative deviation: {experiments.format_deviation(deviation)}")
 REMEDY_LABELS = {"algorithm1": "Algorithm 1 (rule step)", "curvature_step": "curvature step",
                  "curvature_nesterov": "curvature step + Nesterov"}
 its_slow = slow["iteration"]
-gaps = slow["gap_seed0"]
-h = slow["basin_hessian_seed0"]
-print(f"h_max at the start {float(slow['h_max_seed0']):.3g}; at the minimizer {h[-1]:.3g}, "
+gaps = slow["gap"][0]                      # seed 0, the stored run's only seed
+h = slow["basin_hessian"][0]
+print(f"h_max at the start {float(slow['h_max'][0]):.3g}; at the minimizer {h[-1]:.3g}, "
       f"h_min {h[0]:.2g}")
 print("method                     step     first k with gap/gap_0 below 1e-3 / 1e-6 / 1e-10"
       "     fitted rate (last 2000 recorded k)   predicted (1 - eta h_min)^2")
@@ -544,7 +546,7 @@ for j, name in enumerate(optimum.GRADIENT_METHODS):
     finite = np.isfinite(relative) & (relative > 1e-11)
     window = finite & (its_slow >= its_slow[finite][-1] - 2000)
     fit = fitting.fit_geometric_rate(its_slow[window], gaps[window, j])
-    eta = float(slow["step_seed0"][j])
+    eta = float(slow["step"][0, j])
     predicted = (f"{fitting.spectrum_gap_rate(eta, h):.6f}" if name != "curvature_nesterov"
                  else "(momentum: not a GD rate)")
     print(f"{REMEDY_LABELS[name]:26s} {eta:.4f}   {' / '.join(firsts):45s} "
@@ -554,10 +556,10 @@ for j, name in enumerate(optimum.GRADIENT_METHODS):
     if last == its_slow[-1]:       # ran to the cap: has the gap stopped moving?
             print(f"{'':26s} at k = {last}: gap {gaps[finite, j][-1]:.3g} (relative change over the "
               f"last 4000 iterations {abs(gaps[finite, j][-1] / gaps[before, j] - 1):.1e}), "
-              f"distance to the basin minimizer {slow['dist_ref_seed0'][finite, j][-1]:.3g}")
+              f"distance to the basin minimizer {slow['dist_ref'][0, finite, j][-1]:.3g}")
 print(f"Newton polish after {optimum.POLISH_AFTER} Algorithm 1 iterations: gap "
-      f"{float(slow['polish_start_gap_seed0']):.2e} -> {float(slow['polish_gap_seed0']):.1e} "
-      f"in {int(slow['polish_evaluations_seed0'])} gradient evaluations")
+      f"{float(slow['polish_start_gap'][0]):.2e} -> {float(slow['polish_gap'][0]):.1e} "
+      f"in {int(slow['polish_evaluations'][0])} gradient evaluations")
 
 # %% mystnb={"figure": {"caption": "Remedies for the slow directions (seed 0): the gap relative to its start against iterations for Algorithm 1's rule step, the curvature step and the curvature step with Nesterov momentum; the dash-dotted line marks convergence to $10^{-3}$ of the initial gap.", "name": "fig-ch05-remedies"}, "image": {"alt": "Relative optimization gap on a log axis against iteration for three gradient methods with solid, dashed and dotted lines, and a grey dash-dotted threshold line."}} tags=["hide-input"]
 fig, ax = figure(width=6.4, height=4.0)
@@ -608,20 +610,21 @@ plt.show()
 # %%
 sweep, replay_sweep, deviation = experiments.replay(
     "paper1_condition_sweep",
-    keys=lambda prefix: [k for k in part1.prefix_keys(prefix) if not k.startswith("first_iteration")])
+    keys=lambda prefix: [k for k in part1.prefix_keys(prefix) if not k.startswith("first_iteration")],
+    align=experiments.leading_block)
 print(f"replayed {replay_sweep['iteration'][-1]} iterations of seed 0 for every kappa and method;"
       f" largest relative deviation: {experiments.format_deviation(deviation)}")
 i10 = list(sweep["kappas"]).index(10.0)
-same = np.abs(sweep["excess_risk_seed0"][:101, i10, :] - runs["excess_risk_seed0"][:101, :])
+same = np.abs(sweep["excess_risk"][0, :101, i10, :] - runs["excess_risk"][0, :101, :])
 finite = np.isfinite(same)
 print(f"kappa = 10 in the sweep is the default problem: largest difference from paper1_defaults "
       f"over the first 100 iterations: {experiments.format_deviation(same[finite].max())}")
 
 # %%
 kappas, thresholds = sweep["kappas"], sweep["thresholds"]
-sweep_seeds = [s for s in SEEDS if f"first_iteration_seed{s}" in sweep]
+sweep_seeds = list(sweep["seeds"])
 cap = int(sweep["iteration"][-1])
-first = np.stack([sweep[f"first_iteration_seed{s}"] for s in sweep_seeds])   # seeds, K, M, T
+first = sweep["first_iteration"]                                  # seeds, K, M, T
 for t, threshold in enumerate(thresholds):
     print(f"iterations to excess risk <= {threshold:.0e} (seeds {', '.join(map(str, sweep_seeds))};"
           f" cap {cap})")
@@ -813,8 +816,8 @@ plt.show()
 
 # %%
 prompt_exp, replay_prompts, deviation = experiments.replay(   # python -m attnlib.experiments paper1_prompts_experiment
-    "paper1_prompts_experiment",
-    keys=[f"{key}_noise0_seed0" for key in ("objective", "loss", "excess_risk")])
+    "paper1_prompts_experiment", keys=("objective", "loss", "excess_risk"),
+    align=experiments.leading_block)                        # the first cell: first noise level, seed 0
 print(f"replayed iterations 0..{replay_prompts['iteration'][-1]} of the sigma = "
       f"{prompt_exp['noise_levels'][0]:g} cell live (five methods); largest relative deviation: "
       f"{experiments.format_deviation(deviation)}")
@@ -822,7 +825,7 @@ pr_iter, pr_deploy = prompt_exp["iteration"], prompt_exp["deploy_iteration"]
 pr_noise = prompt_exp["noise_levels"]
 prompt_gaps = {}      # (noise index, method) -> gap curve (a lower bound for the lam = 0 methods)
 for i, sigma in enumerate(pr_noise):
-    get = lambda key: prompt_exp[f"{key}_noise{i}_seed0"]
+    get = lambda key: prompt_exp[key][i, 0]                  # seed 0, the stored run's only seed
     basin, best_loss = float(get("basin_value")), float(get("best_loss"))
     print(f"sigma = {sigma:g}: Q_hat* (spectral basin) = {basin:.6f} (gradient norm "
           f"{float(get('basin_grad_norm')):.1e}), its excess risk {float(get('basin_excess')):.3g}; "
@@ -844,9 +847,9 @@ for i, sigma in enumerate(pr_noise):
         axes[0, i].plot(pr_iter + 1, np.maximum(prompt_gaps[i, method], 1e-12),
                         color=METHOD_COLOURS[method], label=LABELS[method],
                         ls="-" if lam_one else "--")
-        axes[1, i].plot(pr_iter + 1, prompt_exp[f"excess_risk_noise{i}_seed0"][:, j],
+        axes[1, i].plot(pr_iter + 1, prompt_exp["excess_risk"][i, 0, :, j],
                         color=METHOD_COLOURS[method])
-        axes[1, i].plot(pr_deploy + 1, prompt_exp[f"deployed_noise{i}_seed0"][:, j], "o", ms=3,
+        axes[1, i].plot(pr_deploy + 1, prompt_exp["deployed"][i, 0, :, j], "o", ms=3,
                         color=METHOD_COLOURS[method])
     axes[0, i].set(title=f"prompts: $N = 8$, $n = 500$, $\\sigma = {sigma:g}$",
                    ylabel="optimization gap (dashed: lower bound)")
@@ -920,8 +923,8 @@ for key, label in (("start", "(1)"), ("orders", "(2)"), ("alg1", "(3)"), ("sgd",
 
 # %%
 claims_map, replay_map, deviation = experiments.replay(   # python -m attnlib.experiments paper1_prompts_claims_map
-    "paper1_prompts_claims_map",
-    keys=[f"{key}_scale0_noise0" for key in ("objective", "loss", "excess_risk")])
+    "paper1_prompts_claims_map", keys=("objective", "loss", "excess_risk"),
+    align=experiments.leading_block)                        # the first cell: first scale and noise level
 print(f"replayed iterations 0..{replay_map['iteration'][-1]} of the first cell live; largest "
       f"relative deviation: {experiments.format_deviation(deviation)}")
 map_scales, map_noise = claims_map["scales"], claims_map["noise_levels"]
@@ -1019,10 +1022,10 @@ plt.show()
 
 # %%
 claims["global"], claims["global_basin"] = judge.global_optimum(
-    [stacked("excess_risk", "algorithm1")[i, -1] / runs[f"ref_Q_excess_risk_seed{s}"].max()
-     for i, s in enumerate(SEEDS)],
-    [(float(runs[f"basin_value_seed{s}"]) - best["Q", s])
-     / (runs[f"objective_seed{s}"][0, 0] - best["Q", s]) for s in SEEDS], SEEDS)
+    [stacked("excess_risk", "algorithm1")[i, -1] / runs["ref_Q_excess_risk"][i].max()
+     for i in range(len(SEEDS))],
+    [(float(runs["basin_value"][i]) - best["Q", s])
+     / (runs["objective"][i, 0, 0] - best["Q", s]) for i, s in enumerate(SEEDS)], SEEDS)
 claims["kappa"] = judge.preconditioner_kappa(
     first[:, -1, METHODS.index("random+precond+reg"), list(thresholds).index(1e-2)].max()
     / first[:, 0, METHODS.index("random+precond+reg"), list(thresholds).index(1e-2)].max())

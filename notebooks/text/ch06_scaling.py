@@ -909,7 +909,7 @@ for c, e, x in zip(counts, excess_var, extra):
           f"OLS variance on N n tokens p s^2 d/(2(Nn-d-1)) = "
           f"{population.ols_excess_risk(int(c * n_var), d, p, prompt_runs.VARIANCE_NOISE):.2e}")
 prompt_exp = experiments.load("paper1_prompts_experiment")
-gap_m = (prompt_exp["objective_noise0_seed0"][:, 0] - float(prompt_exp["basin_value_noise0_seed0"]))
+gap_m = prompt_exp["objective"][0, 0, :, 0] - float(prompt_exp["basin_value"][0, 0])   # sigma = 0.1, seed 0
 its_m = prompt_exp["iteration"]
 fit_m = fitting.fit_geometric_rate(its_m, gap_m, start=int(its_m[-1]) // 2)
 print(f"Algorithm 1 (n = 500, N = 8, sigma = 0.1): gap {gap_m[0]:.2e} -> {gap_m[-1]:.2e} over "

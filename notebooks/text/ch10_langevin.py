@@ -270,16 +270,17 @@ plt.show()
 # Sokal's automatic window. The Holley-Stroock upper bound for weight decay, $e^{2\sup L/s}\,s/(4\lambda)$, is printed beside it.
 
 # %%
-constants, replay, _ = experiments.replay("langevin_constants_lora", rtol=1e-9, atol=1e-12)
+constants, replay, _ = experiments.replay("langevin_constants_lora", rtol=1e-9, atol=1e-12,
+                                          align=experiments.leading_block)
 cfg = experiments.config(constants)
 print(f"langevin_constants_lora: replayed prefix matches; run length {constants['times'][-1]:.0f}")
 lora_wd = part2.problem("lora", "weight_decay")
 sup_L_lora = 0.5 * np.mean((np.abs(lora_wd.a).sum() + np.abs(lora_wd.y)) ** 2)
 print("regularizer    s   | tau: log(|U|/|V|)  |U|^2-|V|^2   loss | run / max tau | "
       "C_P >= s tau_max / 4 | log10 Holley-Stroock bound")
-for reg in cfg["regularizers"]:
-    for s in cfg["temperatures"]:
-        taus = [float(constants[f"{reg}/s{s:g}/{name}_tau"]) for name in ("log_ratio", "balance", "loss")]
+for i, reg in enumerate(cfg["regularizers"]):              # the axes of the stored arrays
+    for j, s in enumerate(cfg["temperatures"]):
+        taus = [float(constants[f"{name}_tau"][i, j]) for name in ("log_ratio", "balance", "loss")]
         hs = (2 * sup_L_lora / s + np.log(s / (4 * part2.LAM))) / np.log(10) if reg == "weight_decay" else np.nan
         print(f"{reg:>12s} {s:5.2f} | {taus[0]:17.1f} {taus[1]:11.1f} {taus[2]:6.1f} | "
               f"{0.8 * constants['times'][-1] / max(taus):13.0f} | {s * max(taus) / 4:20.3g} | "
@@ -309,15 +310,17 @@ for reg in cfg["regularizers"]:
 # $t \in [50, 100]$.
 
 # %%
-mala_runs, replay, _ = experiments.replay("langevin_mala_lora", rtol=1e-9, atol=1e-12)
+mala_runs, replay, _ = experiments.replay("langevin_mala_lora", rtol=1e-9, atol=1e-12,
+                                          align=experiments.leading_block)
+em, mh = (list(mala_runs["samplers"]).index(name) for name in ("em", "mala"))
 print("langevin_mala_lora: replayed prefix matches")
 mala_bias = {}
-for s in temperatures:
-    em_mean, em_sem = mala_runs[f"em/s{s:g}/gibbs_mean"]
-    mh_mean, mh_sem = mala_runs[f"mala/s{s:g}/gibbs_mean"]
+for j, s in enumerate(temperatures):
+    em_mean, em_sem = mala_runs["gibbs_mean"][em, j]
+    mh_mean, mh_sem = mala_runs["gibbs_mean"][mh, j]
     mala_bias[s] = (em_mean - mh_mean, np.hypot(em_sem, mh_sem))
     print(f"s = {s:4.2f}: Euler-Maruyama F_s = {em_mean:.4f} +- {em_sem:.4f}, MALA {mh_mean:.4f} +- "
-          f"{mh_sem:.4f} (acceptance {float(mala_runs[f'mala/s{s:g}/acceptance']):.3f}); "
+          f"{mh_sem:.4f} (acceptance {float(mala_runs['acceptance'][mh, j]):.3f}); "
           f"difference {em_mean - mh_mean:+.4f} +- {np.hypot(em_sem, mh_sem):.4f}")
 
 # %% [markdown]
@@ -359,7 +362,8 @@ for s in temperatures:
 # uniform in $s$ and still accepted growth like $\epsilon^{-1/2}$; its ratio is printed for comparison.
 
 # %%
-anneal, replay, _ = experiments.replay("langevin_anneal_lora", rtol=1e-9, atol=1e-12)
+anneal, replay, _ = experiments.replay("langevin_anneal_lora", rtol=1e-9, atol=1e-12,
+                                       align=experiments.leading_block)
 acfg = experiments.config(anneal)
 f_star_lora = float(anneal["f_star"])
 print(f"langevin_anneal_lora: replayed prefix matches; f* = {f_star_lora:.4f}")
@@ -376,10 +380,10 @@ for model in MODELS:
             f"p_hat = {fixed_mean[f'{model} s = {s:g}']:.2f}" if eps.size else "start not above 2 x offset"))
 print("2. fixed s, expected hitting time E[tau_eps] (64 chains each)")
 hitting, offsets_anneal = {}, {}
-for eps_run, s_run in zip(acfg["epsilons"], acfg["temperatures"]):
-    loss = anneal[f"eps{eps_run:g}/loss_mean"]
+for k, (eps_run, s_run) in enumerate(zip(acfg["epsilons"], acfg["temperatures"])):
+    loss = anneal["loss_mean"][k]
     offsets_anneal[s_run] = loss[loss.size // 2:].mean() - f_star_lora
-    eps, mean_tau = part2.expected_hitting_times(anneal[f"eps{eps_run:g}/first_passage"],
+    eps, mean_tau = part2.expected_hitting_times(anneal["first_passage"][k],
                                                  acfg["passage_epsilons"], offsets_anneal[s_run])
     hitting[f"lora s = {s_run:.4f}"] = ch10.growth_exponent(eps, mean_tau)
     print(f"  s = {s_run:.4f}: offset {offsets_anneal[s_run]:.4f}; E[tau_eps] at eps = "
@@ -393,13 +397,13 @@ for reading in readings_33:
 # %%
 print("3. annealed, s = 2 eps / D")
 t_reach, tau_own = [], []
-for eps, s_eps in zip(acfg["epsilons"], acfg["temperatures"]):
-    excess = anneal[f"eps{eps:g}/loss_mean"] - f_star_lora
+for k, (eps, s_eps) in enumerate(zip(acfg["epsilons"], acfg["temperatures"])):
+    excess = anneal["loss_mean"][k] - f_star_lora
     t_reach.append(langevin.hitting_times(anneal["times"], np.maximum(excess, 0.0), [eps])[0])
-    passages = anneal[f"eps{eps:g}/first_passage"][np.isclose(acfg["passage_epsilons"], eps)][0]
+    passages = anneal["first_passage"][k][np.isclose(acfg["passage_epsilons"], eps)][0]
     tau_own.append(passages.mean() if np.isfinite(passages).all() else np.nan)
     print(f"  eps = {eps:5.3f}: s = {s_eps:.4f}, final excess {excess[-1]:.4f} "
-          f"+- {anneal[f'eps{eps:g}/loss_sem'][-1]:.4f}, t_eps = {t_reach[-1]:.1f}, "
+          f"+- {anneal['loss_sem'][k, -1]:.4f}, t_eps = {t_reach[-1]:.1f}, "
           f"E[tau_eps] = {tau_own[-1]:.2f}")
 per_halving = np.diff(t_reach) / np.log(2)
 print("time per unit of log(1/eps) between successive eps (the constant b), against the lower s: "

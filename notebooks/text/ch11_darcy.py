@@ -193,9 +193,9 @@ print(f"total {sum(int(np.prod(v)) for v in shapes.values())} parameters, of whi
 # %%
 stored1, _, _ = experiments.replay(
     "darcy_phase1", prefix=dx.phase1_history(task, epochs=setup.phase1_prefix), rtol=1e-3,
-    keys=lambda prefix: [key for key in prefix if key.startswith("phase1/")])
+    keys=lambda prefix: list(dx.phase1_curves(prefix)))
 print(f"replayed {setup.phase1_prefix} epochs of Phase 1: they match the stored run (rtol 1e-3)")
-h1 = {key.split("/", 1)[1]: value for key, value in stored1.items() if key.startswith("phase1/")}
+h1 = dx.phase1_curves(stored1)
 weights = dx.phase1_weights(stored1)
 final = task.test_metrics(weights)
 print(f"after {int(h1['epoch'][-1])} epochs: train loss {h1['train_loss'][-1]:.2e}, "
@@ -303,7 +303,8 @@ RUNS = {"adam": "darcy_phase2_adam", "sgd": "darcy_phase2_sgd", "noisy": "darcy_
 stored2 = {}
 for label, name in RUNS.items():
     stored2[label], _, _ = experiments.replay(
-        name, prefix=dx.phase2_run(name, task, weights, full=False), rtol=1e-3)
+        name, prefix=dx.phase2_run(name, task, weights, full=False), rtol=1e-3,
+        align=experiments.leading_block)                 # the first seed of every regime
     optimizer, lam, seeds = dx.PHASE2_RUNS[name]
     print(f"{label:>13s}: lambda = {lam:.0e}, {len(seeds)} seed(s); replayed "
           f"{setup.phase2_prefix} epoch x {len(dx.REGIMES)} regimes: matches (rtol 1e-3)")
@@ -417,7 +418,8 @@ print(f"pure diffusion over {steps} steps: ||W_Q||_F^2 grows by steps * sigma^2 
 # the regime is the range of $\lambda$ from the smallest one up to the first that fails.
 
 # %%
-sweep, _, _ = experiments.replay("darcy_phase2_lambda_sweep", rtol=1e-3)
+sweep, _, _ = experiments.replay("darcy_phase2_lambda_sweep", rtol=1e-3,
+                                 align=experiments.leading_block)
 print(f"darcy_phase2_lambda_sweep: replayed 1 epoch at lambda = {dx.SWEEP_LAMS[0]:g} (log, power): "
       "matches (rtol 1e-3)")
 base = dx.summarize_phase2(stored2["adam"], last=10, epochs=dx.SWEEP_EPOCHS)
