@@ -10,8 +10,9 @@ Part I (Goel, Soltanolkotabi, Bartlett 2026)
     ``geometry`` (the manifold S, the P-geometry, Hessians), ``landscape`` (stationary points,
     one-point conditions), ``algorithm`` (Algorithm 1 and its baselines), ``optim`` (gradient
     transformations with optax's contract), ``reference`` (certified reference optima),
-    ``prompts`` (the many-prompts reconstruction), ``analysis`` (summaries of histories),
-    ``fitting`` (power-law and geometric rate fits).
+    ``orbit`` (the orbit of minimizers at finite n: its tangent, its curvature, methods
+    compared on it), ``prompts`` (the many-prompts reconstruction), ``analysis`` (summaries
+    of histories), ``fitting`` (power-law and geometric rate fits).
 Part II (Frangi, Mukherjee, Kumar, Sun, Sun 2026)
     ``potentials`` (test potentials), ``regularizers`` (weight decay, log-amplified,
     super-quadratic), ``villani`` (Villani diagnostics), ``langevin`` (Langevin dynamics and

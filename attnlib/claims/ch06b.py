@@ -1,0 +1,54 @@
+"""Chapter 6b (the finite sample and the orbit): the book's own claims, fixed before the runs
+they judge: the derived law of the orbit curvature, and a method whose gradient evaluations
+to a small gap do not grow with n like Algorithm 1's."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from .. import verdicts
+
+__all__ = ["CLAIMS", "GROWTH_EXPONENT", "LAW_Z", "curvature_law", "n_free_method"]
+
+#: [choice] "grows slower than n^0.25": the upper end of the fitted exponent's 95% interval
+GROWTH_EXPONENT = 0.25
+#: [choice] a fitted exponent agrees with the derived one within 2 standard errors
+LAW_Z = 2.0
+
+CLAIMS = {
+    "book-orbit-curvature-law":
+        "the orbit curvature of Q_hat at its minimizer falls like n^-1 with noisy "
+        "targets and like n^-3/2 with noise-free ones",
+    "book-n-free-method":
+        "at least one method's gradient evaluations to a 1e-6 gap grow slower than n^0.25 "
+        "(n = 125..4000)",
+}
+
+
+def curvature_law(fits: Mapping[str, tuple[float, float, float]], *,
+                  z: float = LAW_Z) -> verdicts.Verdict:
+    """Each fitted exponent ``(exponent, stderr, predicted)`` agrees with its derived value:
+    ``|exponent - predicted| / stderr <= z``, keyed by what was fitted."""
+    labels = list(fits)
+    values = [abs(b - predicted) / se for b, se, predicted in fits.values()]
+    return verdicts.verdict(CLAIMS["book-orbit-curvature-law"], values, z, direction="<=",
+                            quantity="|fitted - derived exponent| / standard error",
+                            labels=labels)
+
+
+def n_free_method(upper_ends: Mapping[str, float], reached: Mapping[str, Sequence[bool]], *,
+                  threshold: float = GROWTH_EXPONENT) -> verdicts.Verdict:
+    """"At least one method": judged on the qualifying method with the smallest upper end of
+    its exponent's 95% interval, reproduced if that end is ``<= threshold``. A method
+    qualifies only if it reached the gap in every run (elsewhere its count is not a number);
+    with no qualifying method the claim is not reproduced."""
+    if set(upper_ends) != set(reached) or not upper_ends:
+        raise ValueError("upper_ends and reached must name the same methods (at least one)")
+    qualifying = {m: upper_ends[m] for m in upper_ends if all(reached[m])}
+    if not qualifying:
+        return verdicts.Verdict(CLAIMS["book-n-free-method"], verdicts.NOT_REPRODUCED,
+                                "no method reached the gap in every run")
+    best = min(qualifying, key=qualifying.get)
+    return verdicts.verdict(CLAIMS["book-n-free-method"], qualifying[best], threshold,
+                            direction="<=", labels=[best],
+                            quantity="upper end of the 95% interval of the fitted exponent")

@@ -1,0 +1,223 @@
+"""Registered runs of chapter 6b: the orbit's curvature at finite n, and methods compared on
+the finite-sample objective Q_hat = L_hat + R_hat (lambda = 1) from Algorithm 1's spectral
+start.
+
+Each task draws its data as ``paper1_defaults`` does
+(:func:`attnlib.experiments.ablations.defaults_data`: problem, n samples from
+``default_rng(seed)``), computes the certified minimizer of the spectral start's basin
+(:func:`attnlib.reference.reference_minimizer`) and the Hessian of Q_hat restricted to the
+orbit tangent there (:func:`attnlib.orbit.restricted_hessian`, 45 eigenvalues for d = 10).
+
+``finite_sample_methods``: grid (n, seed) over ``N_VALUES`` x ``SEEDS`` at the default noise.
+Five methods [choice of this book], each until its value is within ``STOP_RATIO`` of the
+initial gap above the basin minimum, or its budget is spent:
+
+* ``algorithm1``: Algorithm 1 (chapter 4's step rule), at most ``ALG1_ITERATIONS`` iterations;
+* ``nesterov``: the curvature step ``1 / h_max`` with Nesterov momentum 0.9 (chapter 5; the
+  power iteration for h_max costs ``CURVATURE_EVALUATIONS`` evaluations, counted);
+* ``newton_polish``: ``POLISH_AFTER`` Algorithm 1 iterations, then the trust-region Newton-CG
+  polish (:func:`attnlib.orbit.newton_polish`);
+* ``lbfgs``: L-BFGS with 30 correction pairs (:func:`attnlib.orbit.lbfgs`);
+* ``orbit_nesterov``: the orbit-aware method (:func:`attnlib.orbit.orbit_nesterov`, curvature
+  step, warm-up 300, refresh every 100, orbit step at most 0.01 long; h_max counted).
+
+Every method but ``algorithm1`` has a budget of ``MAX_EVALUATIONS`` gradient evaluations.
+Keys (grid axes first: ``n_values``, ``seeds``; ``methods`` names the method axis):
+``values``, ``evaluations`` (n, seed, method, ``MAX_EVALUATIONS + 2``; NaN-padded: the objective at
+each iterate and the evaluations spent to reach it), ``final_excess_risk``, ``final_distance``
+(Euclidean, in (U, V), to the basin minimizer), ``seconds`` (wall-clock, including the
+power iteration where it is counted; the runs share the machine, so compare evaluations first)
+(n, seed, method), ``alg1_excess_risk``
+(n, seed, ALG1_ITERATIONS + 1; NaN after a stop), ``basin_value``, ``basin_excess_risk``,
+``ols_excess_risk``, ``initial_value``, ``h_max``, ``step`` (Algorithm 1's), (n, seed), and
+``orbit_hessian`` (n, seed, 45) ascending.
+
+``finite_sample_noise_free``: grid (n, seed) over ``N_VALUES[:-1]`` x ``SEEDS`` with the same
+inputs and noise-free targets ``Y = X M^T``: ``orbit_hessian``, ``basin_value``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import partial
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .. import algorithm, orbit, population, reference
+from . import TaskGrid, leading_block, register_grid
+from ._tasks import stack_tasks
+from .ablations import defaults_data
+
+__all__ = ["N_VALUES", "SEEDS", "METHODS", "STOP_RATIO", "REPLAYED_KEYS", "methods_task",
+           "noise_free_task", "recorded_prefix"]
+
+N_VALUES = (125, 250, 500, 1000, 2000, 4000)
+SEEDS = (0, 1)
+METHODS = ("algorithm1", "nesterov", "newton_polish", "lbfgs", "orbit_nesterov")
+STOP_RATIO = 1e-9
+ALG1_ITERATIONS = 1000
+MAX_EVALUATIONS = 2000
+POLISH_AFTER = 200
+CURVATURE_ITERATIONS = 100
+CURVATURE_EVALUATIONS = 2 * CURVATURE_ITERATIONS + 2
+NESTEROV_DECAY = 0.9
+ORBIT_SETTINGS = dict(warmup=300, refresh=100, radius=0.01)
+STOP_EVERY = 10
+PREFIX_N = 125
+PREFIX_BUDGET = dict(max_evaluations=POLISH_AFTER + 60, alg1_iterations=60,
+                     polish_after=POLISH_AFTER)
+
+
+def _basin(loss: algorithm.DataLoss) -> tuple[reference.ReferenceOptimum, np.ndarray]:
+    """The spectral start's basin minimizer and the orbit-restricted Hessian spectrum there."""
+    objective = loss.reference_objective(1.0)
+    basin = reference.reference_minimizer(objective, loss.manifold.point(), loss.Sigma_hat,
+                                          hessian=False)
+    problem, z = reference.FactorProblem.at(objective, (basin.A, basin.B), loss.Sigma_hat,
+                                            "basin")
+    tangent = orbit.orbit_tangent(*problem.factors(z))
+    return basin, np.linalg.eigvalsh(orbit.restricted_hessian(problem, z, tangent))
+
+
+def _padded(values: np.ndarray, length: int) -> np.ndarray:
+    out = np.full(length, np.nan)
+    out[: min(values.size, length)] = values[:length]
+    return out
+
+
+def methods_task(n: int, seed: int, *, max_evaluations: int = MAX_EVALUATIONS,
+                 alg1_iterations: int = ALG1_ITERATIONS,
+                 polish_after: int = POLISH_AFTER) -> dict[str, np.ndarray]:
+    """One (n, seed) cell of ``finite_sample_methods`` (module docstring)."""
+    problem, (x, y), _ = defaults_data(seed, n=n)
+    loss = algorithm.empirical_loss(x, y)
+    objective = loss.reference_objective(1.0)
+    start = loss.manifold.point()
+    basin, orbit_hessian = _basin(loss)
+    initial_value = objective(*start)[0]
+    target = basin.value + STOP_RATIO * (initial_value - basin.value)
+    clock = time.perf_counter()
+    h_max = reference.largest_curvature(objective, start, loss.Sigma_hat,
+                                        rng=np.random.default_rng(300 + seed),
+                                        iterations=CURVATURE_ITERATIONS)
+    curvature_seconds = time.perf_counter() - clock
+
+    def fresh() -> tuple[reference.FactorProblem, np.ndarray]:
+        return reference.FactorProblem.at(objective, start, loss.Sigma_hat, "start")
+
+    def stop(k: int, a: np.ndarray, b: np.ndarray) -> bool:    # bookkeeping, not counted
+        return k % STOP_EVERY == 0 and objective(a, b)[0] <= target
+
+    traces, finals, seconds = [], [], []
+    clock = time.perf_counter()
+    alg1 = algorithm.train(loss, iterations=alg1_iterations, problem=problem, callback=stop)
+    values = alg1.history["objective"]
+    traces.append((values, np.arange(1, values.size + 1)))
+    finals.append((alg1.A, alg1.B))
+    seconds.append(time.perf_counter() - clock)
+    clock = time.perf_counter()
+    nesterov = algorithm.train(loss, algorithm.Method(update=algorithm.Momentum(
+        decay=NESTEROV_DECAY, nesterov=True, step=1.0 / h_max)),
+        iterations=max_evaluations - 1, callback=stop)
+    values = nesterov.history["objective"]
+    traces.append((values, CURVATURE_EVALUATIONS + np.arange(1, values.size + 1)))
+    finals.append((nesterov.A, nesterov.B))
+    seconds.append(time.perf_counter() - clock + curvature_seconds)
+    clock = time.perf_counter()
+    warm = algorithm.train(loss, iterations=polish_after)
+    factor_problem, _ = fresh()
+    polish = orbit.newton_polish(factor_problem, factor_problem.flat(warm.A, warm.B),
+                                 target=target, max_evaluations=max_evaluations - polish_after,
+                                 spent=polish_after + 1)
+    warm_values = warm.history["objective"]
+    traces.append((np.concatenate([warm_values, polish.values]),
+                   np.concatenate([np.arange(1, warm_values.size + 1), polish.evaluations])))
+    finals.append(factor_problem.split(polish.z))
+    seconds.append(time.perf_counter() - clock)
+    for run, before in ((orbit.lbfgs, 0.0),
+                        (partial(orbit.orbit_nesterov, step=1.0 / h_max,
+                                 spent=CURVATURE_EVALUATIONS, **ORBIT_SETTINGS),
+                         curvature_seconds)):
+        clock = time.perf_counter()
+        factor_problem, z0 = fresh()
+        result = run(factor_problem, z0, target=target, max_evaluations=max_evaluations)
+        traces.append((result.values, result.evaluations))
+        finals.append(factor_problem.split(result.z))
+        seconds.append(time.perf_counter() - clock + before)
+    basin_problem, basin_z = fresh()
+    return dict(
+        values=np.stack([_padded(v, max_evaluations + 2) for v, _ in traces]),
+        evaluations=np.stack([_padded(e.astype(float), max_evaluations + 2) for _, e in traces]),
+        seconds=np.asarray(seconds),
+        final_excess_risk=np.asarray([population.population_loss(a, b, problem.Sigma, problem.M)
+                                      for a, b in finals]),
+        final_distance=np.asarray([np.linalg.norm(basin_problem.flat(a, b)
+                                                  - basin_problem.flat(basin.A, basin.B))
+                                   for a, b in finals]),
+        alg1_excess_risk=np.concatenate([alg1.history["excess_risk"], np.full(
+            alg1_iterations + 1 - alg1.history["excess_risk"].size, np.nan)]),
+        basin_value=np.asarray(basin.value),
+        basin_excess_risk=np.asarray(population.population_loss(basin.A, basin.B,
+                                                                problem.Sigma, problem.M)),
+        ols_excess_risk=np.asarray(population.linear_excess_risk(
+            population.empirical_moments(x, y)[1], problem.Sigma, problem.M)),
+        initial_value=np.asarray(initial_value), h_max=np.asarray(h_max),
+        step=np.asarray(alg1.step), orbit_hessian=orbit_hessian)
+
+
+def noise_free_task(n: int, seed: int) -> dict[str, np.ndarray]:
+    """One (n, seed) cell of ``finite_sample_noise_free``: the same inputs, ``Y = X M^T``."""
+    problem, (x, _), _ = defaults_data(seed, n=n)
+    basin, orbit_hessian = _basin(algorithm.empirical_loss(x, x @ problem.M.T))
+    return dict(orbit_hessian=orbit_hessian, basin_value=np.asarray(basin.value))
+
+
+#: what the prefix (n = 125, seed 0, smaller budgets) reproduces: the wall-clock times and the
+#: final points of runs stopped at another budget are not compared
+REPLAYED_KEYS = ("values", "evaluations", "alg1_excess_risk", "basin_value", "basin_excess_risk",
+                 "ols_excess_risk", "initial_value", "h_max", "step", "orbit_hessian")
+
+
+def recorded_prefix(stored: Mapping[str, np.ndarray], prefix: Mapping[str, np.ndarray]
+                    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """An ``align`` for :func:`attnlib.experiments.replay`: the stored leading block
+    (:func:`attnlib.experiments.leading_block`), compared only where the prefix recorded a
+    value (its runs stop at a smaller budget, NaN after)."""
+    cut, new = leading_block(stored, prefix)
+    return {key: np.where(np.isnan(new[key]), np.nan, cut[key]) for key in cut}, new
+
+
+def _stacked(n_values: Sequence[int], seeds: Sequence[int], config: dict,
+             results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    history = stack_tasks(results, shape=(len(n_values), len(seeds)))
+    history.update(n_values=np.asarray(n_values), seeds=np.asarray(seeds))
+    history["config"] = np.asarray(json.dumps(config))
+    return history
+
+
+def _config(**extra: object) -> dict:
+    return dict(lam=1.0, start="spectral", mask="loo", **extra)
+
+
+@register_grid("finite_sample_methods")
+def finite_sample_methods(full: bool = True) -> TaskGrid:
+    """Five methods on Q_hat for n = 125..4000: evaluations to a gap of 1e-3..1e-9."""
+    n_values, seeds = (N_VALUES, SEEDS) if full else ((PREFIX_N,), SEEDS[:1])
+    budget = (dict(max_evaluations=MAX_EVALUATIONS, alg1_iterations=ALG1_ITERATIONS,
+                   polish_after=POLISH_AFTER) if full else PREFIX_BUDGET)
+    config = _config(n_values=list(n_values), seeds=list(seeds), methods=list(METHODS),
+                     stop_ratio=STOP_RATIO, **budget, nesterov_decay=NESTEROV_DECAY,
+                     curvature_evaluations=CURVATURE_EVALUATIONS, orbit=ORBIT_SETTINGS)
+    return TaskGrid([(n, s) for n in n_values for s in seeds],
+                    partial(methods_task, **budget), partial(_stacked, n_values, seeds, config))
+
+
+@register_grid("finite_sample_noise_free")
+def finite_sample_noise_free(full: bool = True) -> TaskGrid:
+    """The orbit curvature of Q_hat with noise-free targets, n = 125..2000."""
+    n_values, seeds = (N_VALUES[:-1], SEEDS) if full else ((PREFIX_N,), SEEDS[:1])
+    return TaskGrid([(n, s) for n in n_values for s in seeds], noise_free_task,
+                    partial(_stacked, n_values, seeds,
+                            _config(n_values=list(n_values), seeds=list(seeds), noise_std=0.0)))

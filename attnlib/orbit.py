@@ -1,0 +1,211 @@
+"""The orbit of minimizers at finite n: its tangent, its curvature, and methods compared on it.
+
+On the closed form with ``(Sigma_hat, M_hat)`` plugged in, the objective is invariant under
+``(U, V) -> (U O, V O)`` for every orthogonal O (chapter 3), so at a minimizer the
+``d (d - 1) / 2`` directions ``(U K, V K)``, K skew-symmetric, are exactly flat. The finite
+sample tilts them (chapter 6b derives by how much). Everything here works in the flat (U, V)
+coordinates ``z = [vec U, vec V]`` of :class:`attnlib.reference.FactorProblem`, where
+Algorithm 1's preconditioned step is plain gradient descent:
+
+* :func:`orbit_tangent` -- an orthonormal basis of ``{(U K, V K) : K^T = -K}``;
+* :func:`restricted_hessian` -- ``T^T H T`` for a basis T, by central differences of the
+  gradient (two evaluations per column);
+* :func:`lbfgs`, :func:`newton_polish`, :func:`orbit_nesterov` -- methods that record the
+  objective at every iterate against the gradient evaluations spent so far
+  (:class:`Trace`), and stop once the value is at or below ``target``.
+
+:func:`orbit_nesterov` is this book's orbit-aware method [choice]: Nesterov momentum
+(:func:`attnlib.optim.trace`) on a preconditioned gradient
+``P g = eta (I - Q Q^T) g + Q diag(1 / max(|lambda_i|, floor)) Q^T g``, where ``Q Lambda Q^T``
+is the eigendecomposition of the Hessian restricted to the orbit tangent, refreshed every
+``refresh`` iterations: a Newton step along the orbit (saddle-free: ``|lambda|``) and the
+curvature step ``eta = 1 / h_max`` across it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+from ._validation import as_matrix, check_int, check_positive, check_in_range
+from .optim import trace
+from .reference import FactorProblem
+
+__all__ = ["Trace", "orbit_tangent", "restricted_hessian", "lbfgs", "newton_polish",
+           "orbit_nesterov"]
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """A method's path: ``values[k]`` is the objective at its k-th iterate, reached after
+    ``evaluations[k]`` gradient evaluations (including any spent before it started, such as a
+    warm-up or a curvature estimate); ``z`` is the last iterate and ``reached`` whether the
+    value came to ``target``."""
+
+    values: np.ndarray
+    evaluations: np.ndarray
+    z: np.ndarray
+    reached: bool
+
+
+def orbit_tangent(U: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """Orthonormal columns spanning the tangent ``{(U K, V K) : K^T = -K}`` of the orbit
+    ``{(U O, V O) : O orthogonal}`` at ``(U, V)``, as vectors ``[vec(U K), vec(V K)]``.
+
+    ``U`` is (p, d) and ``V`` (d, d); the basis has ``d (d - 1) / 2`` columns (fewer only
+    when ``[U; V]`` is rank deficient, which raises).
+    """
+    u = as_matrix("U", U)
+    d = u.shape[1]
+    v = as_matrix("V", V, shape=(d, d))
+    rows, cols = np.triu_indices(d, k=1)
+    columns = []
+    for a, b in zip(rows, cols):
+        skew = np.zeros((d, d))
+        skew[a, b], skew[b, a] = 1.0, -1.0
+        columns.append(np.concatenate([(u @ skew).ravel(), (v @ skew).ravel()]))
+    basis, singular, _ = np.linalg.svd(np.column_stack(columns), full_matrices=False)
+    if singular[-1] <= 1e-10 * singular[0]:
+        raise ValueError("U, V: the orbit tangent is degenerate ([U; V] must have rank d)")
+    return basis
+
+
+def restricted_hessian(problem: FactorProblem, z: np.ndarray, directions: np.ndarray, *,
+                       fd_step: float = 1e-5) -> np.ndarray:
+    """``T^T H(z) T`` (symmetrized) for the columns T of ``directions``: the Hessian of
+    ``problem`` restricted to their span, from the central differences of
+    :meth:`FactorProblem.hessp` (two gradient evaluations per column)."""
+    basis = as_matrix("directions", directions, shape=(np.size(z), None))
+    fd_step = check_positive("fd_step", fd_step)
+    images = np.column_stack([problem.hessp(z, column, fd_step) for column in basis.T])
+    matrix = basis.T @ images
+    return 0.5 * (matrix + matrix.T)
+
+
+class _Recorder:
+    """Values at the iterates and the evaluations spent, with a stop at ``target``."""
+
+    def __init__(self, problem: FactorProblem, target: float, spent: int) -> None:
+        self.problem, self.target, self.spent = problem, float(target), spent
+        self.values: list[float] = []
+        self.evaluations: list[int] = []
+
+    def record(self, value: float) -> bool:
+        """Record an iterate's value; True once it is at or below the target."""
+        self.values.append(float(value))
+        self.evaluations.append(self.spent + self.problem.evaluations)
+        return value <= self.target
+
+    def result(self, z: np.ndarray) -> Trace:
+        return Trace(np.asarray(self.values), np.asarray(self.evaluations), np.array(z),
+                     bool(self.values) and self.values[-1] <= self.target)
+
+
+def _check_budget(max_evaluations: object, spent: object) -> tuple[int, int]:
+    return (check_int("max_evaluations", max_evaluations, minimum=1),
+            check_int("spent", spent, minimum=0))
+
+
+def lbfgs(problem: FactorProblem, z0: np.ndarray, *, target: float, max_evaluations: int,
+          memory: int = 30, spent: int = 0) -> Trace:
+    """L-BFGS (``scipy.optimize.minimize``, method L-BFGS-B without bounds, ``memory``
+    correction pairs) from ``z0``, with the exact gradient, until the value is at or below
+    ``target`` or ``max_evaluations`` gradient evaluations are spent."""
+    max_evaluations, spent = _check_budget(max_evaluations, spent)
+    recorder = _Recorder(problem, target, spent)
+    recorder.record(problem.value_and_grad(z0)[0])
+
+    def callback(intermediate_result: optimize.OptimizeResult) -> None:
+        if recorder.record(intermediate_result.fun):
+            raise StopIteration
+
+    result = optimize.minimize(problem.value_and_grad, z0, jac=True, method="L-BFGS-B",
+                               callback=callback,
+                               options=dict(maxcor=memory, maxfun=max_evaluations, ftol=0.0,
+                                            gtol=0.0, maxiter=10 ** 9))
+    return recorder.result(result.x)
+
+
+def newton_polish(problem: FactorProblem, z0: np.ndarray, *, target: float,
+                  max_evaluations: int, fd_step: float = 1e-5, spent: int = 0) -> Trace:
+    """The trust-region Newton-CG polish of :func:`attnlib.reference.reference_minimizer`
+    (``trust-ncg``, Hessian-vector products by central differences: two evaluations each)
+    from ``z0``, until the value is at or below ``target`` or about ``max_evaluations``
+    gradient evaluations are spent (checked after each Newton iteration)."""
+    max_evaluations, spent = _check_budget(max_evaluations, spent)
+    fd_step = check_positive("fd_step", fd_step)
+    recorder = _Recorder(problem, target, spent)
+    recorder.record(problem.value_and_grad(z0)[0])
+    last: dict[bytes, tuple[float, np.ndarray]] = {}
+
+    def value_and_grad(w: np.ndarray) -> tuple[float, np.ndarray]:
+        """One evaluation per point, though trust-ncg asks for the value and the gradient
+        separately."""
+        key = w.tobytes()
+        if key not in last:
+            last.clear()
+            last[key] = problem.value_and_grad(w)
+        return last[key]
+
+    def callback(intermediate_result: optimize.OptimizeResult) -> None:
+        if recorder.record(intermediate_result.fun) or problem.evaluations >= max_evaluations:
+            raise StopIteration
+
+    result = optimize.minimize(lambda w: value_and_grad(w)[0], z0,
+                               jac=lambda w: value_and_grad(w)[1],
+                               method="trust-ncg", callback=callback,
+                               hessp=lambda w, v: problem.hessp(w, v, fd_step),
+                               options=dict(maxiter=10 ** 6, gtol=0.0))
+    return recorder.result(result.x)
+
+
+def orbit_nesterov(problem: FactorProblem, z0: np.ndarray, *, step: float, target: float,
+                   max_evaluations: int, decay: float = 0.9, warmup: int = 200,
+                   refresh: int = 100, floor: float = 1e-3, radius: float = 0.1,
+                   fd_step: float = 1e-5, spent: int = 0) -> Trace:
+    """The orbit-aware method of the module docstring from ``z0``.
+
+    For ``warmup`` iterations ``P g = step g`` (Nesterov with the curvature step: far from a
+    minimizer the orbit curvature is indefinite, -0.017 to 0.048 at the spectral start of
+    chapter 5's data). Then, every ``refresh`` iterations, the Hessian restricted to
+    :func:`orbit_tangent` at the current iterate is measured (:func:`restricted_hessian`) and
+    diagonalized, ``Q Lambda Q^T``; each iteration preconditions the gradient,
+    ``P g = step (g - Q Q^T g) + Q diag(1 / max(|lambda_i|, floor / step)) Q^T g`` (the orbit
+    part shortened to norm ``radius`` if longer), and takes the Nesterov update of
+    :func:`attnlib.optim.trace` (``m <- P g + decay m``, ``z <- z - (P g + decay m)``).
+    ``floor`` bounds the orbit step at ``1 / floor`` times the curvature step. Stops when the
+    value is at or below ``target`` or ``max_evaluations`` gradient evaluations are spent.
+    """
+    max_evaluations, spent = _check_budget(max_evaluations, spent)
+    step = check_positive("step", step)
+    warmup = check_int("warmup", warmup, minimum=0)
+    refresh = check_int("refresh", refresh, minimum=1)
+    radius = check_positive("radius", radius)
+    floor = check_in_range("floor", floor, 0.0, 1.0, closed=(False, True))
+    momentum = trace(decay=decay, nesterov=True)
+    state = momentum.init((np.asarray(z0, dtype=float),))
+    z = np.array(z0, dtype=float)
+    recorder = _Recorder(problem, target, spent)
+    iteration = 0
+    while True:
+        value, gradient = problem.value_and_grad(z)
+        if recorder.record(value) or problem.evaluations >= max_evaluations:
+            break
+        if iteration >= warmup and (iteration - warmup) % refresh == 0:
+            tangent = orbit_tangent(*problem.factors(z))
+            curvature, rotation = np.linalg.eigh(restricted_hessian(problem, z, tangent,
+                                                                    fd_step=fd_step))
+            basis = tangent @ rotation
+            orbit_scale = 1.0 / np.maximum(np.abs(curvature), floor / step)
+        newton = np.zeros_like(z)
+        if iteration >= warmup:
+            along = basis.T @ gradient
+            gradient = gradient - basis @ along
+            newton = basis @ (orbit_scale * along)
+            newton *= min(1.0, radius / max(float(np.linalg.norm(newton)), 1e-300))
+        (update,), state = momentum.update((step * gradient,), state)
+        z = z - update - newton
+        iteration += 1
+    return recorder.result(z)
