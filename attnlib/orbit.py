@@ -7,7 +7,8 @@ sample tilts them (chapter 6b derives by how much). Everything here works in the
 coordinates ``z = [vec U, vec V]`` of :class:`attnlib.reference.FactorProblem`, where
 Algorithm 1's preconditioned step is plain gradient descent:
 
-* :func:`orbit_tangent` -- an orthonormal basis of ``{(U K, V K) : K^T = -K}``;
+* :func:`orbit_tangent` -- an orthonormal basis of ``{(U K, V K) : K^T = -K}`` (or of the
+  orbit of another covariance's coordinates);
 * :func:`restricted_hessian` -- ``T^T H T`` for a basis T, by central differences of the
   gradient (two evaluations per column);
 * :func:`lbfgs`, :func:`newton_polish`, :func:`orbit_nesterov` -- methods that record the
@@ -31,6 +32,7 @@ from scipy import optimize
 
 from ._validation import as_matrix, check_int, check_positive, check_in_range
 from .optim import trace
+from .population import spd_sqrt
 from .reference import FactorProblem
 
 __all__ = ["Trace", "orbit_tangent", "restricted_hessian", "lbfgs", "newton_polish",
@@ -50,25 +52,32 @@ class Trace:
     reached: bool
 
 
-def orbit_tangent(U: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """Orthonormal columns spanning the tangent ``{(U K, V K) : K^T = -K}`` of the orbit
-    ``{(U O, V O) : O orthogonal}`` at ``(U, V)``, as vectors ``[vec(U K), vec(V K)]``.
+def orbit_tangent(problem: FactorProblem, z: np.ndarray,
+                  Sigma: np.ndarray | None = None) -> np.ndarray:
+    """Orthonormal columns, in ``problem``'s flat coordinates, spanning the tangent at ``z`` of
+    the orbit ``(A, B) -> (A W, B W)``, ``W = Sigma^{1/2} O Sigma^{-1/2}``, O orthogonal.
 
-    ``U`` is (p, d) and ``V`` (d, d); the basis has ``d (d - 1) / 2`` columns (fewer only
-    when ``[U; V]`` is rank deficient, which raises).
+    With ``Sigma`` the problem's own covariance (the default) this is
+    ``{(U K, V K) : K^T = -K}`` in its (U, V) coordinates, the orbit along which the closed
+    form with that covariance is flat. With another ``Sigma`` (the true covariance, when the
+    problem's is a sample estimate) it is the orbit of that covariance's coordinates, along
+    which the expected finite-sample loss is flat (chapter 6b). ``d (d - 1) / 2`` columns;
+    raises when the point is rank deficient.
     """
-    u = as_matrix("U", U)
-    d = u.shape[1]
-    v = as_matrix("V", V, shape=(d, d))
-    rows, cols = np.triu_indices(d, k=1)
+    a, b = problem.split(as_matrix("z", z, shape=(problem.p * problem.d + problem.d ** 2,),
+                                   ndim=1))
+    half, inv_half = ((problem.half, problem.inv_half) if Sigma is None
+                      else spd_sqrt(as_matrix("Sigma", Sigma, shape=(problem.d, problem.d))))
+    rows, cols = np.triu_indices(problem.d, k=1)
     columns = []
-    for a, b in zip(rows, cols):
-        skew = np.zeros((d, d))
-        skew[a, b], skew[b, a] = 1.0, -1.0
-        columns.append(np.concatenate([(u @ skew).ravel(), (v @ skew).ravel()]))
+    for i, j in zip(rows, cols):
+        skew = np.zeros((problem.d, problem.d))
+        skew[i, j], skew[j, i] = 1.0, -1.0
+        twist = half @ skew @ inv_half
+        columns.append(problem.flat(a @ twist, b @ twist))
     basis, singular, _ = np.linalg.svd(np.column_stack(columns), full_matrices=False)
     if singular[-1] <= 1e-10 * singular[0]:
-        raise ValueError("U, V: the orbit tangent is degenerate ([U; V] must have rank d)")
+        raise ValueError("z: the orbit tangent is degenerate (the point must have rank d)")
     return basis
 
 
@@ -194,7 +203,7 @@ def orbit_nesterov(problem: FactorProblem, z0: np.ndarray, *, step: float, targe
         if recorder.record(value) or problem.evaluations >= max_evaluations:
             break
         if iteration >= warmup and (iteration - warmup) % refresh == 0:
-            tangent = orbit_tangent(*problem.factors(z))
+            tangent = orbit_tangent(problem, z)
             curvature, rotation = np.linalg.eigh(restricted_hessian(problem, z, tangent,
                                                                     fd_step=fd_step))
             basis = tangent @ rotation

@@ -115,13 +115,9 @@ class FactorProblem:
         problem = cls(objective, sigma, a.shape[0])
         return problem, problem.flat(a, b)
 
-    def factors(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(U, V)`` of the flat vector ``z``."""
-        return (z[: self.p * self.d].reshape(self.p, self.d),
-                z[self.p * self.d:].reshape(self.d, self.d))
-
     def split(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        u, v = self.factors(z)
+        u = z[: self.p * self.d].reshape(self.p, self.d)
+        v = z[self.p * self.d:].reshape(self.d, self.d)
         return u @ self.inv_half, self.inv_half @ v @ self.inv_half
 
     def flat(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -19,10 +19,18 @@ def _finite_problem(n: int = 60, seed: int = 3):
     return loss, objective
 
 
+def _closed_form(sigma: np.ndarray):
+    problem = data.default_problem(rng=np.random.default_rng(1), d=4, p=5, kappa=3.0)
+    loss = algorithm.closed_form_loss(sigma, problem.M)
+    return reference.FactorProblem.at(loss.reference_objective(1.0), loss.manifold.point(),
+                                      sigma, "point")
+
+
 def test_tangent_is_an_orthonormal_basis_of_the_skew_directions() -> None:
     rng = np.random.default_rng(0)
-    u, v = rng.standard_normal((5, 4)), rng.standard_normal((4, 4))
-    basis = orbit.orbit_tangent(u, v)
+    factor_problem, z = _closed_form(data.covariance(4, spectrum=[1.0, 0.7, 0.4, 0.2], rng=np.random.default_rng(5)))
+    u, v = z[:20].reshape(5, 4), z[20:].reshape(4, 4)
+    basis = orbit.orbit_tangent(factor_problem, z)
     assert basis.shape == (5 * 4 + 4 * 4, 6)
     np.testing.assert_allclose(basis.T @ basis, np.eye(6), atol=1e-12)
     skew = rng.standard_normal((4, 4))
@@ -34,11 +42,29 @@ def test_tangent_is_an_orthonormal_basis_of_the_skew_directions() -> None:
     assert np.linalg.norm(other - basis @ (basis.T @ other)) > 0.1 * np.linalg.norm(other)
 
 
+def test_tangent_of_another_covariance_is_the_twisted_orbit() -> None:
+    sigma = data.covariance(4, spectrum=[1.0, 0.7, 0.4, 0.2], rng=np.random.default_rng(5))
+    factor_problem, z = _closed_form(sigma)
+    own = orbit.orbit_tangent(factor_problem, z)
+    np.testing.assert_allclose(orbit.orbit_tangent(factor_problem, z, sigma) @ own.T @ own,
+                               orbit.orbit_tangent(factor_problem, z, sigma), atol=1e-12)
+    other = orbit.orbit_tangent(factor_problem, z, np.eye(4))   # W = O: (A O, B O)
+    a, b = factor_problem.split(z)
+    skew = np.zeros((4, 4))
+    skew[0, 1], skew[1, 0] = 1.0, -1.0
+    direction = factor_problem.flat(a @ skew, b @ skew)
+    np.testing.assert_allclose(other @ (other.T @ direction), direction, atol=1e-12)
+    assert np.linalg.norm(direction - own @ (own.T @ direction)) > 1e-3 * np.linalg.norm(direction)
+
+
 def test_tangent_refuses_a_rank_deficient_point() -> None:
+    factor_problem, z = _closed_form(np.eye(4))
     with pytest.raises(ValueError, match="rank d"):
-        orbit.orbit_tangent(np.zeros((4, 3)), np.zeros((3, 3)))
-    with pytest.raises(ValueError, match="V"):
-        orbit.orbit_tangent(np.ones((4, 3)), np.ones((2, 2)))
+        orbit.orbit_tangent(factor_problem, np.zeros_like(z))
+    with pytest.raises(ValueError, match="z"):
+        orbit.orbit_tangent(factor_problem, z[:-1])
+    with pytest.raises(ValueError, match="Sigma"):
+        orbit.orbit_tangent(factor_problem, z, np.eye(3))
 
 
 def test_the_orbit_is_flat_for_the_closed_form_and_tilted_at_finite_n() -> None:
@@ -46,14 +72,13 @@ def test_the_orbit_is_flat_for_the_closed_form_and_tilted_at_finite_n() -> None:
     closed = algorithm.closed_form_loss(problem.Sigma, problem.M)
     factor_problem, z = reference.FactorProblem.at(closed.reference_objective(1.0),
                                                    closed.manifold.point(), problem.Sigma, "p")
-    flat = orbit.restricted_hessian(factor_problem, z,
-                                    orbit.orbit_tangent(*factor_problem.factors(z)))
+    flat = orbit.restricted_hessian(factor_problem, z, orbit.orbit_tangent(factor_problem, z))
     assert np.max(np.abs(flat)) < 1e-8                       # finite-difference error only
     loss, objective = _finite_problem()
     optimum = reference.reference_minimizer(objective, loss.manifold.point(), loss.Sigma_hat)
     factor_problem, z = reference.FactorProblem.at(objective, (optimum.A, optimum.B),
                                                    loss.Sigma_hat, "optimum")
-    tangent = orbit.orbit_tangent(*factor_problem.factors(z))
+    tangent = orbit.orbit_tangent(factor_problem, z)
     restricted = orbit.restricted_hessian(factor_problem, z, tangent)
     full = factor_problem.hessian(z, 1e-5)
     np.testing.assert_allclose(restricted, tangent.T @ full @ tangent, atol=1e-7)

@@ -32,8 +32,12 @@ power iteration where it is counted; the runs share the machine, so compare eval
 ``ols_excess_risk``, ``initial_value``, ``h_max``, ``step`` (Algorithm 1's), (n, seed), and
 ``orbit_hessian`` (n, seed, 45) ascending.
 
-``finite_sample_noise_free``: grid (n, seed) over ``N_VALUES[:-1]`` x ``SEEDS`` with the same
-inputs and noise-free targets ``Y = X M^T``: ``orbit_hessian``, ``basin_value``.
+``finite_sample_spectra``: grid (noise, n, seed) over ``NOISE_LEVELS`` (the default 0.1, and
+noise-free targets ``Y = X M^T`` on the same inputs) x ``N_VALUES`` x ``SEEDS``: at the basin
+minimizer, ``hessian`` (the full spectrum in (U, V), ascending, 300 values),
+``orbit_sample`` and ``orbit_true`` (the 45 eigenvalues of the Hessian restricted to the orbit
+of Sigma_hat's coordinates, and of the true Sigma's: the family along which the expected loss
+is flat), ``basin_value``; coordinates ``noise_levels``, ``n_values``, ``seeds``.
 """
 
 from __future__ import annotations
@@ -49,12 +53,14 @@ from .. import algorithm, orbit, population, reference
 from . import TaskGrid, leading_block, register_grid
 from ._tasks import stack_tasks
 from .ablations import defaults_data
+from .part1 import NOISE_STD
 
-__all__ = ["N_VALUES", "SEEDS", "METHODS", "STOP_RATIO", "REPLAYED_KEYS", "methods_task",
-           "noise_free_task", "recorded_prefix"]
+__all__ = ["N_VALUES", "SEEDS", "NOISE_LEVELS", "METHODS", "STOP_RATIO", "REPLAYED_KEYS",
+           "methods_task", "spectra_task", "recorded_prefix"]
 
 N_VALUES = (125, 250, 500, 1000, 2000, 4000)
 SEEDS = (0, 1)
+NOISE_LEVELS = (NOISE_STD, 0.0)
 METHODS = ("algorithm1", "nesterov", "newton_polish", "lbfgs", "orbit_nesterov")
 STOP_RATIO = 1e-9
 ALG1_ITERATIONS = 1000
@@ -70,15 +76,22 @@ PREFIX_BUDGET = dict(max_evaluations=POLISH_AFTER + 60, alg1_iterations=60,
                      polish_after=POLISH_AFTER)
 
 
-def _basin(loss: algorithm.DataLoss) -> tuple[reference.ReferenceOptimum, np.ndarray]:
-    """The spectral start's basin minimizer and the orbit-restricted Hessian spectrum there."""
+def _basin(loss: algorithm.DataLoss, *, hessian: bool = False
+           ) -> tuple[reference.ReferenceOptimum, reference.FactorProblem, np.ndarray]:
+    """The spectral start's basin minimizer, its problem in flat (U, V) coordinates and point."""
     objective = loss.reference_objective(1.0)
     basin = reference.reference_minimizer(objective, loss.manifold.point(), loss.Sigma_hat,
-                                          hessian=False)
+                                          hessian=hessian)
     problem, z = reference.FactorProblem.at(objective, (basin.A, basin.B), loss.Sigma_hat,
                                             "basin")
-    tangent = orbit.orbit_tangent(*problem.factors(z))
-    return basin, np.linalg.eigvalsh(orbit.restricted_hessian(problem, z, tangent))
+    return basin, problem, z
+
+
+def _orbit_spectrum(problem: reference.FactorProblem, z: np.ndarray,
+                    Sigma: np.ndarray | None = None) -> np.ndarray:
+    """Eigenvalues of the Hessian restricted to :func:`attnlib.orbit.orbit_tangent`."""
+    tangent = orbit.orbit_tangent(problem, z, Sigma)
+    return np.linalg.eigvalsh(orbit.restricted_hessian(problem, z, tangent))
 
 
 def _padded(values: np.ndarray, length: int) -> np.ndarray:
@@ -95,7 +108,8 @@ def methods_task(n: int, seed: int, *, max_evaluations: int = MAX_EVALUATIONS,
     loss = algorithm.empirical_loss(x, y)
     objective = loss.reference_objective(1.0)
     start = loss.manifold.point()
-    basin, orbit_hessian = _basin(loss)
+    basin, basin_problem, basin_z = _basin(loss)
+    orbit_hessian = _orbit_spectrum(basin_problem, basin_z)
     initial_value = objective(*start)[0]
     target = basin.value + STOP_RATIO * (initial_value - basin.value)
     clock = time.perf_counter()
@@ -146,15 +160,13 @@ def methods_task(n: int, seed: int, *, max_evaluations: int = MAX_EVALUATIONS,
         traces.append((result.values, result.evaluations))
         finals.append(factor_problem.split(result.z))
         seconds.append(time.perf_counter() - clock + before)
-    basin_problem, basin_z = fresh()
     return dict(
         values=np.stack([_padded(v, max_evaluations + 2) for v, _ in traces]),
         evaluations=np.stack([_padded(e.astype(float), max_evaluations + 2) for _, e in traces]),
         seconds=np.asarray(seconds),
         final_excess_risk=np.asarray([population.population_loss(a, b, problem.Sigma, problem.M)
                                       for a, b in finals]),
-        final_distance=np.asarray([np.linalg.norm(basin_problem.flat(a, b)
-                                                  - basin_problem.flat(basin.A, basin.B))
+        final_distance=np.asarray([np.linalg.norm(basin_problem.flat(a, b) - basin_z)
                                    for a, b in finals]),
         alg1_excess_risk=np.concatenate([alg1.history["excess_risk"], np.full(
             alg1_iterations + 1 - alg1.history["excess_risk"].size, np.nan)]),
@@ -167,11 +179,16 @@ def methods_task(n: int, seed: int, *, max_evaluations: int = MAX_EVALUATIONS,
         step=np.asarray(alg1.step), orbit_hessian=orbit_hessian)
 
 
-def noise_free_task(n: int, seed: int) -> dict[str, np.ndarray]:
-    """One (n, seed) cell of ``finite_sample_noise_free``: the same inputs, ``Y = X M^T``."""
-    problem, (x, _), _ = defaults_data(seed, n=n)
-    basin, orbit_hessian = _basin(algorithm.empirical_loss(x, x @ problem.M.T))
-    return dict(orbit_hessian=orbit_hessian, basin_value=np.asarray(basin.value))
+def spectra_task(noise: int, n: int, seed: int) -> dict[str, np.ndarray]:
+    """One (noise, n, seed) cell of ``finite_sample_spectra`` (module docstring)."""
+    problem, (x, y), _ = defaults_data(seed, n=n)
+    if NOISE_LEVELS[noise] == 0.0:
+        y = x @ problem.M.T                                   # the same inputs, no noise
+    basin, basin_problem, z = _basin(algorithm.empirical_loss(x, y), hessian=True)
+    return dict(hessian=basin.hessian_eigenvalues,
+                orbit_sample=_orbit_spectrum(basin_problem, z),
+                orbit_true=_orbit_spectrum(basin_problem, z, problem.Sigma),
+                basin_value=np.asarray(basin.value))
 
 
 #: what the prefix (n = 125, seed 0, smaller budgets) reproduces: the wall-clock times and the
@@ -189,10 +206,11 @@ def recorded_prefix(stored: Mapping[str, np.ndarray], prefix: Mapping[str, np.nd
     return {key: np.where(np.isnan(new[key]), np.nan, cut[key]) for key in cut}, new
 
 
-def _stacked(n_values: Sequence[int], seeds: Sequence[int], config: dict,
+def _stacked(coordinates: Mapping[str, Sequence], config: dict,
              results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    history = stack_tasks(results, shape=(len(n_values), len(seeds)))
-    history.update(n_values=np.asarray(n_values), seeds=np.asarray(seeds))
+    """The tasks stacked with the grid axes first, one coordinate array per axis."""
+    history = stack_tasks(results, shape=tuple(len(v) for v in coordinates.values()))
+    history.update({name: np.asarray(values) for name, values in coordinates.items()})
     history["config"] = np.asarray(json.dumps(config))
     return history
 
@@ -210,14 +228,17 @@ def finite_sample_methods(full: bool = True) -> TaskGrid:
     config = _config(n_values=list(n_values), seeds=list(seeds), methods=list(METHODS),
                      stop_ratio=STOP_RATIO, **budget, nesterov_decay=NESTEROV_DECAY,
                      curvature_evaluations=CURVATURE_EVALUATIONS, orbit=ORBIT_SETTINGS)
-    return TaskGrid([(n, s) for n in n_values for s in seeds],
-                    partial(methods_task, **budget), partial(_stacked, n_values, seeds, config))
+    return TaskGrid([(n, s) for n in n_values for s in seeds], partial(methods_task, **budget),
+                    partial(_stacked, dict(n_values=n_values, seeds=seeds), config))
 
 
-@register_grid("finite_sample_noise_free")
-def finite_sample_noise_free(full: bool = True) -> TaskGrid:
-    """The orbit curvature of Q_hat with noise-free targets, n = 125..2000."""
-    n_values, seeds = (N_VALUES[:-1], SEEDS) if full else ((PREFIX_N,), SEEDS[:1])
-    return TaskGrid([(n, s) for n in n_values for s in seeds], noise_free_task,
-                    partial(_stacked, n_values, seeds,
-                            _config(n_values=list(n_values), seeds=list(seeds), noise_std=0.0)))
+@register_grid("finite_sample_spectra")
+def finite_sample_spectra(full: bool = True) -> TaskGrid:
+    """Hessian spectra of Q_hat at its minimizer, with and without noise, n = 125..4000."""
+    levels, n_values, seeds = ((range(len(NOISE_LEVELS)), N_VALUES, SEEDS) if full
+                               else ((0,), (PREFIX_N,), SEEDS[:1]))
+    coordinates = dict(noise_levels=[NOISE_LEVELS[i] for i in levels], n_values=n_values,
+                       seeds=seeds)
+    return TaskGrid([(i, n, s) for i in levels for n in n_values for s in seeds], spectra_task,
+                    partial(_stacked, coordinates,
+                            _config(**{k: list(v) for k, v in coordinates.items()})))
