@@ -15,12 +15,11 @@ Algorithm 1's preconditioned step is plain gradient descent:
   objective at every iterate against the gradient evaluations spent so far
   (:class:`Trace`), and stop once the value is at or below ``target``.
 
-:func:`orbit_nesterov` is this book's orbit-aware method [choice]: Nesterov momentum
-(:func:`attnlib.optim.trace`) on a preconditioned gradient
-``P g = eta (I - Q Q^T) g + Q diag(1 / max(|lambda_i|, floor)) Q^T g``, where ``Q Lambda Q^T``
-is the eigendecomposition of the Hessian restricted to the orbit tangent, refreshed every
-``refresh`` iterations: a Newton step along the orbit (saddle-free: ``|lambda|``) and the
-curvature step ``eta = 1 / h_max`` across it.
+:func:`orbit_nesterov` is this book's orbit-aware method [choice]: across the orbit, Nesterov
+momentum (:func:`attnlib.optim.trace`) with the curvature step ``eta = 1 / h_max``; along it,
+a Newton step ``Q diag(1 / |lambda_i|) Q^T g`` (saddle-free, with a floor on ``|lambda_i|`` and a
+bound on its length), where ``Q Lambda Q^T`` is the eigendecomposition of the Hessian restricted
+to the orbit tangent, re-measured every ``refresh`` iterations after a warm-up.
 """
 
 from __future__ import annotations
@@ -176,16 +175,18 @@ def orbit_nesterov(problem: FactorProblem, z0: np.ndarray, *, step: float, targe
                    fd_step: float = 1e-5, spent: int = 0) -> Trace:
     """The orbit-aware method of the module docstring from ``z0``.
 
-    For ``warmup`` iterations ``P g = step g`` (Nesterov with the curvature step: far from a
-    minimizer the orbit curvature is indefinite, -0.017 to 0.048 at the spectral start of
-    chapter 5's data). Then, every ``refresh`` iterations, the Hessian restricted to
-    :func:`orbit_tangent` at the current iterate is measured (:func:`restricted_hessian`) and
-    diagonalized, ``Q Lambda Q^T``; each iteration preconditions the gradient,
-    ``P g = step (g - Q Q^T g) + Q diag(1 / max(|lambda_i|, floor / step)) Q^T g`` (the orbit
-    part shortened to norm ``radius`` if longer), and takes the Nesterov update of
-    :func:`attnlib.optim.trace` (``m <- P g + decay m``, ``z <- z - (P g + decay m)``).
-    ``floor`` bounds the orbit step at ``1 / floor`` times the curvature step. Stops when the
-    value is at or below ``target`` or ``max_evaluations`` gradient evaluations are spent.
+    For ``warmup`` iterations it is Nesterov momentum with the curvature step on the whole
+    gradient (far from a minimizer the orbit curvature is indefinite: -0.017 to 0.048 at the
+    spectral start of chapter 5's data). Then, every ``refresh`` iterations, the Hessian
+    restricted to :func:`orbit_tangent` at the current iterate is measured
+    (:func:`restricted_hessian`) and diagonalized, ``Q Lambda Q^T``, and each iteration splits
+    the gradient: the part across the orbit, ``g - Q Q^T g``, takes the Nesterov update of
+    :func:`attnlib.optim.trace` with step ``step`` (``m <- step g_perp + decay m``, move
+    ``step g_perp + decay m``); the part along it takes the Newton step
+    ``Q diag(1 / max(|lambda_i|, floor / step)) Q^T g``, shortened to length ``radius`` if
+    longer. ``floor`` bounds the orbit step at ``1 / floor`` times the curvature step. Stops
+    when the value is at or below ``target`` or ``max_evaluations`` gradient evaluations are
+    spent.
     """
     max_evaluations, spent = _check_budget(max_evaluations, spent)
     step = check_positive("step", step)
