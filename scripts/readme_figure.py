@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 
 from attnlib import experiments  # noqa: E402
-from attnlib.plotting import METHOD_COLOURS, new_figure, plot_series  # noqa: E402
+from attnlib.plotting import METHOD_COLOURS, figure, plot_series  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "book" / "figures" / "paper1_defaults.png"
 
@@ -25,7 +25,7 @@ def main() -> None:
     seeds = config["seeds"]
     iterations = stored["iteration"]
     best = {tag: stored[f"ref_{tag}_value"].min(axis=1) for tag in ("Q", "L")}   # per seed
-    fig, axes = new_figure(nrows=2, width=6.4, height=6.4, sharex=True)
+    fig, axes = figure(2, 1, width=6.4, height=6.4, sharex=True)
     for index, method in enumerate(config["methods"]):
         tag = "Q" if config["method_options"][method]["lam"] > 0 else "L"
         gaps = stored["objective"][:, :, index] - best[tag][:, None]         # (seed, iteration)
