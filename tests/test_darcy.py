@@ -139,76 +139,78 @@ def test_experiment_prefix_replays_the_start_of_a_longer_run() -> None:
     from dataclasses import replace
 
     from attnlib import experiments
-    from attnlib.experiments import darcy as dx
+    from attnlib.experiments import darcy_runs
 
-    setup = replace(dx.BOOK, size=8, n_train=12, n_test=4, patch=4, width=4, key_dim=4,
+    setup = replace(darcy_runs.BOOK, size=8, n_train=12, n_test=4, patch=4, width=4, key_dim=4,
                     hidden=4, phase2_batch=4, seeds=(0, 1))
-    task = dx.make_task(setup)
-    long1 = dx.phase1_history(task, epochs=3)
-    short1 = dx.phase1_history(task, epochs=1)
+    task = darcy_runs.make_task(setup)
+    long1 = darcy_runs.phase1_history(task, epochs=3)
+    short1 = darcy_runs.phase1_history(task, epochs=1)
     experiments.assert_prefix_matches(long1, short1, rtol=0,
-                                      keys=list(dx.phase1_curves(short1)))
-    start = dx.phase1_weights(long1)
-    assert set(start) == set(vit.init_params(dx.model_config(setup), rng=np.random.default_rng(0)))
-    long2 = dx.phase2_history(task, start, optimizer="noisy", seeds=(0, 1), epochs=2)
-    short2 = dx.phase2_history(task, start, optimizer="noisy", seeds=(0,), epochs=1)
+                                      keys=list(darcy_runs.phase1_curves(short1)))
+    start = darcy_runs.phase1_weights(long1)
+    assert set(start) == set(vit.init_params(darcy_runs.model_config(setup),
+                                             rng=np.random.default_rng(0)))
+    long2 = darcy_runs.phase2_history(task, start, optimizer="noisy", seeds=(0, 1), epochs=2)
+    short2 = darcy_runs.phase2_history(task, start, optimizer="noisy", seeds=(0,), epochs=1)
     assert long2["train_loss"].shape == (3, 2, 3)            # (regularizer, seed, epoch)
-    assert list(long2["regularizers"]) == list(dx.REGIMES) and list(long2["seeds"]) == [0, 1]
+    assert list(long2["regularizers"]) == list(darcy_runs.REGIMES)
+    assert list(long2["seeds"]) == [0, 1]
     experiments.assert_prefix_matches(*experiments.leading_block(long2, short2), rtol=0)
-    assert dx.seed_series(long2, "log", "norm_WQ").shape == (2, 3)
+    assert darcy_runs.seed_series(long2, "log", "norm_WQ").shape == (2, 3)
     # every regime starts from the same Phase-1 weights
-    for regime in dx.REGIMES:
-        np.testing.assert_allclose(long2["norm_WQ"][dx.REGIMES.index(regime), 1, 0],
+    for regime in darcy_runs.REGIMES:
+        np.testing.assert_allclose(long2["norm_WQ"][darcy_runs.REGIMES.index(regime), 1, 0],
                                    np.linalg.norm(start["W_Q"]), rtol=1e-6)
-    summary = dx.summarize_phase2(long2, last=2)
-    assert set(summary) == set(dx.REGIMES)
+    summary = darcy_runs.summarize_phase2(long2, last=2)
+    assert set(summary) == set(darcy_runs.REGIMES)
     assert np.isfinite(summary["power"]["rel_l2"])
-    wq = dx.seed_series(long2, "log", "norm_WQ")
+    wq = darcy_runs.seed_series(long2, "log", "norm_WQ")
     assert summary["log"]["norm_WQ"] == pytest.approx(wq[:, -1].mean())
     assert summary["log"]["norm_WQ_sem"] == pytest.approx(wq[:, -1].std(ddof=1) / np.sqrt(2))
-    early = dx.summarize_phase2(long2, last=1, epochs=1, labels=("log",))
+    early = darcy_runs.summarize_phase2(long2, last=1, epochs=1, labels=("log",))
     assert set(early) == {"log"}
     assert early["log"]["norm_WQ"] == pytest.approx(wq[:, 1].mean())
     # the same grid as independent tasks, merged: identical to the loop
-    specs = dx.phase2_tasks("noisy", setup.lam, (0, 1), 2)
-    parts = [dx.phase2_task(task, start, spec) for spec in specs]
-    merged = dx.combine(specs, parts, {"note": "test"})
+    specs = darcy_runs.phase2_tasks("noisy", setup.lam, (0, 1), 2)
+    parts = [darcy_runs.phase2_task(task, start, spec) for spec in specs]
+    merged = darcy_runs.combine(specs, parts, {"note": "test"})
     for key in long2:
         if key != "config":
             np.testing.assert_array_equal(merged[key], long2[key])
     with pytest.raises(ValueError, match="distinct grid cells"):
-        dx.combine(specs + specs[:1], parts + parts[:1], {})
+        darcy_runs.combine(specs + specs[:1], parts + parts[:1], {})
 
 
 def test_log_slope_recovers_an_exponential_rate() -> None:
-    from attnlib.experiments import darcy as dx
+    from attnlib.experiments import darcy_runs
 
     values = 3.0 * np.exp(0.02 * np.arange(50))
-    assert dx.log_slope(values, last=10) == pytest.approx(0.02, rel=1e-9)
-    assert dx.log_slope(np.full(30, 4.0), last=10) == pytest.approx(0.0, abs=1e-12)
+    assert darcy_runs.log_slope(values, last=10) == pytest.approx(0.02, rel=1e-9)
+    assert darcy_runs.log_slope(np.full(30, 4.0), last=10) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_gibbs_mode_norm_solves_the_stationarity_equation() -> None:
-    from attnlib.experiments import darcy as dx
+    from attnlib.experiments import darcy_runs
     from attnlib.regularizers import Regularizer
 
     # weight decay: t = s (m/2 - 1) / (2 lambda) in closed form
     decay = Regularizer("weight_decay", lam=0.01)
-    assert dx.gibbs_mode_norm(decay, temperature=0.5, entries=10) ** 2 == pytest.approx(
+    assert darcy_runs.gibbs_mode_norm(decay, temperature=0.5, entries=10) ** 2 == pytest.approx(
         0.5 * 4 / 0.02, rel=1e-9)
     log = Regularizer("log", lam=1e-3)
-    t = dx.gibbs_mode_norm(log, temperature=0.2, entries=64) ** 2
+    t = darcy_runs.gibbs_mode_norm(log, temperature=0.2, entries=64) ** 2
     assert t * (np.log1p(t) + t / (1 + t)) == pytest.approx(0.2 * 31 / 2e-3, rel=1e-9)
     with pytest.raises(ValueError, match="active"):
-        dx.gibbs_mode_norm(Regularizer("none"), temperature=1.0, entries=10)
+        darcy_runs.gibbs_mode_norm(Regularizer("none"), temperature=1.0, entries=10)
 
 
 def test_orbit_min_norm_is_reached_by_the_balanced_factorisation() -> None:
-    from attnlib.experiments import darcy as dx
+    from attnlib.experiments import darcy_runs
 
     rng = np.random.default_rng(8)
     w_q, w_k = rng.standard_normal((6, 3)), 3.0 * rng.standard_normal((6, 3))
-    target = dx.orbit_min_norm(w_q, w_k)
+    target = darcy_runs.orbit_min_norm(w_q, w_k)
     u, sigma, vt = np.linalg.svd(w_q @ w_k.T, full_matrices=False)
     balanced_q, balanced_k = u * np.sqrt(sigma), vt.T * np.sqrt(sigma)
     np.testing.assert_allclose(balanced_q @ balanced_k.T, w_q @ w_k.T, atol=1e-10)

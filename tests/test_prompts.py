@@ -174,7 +174,7 @@ def test_deployed_risk_of_the_zero_map_is_half_the_signal(task) -> None:
 def test_map_claims_judge_the_values_of_the_history() -> None:
     import json
 
-    from attnlib.experiments import prompts as runs
+    from attnlib.experiments import paper1_prompts
 
     methods = list(algorithm.METHODS)
     objective = np.ones((3, 5))
@@ -188,23 +188,25 @@ def test_map_claims_judge_the_values_of_the_history() -> None:
                "basin_value": np.array([[0.5]]), "best_loss": np.array([[0.8]])}
     from attnlib.claims import ch05
 
-    claims = ch05.map_claims(runs.claim_values(history, 0), 2)
+    claims = ch05.map_claims(paper1_prompts.claim_values(history, 0), 2)
     assert claims["start"].status == "reproduced"             # 0.01 / 0.1 <= 0.1
     assert claims["orders"].status == "partly reproduced"     # log10(10.1 / 0.11) = 1.96
     assert claims["alg1"].status == "reproduced"
     assert claims["sgd"].status == "reproduced"
     objective[-1, 0] = 0.6
-    assert ch05.map_claims(runs.claim_values(history, 0), 2)["alg1"].status == "not reproduced"
+    verdicts = ch05.map_claims(paper1_prompts.claim_values(history, 0), 2)
+    assert verdicts["alg1"].status == "not reproduced"
     loss[-1, 3] = 0.8                                     # bound 0: it cannot show convergence
-    assert ch05.map_claims(runs.claim_values(history, 0), 2)["sgd"].status == "not testable here"
+    verdicts = ch05.map_claims(paper1_prompts.claim_values(history, 0), 2)
+    assert verdicts["sgd"].status == "not testable here"
 
 
 def test_a_claims_map_cell_is_judged_like_an_experiment_cell() -> None:
     from attnlib.claims import ch05
-    from attnlib.experiments import prompts as runs
+    from attnlib.experiments import paper1_prompts
 
     rng = np.random.default_rng(5)
-    tasks = runs.claims_map_tasks()
+    tasks = paper1_prompts.claims_map_tasks()
     results = []
     for _ in tasks:             # per cell: Algorithm 1 and SGD, three recorded iterations
         objective = 1.0 + rng.random((3, 2))
@@ -212,12 +214,12 @@ def test_a_claims_map_cell_is_judged_like_an_experiment_cell() -> None:
                             start_excess=rng.random(2), L_star=np.asarray(0.1),
                             basin_value=np.asarray(objective.min() - 0.01),
                             best_loss=np.asarray(0.5)))
-    history = runs.assemble_claims_map(tasks, results, iterations=2)
+    history = paper1_prompts.assemble_claims_map(tasks, results, iterations=2)
     history["iteration"] = np.array([0, 1, 2])
     for (i, noise_index), result in zip(tasks, results):
-        j = runs.MAP_RUN_NOISE.index(runs.MAP_NOISE[noise_index])
-        cell = runs.claims_map_cell(history, i, j)
-        values = runs.claim_values(cell, 0)
+        j = paper1_prompts.MAP_RUN_NOISE.index(paper1_prompts.MAP_NOISE[noise_index])
+        cell = paper1_prompts.claims_map_cell(history, i, j)
+        values = paper1_prompts.claim_values(cell, 0)
         gap = result["objective"][:, 0] - float(result["basin_value"])
         assert values["alg1"] == pytest.approx(gap[-1] / gap[0], rel=1e-12)
         assert values["start"] == pytest.approx(result["start_excess"][0] / 0.1, rel=1e-12)
