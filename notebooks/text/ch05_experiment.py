@@ -736,10 +736,9 @@ show_explorer(log10_kappa=2.0, n=200, step_scale=0.5, regularize=True)
 # $M$ (the book's $M$ times 0.25 to 2) and noise levels (live: no training is needed).
 
 # %%
-from attnlib import prompts as prompts_lib
-from attnlib.experiments import prompts as prompt_runs
+from attnlib.experiments import paper1_prompts
 
-start_map = prompt_runs.start_ratio_map(init_scales=INIT_SCALES)
+start_map = paper1_prompts.start_ratio_map(init_scales=INIT_SCALES)
 map_l_star = start_map["L_star"][..., None]          # axes: scale of M, sigma, c
 map_ratio = np.log10((start_map["random"] + map_l_star)
                      / (start_map["spectral"][..., None] + map_l_star))
@@ -880,7 +879,8 @@ plt.show()
 # (0.0119 to 0.0136).
 
 # %%
-prompt_claims = {i: judge.map_claims(prompt_runs.claim_values(prompt_exp, i, 0), int(pr_iter[-1]))
+prompt_claims = {i: judge.map_claims(paper1_prompts.claim_values(prompt_exp, i, 0),
+                                     int(pr_iter[-1]))
                  for i in range(len(pr_noise))}
 columns = [("one sample set, sigma = 0.1, seeds 0-2", claims)] + [
     (f"prompts N = 8, sigma = {sigma:g}, seed 0", prompt_claims[i])
@@ -933,8 +933,8 @@ map_values = {key: np.zeros((map_scales.size, map_noise.size)) for key in CLAIM_
 map_status = {key: np.empty((map_scales.size, map_noise.size), dtype=object) for key in CLAIM_KEYS}
 for i in range(map_scales.size):
     for j in range(map_noise.size):
-        cell = prompt_runs.claims_map_cell(claims_map, i, j)
-        values = prompt_runs.claim_values(cell, 0, 0)
+        cell = paper1_prompts.claims_map_cell(claims_map, i, j)
+        values = paper1_prompts.claim_values(cell, 0, 0)
         cell_claims = judge.map_claims(values, int(cell["iteration"][-1]))
         for key in CLAIM_KEYS:
             map_values[key][i, j], map_status[key][i, j] = values[key], cell_claims[key].status

@@ -577,8 +577,8 @@ plt.show()
 # $n = 10, 40, 160$ only. The next cell prints the grid.
 
 # %%
-from attnlib import prompts as prompts_lib, symbolic
-from attnlib.experiments import prompts as prompt_runs
+from attnlib import prompts, symbolic
+from attnlib.experiments import paper1_prompts
 
 # the first cell (scale 1, n = 10, replicate 0): its certified minimizer to the scale at which it
 # is certified (gradient norm 1e-6); delta = U V^T - X* (entries near 0) to 1e-6 absolute
@@ -588,7 +588,8 @@ bias_run, replay_bias, deviation = experiments.replay(   # python -m attnlib.exp
 print(f"replayed the first cell (scale 1, n = 10, replicate 0) live; largest relative deviation: "
       f"{experiments.format_deviation(deviation, resolution=1e-6)}")
 n_bias, bias_scales = bias_run["n_values"], bias_run["scales"]
-xstar_of = {k: population.target(prompt_runs.scaled_task(s).M, prompt_runs.scaled_task(s).Sigma)
+xstar_of = {k: population.target(paper1_prompts.scaled_task(s).M,
+                                 paper1_prompts.scaled_task(s).Sigma)
             for k, s in enumerate(bias_scales)}
 gamma1 = {k: np.linalg.svd(x, compute_uv=False)[0] for k, x in xstar_of.items()}
 print("scales of M: " + ", ".join(f"{s:g} (gamma_1 = {gamma1[k]:.3f})"
@@ -602,7 +603,7 @@ for k, s in enumerate(bias_scales):
 # %%
 estimates, first_order = {}, {}
 for k in range(bias_scales.size):
-    curve = prompts_lib.first_order_curve(xstar_of[k], n_bias - 1.0)    # m = n - 1 keys
+    curve = prompts.first_order_curve(xstar_of[k], n_bias - 1.0)    # m = n - 1 keys
     first_order.update({(k, j): value for j, value in enumerate(curve)})
 print("scale  n     N   reps  excess per replicate (min..max)  bias (U-stat) +- se    n x bias  "
       "delta method  deployed: minimizer / S")
@@ -616,7 +617,7 @@ for k, scale in enumerate(bias_scales):
                   f"{'':17s}{first_order[k, j]:.3e}")
         if done.sum() < 2:
             continue
-        est = estimates[k, j] = prompts_lib.bias_statistic(deltas[done])
+        est = estimates[k, j] = prompts.bias_statistic(deltas[done])
         excess = bias_run["excess_risk"][k, j][done]
         se = "  (2 reps)" if np.isnan(est.stderr) else f" +- {est.stderr:.1e}"
         print(f"{scale:5g} {n:5d} {int(bias_run['prompts'][j]):4d} {int(done.sum()):4d}   "
@@ -650,10 +651,10 @@ for k, scale in enumerate(bias_scales):
     bias_k = np.array([estimates[k, j].bias for j in keys])
     se_k = np.array([estimates[k, j].stderr for j in keys])
     bias_curves[k] = dict(n=n_k, bias=bias_k, stderr=se_k,
-                          first_order=prompts_lib.first_order_curve(xstar_of[k], n_fine - 1),
-                          c2=prompts_lib.asymptotic_bias_coefficient(xstar_of[k]))
+                          first_order=prompts.first_order_curve(xstar_of[k], n_fine - 1),
+                          c2=prompts.asymptotic_bias_coefficient(xstar_of[k]))
     positive = bias_k > 0                              # log-log slopes need positive estimates
-    mid, slope, err = prompts_lib.local_slopes(n_k[positive], bias_k[positive],
+    mid, slope, err = prompts.local_slopes(n_k[positive], bias_k[positive],
                                                np.nan_to_num(se_k[positive], nan=0.0))
     unknown = np.isnan(se_k[positive])
     slopes[k] = (mid, slope, np.where(unknown[1:] | unknown[:-1], np.nan, err))
@@ -724,7 +725,7 @@ print("  n   tokens per replicate: bias (U-statistic) +- se   with 4x the tokens
 token_shift = {}
 for i, n in enumerate(tokens_run["n_values"]):
     j = list(n_bias).index(n)
-    base, more = estimates[0, j], prompts_lib.bias_statistic(tokens_run["delta"][i])
+    base, more = estimates[0, j], prompts.bias_statistic(tokens_run["delta"][i])
     token_shift[int(n)] = (more.bias - base.bias) / np.hypot(base.stderr, more.stderr)
     print(f"{n:5d}   {int(bias_run['prompts'][j]) * n:5d}: {base.bias:.3e} +- {base.stderr:.1e}   "
           f"{int(tokens_run['prompts'][i]) * n:5d}: {more.bias:.3e} +- {more.stderr:.1e}   "
@@ -790,7 +791,7 @@ print("finite-context loss on S, n (L_n - L) (Monte Carlo, fresh context of n to
 for k, scale in enumerate(bias_scales):
     u_star, v_star = geometry.minimizer_manifold(np.eye(d), xstar_of[k]).U_star, \
         geometry.minimizer_manifold(np.eye(d), xstar_of[k]).V_star
-    g_value = prompts_lib.context_correction(u_star, v_star, xstar_of[k])[0]
+    g_value = prompts.context_correction(u_star, v_star, xstar_of[k])[0]
     row = []
     for j, n in enumerate(n_bias):
         values = bias_run["deployed_start"][k, j]
@@ -801,10 +802,10 @@ for k, scale in enumerate(bias_scales):
                        f"{n * np.sqrt(np.sum(errors[done] ** 2)) / done.sum():.2f}")
     print(f"  M x {scale:g}: G = {g_value:.3g}; " + "; ".join(row))
     m_big = np.array([1e3, 1e4, 1e5, 1e6])
-    ratios = prompts_lib.first_order_curve(xstar_of[k], m_big) * m_big ** 2
+    ratios = prompts.first_order_curve(xstar_of[k], m_big) * m_big ** 2
     print(f"      first-order minimizer, m^2 x excess at m = 1e3 / 1e4 / 1e5 / 1e6: "
           + " / ".join(f"{r:.4g}" for r in ratios)
-          + f"; linear response c2 = {prompts_lib.asymptotic_bias_coefficient(xstar_of[k]):.4g}")
+          + f"; linear response c2 = {prompts.asymptotic_bias_coefficient(xstar_of[k]):.4g}")
 
 # %% [markdown]
 # The moments hold exactly. The expansion itself converges slowly at the book's scale:
@@ -845,13 +846,13 @@ span = f"n = {n_large[0]:.0f}..{n_large[-1]:.0f}"
 print(f"M x 1, weighted fit over {span} ({large_fit.n_points} points with jackknife errors): "
       f"exponent {large_fit.exponent:+.2f}, 95% interval [{large_fit.ci[0]:+.2f}, "
       f"{large_fit.ci[1]:+.2f}]; the bound n^-2 log^6 n has slope {bound_slope:+.2f} there")
-more_tokens = {int(n): prompts_lib.bias_statistic(tokens_run["delta"][i])
+more_tokens = {int(n): prompts.bias_statistic(tokens_run["delta"][i])
                for i, n in enumerate(tokens_run["n_values"])}
 slope_pairs = {}
 for tag, pair in (("book's tokens", (estimates[k0, list(n_bias).index(640)],
                                      estimates[k0, list(n_bias).index(1280)])),
                   ("4x the tokens", (more_tokens[640], more_tokens[1280]))):
-    _, slope_t, err_t = prompts_lib.local_slopes(np.array([640.0, 1280.0]),
+    _, slope_t, err_t = prompts.local_slopes(np.array([640.0, 1280.0]),
                                                  np.array([e.bias for e in pair]),
                                                  np.array([e.stderr for e in pair]))
     slope_pairs[tag] = (float(slope_t[0]), float(err_t[0]))
@@ -898,7 +899,7 @@ variance_run, replay_variance, deviation = experiments.replay(
     absolute={"delta": 1e-6}, keys=("excess_risk", "delta"))
 print(f"replayed N = {int(replay_variance['prompts'][0])}, replicate 0 live; largest relative "
       f"deviation: {experiments.format_deviation(deviation, resolution=1e-6)}")
-n_var = prompt_runs.VARIANCE_N
+n_var = paper1_prompts.VARIANCE_N
 bias_40 = estimates[0, list(n_bias).index(n_var)]
 counts = variance_run["prompts"]
 excess_var = variance_run["excess_risk"]                     # (N values, replicates)
@@ -907,7 +908,7 @@ for c, e, x in zip(counts, excess_var, extra):
     print(f"N = {c:4d} ({c * n_var:6d} tokens): excess risk {e.mean():.3e} (replicates "
           f"{e.min():.2e}..{e.max():.2e}); minus the bias at n = {n_var}: {x:.2e}; "
           f"OLS variance on N n tokens p s^2 d/(2(Nn-d-1)) = "
-          f"{population.ols_excess_risk(int(c * n_var), d, p, prompt_runs.VARIANCE_NOISE):.2e}")
+          f"{population.ols_excess_risk(int(c * n_var), d, p, paper1_prompts.VARIANCE_NOISE):.2e}")
 prompt_exp = experiments.load("paper1_prompts_experiment")
 gap_m = prompt_exp["objective"][0, 0, :, 0] - float(prompt_exp["basin_value"][0, 0])   # sigma = 0.1, seed 0
 its_m = prompt_exp["iteration"]
@@ -926,11 +927,11 @@ axes[0].set(xscale="log", yscale="log", xlabel="context length $n$",
 axes[1].plot(counts, excess_var, ".", color=OKABE_ITO["bluish green"], alpha=0.5)
 axes[1].plot(counts, excess_var.mean(axis=1), "o-", color=OKABE_ITO["bluish green"], ms=4, label="minimizer")
 axes[1].axhline(bias_40.bias, color=OKABE_ITO["blue"], ls="--", lw=1, label=f"bias at $n = {n_var}$")
-ols_var = np.array([population.ols_excess_risk(int(c * n_var), d, p, prompt_runs.VARIANCE_NOISE)
+ols_var = np.array([population.ols_excess_risk(int(c * n_var), d, p, paper1_prompts.VARIANCE_NOISE)
                     for c in counts])
 axes[1].plot(counts, bias_40.bias + ols_var, "k:", lw=1, label="bias + OLS variance on $Nn$ tokens")
 axes[1].set(xscale="log", yscale="log", xlabel="number of prompts $N$",
-            title=f"variance: $N$ ($n = {n_var}$, $\\sigma = {prompt_runs.VARIANCE_NOISE:g}$)")
+            title=f"variance: $N$ ($n = {n_var}$, $\\sigma = {paper1_prompts.VARIANCE_NOISE:g}$)")
 axes[1].legend()
 axes[1].xaxis.set_minor_formatter(plt.NullFormatter())
 axes[2].plot(its_m + 1, gap_m, color=METHOD_COLOURS["algorithm1"])
@@ -988,15 +989,16 @@ forms, replay_forms, deviation = experiments.replay(   # python -m attnlib.exper
 print(f"replayed the first cell live; largest relative deviation: "
       f"{experiments.format_deviation(deviation, resolution=1e-6)}")
 print("scale    n  regularizer  excess risk (2 reps)   deployed risk   ||V||_F/tau   imbalance")
-for k, scale in enumerate(prompt_runs.FORM_SCALES):
-    for i, n in enumerate(prompt_runs.FORM_N):
-        for v, variant in enumerate(prompt_runs.FORM_VARIANTS):
+for k, scale in enumerate(paper1_prompts.FORM_SCALES):
+    for i, n in enumerate(paper1_prompts.FORM_N):
+        for v, variant in enumerate(paper1_prompts.FORM_VARIANTS):
             cell = {key: forms[key][k, i, v] for key in form_keys}
             print(f"{scale:5g} {n:4d}  {variant:11s}  {cell['excess_risk'][0]:.3e} "
                   f"{cell['excess_risk'][1]:.3e}   {cell['deployed_minimizer'].mean():.4f}"
                   f"          {cell['logit_scale'].mean():.3f}        {cell['imbalance'].mean():.3f}")
 form_change = {(k, i): np.abs(forms["excess_risk"][k, i, 1] / forms["excess_risk"][k, i, 0] - 1)
-               for k in range(len(prompt_runs.FORM_SCALES)) for i in range(len(prompt_runs.FORM_N))}
+               for k in range(len(paper1_prompts.FORM_SCALES))
+               for i in range(len(paper1_prompts.FORM_N))}
 print("largest relative change of the excess risk, R_N against R (same prompts): "
       f"{max(v.max() for v in form_change.values()):.1%}")
 print(f"logit scale ||V||_F / tau at the minimizers, all cells: "
@@ -1027,8 +1029,8 @@ print(f"replayed iterations 0..{replay_renorm['iteration'][-1]} of the first cel
 renorm_iter = renorm["iteration"]
 print("scale  method         gap(0)     gap(2000)  ratio   max ||V||_F/tau  at optimum  "
       "excess risk: 2000 / optimum   deployed at 2000")
-for k, scale in enumerate(prompt_runs.FORM_SCALES):
-    for v, variant in enumerate(prompt_runs.RENORM_VARIANTS):
+for k, scale in enumerate(paper1_prompts.FORM_SCALES):
+    for v, variant in enumerate(paper1_prompts.RENORM_VARIANTS):
         gap_v = renorm["gap"][k, v]
         print(f"{scale:5g}  {variant:13s} {gap_v[0]:.3e}  {gap_v[-1]:.3e}  {gap_v[-1] / gap_v[0]:.3f}"
               f"   {renorm['logit_scale'][k, v].max():.4f}           "
@@ -1042,8 +1044,8 @@ print(f"largest difference of the gap curves, renormalized against Algorithm 1: 
 fig, axes = figure(2, 1, sharex=True, layout="constrained", height=6.4)
 variant_style = {"algorithm1": (OKABE_ITO["blue"], "-"), "renormalized": (OKABE_ITO["orange"], "--"),
                  "normalized": (OKABE_ITO["bluish green"], ":")}
-for k, scale in enumerate(prompt_runs.FORM_SCALES):
-    for v, variant in enumerate(prompt_runs.RENORM_VARIANTS):
+for k, scale in enumerate(paper1_prompts.FORM_SCALES):
+    for v, variant in enumerate(paper1_prompts.RENORM_VARIANTS):
         colour, style = variant_style[variant]
         label = f"{variant}, M x {scale:g}"
         kwargs = dict(color=colour, ls=style, lw=1.5 if k == 0 else 2.5,

@@ -36,7 +36,7 @@
 #    stay stable and lower.
 #
 # The sources give no sizes, optimiser, epochs or strengths: every one of them below is a
-# **[choice]** of this book, collected in one place (`attnlib.experiments.darcy.BOOK`) and printed
+# **[choice]** of this book, collected in one place (`attnlib.experiments.darcy_runs.BOOK`) and printed
 # by the next cell.
 
 # %% [markdown]
@@ -56,15 +56,15 @@ import matplotlib.pyplot as plt
 
 from attnlib import darcy, experiments, vit
 from attnlib.claims import ch11
-from attnlib.experiments import darcy as dx
+from attnlib.experiments import darcy_runs
 from attnlib.plotting import SERIES, figure, legend_below, use_book_style
 
 use_book_style()
-setup = dx.BOOK          # every size, seed and optimiser setting of this chapter
+setup = darcy_runs.BOOK          # every size, seed and optimiser setting of this chapter
 LABEL_SEED = 5           # fine coefficient fields of the label-accuracy check
 for field, value in vars(setup).items():
     print(f"{field:>14s} = {value}")
-task = dx.make_task(setup)   # regenerates the data from data_seed (about 700 sparse solves)
+task = darcy_runs.make_task(setup)   # regenerates the data from data_seed (about 700 sparse solves)
 
 # %% [markdown]
 # ## The data
@@ -171,7 +171,7 @@ plt.show()
 # (tested): plain gradient flow conserves $\lVert W_Q\rVert_F^2 - \lVert W_K\rVert_F^2$.
 
 # %%
-config = dx.model_config(setup)
+config = darcy_runs.model_config(setup)
 shapes = {name: value.shape for name, value in vit.init_params(config, rng=np.random.default_rng(0)).items()}
 print(f"tokens N = {config.tokens}, patch {config.patch} x {config.patch}, width D = {config.width}, "
       f"d_k = {config.key_dim}, decoder hidden width {config.hidden}")
@@ -192,11 +192,11 @@ print(f"total {sum(int(np.prod(v)) for v in shapes.values())} parameters, of whi
 
 # %%
 stored1, _, _ = experiments.replay(
-    "darcy_phase1", prefix=dx.phase1_history(task, epochs=setup.phase1_prefix), rtol=1e-3,
-    keys=lambda prefix: list(dx.phase1_curves(prefix)))
+    "darcy_phase1", prefix=darcy_runs.phase1_history(task, epochs=setup.phase1_prefix), rtol=1e-3,
+    keys=lambda prefix: list(darcy_runs.phase1_curves(prefix)))
 print(f"replayed {setup.phase1_prefix} epochs of Phase 1: they match the stored run (rtol 1e-3)")
-h1 = dx.phase1_curves(stored1)
-weights = dx.phase1_weights(stored1)
+h1 = darcy_runs.phase1_curves(stored1)
+weights = darcy_runs.phase1_weights(stored1)
 final = task.test_metrics(weights)
 print(f"after {int(h1['epoch'][-1])} epochs: train loss {h1['train_loss'][-1]:.2e}, "
       f"test loss {h1['test_loss'][-1]:.2e} (standardised units)")
@@ -281,18 +281,18 @@ print(f"for comparison, the ViT's test relative L2 error after Phase 1: {final['
 # * **noisy SGD**: SGD plus Gaussian noise of standard deviation $\sigma_\xi$ per step and entry,
 #   the Euler-Maruyama step of the Langevin dynamics of chapter 10 at temperature
 #   $s = \sigma_\xi^2/\eta$; once with the same small $\lambda$ and once ("noisy, strong") with a
-#   hundred times larger $\lambda$ (`dx.STRONG_LAM`).
+#   hundred times larger $\lambda$ (`darcy_runs.STRONG_LAM`).
 #
 # Every run has three seeds of the minibatch order (and of the injected noise) **[choice]**, so every
 # number below comes with a standard error over seeds ("+-": standard deviation over the three
 # seeds divided by $\sqrt 3$). Each (optimiser, regime, seed) is an independent task
-# (`dx.phase2_task`), combined into one stored file per optimiser.
+# (`darcy_runs.phase2_task`), combined into one stored file per optimiser.
 #
 # The four stored runs are replayed for their first epoch (seed 0, every regime) and compared. A
 # useful yardstick: on the orbit $(W_Q G, W_K G^{-\top})$ through the Phase-1 weights,
 # $\lVert W_Q G\rVert_F^2 + \lVert W_K G^{-\top}\rVert_F^2$ is smallest at the balanced SVD
 # factorisation of $W_Q W_K^\top$, where both norms equal $\sqrt{\lVert W_Q W_K^\top\rVert_*}$
-# (nuclear norm; `dx.orbit_min_norm`). A regularizer can shrink both norms down to that value
+# (nuclear norm; `darcy_runs.orbit_min_norm`). A regularizer can shrink both norms down to that value
 # without changing the function the model computes.
 #
 # See {numref}`fig-ch11-norms`.
@@ -303,17 +303,17 @@ RUNS = {"adam": "darcy_phase2_adam", "sgd": "darcy_phase2_sgd", "noisy": "darcy_
 stored2 = {}
 for label, name in RUNS.items():
     stored2[label], _, _ = experiments.replay(
-        name, prefix=dx.phase2_run(name, task, weights, full=False), rtol=1e-3,
+        name, prefix=darcy_runs.phase2_run(name, task, weights, full=False), rtol=1e-3,
         align=experiments.leading_block)                 # the first seed of every regime
-    optimizer, lam, seeds = dx.PHASE2_RUNS[name]
+    optimizer, lam, seeds = darcy_runs.PHASE2_RUNS[name]
     print(f"{label:>13s}: lambda = {lam:.0e}, {len(seeds)} seed(s); replayed "
-          f"{setup.phase2_prefix} epoch x {len(dx.REGIMES)} regimes: matches (rtol 1e-3)")
+          f"{setup.phase2_prefix} epoch x {len(darcy_runs.REGIMES)} regimes: matches (rtol 1e-3)")
 print(f"noisy SGD temperature s = sigma^2 / eta = {setup.noise_std**2 / setup.sgd_lr:.1e}")
 print(f"smallest balanced norm on the Phase-1 orbit, sqrt(||W_Q W_K^T||_*) = "
-      f"{dx.orbit_min_norm(weights['W_Q'], weights['W_K']):.2f}")
+      f"{darcy_runs.orbit_min_norm(weights['W_Q'], weights['W_K']):.2f}")
 
 # %%
-summaries = {label: dx.summarize_phase2(stored2[label], last=20) for label in RUNS}
+summaries = {label: darcy_runs.summarize_phase2(stored2[label], last=20) for label in RUNS}
 print("run           regime | rel. L2 (+- SE)    | |W_Q| start -> end | |W_K| start -> end | "
       "test loss, last 20 (+- SE) | gap: start -> last 20 (+- SE)")
 for label in RUNS:
@@ -325,12 +325,12 @@ for label in RUNS:
               f"{m['gap0']:.2e} -> {m['gap']:.2e} +- {m['gap_sem']:.1e}")
 
 # %% mystnb={"figure": {"caption": "Phase 2: Frobenius norms of $W_Q$ (solid) and $W_K$ (dashed) against epochs for each seed, under the three regularization regimes, in the four Phase-2 runs.", "name": "fig-ch11-norms"}, "image": {"alt": "Four panels in a two by two grid, one per Phase-2 run, of weight norms against epoch; one colour per regime, solid for W_Q and dashed for W_K."}} tags=["hide-input"]
-COLOURS = {regime: SERIES[regime]["color"] for regime in dx.REGIMES}
+COLOURS = {regime: SERIES[regime]["color"] for regime in darcy_runs.REGIMES}
 fig, axes = figure(2, 2, sharey=True, height=5.4)
 for ax, label in zip(axes.flat, RUNS):
-    for regime in dx.REGIMES:
-        wq = dx.seed_series(stored2[label], regime, "norm_WQ")
-        wk = dx.seed_series(stored2[label], regime, "norm_WK")
+    for regime in darcy_runs.REGIMES:
+        wq = darcy_runs.seed_series(stored2[label], regime, "norm_WQ")
+        wk = darcy_runs.seed_series(stored2[label], regime, "norm_WK")
         epochs = np.arange(wq.shape[1])
         for k in range(wq.shape[0]):
             ax.plot(epochs, wq[k], color=COLOURS[regime], label=f"{regime}: $W_Q$" if k == 0 else None)
@@ -352,14 +352,14 @@ plt.show()
 # %% mystnb={"figure": {"caption": "Phase 2 under the three regimes, one row per run: train (solid) and test (dashed) loss, seed means (left), and the generalization gap (right) against epochs.", "name": "fig-ch11-phase2"}, "image": {"alt": "Four rows of two panels: left, train and test loss against epoch for the none, log and power regimes; right, the gap between them."}} tags=["hide-input"]
 fig, axes = figure(4, 2, layout="constrained", height=8.4)
 for col, label in enumerate(RUNS):
-    for regime in dx.REGIMES:
-        train = dx.seed_series(stored2[label], regime, "train_loss").mean(axis=0)
-        test = dx.seed_series(stored2[label], regime, "test_loss").mean(axis=0)
+    for regime in darcy_runs.REGIMES:
+        train = darcy_runs.seed_series(stored2[label], regime, "train_loss").mean(axis=0)
+        test = darcy_runs.seed_series(stored2[label], regime, "test_loss").mean(axis=0)
         epochs = np.arange(train.size)
         axes[col, 0].plot(epochs, train, color=COLOURS[regime], label=f"{regime} train")
         axes[col, 0].plot(epochs, test, color=COLOURS[regime], ls="--", label=f"{regime} test")
-        gaps = (dx.seed_series(stored2[label], regime, "test_loss")
-                - dx.seed_series(stored2[label], regime, "train_loss"))
+        gaps = (darcy_runs.seed_series(stored2[label], regime, "test_loss")
+                - darcy_runs.seed_series(stored2[label], regime, "train_loss"))
         band = 2 * gaps.std(axis=0, ddof=1) / np.sqrt(gaps.shape[0])
         axes[col, 1].plot(epochs, test - train, color=COLOURS[regime], label=regime)
         axes[col, 1].fill_between(epochs, test - train - band, test - train + band,
@@ -375,7 +375,7 @@ plt.show()
 # %% mystnb={"figure": {"caption": "Test error after Phase 2 for each run and regime: RMSE (left) and relative $L^2$ error with its spread over seeds (right); the dotted line is the end of Phase 1.", "name": "fig-ch11-test-error"}, "image": {"alt": "Two grouped bar charts, one group per Phase-2 run with a bar per regime, and a dotted horizontal line at the Phase 1 level."}} tags=["hide-input"]
 fig, (ax1, ax2) = figure(1, 2, height=3.2)
 width = 0.25
-for k, regime in enumerate(dx.REGIMES):
+for k, regime in enumerate(darcy_runs.REGIMES):
     positions = np.arange(len(RUNS)) + (k - 1) * width
     rmse = [summaries[label][regime]["rmse"] for label in RUNS]
     rel = [summaries[label][regime]["rel_l2"] for label in RUNS]
@@ -394,10 +394,10 @@ plt.show()
 # %%
 s_noisy = setup.noise_std**2 / setup.sgd_lr
 entries = setup.width * setup.key_dim
-for lam in (setup.lam, dx.STRONG_LAM):
+for lam in (setup.lam, darcy_runs.STRONG_LAM):
     for regime in ("log", "power"):
-        regularizer = dx.regularizer_for(regime, dataclasses.replace(setup, lam=lam))
-        radius = dx.gibbs_mode_norm(regularizer, temperature=s_noisy, entries=entries)
+        regularizer = darcy_runs.regularizer_for(regime, dataclasses.replace(setup, lam=lam))
+        radius = darcy_runs.gibbs_mode_norm(regularizer, temperature=s_noisy, entries=entries)
         print(f"lambda = {lam:.0e}, {regime:>5s}: most likely ||W||_F of a block at s = {s_noisy:.1e}: {radius:.1f}")
 steps = setup.phase2_epochs * -(-setup.n_train // setup.phase2_batch)
 start_sq = float(np.sum(weights["W_Q"].astype(float) ** 2))
@@ -420,15 +420,15 @@ print(f"pure diffusion over {steps} steps: ||W_Q||_F^2 grows by steps * sigma^2 
 # %%
 sweep, _, _ = experiments.replay("darcy_phase2_lambda_sweep", rtol=1e-3,
                                  align=experiments.leading_block)
-print(f"darcy_phase2_lambda_sweep: replayed 1 epoch at lambda = {dx.SWEEP_LAMS[0]:g} (log, power): "
-      "matches (rtol 1e-3)")
-base = dx.summarize_phase2(stored2["adam"], last=10, epochs=dx.SWEEP_EPOCHS)
+print("darcy_phase2_lambda_sweep: replayed 1 epoch at lambda = "
+      f"{darcy_runs.SWEEP_LAMS[0]:g} (log, power): matches (rtol 1e-3)")
+base = darcy_runs.summarize_phase2(stored2["adam"], last=10, epochs=darcy_runs.SWEEP_EPOCHS)
 sweep_rows, sweep_summaries = {}, {setup.lam: base}
-for lam in dx.SWEEP_LAMS:
-    labels = tuple(dx.sweep_label(form, lam) for form in ("log", "power"))
-    found = dx.summarize_phase2(sweep, last=10, labels=labels)
+for lam in darcy_runs.SWEEP_LAMS:
+    labels = tuple(darcy_runs.sweep_label(form, lam) for form in ("log", "power"))
+    found = darcy_runs.summarize_phase2(sweep, last=10, labels=labels)
     sweep_summaries[lam] = {"none": base["none"], "log": found[labels[0]], "power": found[labels[1]]}
-print(f"Adam, after {dx.SWEEP_EPOCHS} epochs (means over 3 seeds; test loss and gap over the last 10 epochs)")
+print(f"Adam, after {darcy_runs.SWEEP_EPOCHS} epochs (means over 3 seeds; test loss and gap over the last 10 epochs)")
 print("lambda   form  | rel. L2 (+- SE)   | difference to none | |W_Q| end | test loss | gap")
 m = base["none"]
 print(f"   -     none  | {m['rel_l2']:.2%} +- {m['rel_l2_sem']:.2%} |                    | "
@@ -474,7 +474,7 @@ for overall, parts in ((v1, parts1), (v2, parts2), (v3, parts3), (v4, per_run4 +
     for part in parts:
         print("    " + str(part))
 strong = {"noisy, strong": summaries["noisy, strong"]}
-print(f"\nbeside them, noisy SGD at lambda = {dx.STRONG_LAM:g}:")
+print(f"\nbeside them, noisy SGD at lambda = {darcy_runs.STRONG_LAM:g}:")
 _, per_run_strong, conditions_strong = ch11.gap_grows_without_lower_with(strong)
 for part in (ch11.same_error(strong)[1] + ch11.norms_contained(strong, {"noisy, strong": growing["noisy"]})[1]
              + per_run_strong + conditions_strong):

@@ -42,7 +42,7 @@ import numpy as np
 from attnlib import langevin, population, potentials
 from attnlib import experiments
 from attnlib.claims import ch12
-from attnlib.experiments import bridge as bridge_runs
+from attnlib.experiments import bridge_runs
 from attnlib.plotting import OKABE_ITO, figure, legend_below, plot_series, use_book_style
 
 use_book_style()
@@ -94,7 +94,7 @@ print(f"mild regularizer: log form, lambda_m = {bridge_runs.MILD_LAM:g}")
 #   starts (the spectral point and six points of $\hat S$ at random rotations) and from the final
 #   iterate of every trajectory of this chapter.
 #
-# The runs are stored (configurations in `attnlib/experiments/bridge.py`, each a grid of
+# The runs are stored (configurations in `attnlib/experiments/bridge_runs.py`, each a grid of
 # independent seeded tasks). The next cell reruns the first 20 iterations of a few trajectories
 # of each run live (the same seeds) and checks them against the stored histories.
 
