@@ -503,3 +503,74 @@ def test_stack_tasks_places_results_at_their_cells_and_leaves_the_rest_nan() -> 
                           equal_nan=True)
     with pytest.raises(ValueError, match="same grid cell"):
         stack_tasks([{"a": np.ones(2)}] * 2, shape=(2,), indices=[(0,), (0,)])
+
+
+def _module_names(package) -> set[str]:
+    """The names of the modules directly inside ``package`` (private ones included)."""
+    import pkgutil
+
+    return {info.name for info in pkgutil.iter_modules(package.__path__)}
+
+
+def test_no_experiment_module_is_named_like_a_library_module() -> None:
+    # an experiment module is named after the stored runs it writes (paper1_prompts, darcy_runs):
+    # a chapter imports attnlib.prompts and attnlib.experiments.paper1_prompts without an alias
+    library, runs = _module_names(attnlib), _module_names(experiments)
+    assert {"prompts", "darcy", "experiments"} <= library and {"paper1_prompts", "part1"} <= runs
+    clashes = sorted(library & runs)
+    assert not clashes, (f"attnlib.experiments has modules named like modules of attnlib: "
+                         f"{clashes}; name each after the stored runs it writes")
+
+
+def attnlib_aliases(source: str) -> list[str]:
+    """Every import in ``source`` (a code cell; IPython magics left out) that binds a module or
+    name of ``attnlib`` under another name, as ``ast.unparse`` writes it.
+
+    The one alias allowed is the chapter's verdict module, ``from attnlib.claims import chNN as
+    judge`` (every chapter calls its rules ``judge``); third-party aliases (``np``, ``plt``) are
+    not attnlib's."""
+    import ast
+
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.ImportFrom):
+            ours = node.level == 0 and (node.module or "").split(".")[0] == "attnlib"
+            renamed = [alias for alias in node.names if alias.asname is not None
+                       and not (node.module == "attnlib.claims" and alias.asname == "judge")]
+        elif isinstance(node, ast.Import):
+            ours = True
+            renamed = [alias for alias in node.names if alias.asname is not None
+                       and alias.name.split(".")[0] == "attnlib"]
+        else:
+            continue
+        if ours and renamed:
+            found.append(ast.unparse(node))
+    return found
+
+
+def test_the_alias_check_catches_aliases_of_attnlib_modules_only() -> None:
+    assert attnlib_aliases("from attnlib.experiments import darcy as dx\nx = dx.BOOK") == [
+        "from attnlib.experiments import darcy as dx"]
+    assert attnlib_aliases("import numpy as np\nfrom attnlib import prompts as p, vit") == [
+        "from attnlib import prompts as p, vit"]
+    assert attnlib_aliases("%matplotlib inline\nimport attnlib.prompts as ap") == [
+        "import attnlib.prompts as ap"]
+    assert attnlib_aliases("def f():\n    from attnlib import symbolic as S\n") == [
+        "from attnlib import symbolic as S"]
+    allowed = ("import numpy as np\nimport matplotlib.pyplot as plt\nimport sympy as sp\n"
+               "from attnlib import prompts\nfrom attnlib.experiments import paper1_prompts\n"
+               "from attnlib.claims import ch05 as judge\nfrom scipy import linalg as la")
+    assert attnlib_aliases(allowed) == []
+
+
+def test_chapters_import_attnlib_modules_under_their_own_names() -> None:
+    import nbformat
+
+    notebooks = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+    assert len(notebooks) >= 12
+    found = [f"{path.name}: {line}" for path in notebooks
+             for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"
+             for line in attnlib_aliases(cell.source)]
+    assert not found, ("chapters import attnlib modules under an alias (import them under their "
+                       "own names; attnlib/experiments/__init__.py):\n" + "\n".join(found))

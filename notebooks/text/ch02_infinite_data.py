@@ -49,7 +49,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Math, display
 
 from attnlib import attention, data, fitting, geometry, plotting, population
-from attnlib import symbolic as S
+from attnlib import symbolic
 
 plotting.use_book_style()
 rng = np.random.default_rng(2)            # the default problem of this chapter
@@ -84,10 +84,10 @@ print(f"d = {problem.d}, p = {problem.p}, noise_std = {problem.noise_std}, "
 # $z \sim N(0,1)$. sympy integrates the density and returns erfc terms that `simplify` cancels:
 
 # %%
-mgf_1d = S.standard_normal_mgf().assert_holds()
+mgf_1d = symbolic.standard_normal_mgf().assert_holds()
 display(Math(r"\mathbb{E}\, e^{t z} = " + sp.latex(mgf_1d.lhs)))
 print("moments E z^k, k = 0..8, from derivatives of the MGF:",
-      [int(S.gaussian_moment(k)) for k in range(9)])
+      [int(symbolic.gaussian_moment(k)) for k in range(9)])
 
 # %% [markdown]
 # For a general covariance write $\Sigma = L L^\top$ with $L$ lower triangular (Cholesky: every
@@ -105,9 +105,9 @@ print("moments E z^k, k = 0..8, from derivatives of the MGF:",
 
 # %%
 for d in (2, 3, 10):
-    identity = S.mgf_identity(d).assert_holds()
+    identity = symbolic.mgf_identity(d).assert_holds()
     print(f"d = {d}: log E exp(u.x) = u^T L L^T u / 2 holds: {identity.holds()}")
-display(Math(r"d=2:\quad \log \mathbb{E}\, e^{u\cdot x} = " + sp.latex(S.mgf_identity(2).lhs)))
+display(Math(r"d=2:\quad \log \mathbb{E}\, e^{u\cdot x} = " + sp.latex(symbolic.mgf_identity(2).lhs)))
 
 # %% [markdown]
 # ## Exponential tilting
@@ -130,11 +130,11 @@ display(Math(r"d=2:\quad \log \mathbb{E}\, e^{u\cdot x} = " + sp.latex(S.mgf_ide
 
 # %%
 for d in (2, 3):
-    S.tilting_identity(d).assert_holds()
-general = S.tilting_identity_general_d().assert_holds()
+    symbolic.tilting_identity(d).assert_holds()
+general = symbolic.tilting_identity_general_d().assert_holds()
 display(Math(r"\nabla_u \tfrac12 u^\top L L^\top u = " + sp.latex(general.lhs)))
 display(Math(r"d = 2:\quad \frac{\mathbb{E}[x e^{u\cdot x}]}{\mathbb{E}[e^{u\cdot x}]} = "
-             + sp.latex(S.tilting_identity(2).lhs)))
+             + sp.latex(symbolic.tilting_identity(2).lhs)))
 print("tilting identity exact for d = 2, 3 (from the derived MGF); for symbolic d, "
       "grad of the exponent u^T Sigma u / 2 = Sigma u (the MGF taken as given)")
 
@@ -157,7 +157,7 @@ tilt_z = []
 for size in (0.25, 1.0, 2.0):
     u = tilt_rng.standard_normal(problem.d)
     u *= np.sqrt(size / (u @ problem.Sigma @ u))
-    tilt = S.tilting_monte_carlo(problem.Sigma, u, n_samples=n_tilt, rng=tilt_rng)
+    tilt = symbolic.tilting_monte_carlo(problem.Sigma, u, n_samples=n_tilt, rng=tilt_rng)
     z = tilt.z_scores(mgf=np.exp(size / 2), tilted_mean=problem.Sigma @ u)
     z_wrong = tilt.z_scores(mgf=np.exp(u @ u / 2), tilted_mean=u)
     tilt_z.append(z)
@@ -208,7 +208,7 @@ print(f"all {tilt_z.size} |z| below {z_max:g}: {bool(np.all(np.abs(tilt_z) < z_m
 # %%
 loss_identities = {}
 for p_sym, d_sym in ((3, 2), (4, 3)):
-    loss_identities[p_sym, d_sym] = S.population_loss_identity(p_sym, d_sym).assert_holds()
+    loss_identities[p_sym, d_sym] = symbolic.population_loss_identity(p_sym, d_sym).assert_holds()
     print(f"p = {p_sym}, d = {d_sym}: derived expectation has "
           f"{len(sp.Add.make_args(loss_identities[p_sym, d_sym].lhs))} terms; "
           f"equals 1/2 tr(F Sigma F^T) + p sigma^2/2: {loss_identities[p_sym, d_sym].holds()}")
@@ -219,11 +219,11 @@ for (p_sym, d_sym), loss_identity in loss_identities.items():
     A3, B3, M3 = (check_rng.standard_normal(shape)
                   for shape in [(p_sym, d_sym), (d_sym, d_sym), (p_sym, d_sym)])
     Sigma3 = data.covariance(d_sym, kappa=4.0, rng=check_rng)
-    values = [(S.matrix_symbols("a", p_sym, d_sym), A3), (S.matrix_symbols("b", d_sym, d_sym), B3),
-              (S.matrix_symbols("m", p_sym, d_sym), M3),
-              (S.lower_triangular_symbols("l", d_sym), np.linalg.cholesky(Sigma3)),
+    values = [(symbolic.matrix_symbols("a", p_sym, d_sym), A3), (symbolic.matrix_symbols("b", d_sym, d_sym), B3),
+              (symbolic.matrix_symbols("m", p_sym, d_sym), M3),
+              (symbolic.lower_triangular_symbols("l", d_sym), np.linalg.cholesky(Sigma3)),
               (sp.Symbol("sigma", positive=True), 0.3)]
-    symbolic_value = S.evaluate(loss_identity.lhs, values)
+    symbolic_value = symbolic.evaluate(loss_identity.lhs, values)
     numeric_value = population.population_loss(A3, B3, Sigma3, M3, noise_std=0.3)
     print(f"p = {p_sym}, d = {d_sym}: sympy {symbolic_value:.10f}   "
           f"attnlib.population {numeric_value:.10f}")
@@ -256,7 +256,7 @@ for (p_sym, d_sym), loss_identity in loss_identities.items():
 # symmetric symbolic $R$ standing for $\Sigma^{1/2}$ (so $\Sigma = RR$):
 
 # %%
-for identity in S.factorization_identities(3, 2):
+for identity in symbolic.factorization_identities(3, 2):
     identity.assert_holds()
     print(f"{identity.name}: {identity.holds()}")
 
@@ -273,7 +273,7 @@ print(f"d = 10: 1/2||UV^T - X*||^2 + L* = {factor_value:.10f}, L(A, B) = {direct
 # %%
 from attnlib.claims import ch02 as judge
 
-checked = list(loss_identities.values()) + list(S.factorization_identities(3, 2))
+checked = list(loss_identities.values()) + list(symbolic.factorization_identities(3, 2))
 print(f"{'[seed]':11s} {judge.factorization(sum(not i.holds() for i in checked), len(checked))}")
 
 # %% [markdown]
@@ -288,7 +288,7 @@ print(f"{'[seed]':11s} {judge.factorization(sum(not i.holds() for i in checked),
 # $\Sigma$ (multiplied through by determinants, so that both sides are polynomials):
 
 # %%
-for identity in S.symmetry_identities(3, 2):
+for identity in symbolic.symmetry_identities(3, 2):
     identity.assert_holds()
     print(f"{identity.name}: {identity.holds()}")
 
@@ -335,7 +335,7 @@ print(f"d = 10: L before {direct_value:.10f}, after the GL(d) move {moved_value:
 # entry by entry, $p = d = 2$:
 
 # %%
-gradient_checks = S.gradient_identities(2, 2)
+gradient_checks = symbolic.gradient_identities(2, 2)
 for identity in gradient_checks:
     print(f"{identity.name:55s} holds: {identity.holds()}")
 assert all(identity.holds() for identity in gradient_checks if "[fails" not in identity.name)
@@ -380,7 +380,7 @@ print(f"plain step vs (U, V) gradient step:          max difference {plain_gap:.
 # %%
 A_star, B_star = geometry.minimizer_manifold(problem.Sigma, problem.M).point()
 ns = 2 ** np.arange(5, 15)
-mc = S.finite_context_errors(problem, A_star, B_star, ns, reps=6, n_queries=200,
+mc = symbolic.finite_context_errors(problem, A_star, B_star, ns, reps=6, n_queries=200,
                              rng=mc_rng, loss_max_n=4096)
 output_fit = fitting.fit_power_law(ns, mc["output_error"])
 tail_fit = fitting.fit_power_law(ns[-4:], mc["output_error"][-4:])

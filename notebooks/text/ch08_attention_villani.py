@@ -52,8 +52,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
 
-from attnlib import qk_attention as qa
-from attnlib import villani as vl
+from attnlib import qk_attention
+from attnlib import villani
 from attnlib.claims import ch08
 from attnlib.experiments import format_deviation, part2
 from attnlib.plotting import SERIES, figure, legend_below, plot_series, use_book_style
@@ -96,7 +96,7 @@ BOUND_SEED = 5        # random parameters for the inequalities of the argument
 # attention layer plus noise.
 
 # %%
-problem = qa.make_problem(rng=np.random.default_rng(PROBLEM_SEED), n=6, N=5, d=3, d_k=2,
+problem = qk_attention.make_problem(rng=np.random.default_rng(PROBLEM_SEED), n=6, N=5, d=3, d_k=2,
                           noise_std=0.5)
 n, N, d = problem.X.shape
 print(f"n = {n}, N = {N}, d = {d}, d_k = {problem.d_k}, D = {problem.dim}")
@@ -119,7 +119,7 @@ for _ in range(4):
     change_L = abs(problem.data_loss(moved) - problem.data_loss(theta)) / problem.data_loss(theta)
     print(f"cond(G) = {np.linalg.cond(G):7.2f}: relative change of L {format_deviation(change_L)}, "
           f"of L + weight decay {abs(decay.loss(moved) - decay.loss(theta)):.3g}")
-orbit = vl.orbit_points(problem, theta, np.log(np.logspace(-6, 6, 7)))
+orbit = villani.orbit_points(problem, theta, np.log(np.logspace(-6, 6, 7)))
 print("L along (rho W_Q, W_K / rho), rho = 1e-6 ... 1e6:",
       " ".join(f"{v:.10f}" for v in problem.data_loss(orbit)))
 
@@ -198,7 +198,7 @@ s_partition = 1.0
 radii = np.linspace(0.0, 12.0, 61)
 regs_partition = {"none": Regularizer(), "weight_decay": Regularizer("weight_decay", 0.1),
                   "log": Regularizer("log", 0.1), "power": Regularizer("power", 0.1, eps=0.5)}
-log_z = {name: vl.radial_log_partition(problem.with_regularizer(reg), s_partition, radii,
+log_z = {name: villani.radial_log_partition(problem.with_regularizer(reg), s_partition, radii,
                                        n_directions=200, rng=np.random.default_rng(PARTITION_SEED))
          for name, reg in regs_partition.items()}
 Z = problem.X @ problem.W_V
@@ -252,14 +252,14 @@ print(f"{'[seed]':11s} {normalizable}")
 # over four decades of $\rho$.
 
 # %%
-theta_star, grad_norm = vl.minimize_data_loss(problem, problem.theta_teacher)
-consts = vl.orbit_constants(problem, theta_star)
+theta_star, grad_norm = villani.minimize_data_loss(problem, problem.theta_teacher)
+consts = villani.orbit_constants(problem, theta_star)
 print(f"L(theta*) = {problem.data_loss(theta_star):.4f}, ||grad L(theta*)|| = {grad_norm:.1e}")
 print(f"a = {consts.a:.4f}, b = {consts.b:.4f}, q = ||W_Q*||^2 = {consts.q:.4f}, "
       f"k = ||W_K*||^2 = {consts.k:.4f}")
 rho = np.logspace(-2, 2, 9)
 laps = np.array([sum(problem.data_laplacian_blocks(x))
-                 for x in vl.orbit_points(problem, theta_star, np.log(rho))])
+                 for x in villani.orbit_points(problem, theta_star, np.log(rho))])
 design = np.column_stack([rho**2, rho**-2])
 (a_fit, b_fit), *_ = np.linalg.lstsq(design, laps, rcond=None)
 resid = np.max(np.abs(design @ [a_fit, b_fit] - laps) / np.abs(laps))
@@ -288,10 +288,10 @@ lam = 0.01
 regs = {"none": Regularizer(), "weight_decay": Regularizer("weight_decay", lam),
         "log": Regularizer("log", lam), "power": Regularizer("power", lam, eps=0.5)}
 log_rho_check = np.log(np.array([0.1, 1.0, 10.0, 100.0]))
-points = vl.orbit_points(problem, theta_star, log_rho_check)
+points = villani.orbit_points(problem, theta_star, log_rho_check)
 for name, reg in regs.items():
-    closed = vl.orbit_villani_over_rho2(consts, reg, 1.0, log_rho_check) * np.exp(2 * log_rho_check)
-    direct = np.array([vl.villani_quantity(problem.with_regularizer(reg), x, 1.0).value
+    closed = villani.orbit_villani_over_rho2(consts, reg, 1.0, log_rho_check) * np.exp(2 * log_rho_check)
+    direct = np.array([villani.villani_quantity(problem.with_regularizer(reg), x, 1.0).value
                        for x in points])
     gap = np.max(np.abs(closed - direct) / np.abs(direct))
     print(f"{SERIES[name]['label']:>12}: V_1 at rho = 0.1, 1, 10, 100: "
@@ -337,19 +337,19 @@ print("weight decay fails for s >", wd_threshold[0])
 
 # %%
 temperatures = [0.01, 1.0, 100.0]
-s_star = vl.weight_decay_threshold(consts, lam)
+s_star = villani.weight_decay_threshold(consts, lam)
 print(f"weight decay, lambda = {lam}: threshold 4 lambda^2 q / a = {s_star:.3g}; "
       f"rho* = infinity (never positive) for s = "
       + ", ".join(f"{s:g}" for s in temperatures
-                  if vl.crossover_log_radius(consts, regs['weight_decay'], s) == math.inf))
+                  if villani.crossover_log_radius(consts, regs['weight_decay'], s) == math.inf))
 crossovers = {}
 print("  form        s | log10 rho* as rho -> oo (leading order) | log10(1/rho*) as rho -> 0 "
       "(leading order) | decisive end")
 for name in ("log", "power"):
     for s in temperatures:
-        both = vl.orbit_crossovers(consts, regs[name], s)
-        up = vl.asymptotic_crossover_log_radius(consts, regs[name], s)
-        down = vl.asymptotic_crossover_log_radius(consts.swapped(), regs[name], s)
+        both = villani.orbit_crossovers(consts, regs[name], s)
+        up = villani.asymptotic_crossover_log_radius(consts, regs[name], s)
+        down = villani.asymptotic_crossover_log_radius(consts.swapped(), regs[name], s)
         crossovers[name, s] = both
         print(f"{name:>6} {s:>8g} | {both.up / math.log(10):8.2f} ({up / math.log(10):8.2f})"
               f"{'':18s}| {both.down / math.log(10):8.2f} ({down / math.log(10):8.2f})"
@@ -377,7 +377,7 @@ for ax, s in zip(axes, temperatures):
     left = 1.3 * max(crossovers["log", s].down, crossovers["power", s].down) / math.log(10)
     log10_rho = np.linspace(-left, right, 400)
     for name, reg in regs.items():
-        plot_series(ax, log10_rho, vl.orbit_villani_scaled(consts, reg, s, log10_rho * math.log(10)),
+        plot_series(ax, log10_rho, villani.orbit_villani_scaled(consts, reg, s, log10_rho * math.log(10)),
                     name)
     for name, style in (("log", SERIES["log"]["color"]), ("power", SERIES["power"]["color"])):
         for end in (crossovers[name, s].up, -crossovers[name, s].down):
@@ -402,12 +402,12 @@ plt.show()
 
 # %%
 strong = Regularizer("weight_decay", 1.0)
-s_up = vl.weight_decay_threshold(consts, 1.0)
-s_down = vl.weight_decay_threshold(consts.swapped(), 1.0)
+s_up = villani.weight_decay_threshold(consts, 1.0)
+s_down = villani.weight_decay_threshold(consts.swapped(), 1.0)
 print(f"lambda = 1: threshold as rho -> oo: {s_up:.4f}; as rho -> 0: {s_down:.4f}")
 far = np.log(np.array([1e3, 1e30, 1e300]))
 for s in (0.5 * s_up, 2 * s_up):
-    values = vl.orbit_villani_over_rho2(consts, strong, s, far)
+    values = villani.orbit_villani_over_rho2(consts, strong, s, far)
     print(f"s = {s:.4f}: V_s / rho^2 at rho = 1e3, 1e30, 1e300: "
           + ", ".join(f"{v:.4f}" for v in values)
           + f"   limit 4 lam^2 q / s - a = {4 * consts.q / s - consts.a:.4f}")
@@ -435,8 +435,8 @@ print("  rho   gap*rho^2   ||grad L||^2     Laplacian L   V_1 (weight decay)  V_
 for rho_ray in (1, 4, 16, 64, 256, 1024):
     x = rho_ray * u_dir
     g = problem.gradient(x)
-    v_wd = vl.villani_quantity(problem.with_regularizer(regs["weight_decay"]), x, 1.0).value
-    v_log = vl.villani_quantity(problem.with_regularizer(regs["log"]), x, 1.0).value
+    v_wd = villani.villani_quantity(problem.with_regularizer(regs["weight_decay"]), x, 1.0).value
+    v_log = villani.villani_quantity(problem.with_regularizer(regs["log"]), x, 1.0).value
     print(f"{rho_ray:5d} {min_gap * rho_ray**2:11.3g} {g @ g:14.3e} {problem.laplacian(x):15.3e}"
           f" {v_wd:19.4g} {v_log:10.4g}")
 
@@ -560,7 +560,7 @@ for scale in (0.1, 1.0, 10.0, 100.0):
     soft /= soft.sum(axis=1, keepdims=True)
     jacobians = np.einsum("ij,jk->ijk", soft, np.eye(5)) - soft[:, :, None] * soft[:, None, :]
     jac_ratio = max(jac_ratio, 2 * np.linalg.eigvalsh(jacobians).max())
-    second = qa.softmax_directional_derivatives(z, u_b)[1]
+    second = qk_attention.softmax_directional_derivatives(z, u_b)[1]
     hess_ratio = max(hess_ratio, np.max(np.linalg.norm(second, axis=1) / np.sum(u_b**2, axis=1)))
 print(f"softmax: max ||J||_2 / (1/2) = {jac_ratio:.4f}; max ||D^2 s[u,u]|| / ||u||^2 = {hess_ratio:.4f}")
 C_grad, C_lap = problem.derivative_constants()
@@ -574,7 +574,7 @@ for scale in (0.03, 0.3, 1.0, 3.0, 30.0):
         theta_b[: problem.dim // 2] *= np.exp(rng_bound.uniform(-2, 2))   # unbalanced blocks
         points.append(theta_b)
 pairs = [(name, regs[name]) for name in ("weight_decay", "log", "power")] + list(strong.items())
-check = vl.every_direction_check(problem, np.array(points), pairs, [0.1, 1.0, 10.0],
+check = villani.every_direction_check(problem, np.array(points), pairs, [0.1, 1.0, 10.0],
                                  grad_constant=C_grad, laplacian_constant=C_lap)
 worst = check.worst_margin
 print(f"over 40 random points: max ||grad_(W_Q) L|| / (C ||W_K||) (and Q <-> K) = {check.grad_ratio:.3f}; "
@@ -588,18 +588,18 @@ print("min over points, s in {0.1, 1, 10} and lambda in {0.01, strong} of V_s - 
 half = problem.dim // 2
 for name in ("log", "power"):
     for s in temperatures:
-        log_t = vl.lower_bound_log_radius(regs[name], s, grad_constant=C_grad,
+        log_t = villani.lower_bound_log_radius(regs[name], s, grad_constant=C_grad,
                                           laplacian_constant=C_lap, block_dim=half)
         print(f"{name:>6}, lambda = {lam}, s = {s:>6g}: B > 0 once log10 ||W||_F > "
               f"{log_t / (2 * math.log(10)):9.1f}   (orbit: log10 rho* = "
               f"{crossovers[name, s].decisive / math.log(10):7.2f})")
 lam_strong = 200.0
 print(f"weight decay, lambda = {lam}: 2 lambda = {2 * lam:g} < C = {C_grad:.1f}, so the estimate "
-      f"never proves the condition; the orbit fails for s > {vl.weight_decay_threshold(consts, lam):.3g}")
+      f"never proves the condition; the orbit fails for s > {villani.weight_decay_threshold(consts, lam):.3g}")
 print(f"weight decay, lambda = {lam_strong:g}: the estimate proves it for s < "
       f"(2 lambda - C)^2 / (2 C') = {(2 * lam_strong - C_grad) ** 2 / (2 * C_lap):.3g}; the orbit fails "
       f"for s > 4 lambda^2 min(q/a, k/b) = "
-      f"{min(vl.weight_decay_threshold(consts, lam_strong), vl.weight_decay_threshold(consts.swapped(), lam_strong)):.3g}")
+      f"{min(villani.weight_decay_threshold(consts, lam_strong), villani.weight_decay_threshold(consts.swapped(), lam_strong)):.3g}")
 
 # %% [markdown]
 # Every inequality holds at every random point: the ratios are at most 0.081 (gradient) and
@@ -741,8 +741,8 @@ for part in parts_31:
 # ```
 #
 # 3. Compute the weight-decay threshold for the other end of the orbit ($\rho \to 0$) at $\lambda = 0.01$
-#    with `vl.weight_decay_threshold(consts.swapped(), 0.01)`, and the log form's crossover with
-#    `vl.crossover_log_radius(consts.swapped(), Regularizer("log", 0.01), 1.0)`. Which end decides?
+#    with `villani.weight_decay_threshold(consts.swapped(), 0.01)`, and the log form's crossover with
+#    `villani.crossover_log_radius(consts.swapped(), Regularizer("log", 0.01), 1.0)`. Which end decides?
 #
 # ```{admonition} Solution
 # :class: dropdown

@@ -37,7 +37,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlib import lora
-from attnlib import villani as vl
+from attnlib import villani
 from attnlib.experiments import format_deviation
 from attnlib.plotting import SERIES, figure, legend_below, plot_series, use_book_style
 from attnlib.regularizers import Regularizer
@@ -103,7 +103,7 @@ s_partition = 1.0
 radii = np.linspace(0.0, 12.0, 61)
 regs_partition = {"none": Regularizer(), "weight_decay": Regularizer("weight_decay", 0.1),
                   "log": Regularizer("log", 0.1), "power": Regularizer("power", 0.1, eps=0.5)}
-log_z = {name: vl.radial_log_partition(problem.with_regularizer(reg), s_partition, radii,
+log_z = {name: villani.radial_log_partition(problem.with_regularizer(reg), s_partition, radii,
                                        n_directions=200, rng=np.random.default_rng(PARTITION_SEED))
          for name, reg in regs_partition.items()}
 sup_L = 0.5 * np.mean((np.abs(problem.a).sum() + np.abs(problem.y)) ** 2)
@@ -160,10 +160,10 @@ for rho_flat in (1.0, 10.0, 1e3, 1e5):
     print(f"{rho_flat:6.0e} {problem.data_loss(x):.6f} {g @ g / rho_flat**2:18.6g} "
           f"{lap_u:11.2e} {lap_v / rho_flat**2:15.6g}")
 for s in (0.5 * c1 / c2, 2 * c1 / c2):
-    values = [vl.villani_quantity(problem, 1e3 * base, s).value / 1e6,
-              vl.villani_quantity(problem.with_regularizer(Regularizer("weight_decay", 0.01)),
+    values = [villani.villani_quantity(problem, 1e3 * base, s).value / 1e6,
+              villani.villani_quantity(problem.with_regularizer(Regularizer("weight_decay", 0.01)),
                                   1e3 * base, s).value / 1e6,
-              vl.villani_quantity(problem.with_regularizer(Regularizer("log", 0.01)),
+              villani.villani_quantity(problem.with_regularizer(Regularizer("log", 0.01)),
                                   1e3 * base, s).value / 1e6]
     print(f"s = {s:.4g}: V_s / rho^2 at rho = 1e3 (none, weight decay, log): "
           + ", ".join(f"{v:.4g}" for v in values))
@@ -189,10 +189,10 @@ for s in (0.5 * c1 / c2, 2 * c1 / c2):
 # same closed form and the same crossover formulas apply.
 
 # %%
-warm, _ = vl.minimize_data_loss(problem.with_regularizer(Regularizer("weight_decay", 1e-3)),
+warm, _ = villani.minimize_data_loss(problem.with_regularizer(Regularizer("weight_decay", 1e-3)),
                                 problem.theta_teacher, gtol=1e-9)
-theta_star, grad_norm = vl.minimize_data_loss(problem, warm)
-consts = vl.orbit_constants(problem, theta_star)
+theta_star, grad_norm = villani.minimize_data_loss(problem, warm)
+consts = villani.orbit_constants(problem, theta_star)
 print(f"L(theta*) = {problem.data_loss(theta_star):.3e}, ||grad L(theta*)|| = {grad_norm:.1e}")
 print(f"a = {consts.a:.4f}, b = {consts.b:.4f}, q = {consts.q:.4f}, k = {consts.k:.4f}")
 (U_warm, V_warm), (U_star, V_star) = problem.unpack(warm), problem.unpack(theta_star)
@@ -201,7 +201,7 @@ print(f"the polish moves U V by {np.linalg.norm(U_star @ V_star - U_warm @ V_war
       f"theta* {np.sum(U_star**2):.2f}, {np.sum(V_star**2):.2f}")
 rho = np.logspace(-2, 2, 9)
 laps = np.array([sum(problem.data_laplacian_blocks(x))
-                 for x in vl.orbit_points(problem, theta_star, np.log(rho))])
+                 for x in villani.orbit_points(problem, theta_star, np.log(rho))])
 design = np.column_stack([rho**2, rho**-2])
 (a_fit, b_fit), *_ = np.linalg.lstsq(design, laps, rcond=None)
 print(f"fit over rho in [1e-2, 1e2]: a = {a_fit:.6f}, b = {b_fit:.6f}, max relative residual "
@@ -210,11 +210,11 @@ lam = 0.01
 regs = {"none": Regularizer(), "weight_decay": Regularizer("weight_decay", lam),
         "log": Regularizer("log", lam), "power": Regularizer("power", lam, eps=0.5)}
 log_rho_check = np.log(np.array([0.1, 1.0, 10.0, 100.0]))
-points = vl.orbit_points(problem, theta_star, log_rho_check)
+points = villani.orbit_points(problem, theta_star, log_rho_check)
 gaps = []
 for reg in regs.values():
-    closed = vl.orbit_villani_over_rho2(consts, reg, 1.0, log_rho_check) * np.exp(2 * log_rho_check)
-    direct = np.array([vl.villani_quantity(problem.with_regularizer(reg), x, 1.0).value
+    closed = villani.orbit_villani_over_rho2(consts, reg, 1.0, log_rho_check) * np.exp(2 * log_rho_check)
+    direct = np.array([villani.villani_quantity(problem.with_regularizer(reg), x, 1.0).value
                        for x in points])
     gaps.append(np.max(np.abs(closed - direct) / np.abs(direct)))
 print(f"closed form vs direct evaluation at rho = 0.1, 1, 10, 100 (s = 1, every regularizer): "
@@ -236,7 +236,7 @@ print(f"closed form vs direct evaluation at rho = 0.1, 1, 10, 100 (s = 1, every 
 # %%
 for lam_balance in (1e-3, 1e-1):
     decayed = problem.with_regularizer(Regularizer("weight_decay", lam_balance))
-    minimizer, _ = vl.minimize_data_loss(decayed, problem.theta_teacher, gtol=1e-9)
+    minimizer, _ = villani.minimize_data_loss(decayed, problem.theta_teacher, gtol=1e-9)
     U_min, V_min = problem.unpack(minimizer)
     grad_U, grad_V = problem.unpack(decayed.gradient(minimizer))
     deviation = np.abs(U_min.T @ U_min - V_min @ V_min.T).max()
@@ -257,16 +257,16 @@ for lam_balance in (1e-3, 1e-1):
 # %%
 temperatures = [0.01, 1.0, 100.0]
 print(f"weight decay, lambda = {lam}: threshold 4 lambda^2 q / a = "
-      f"{vl.weight_decay_threshold(consts, lam):.3g} (rho -> oo), "
-      f"4 lambda^2 k / b = {vl.weight_decay_threshold(consts.swapped(), lam):.3g} (rho -> 0)")
+      f"{villani.weight_decay_threshold(consts, lam):.3g} (rho -> oo), "
+      f"4 lambda^2 k / b = {villani.weight_decay_threshold(consts.swapped(), lam):.3g} (rho -> 0)")
 crossovers = {}
 print("  form        s | log10 rho* as rho -> oo (leading order) | log10(1/rho*) as rho -> 0 "
       "(leading order) | decisive end")
 for name in ("log", "power"):
     for s in temperatures:
-        both = vl.orbit_crossovers(consts, regs[name], s)
-        up = vl.asymptotic_crossover_log_radius(consts, regs[name], s)
-        down = vl.asymptotic_crossover_log_radius(consts.swapped(), regs[name], s)
+        both = villani.orbit_crossovers(consts, regs[name], s)
+        up = villani.asymptotic_crossover_log_radius(consts, regs[name], s)
+        down = villani.asymptotic_crossover_log_radius(consts.swapped(), regs[name], s)
         crossovers[name, s] = both
         print(f"{name:>6} {s:>8g} | {both.up / math.log(10):8.2f} ({up / math.log(10):8.2f})"
               f"{'':18s}| {both.down / math.log(10):8.2f} ({down / math.log(10):8.2f})"
@@ -279,7 +279,7 @@ for ax, s in zip(axes, temperatures):
     left = max(2.0, 1.3 * max(crossovers["log", s].down, crossovers["power", s].down) / math.log(10))
     log10_rho = np.linspace(-left, right, 400)
     for name, reg in regs.items():
-        plot_series(ax, log10_rho, vl.orbit_villani_scaled(consts, reg, s, log10_rho * math.log(10)),
+        plot_series(ax, log10_rho, villani.orbit_villani_scaled(consts, reg, s, log10_rho * math.log(10)),
                     name)
     for name, colour in (("log", SERIES["log"]["color"]), ("power", SERIES["power"]["color"])):
         for end in (crossovers[name, s].up, -crossovers[name, s].down):
@@ -299,7 +299,7 @@ alphas = np.linspace(0.0, 1.0, 11)
 refactored = {f"alpha = {alpha:.1f}": problem.svd_factorization(theta_star, alpha) for alpha in alphas}
 by_factorization = {"theta*": crossovers["log", 1.0].decisive / math.log(10)}
 for label, point in refactored.items():
-    by_factorization[label] = vl.orbit_crossovers(vl.orbit_constants(problem, point), regs["log"],
+    by_factorization[label] = villani.orbit_crossovers(villani.orbit_constants(problem, point), regs["log"],
                                                   1.0).decisive / math.log(10)
 print("log form, s = 1: log10 decisive crossover on the rho-orbit through each factorization "
       "(P S^alpha, S^(1-alpha) Q^T) of U* V*:")
@@ -361,7 +361,7 @@ for scale in (0.03, 0.3, 1.0, 3.0, 30.0):
 strong = {"weight_decay": Regularizer("weight_decay", 200.0), "log": Regularizer("log", 50.0),
           "power": Regularizer("power", 50.0, eps=0.5)}
 pairs = [(name, regs[name]) for name in ("weight_decay", "log", "power")] + list(strong.items())
-check = vl.every_direction_check(problem, np.array(points), pairs, [0.1, 1.0, 10.0],
+check = villani.every_direction_check(problem, np.array(points), pairs, [0.1, 1.0, 10.0],
                                  grad_constant=C_grad, laplacian_constant=C_lap)
 print(f"constants of this problem: C = {C_grad:.1f}, C' = {C_lap:.0f}")
 print(f"over 40 random points: max ||grad_U L|| / (C ||V||) (and U <-> V) = {check.grad_ratio:.3f}; "
