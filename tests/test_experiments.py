@@ -574,3 +574,14 @@ def test_chapters_import_attnlib_modules_under_their_own_names() -> None:
              for line in attnlib_aliases(cell.source)]
     assert not found, ("chapters import attnlib modules under an alias (import them under their "
                        "own names; attnlib/experiments/__init__.py):\n" + "\n".join(found))
+
+
+def test_scaling_config_is_written_from_its_settings() -> None:
+    import dataclasses
+
+    from attnlib.experiments import scaling
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        scaling.SETTINGS.seeds = 1                                  # type: ignore[misc]
+    written = json.loads(json.dumps(dict(dataclasses.asdict(scaling.SETTINGS), full=True)))
+    assert experiments.config("scaling") == written, "rerun `python -m attnlib.experiments scaling`"
