@@ -19,6 +19,7 @@ def test_n_free_method_needs_a_method_that_always_reached_the_gap():
     assert ch06b.n_free_method({"a": 0.3}, {"a": [True]}).status == NOT_REPRODUCED
     missed = ch06b.n_free_method({"a": 0.1, "b": 0.5}, {"a": [True, False], "b": [True]})
     assert missed.status == NOT_REPRODUCED and "b = 0.5" in missed.reason
-    assert ch06b.n_free_method({"a": 0.1}, {"a": [False]}).status == NOT_REPRODUCED
+    none = ch06b.n_free_method({"a": 0.1, "b": 0.2}, {"a": [False, False], "b": [True, False]})
+    assert none.status == NOT_REPRODUCED and "b = 1" in none.reason
     with pytest.raises(ValueError, match="same methods"):
         ch06b.n_free_method({"a": 0.1}, {"b": [True]})
