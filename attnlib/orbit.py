@@ -4,9 +4,10 @@ On the closed form with ``(Sigma_hat, M_hat)`` plugged in, the objective is inva
 ``(U, V) -> (U O, V O)`` for every orthogonal O (chapter 3), so at a minimizer the
 ``d (d - 1) / 2`` directions ``(U K, V K)``, K skew-symmetric, are exactly flat. The finite
 sample tilts them (chapter 6b derives by how much). Everything here works in the flat (U, V)
-coordinates ``z = [vec U, vec V]`` of :class:`attnlib.reference.FactorProblem`, where
+coordinates ``z = [vec U, vec V]`` of :func:`factor_problem`, where
 Algorithm 1's preconditioned step is plain gradient descent:
 
+* :func:`factor_problem` -- an objective as a function of ``z``, counting its evaluations;
 * :func:`orbit_tangent` -- an orthonormal basis of ``{(U K, V K) : K^T = -K}`` (or of the
   orbit of another covariance's coordinates);
 * :func:`restricted_hessian` -- ``T^T H T`` for a basis T, by central differences of the
@@ -29,12 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from ._validation import as_matrix, check_int, check_positive, check_in_range
+from ._validation import as_matrix, check_in_range, check_int, check_positive, check_real
 from .optim import trace
 from .population import spd_sqrt
-from .reference import FactorProblem
+from .reference import ObjectiveFn, _FactorProblem as FactorProblem
 
-__all__ = ["Trace", "orbit_tangent", "restricted_hessian", "lbfgs", "newton_polish",
+__all__ = ["Trace", "factor_problem", "orbit_tangent", "restricted_hessian", "lbfgs", "newton_polish",
            "orbit_nesterov"]
 
 
@@ -49,6 +50,16 @@ class Trace:
     evaluations: np.ndarray
     z: np.ndarray
     reached: bool
+
+
+def factor_problem(objective: ObjectiveFn, point: tuple[np.ndarray, np.ndarray],
+                   Sigma: np.ndarray) -> tuple[FactorProblem, np.ndarray]:
+    """``(problem, z)``: ``objective`` (``(A, B) -> (value, dQ/dA, dQ/dB)``) as a function of the
+    flat (U, V) coordinates of ``Sigma`` (SPD, d x d), ``U = A Sigma^{1/2}``,
+    ``V = Sigma^{1/2} B Sigma^{1/2}``, counting its gradient evaluations
+    (``problem.evaluations``; ``problem.value_and_grad(z)``, ``problem.split(z) -> (A, B)``),
+    and the flat vector ``z`` of ``point = (A, B)``."""
+    return FactorProblem.at(objective, point, Sigma, "point")
 
 
 def orbit_tangent(problem: FactorProblem, z: np.ndarray,
@@ -82,12 +93,18 @@ def orbit_tangent(problem: FactorProblem, z: np.ndarray,
 
 def restricted_hessian(problem: FactorProblem, z: np.ndarray, directions: np.ndarray, *,
                        fd_step: float = 1e-5) -> np.ndarray:
-    """``T^T H(z) T`` (symmetrized) for the columns T of ``directions``: the Hessian of
-    ``problem`` restricted to their span, from the central differences of
-    :meth:`FactorProblem.hessp` (two gradient evaluations per column)."""
-    basis = as_matrix("directions", directions, shape=(np.size(z), None))
-    fd_step = check_positive("fd_step", fd_step)
-    images = np.column_stack([problem.hessp(z, column, fd_step) for column in basis.T])
+    """``T^T H(z) T`` (symmetrized) for the orthonormal columns T of ``directions``: the Hessian
+    of ``problem`` restricted to their span, from central differences of the gradient with
+    step ``fd_step`` (at most 1, in (U, V) units; two gradient evaluations per column)."""
+    point = as_matrix("z", z, shape=(problem.p * problem.d + problem.d ** 2,), ndim=1)
+    basis = as_matrix("directions", directions, shape=(point.size, None))
+    if not np.allclose(basis.T @ basis, np.eye(basis.shape[1]), atol=1e-8):
+        raise ValueError("directions must have orthonormal columns (as orbit_tangent returns)")
+    fd_step = _check_fd_step(fd_step)
+    try:
+        images = np.column_stack([problem.hessp(point, column, fd_step) for column in basis.T])
+    except ValueError as error:
+        raise ValueError(f"z has no finite gradient nearby ({error})") from error
     matrix = basis.T @ images
     return 0.5 * (matrix + matrix.T)
 
@@ -111,9 +128,29 @@ class _Recorder:
                      bool(self.values) and self.values[-1] <= self.target)
 
 
-def _check_budget(max_evaluations: object, spent: object) -> tuple[int, int]:
-    return (check_int("max_evaluations", max_evaluations, minimum=1),
+def _check_run(problem: FactorProblem, z0: object, target: object, max_evaluations: object,
+               spent: object) -> tuple[np.ndarray, float, int, int]:
+    """The checked start (a finite flat vector of ``problem``'s size), target (a real number,
+    not NaN; -inf never stops), budget (>= 1) and evaluations spent before (>= 0)."""
+    z = as_matrix("z0", z0, shape=(problem.p * problem.d + problem.d ** 2,), ndim=1)
+    level = check_real("target", target)
+    if np.isnan(level):
+        raise ValueError("target must be a real number (a value of the objective), got NaN")
+    return (z, level, check_int("max_evaluations", max_evaluations, minimum=1),
             check_int("spent", spent, minimum=0))
+
+
+def _check_fd_step(fd_step: object) -> float:
+    """A finite-difference step in (0, 1] (in (U, V) units)."""
+    return check_in_range("fd_step", fd_step, 0.0, 1.0, closed=(False, True))
+
+
+def _first_evaluation(problem: FactorProblem, z0: np.ndarray) -> tuple[float, np.ndarray]:
+    """The value and gradient at the start, with an error naming ``z0`` if they overflow."""
+    try:
+        return problem.value_and_grad(z0)
+    except ValueError as error:
+        raise ValueError(f"z0 has no finite objective value ({error})") from error
 
 
 def lbfgs(problem: FactorProblem, z0: np.ndarray, *, target: float, max_evaluations: int,
@@ -121,9 +158,10 @@ def lbfgs(problem: FactorProblem, z0: np.ndarray, *, target: float, max_evaluati
     """L-BFGS (``scipy.optimize.minimize``, method L-BFGS-B without bounds, ``memory``
     correction pairs) from ``z0``, with the exact gradient, until the value is at or below
     ``target`` or ``max_evaluations`` gradient evaluations are spent."""
-    max_evaluations, spent = _check_budget(max_evaluations, spent)
+    z0, target, max_evaluations, spent = _check_run(problem, z0, target, max_evaluations, spent)
+    memory = check_int("memory", memory, minimum=1)
     recorder = _Recorder(problem, target, spent)
-    recorder.record(problem.value_and_grad(z0)[0])
+    recorder.record(_first_evaluation(problem, z0)[0])
 
     def callback(intermediate_result: optimize.OptimizeResult) -> None:
         if recorder.record(intermediate_result.fun):
@@ -142,10 +180,10 @@ def newton_polish(problem: FactorProblem, z0: np.ndarray, *, target: float,
     (``trust-ncg``, Hessian-vector products by central differences: two evaluations each)
     from ``z0``, until the value is at or below ``target`` or about ``max_evaluations``
     gradient evaluations are spent (checked after each Newton iteration)."""
-    max_evaluations, spent = _check_budget(max_evaluations, spent)
-    fd_step = check_positive("fd_step", fd_step)
+    z0, target, max_evaluations, spent = _check_run(problem, z0, target, max_evaluations, spent)
+    fd_step = _check_fd_step(fd_step)
     recorder = _Recorder(problem, target, spent)
-    recorder.record(problem.value_and_grad(z0)[0])
+    recorder.record(_first_evaluation(problem, z0)[0])
     last: dict[bytes, tuple[float, np.ndarray]] = {}
 
     def value_and_grad(w: np.ndarray) -> tuple[float, np.ndarray]:
@@ -188,8 +226,9 @@ def orbit_nesterov(problem: FactorProblem, z0: np.ndarray, *, step: float, targe
     when the value is at or below ``target`` or ``max_evaluations`` gradient evaluations are
     spent.
     """
-    max_evaluations, spent = _check_budget(max_evaluations, spent)
+    z0, target, max_evaluations, spent = _check_run(problem, z0, target, max_evaluations, spent)
     step = check_positive("step", step)
+    fd_step = _check_fd_step(fd_step)
     warmup = check_int("warmup", warmup, minimum=0)
     refresh = check_int("refresh", refresh, minimum=1)
     radius = check_positive("radius", radius)
@@ -200,7 +239,14 @@ def orbit_nesterov(problem: FactorProblem, z0: np.ndarray, *, step: float, targe
     recorder = _Recorder(problem, target, spent)
     iteration = 0
     while True:
-        value, gradient = problem.value_and_grad(z)
+        if iteration == 0:
+            value, gradient = _first_evaluation(problem, z)
+        else:
+            try:
+                value, gradient = problem.value_and_grad(z)
+            except ValueError as error:
+                raise ValueError(f"step must be smaller: the iterates overflowed at iteration "
+                                 f"{iteration} ({error})") from error
         if recorder.record(value) or problem.evaluations >= max_evaluations:
             break
         if iteration >= warmup and (iteration - warmup) % refresh == 0:

@@ -35,8 +35,8 @@ from ._validation import (ANY_NDIM, as_matrix, check_generator, check_int, check
                           finite_result)
 from .population import spd_sqrt
 
-__all__ = ["ObjectiveFn", "ReferenceOptimum", "ReferenceNotConverged", "FactorProblem",
-           "reference_minimizer", "factor_gradient", "largest_curvature"]
+__all__ = ["ObjectiveFn", "ReferenceOptimum", "ReferenceNotConverged", "reference_minimizer",
+           "factor_gradient", "largest_curvature"]
 
 #: A Part I objective, ``(A, B) -> (value, dQ/dA, dQ/dB)``.
 ObjectiveFn = Callable[[np.ndarray, np.ndarray], tuple[float, np.ndarray, np.ndarray]]
@@ -89,13 +89,14 @@ def factor_gradient(grad_a: np.ndarray, grad_b: np.ndarray,
             inverse @ as_matrix("grad_b", grad_b, shape=(d, d)) @ inverse)
 
 
-class FactorProblem:
+class _FactorProblem:
     """The objective as a function of the flat vector ``z = [vec U, vec V]`` of the (U, V)
     coordinates of ``Sigma`` (module docstring), counting its evaluations.
 
     ``value_and_grad(z)`` is ``(Q, grad_z Q)``; ``hessp(z, v, step)`` the central difference
     ``(g(z + h v) - g(z - h v)) / (2 h)``, ``h = step / ||v||`` (two evaluations);
-    ``split``/``flat`` convert between ``z`` and ``(A, B)``. Build one with :meth:`at`.
+    ``split``/``flat`` convert between ``z`` and ``(A, B)``. Build one with :meth:`at` (or,
+    from outside this module, :func:`attnlib.orbit.factor_problem`).
     """
 
     def __init__(self, objective: ObjectiveFn, Sigma: np.ndarray, p: int) -> None:
@@ -106,7 +107,7 @@ class FactorProblem:
 
     @classmethod
     def at(cls, objective: ObjectiveFn, point: tuple[np.ndarray, np.ndarray], Sigma: np.ndarray,
-           name: str) -> tuple["FactorProblem", np.ndarray]:
+           name: str) -> tuple["_FactorProblem", np.ndarray]:
         """The problem and the flat (U, V) vector of ``point = (A, B)`` (argument ``name``)."""
         sigma = as_matrix("Sigma", Sigma)
         d = sigma.shape[0]
@@ -193,7 +194,7 @@ def reference_minimizer(objective: ObjectiveFn, start: tuple[np.ndarray, np.ndar
     fd_step = check_positive("fd_step", fd_step)
     max_quasi_newton = check_int("max_quasi_newton", max_quasi_newton, minimum=1)
     max_newton = check_int("max_newton", max_newton, minimum=0)
-    problem, z = FactorProblem.at(objective, start, Sigma, "start")
+    problem, z = _FactorProblem.at(objective, start, Sigma, "start")
 
     quasi = optimize.minimize(problem.value_and_grad, z, jac=True, method="L-BFGS-B",
                               options=dict(maxiter=max_quasi_newton, maxcor=30, ftol=0.0,
@@ -231,7 +232,7 @@ def largest_curvature(objective: ObjectiveFn, point: tuple[np.ndarray, np.ndarra
     iterations = check_int("iterations", iterations, minimum=1)
     fd_step = check_positive("fd_step", fd_step)
     rng = check_generator("rng", rng)
-    problem, z = FactorProblem.at(objective, point, Sigma, "point")
+    problem, z = _FactorProblem.at(objective, point, Sigma, "point")
     vector = rng.standard_normal(z.size)
     vector /= np.linalg.norm(vector)
     for _ in range(iterations):

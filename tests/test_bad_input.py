@@ -42,7 +42,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import attnlib
 from attnlib import (algorithm, plotting, tables, analysis, attention, bridge, darcy, data, fitting, geometry,
-                     landscape, langevin, lora, optim, population, potentials, qk_attention, reference,
+                     landscape, langevin, lora, optim, orbit, population, potentials, qk_attention, reference,
                      regularizers, symbolic, verdicts, villani, vit)
 from attnlib import claims, experiments
 from attnlib._validation import _non_finite
@@ -60,7 +60,7 @@ RESULT_TYPES = {
     "optim.ScaleByAdamState", "algorithm.UpdateRule", "reference.ReferenceOptimum", "verdicts.Verdict",
     "langevin.MalaRun", "villani.OrbitCrossovers", "villani.EveryDirectionCheck", "slider.Frame",
     "slider.FrameSlider",
-    "prompts.FirstOrderMinimizer", "prompts.BiasEstimate", "experiments.Replay",
+    "prompts.FirstOrderMinimizer", "prompts.BiasEstimate", "experiments.Replay", "orbit.Trace",
 }
 
 
@@ -247,6 +247,7 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
     axes = _grid()
     well = potentials.double_well
     sv = mf.singular_values
+    fp, z = orbit.factor_problem(c["objective"], (A, B), S)
     return {
         # Part I
         "algorithm.random_init": lambda: dict(d=3, p=2, rng=_rng(), scale=0.3),
@@ -285,6 +286,18 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
                                                     Sigma=S, rng=_rng(), iterations=5),
         "reference.reference_minimizer": lambda: dict(objective=c["objective"],
                                                       start=mf.point(), Sigma=S, gtol=1e-6),
+        "orbit.factor_problem": lambda: dict(objective=c["objective"], point=(A, B), Sigma=S),
+        "orbit.orbit_tangent": lambda: dict(problem=fp, z=z, Sigma=S),
+        "orbit.restricted_hessian": lambda: dict(problem=fp, z=z,
+                                                 directions=orbit.orbit_tangent(fp, z),
+                                                 fd_step=1e-5),
+        "orbit.lbfgs": lambda: dict(problem=fp, z0=z, target=0.0, max_evaluations=4, memory=5,
+                                    spent=0),
+        "orbit.newton_polish": lambda: dict(problem=fp, z0=z, target=0.0, max_evaluations=4,
+                                            fd_step=1e-5, spent=0),
+        "orbit.orbit_nesterov": lambda: dict(problem=fp, z0=z, step=0.1, target=0.0,
+                                             max_evaluations=4, decay=0.9, warmup=1, refresh=2,
+                                             floor=1e-3, radius=0.1, fd_step=1e-5, spent=0),
         "symbolic.tilting_monte_carlo": lambda: dict(Sigma=S, u=np.array([0.1, 0.2, 0.3]),
                                                      n_samples=100, rng=_rng(), block_size=50),
         "verdicts.verdict": lambda: dict(claim="claim", value=0.5, threshold=1.0,
@@ -691,6 +704,9 @@ _NEW_NAME = "any new name is valid"
 _BATCH_AXES = "leading axes index a batch (chains)"
 #: (callable, argument, case) -> why the value is valid (the call must then not return NaN).
 ACCEPTED: dict[tuple[str, str, str], str] = {
+    **{(f"orbit.{fn}", "target", case): why for fn in ("lbfgs", "newton_polish", "orbit_nesterov")
+       for case, why in (("negative", "any value of the objective is a target"),
+                         ("inf", "+inf: stop at the first iterate"))},
     ("attention.row_softmax", "logits", "inf"): "+inf logits share the weight (the limit)",
     ("attention.row_softmax", "logits", "extra_axis"): _ANY_AXES,
     ("bridge.excess_risks", "theta", "extra_axis"): "one or two leading (batch) axes",

@@ -22,13 +22,14 @@ def _finite_problem(n: int = 60, seed: int = 3):
 def _closed_form(sigma: np.ndarray):
     problem = data.default_problem(rng=np.random.default_rng(1), d=4, p=5, kappa=3.0)
     loss = algorithm.closed_form_loss(sigma, problem.M)
-    return reference.FactorProblem.at(loss.reference_objective(1.0), loss.manifold.point(),
-                                      sigma, "point")
+    return orbit.factor_problem(loss.reference_objective(1.0), loss.manifold.point(),
+                                      sigma)
 
 
 def test_tangent_is_an_orthonormal_basis_of_the_skew_directions() -> None:
     rng = np.random.default_rng(0)
-    factor_problem, z = _closed_form(data.covariance(4, spectrum=[1.0, 0.7, 0.4, 0.2], rng=np.random.default_rng(5)))
+    sigma = data.covariance(4, spectrum=[1.0, 0.7, 0.4, 0.2], rng=np.random.default_rng(5))
+    factor_problem, z = _closed_form(sigma)
     u, v = z[:20].reshape(5, 4), z[20:].reshape(4, 4)
     basis = orbit.orbit_tangent(factor_problem, z)
     assert basis.shape == (5 * 4 + 4 * 4, 6)
@@ -70,14 +71,14 @@ def test_tangent_refuses_a_rank_deficient_point() -> None:
 def test_the_orbit_is_flat_for_the_closed_form_and_tilted_at_finite_n() -> None:
     problem = data.default_problem(rng=np.random.default_rng(1), d=3, p=4, kappa=3.0)
     closed = algorithm.closed_form_loss(problem.Sigma, problem.M)
-    factor_problem, z = reference.FactorProblem.at(closed.reference_objective(1.0),
-                                                   closed.manifold.point(), problem.Sigma, "p")
+    factor_problem, z = orbit.factor_problem(closed.reference_objective(1.0),
+                                                   closed.manifold.point(), problem.Sigma)
     flat = orbit.restricted_hessian(factor_problem, z, orbit.orbit_tangent(factor_problem, z))
     assert np.max(np.abs(flat)) < 1e-8                       # finite-difference error only
     loss, objective = _finite_problem()
     optimum = reference.reference_minimizer(objective, loss.manifold.point(), loss.Sigma_hat)
-    factor_problem, z = reference.FactorProblem.at(objective, (optimum.A, optimum.B),
-                                                   loss.Sigma_hat, "optimum")
+    factor_problem, z = orbit.factor_problem(objective, (optimum.A, optimum.B),
+                                                   loss.Sigma_hat)
     tangent = orbit.orbit_tangent(factor_problem, z)
     restricted = orbit.restricted_hessian(factor_problem, z, tangent)
     full = factor_problem.hessian(z, 1e-5)
@@ -91,8 +92,8 @@ def test_methods_reach_the_target_and_count_their_evaluations(method: str) -> No
     loss, objective = _finite_problem()
     optimum = reference.reference_minimizer(objective, loss.manifold.point(), loss.Sigma_hat,
                                             hessian=False)
-    factor_problem, z0 = reference.FactorProblem.at(objective, loss.manifold.point(),
-                                                    loss.Sigma_hat, "start")
+    factor_problem, z0 = orbit.factor_problem(objective, loss.manifold.point(),
+                                                    loss.Sigma_hat)
     start_value = factor_problem.value_and_grad(z0)[0]
     factor_problem.evaluations = 0
     target = optimum.value + 1e-8 * (start_value - optimum.value)
@@ -109,8 +110,8 @@ def test_methods_reach_the_target_and_count_their_evaluations(method: str) -> No
 @pytest.mark.parametrize("method", ["lbfgs", "newton_polish", "orbit_nesterov"])
 def test_methods_stop_at_their_budget(method: str) -> None:
     loss, objective = _finite_problem()
-    factor_problem, z0 = reference.FactorProblem.at(objective, loss.manifold.point(),
-                                                    loss.Sigma_hat, "start")
+    factor_problem, z0 = orbit.factor_problem(objective, loss.manifold.point(),
+                                                    loss.Sigma_hat)
     extra = dict(step=0.5) if method == "orbit_nesterov" else {}
     result = getattr(orbit, method)(factor_problem, z0, target=-np.inf, max_evaluations=30,
                                     **extra)
@@ -120,8 +121,8 @@ def test_methods_stop_at_their_budget(method: str) -> None:
 
 def test_bad_input_names_the_argument() -> None:
     loss, objective = _finite_problem()
-    factor_problem, z0 = reference.FactorProblem.at(objective, loss.manifold.point(),
-                                                    loss.Sigma_hat, "start")
+    factor_problem, z0 = orbit.factor_problem(objective, loss.manifold.point(),
+                                                    loss.Sigma_hat)
     with pytest.raises(ValueError, match="step"):
         orbit.orbit_nesterov(factor_problem, z0, step=-1.0, target=0.0, max_evaluations=10)
     with pytest.raises(ValueError, match="radius"):

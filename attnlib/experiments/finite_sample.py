@@ -77,17 +77,16 @@ PREFIX_BUDGET = dict(max_evaluations=POLISH_AFTER + 60, alg1_iterations=60,
 
 
 def _basin(loss: algorithm.DataLoss, *, hessian: bool = False
-           ) -> tuple[reference.ReferenceOptimum, reference.FactorProblem, np.ndarray]:
+           ) -> tuple[reference.ReferenceOptimum, orbit.FactorProblem, np.ndarray]:
     """The spectral start's basin minimizer, its problem in flat (U, V) coordinates and point."""
     objective = loss.reference_objective(1.0)
     basin = reference.reference_minimizer(objective, loss.manifold.point(), loss.Sigma_hat,
                                           hessian=hessian)
-    problem, z = reference.FactorProblem.at(objective, (basin.A, basin.B), loss.Sigma_hat,
-                                            "basin")
+    problem, z = orbit.factor_problem(objective, (basin.A, basin.B), loss.Sigma_hat)
     return basin, problem, z
 
 
-def _orbit_spectrum(problem: reference.FactorProblem, z: np.ndarray,
+def _orbit_spectrum(problem: orbit.FactorProblem, z: np.ndarray,
                     Sigma: np.ndarray | None = None) -> np.ndarray:
     """Eigenvalues of the Hessian restricted to :func:`attnlib.orbit.orbit_tangent`."""
     tangent = orbit.orbit_tangent(problem, z, Sigma)
@@ -118,8 +117,8 @@ def methods_task(n: int, seed: int, *, max_evaluations: int = MAX_EVALUATIONS,
                                         iterations=CURVATURE_ITERATIONS)
     curvature_seconds = time.perf_counter() - clock
 
-    def fresh() -> tuple[reference.FactorProblem, np.ndarray]:
-        return reference.FactorProblem.at(objective, start, loss.Sigma_hat, "start")
+    def fresh() -> tuple[orbit.FactorProblem, np.ndarray]:
+        return orbit.factor_problem(objective, start, loss.Sigma_hat)
 
     def stop(k: int, a: np.ndarray, b: np.ndarray) -> bool:    # bookkeeping, not counted
         return k % STOP_EVERY == 0 and objective(a, b)[0] <= target
