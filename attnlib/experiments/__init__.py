@@ -35,7 +35,7 @@ Configurations live in the submodules of this package (one per part of the book)
 discovered automatically, so adding a module needs no edit here. A submodule is named after the
 stored runs it writes (``paper1_prompts`` writes ``paper1_prompts_*``, ``darcy_runs`` the
 ``darcy_*`` runs, ``bridge_runs`` the ``bridge_*`` runs) and never after a module of
-:mod:`attnlib`, so a chapter imports both (``from attnlib import prompts`` and
+``attnlib``, so a chapter imports both (``from attnlib import prompts`` and
 ``from attnlib.experiments import paper1_prompts``) without an alias; ``tests/test_experiments.py``
 fails on a clash and on a chapter that imports an attnlib module under an alias.
 """

@@ -190,8 +190,8 @@ def spectra_task(noise: int, n: int, seed: int) -> dict[str, np.ndarray]:
                 basin_value=np.asarray(basin.value))
 
 
-#: what the prefix (n = 125, seed 0, smaller budgets) reproduces: the wall-clock times and the
-#: final points of runs stopped at another budget are not compared
+#: The keys the replayed prefix (n = 125, seed 0, smaller budgets) reproduces; the wall-clock
+#: times and the final points of runs stopped at another budget are not compared.
 REPLAYED_KEYS = ("values", "evaluations", "alg1_excess_risk", "basin_value", "basin_excess_risk",
                  "ols_excess_risk", "initial_value", "h_max", "step", "orbit_hessian")
 
