@@ -115,8 +115,8 @@ print(f"the two grids reached the same minimizers at sigma = 0.1 (equal values a
 #    loss. (With the query among its own keys, the self-logit $x_j^\top B R x_j$ breaks this.)
 #    What tilts the orbit is the **fluctuation** of $C + W$ around its mean.
 # 3. **The sizes of the fluctuations.** Each $e_j$ is an average of $n - 1$ centred terms
-#    $\varphi_j(x_i)$, of order $n^{-1/2}$, with conditional covariance $\approx C(x_j)/n$ where,
-#    for $b = B^\top x_j$, $C = e^{b^\top\Sigma b}(\Sigma + \Sigma b b^\top \Sigma)$ (the variance
+#    $\varphi_j(x_i)$, of order $n^{-1/2}$, with conditional covariance $\approx \Gamma(x_j)/n$
+#    where, for $b = B^\top x_j$, $\Gamma = e^{b^\top\Sigma b}(\Sigma + \Sigma b b^\top \Sigma)$ (the variance
 #    of the self-normalized estimate; the one-dimensional case is checked with sympy below).
 #    The noise part of $C$, $-\frac1{n^2}\sum_j\sum_{i\ne j}\varepsilon_j^\top A\varphi_j(x_i)$,
 #    has mean zero and variance $\frac{\sigma^2}{n^4}\sum_j\sum_{i\ne j}
@@ -261,7 +261,7 @@ plt.show()
 # $n^{-0.8}$ that is there without noise: the printed verdict is *partly reproduced*, and the law
 # as stated is not the whole story. Where the missing term could come from (a hypothesis, not
 # tested here): step 3 treats each importance-sampling error as an average of $n$ independent
-# terms with variance $C(x_j)/n$, but the weights $e^{x_j^\top B x_i}$ are log-normal with a
+# terms with variance $\Gamma(x_j)/n$, but the weights $e^{x_j^\top B x_i}$ are log-normal with a
 # variance that grows with $\lVert B^\top x_j\rVert$, so at these sizes the effective number of
 # samples can grow more slowly than $n$ and the fluctuations decay more slowly than the asymptotic
 # rates used. The restricted curvatures (the last two columns) are larger than the full
