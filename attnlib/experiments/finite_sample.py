@@ -49,7 +49,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .. import algorithm, orbit, population, reference
+from .. import algorithm, analysis, orbit, population, reference
 from . import TaskGrid, leading_block, register_grid
 from ._tasks import stack_tasks
 from .ablations import defaults_data
@@ -91,12 +91,6 @@ def _orbit_spectrum(problem: orbit.FactorProblem, z: np.ndarray,
     """Eigenvalues of the Hessian restricted to :func:`attnlib.orbit.orbit_tangent`."""
     tangent = orbit.orbit_tangent(problem, z, Sigma)
     return np.linalg.eigvalsh(orbit.restricted_hessian(problem, z, tangent))
-
-
-def _padded(values: np.ndarray, length: int) -> np.ndarray:
-    out = np.full(length, np.nan)
-    out[: min(values.size, length)] = values[:length]
-    return out
 
 
 def methods_task(n: int, seed: int, *, max_evaluations: int = MAX_EVALUATIONS,
@@ -160,8 +154,8 @@ def methods_task(n: int, seed: int, *, max_evaluations: int = MAX_EVALUATIONS,
         finals.append(factor_problem.split(result.z))
         seconds.append(time.perf_counter() - clock + before)
     return dict(
-        values=np.stack([_padded(v, max_evaluations + 2) for v, _ in traces]),
-        evaluations=np.stack([_padded(e.astype(float), max_evaluations + 2) for _, e in traces]),
+        values=analysis.pad_histories([v for v, _ in traces], max_evaluations + 2),
+        evaluations=analysis.pad_histories([e for _, e in traces], max_evaluations + 2),
         seconds=np.asarray(seconds),
         final_excess_risk=np.asarray([population.population_loss(a, b, problem.Sigma, problem.M)
                                       for a, b in finals]),

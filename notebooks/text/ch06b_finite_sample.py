@@ -56,7 +56,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import NullFormatter
 import sympy as sp
 
-from attnlib import algorithm, attention, data, experiments, fitting, population
+from attnlib import algorithm, analysis, attention, data, experiments, fitting, population
 from attnlib.claims import ch06b as judge
 from attnlib.experiments import finite_sample
 from attnlib.plotting import OKABE_ITO, figure, legend_below, use_book_style
@@ -303,10 +303,10 @@ def evaluations_to(level, reference):
     """Evaluations (n, seed, method) to a gap of ``level`` times the initial gap above
     ``reference`` (n, seed); inf where it is not reached within the budget."""
     initial_gap = stored["initial_value"] - reference
-    reached = (values - reference[..., None, None]) <= level * initial_gap[..., None, None]
-    first = np.argmax(reached, axis=-1)
-    found = np.take_along_axis(spent, first[..., None], axis=-1)[..., 0]
-    return np.where(reached.any(axis=-1), found, np.inf)
+    first = analysis.iterations_to_threshold(
+        (values - reference[..., None, None]) / initial_gap[..., None, None], level)
+    index = np.where(np.isfinite(first), first, 0).astype(int)[..., None]
+    return np.where(np.isfinite(first), np.take_along_axis(spent, index, axis=-1)[..., 0], np.inf)
 
 
 counts = {level: evaluations_to(level, lowest) for level in LEVELS}
