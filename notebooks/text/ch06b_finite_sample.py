@@ -423,7 +423,7 @@ plt.show()
 #   or still on the way when the budget ran out (the runs do not tell which). Chapter 5's polish
 #   started after 2000 Algorithm 1 iterations, inside the basin; after 200 it is not.
 # * **L-BFGS** reached $10^{-9}$ of the gap above the spectral start's basin minimum in every run,
-#   in 249 to 1471 evaluations, ending within $4\times10^{-4}$ of the reference minimizer. At
+#   in 249 to 1471 evaluations, ending within $5\times10^{-4}$ of the reference minimizer. At
 #   $n = 4000$ that took 198 to 294 s of wall-clock, against 216 to 228 s for Algorithm 1's 1000
 #   iterations, which closed less than a third of the gap.
 # * The **orbit-aware method** reached $10^{-6}$ in 5 runs of 12. In one ($n = 2000$, seed 0) it
