@@ -42,6 +42,7 @@ fails on a clash and on a chapter that imports an attnlib module under an alias.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -63,7 +64,8 @@ __all__ = [
     "check_writable", "stored_files",
     "stored_names", "assert_prefix_matches", "replay", "Replay", "leading_block", "cell", "config",
     "describe", "format_deviation", "benchmark_path",
-    "load_benchmark", "register_grid", "TaskGrid", "run_grid", "task_grid",
+    "load_benchmark", "register_grid", "TaskGrid", "run_grid", "task_grid", "settings",
+    "settings_config",
 ]
 
 STORED_DIR = Path(__file__).resolve().parent / "stored"
@@ -73,33 +75,41 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 Experiment = Callable[..., dict[str, np.ndarray]]
 _REGISTRY: dict[str, tuple[Experiment, str]] = {}
 _GRIDS: dict[str, Callable[[bool], TaskGrid]] = {}
+_SETTINGS: dict[str, object] = {}
 
 
-def register(name: str) -> Callable[[Experiment], Experiment]:
+def register(name: str, *, settings: object | None = None) -> Callable[[Experiment], Experiment]:
     """Decorator registering ``fn(full: bool = True, progress: bool = False)`` under ``name``.
 
-    The first line of the function's docstring is shown by ``python -m attnlib.experiments``.
+    ``settings`` is the run's frozen dataclass instance: every setting of the full run is one of
+    its fields, and the stored ``config`` is written from it (:func:`settings_config`). The first
+    line of the function's docstring is shown by ``python -m attnlib.experiments``.
     """
 
     check_name(name)
+    _check_settings(name, settings)
 
     def decorate(fn: Experiment) -> Experiment:
         if name in _REGISTRY:
             raise ValueError(f"experiment name {name!r} is registered twice")
         _REGISTRY[name] = (fn, (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else "")
+        _SETTINGS[name] = settings
         return fn
 
     return decorate
 
 
-def register_grid(name: str) -> Callable[[Callable[[bool], TaskGrid]], Experiment]:
+def register_grid(name: str, *, settings: object | None = None
+                  ) -> Callable[[Callable[[bool], TaskGrid]], Experiment]:
     """Decorator registering ``grid(full: bool = True) -> TaskGrid`` under ``name``.
 
     ``full=False`` declares the replayed prefix (usually the first task, shortened). The
     decorated name becomes the usual ``fn(full=True, progress=False) -> history`` (serial);
-    :func:`run` with ``workers`` or ``scheduler`` distributes the tasks instead.
+    :func:`run` with ``workers`` or ``scheduler`` distributes the tasks instead. ``settings``
+    as in :func:`register`.
     """
     check_name(name)
+    _check_settings(name, settings)
 
     def decorate(grid: Callable[[bool], TaskGrid]) -> Experiment:
         def experiment(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
@@ -107,11 +117,41 @@ def register_grid(name: str) -> Callable[[Callable[[bool], TaskGrid]], Experimen
 
         experiment.__name__, experiment.__doc__ = grid.__name__, grid.__doc__
         experiment.__module__, experiment.__qualname__ = grid.__module__, grid.__qualname__
-        register(name)(experiment)
+        register(name, settings=settings)(experiment)
         _GRIDS[name] = grid
         return experiment
 
     return decorate
+
+
+def _check_settings(name: str, settings: object) -> None:
+    if settings is None:          # TRANSITION: every experiment gets settings (issue 28)
+        return
+    if not (dataclasses.is_dataclass(settings) and not isinstance(settings, type)
+            and type(settings).__dataclass_params__.frozen):        # type: ignore[attr-defined]
+        raise TypeError(f"settings of experiment {name!r} must be a frozen dataclass instance, "
+                        f"got {type(settings).__name__}")
+
+
+def settings(name: str) -> object:
+    """The frozen settings dataclass instance of the registered experiment ``name``: every
+    setting of its full run, the fields its stored ``config`` is written from."""
+    _known(name)
+    if _SETTINGS.get(name) is None:
+        raise KeyError(f"experiment {name!r} was registered without settings")
+    return _SETTINGS[name]
+
+
+def settings_config(settings: object, **run_time: object) -> np.ndarray:
+    """The ``config`` entry of a history: ``dataclasses.asdict(settings)`` (nested dataclasses
+    become dicts, tuples lists) plus ``run_time`` entries that are not settings (such as
+    ``full``), as a JSON string in a 0-d array. Raises ``ValueError`` if a ``run_time`` key
+    shadows a field."""
+    fields = dataclasses.asdict(settings)                           # type: ignore[call-overload]
+    clash = sorted(set(fields) & set(run_time))
+    if clash:
+        raise ValueError(f"run_time entries {clash} shadow settings fields")
+    return np.asarray(json.dumps({**fields, **run_time}))
 
 
 def check_name(name: object) -> str:

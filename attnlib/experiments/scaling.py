@@ -56,8 +56,7 @@ shapes.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -66,7 +65,7 @@ from .._progress import progress as progress_bar
 from .._validation import DivergenceError, check_int, check_positive
 from ..fitting import fit_geometric_rate, local_gd_rate
 from ..geometry import gd_contraction_factor
-from . import register
+from . import register, settings_config
 from .part1 import recorded_iterations
 
 
@@ -249,7 +248,7 @@ def _rate_part(n_runs: int, iterations: int, progress: bool) -> dict[str, np.nda
     return out
 
 
-@register("scaling")
+@register("scaling", settings=SETTINGS)
 def scaling(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Chapter 6: excess risk against n (finite-n and closed form), heatmap, rates vs kappa."""
     if full:
@@ -278,8 +277,7 @@ def scaling(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
         rates = _rate_part(n_runs, rate_iterations, progress)
         history.update({key: rates[key] for key in
                         ("rate_kappa_x", "rate_kappa_sigma", "rate_step", "rate_excess_risk")})
-    config = dict(asdict(SETTINGS), full=full)
-    history["config"] = np.asarray(json.dumps(config))
+    history["config"] = settings_config(SETTINGS, full=full)
     return history
 
 
