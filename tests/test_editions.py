@@ -28,7 +28,8 @@ import pytest
 from fresh_venv import venv
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.xdist_group("editions")  # one worker: the bundle is built once
+# One worker and session-scoped fixtures: the bundle is built once (tests/test_problem_sets.py).
+pytestmark = pytest.mark.xdist_group("editions")
 _spec = importlib.util.spec_from_file_location("editions", ROOT / "scripts" / "editions.py")
 editions = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(editions)
@@ -124,13 +125,13 @@ def test_key_numbers_are_measured_values_the_exercise_does_not_state() -> None:
     assert key_numbers(statement, solution) == ["-1.19", "0.0312"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def bundle(tmp_path_factory) -> Path:
     """The student bundle, built outside the repository."""
     return editions.student_bundle(tmp_path_factory.mktemp("editions"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def student_html(bundle, tmp_path_factory) -> Path:
     """The student edition built as HTML (warnings are errors), from the bundle's notebooks."""
     out = tmp_path_factory.mktemp("student_html")

@@ -26,7 +26,8 @@ from fresh_venv import venv
 
 ROOT = Path(__file__).resolve().parents[1]
 MASTER = ROOT / "notebooks" / "problem_sets" / "ps1_part1_theory.ipynb"
-pytestmark = pytest.mark.xdist_group("grading")  # one worker: problem set 1 is assigned once
+# One worker and a session-scoped fixture: problem set 1 is assigned once (test_problem_sets.py).
+pytestmark = pytest.mark.xdist_group("grading")
 WRONG_SOFTMAX = ("def softmax_rows(logits):\n"
                  "    weights = np.exp(logits)\n"
                  "    return weights / weights.sum(axis=1, keepdims=True)\n")
@@ -98,7 +99,7 @@ def _submission(student: Path, answers: dict[str, str]) -> dict:
     return notebook
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ps1(tmp_path_factory) -> tuple[Path, Path]:
     """(autograder zip, output of editions.assign) of problem set 1."""
     wheel = editions.build_wheel(tmp_path_factory.mktemp("wheel"))
@@ -155,9 +156,9 @@ def test_a_hanging_answer_is_stopped(ps1, tmp_path) -> None:
     hang = "import time\ndef softmax_rows(logits):\n    time.sleep(10**6)\n"
     (folder / "hang.ipynb").write_text(json.dumps(
         _submission(dist / "student" / "ps1_part1_theory.ipynb", {"softmax_rows": hang})))
-    [result] = grade.grade_folder(autograder, folder, tmp_path / "scores.csv", timeout=30)
+    [result] = grade.grade_folder(autograder, folder, tmp_path / "scores.csv", timeout=15)
     assert result.status == "timeout" and not result.scores, result
-    assert result.seconds < 60, result.seconds
+    assert result.seconds < 45, result.seconds
     leftover = subprocess.run(["pgrep", "-f", "hang.ipynb"], capture_output=True, text=True)
     assert not leftover.stdout.strip(), "a grading process outlived the timeout"
 

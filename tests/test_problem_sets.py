@@ -28,7 +28,9 @@ editions = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(editions)
 PROBLEM_SETS = sorted((ROOT / "notebooks" / "problem_sets").glob("ps*.ipynb"))
 OTTER = str(Path(sys.executable).with_name("otter"))
-pytestmark = pytest.mark.xdist_group("problem_sets")  # one worker: each set is assigned once
+# One worker, and session-scoped fixtures: each set is assigned once (a module-scoped fixture
+# is set up again whenever another module's test runs in between on the same worker).
+pytestmark = pytest.mark.xdist_group("problem_sets")
 
 # Plausible mistakes: problem set -> question -> (function name, wrong code, expected feedback).
 WRONG = {
@@ -116,12 +118,12 @@ def _grade(autograder_zip: Path, notebook: Path, out: Path) -> dict[str, dict]:
     return {test["name"]: test for test in results["tests"]}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
     return editions.build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
-@pytest.fixture(scope="module", params=PROBLEM_SETS, ids=lambda path: path.stem)
+@pytest.fixture(scope="session", params=PROBLEM_SETS, ids=lambda path: path.stem)
 def assigned(request, wheel, tmp_path_factory) -> tuple[Path, Path]:
     """(master notebook, otter assign output directory) for one problem set."""
     master = request.param

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.xdist_group("slides"), pytest.mark.skipif(not Path(CHR
                                 reason=f"no Chromium at {CHROMIUM} (set ATTNBOOK_CHROMIUM)")]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def decks(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("slides")
     return {week: slides.build(week, out) for week in WEEKS}
