@@ -44,17 +44,18 @@ def _setup(n: int, iterations: int) -> dict:
     from attnlib import algorithm, attention, data, reference
     from attnlib.experiments import part1
 
+    settings = part1.SETTINGS
     rng = np.random.default_rng(0)
-    problem = data.default_problem(rng=rng, d=part1.D, p=part1.P, kappa=part1.KAPPA,
-                                   noise_std=part1.NOISE_STD)
+    problem = data.default_problem(rng=rng, d=settings.d, p=settings.p, kappa=settings.kappa,
+                                   noise_std=settings.noise_std)
     x, y = problem.sample(n, rng=rng)
-    test = problem.sample(part1.N_TEST, rng=rng)
+    test = problem.sample(settings.n_test, rng=rng)
     loss = algorithm.empirical_loss(x, y)
     basin = reference.reference_minimizer(loss.reference_objective(1.0), loss.manifold.point(),
                                           loss.Sigma_hat, hessian=False)
     a, b = loss.manifold.point()
     objective = loss.objective(1.0)
-    chapter = dict(problem=problem, reference=basin, test=test, test_every=part1.TEST_EVERY)
+    chapter = dict(problem=problem, reference=basin, test=test, test_every=settings.test_every)
     per_iteration = 1.0 / (iterations + 1)
     return {
         "loss_and_grad": (lambda: attention.loss_and_grad(a, b, x, y), 1.0),

@@ -9,9 +9,12 @@ from attnlib.experiments import ablations, part1
 
 def test_reference_start_labels_name_the_det_of_each_start():
     loss = algorithm.closed_form_loss(*_moments())
-    labels = part1.reference_start_labels()["Q"][1:1 + part1.N_ROTATIONS]
-    for label, (_, b) in zip(labels, part1.reference_starts(loss, 0)):
-        _, v = loss.manifold.factor(np.zeros((part1.P, part1.D)), b)
+    settings = part1.SETTINGS
+    labels = part1.reference_start_labels()["Q"][1:1 + settings.reference_rotations]
+    starts = part1.reference_starts(loss, 0)
+    assert len(starts) == len(labels) == settings.reference_rotations
+    for label, (_, b) in zip(labels, starts):
+        _, v = loss.manifold.factor(np.zeros((settings.p, settings.d)), b)
         rotation = np.linalg.solve(loss.manifold.V_star, v)      # V = V_star O
         assert f"(det {int(np.round(np.linalg.det(rotation))):+d})" in label
 
@@ -24,7 +27,7 @@ def _moments():
 
 def test_lowest_known_minima_are_the_smallest_stored_values():
     table = part1.lowest_known_minima()
-    assert sorted(table) == list(part1.SEEDS)
+    assert sorted(table) == list(part1.SETTINGS.seeds)
     stored = part1.load("paper1_defaults")
     for seed, row in table.items():
         assert row["value"] <= stored["ref_Q_value"][list(stored["seeds"]).index(seed)].min()

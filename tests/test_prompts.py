@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -214,10 +216,10 @@ def test_a_claims_map_cell_is_judged_like_an_experiment_cell() -> None:
                             start_excess=rng.random(2), L_star=np.asarray(0.1),
                             basin_value=np.asarray(objective.min() - 0.01),
                             best_loss=np.asarray(0.5)))
-    history = paper1_prompts.assemble_claims_map(tasks, results, iterations=2)
-    history["iteration"] = np.array([0, 1, 2])
-    for (i, noise_index), result in zip(tasks, results):
-        j = paper1_prompts.MAP_RUN_NOISE.index(paper1_prompts.MAP_NOISE[noise_index])
+    history = paper1_prompts.assemble_claims_map(
+        tasks, results, settings=replace(paper1_prompts.MAP_SETTINGS, iterations=2))
+    assert list(history["iteration"]) == [0, 1, 2]
+    for (i, j), result in zip(tasks, results):
         cell = paper1_prompts.claims_map_cell(history, i, j)
         values = paper1_prompts.claim_values(cell, 0)
         gap = result["objective"][:, 0] - float(result["basin_value"])

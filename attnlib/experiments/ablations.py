@@ -10,49 +10,56 @@ problem is held fixed while the condition number of Sigma varies:
 ``Sigma_kappa = W diag(geomspace(1, 1/kappa, d)) W^T`` with W the eigenvectors of the default
 Sigma, and ``M_kappa = X* Sigma_kappa^{-1/2}`` (:func:`fixed_target_problem`). kappa = 10 is the
 default problem itself. The training samples use the same standard-normal draws for every kappa.
-Each method of :data:`attnlib.algorithm.METHODS` runs for at most ``SWEEP_ITERATIONS``
-iterations and stops early once the excess risk is at most ``min(THRESHOLDS)``. Keys (S seeds,
+Each method of :data:`attnlib.algorithm.METHODS` runs for at most ``SWEEP_SETTINGS.iterations``
+iterations and stops early once the excess risk is at most ``min(SWEEP_SETTINGS.thresholds)``. Keys (S seeds,
 K kappas, 5 methods, G grid iterations; the seed axis first; NaN after a run stopped):
 ``seeds`` (S,), ``kappas`` (K,), ``thresholds``, ``iteration`` (G,), ``excess_risk``
-(S, G, K, 5), ``first_iteration`` (S, K, 5, len(THRESHOLDS)): the first iteration with excess
+(S, G, K, 5), ``first_iteration`` (S, K, 5, len(thresholds)): the first iteration with excess
 risk <= each threshold, ``inf`` if not reached within the cap; ``step`` (S, K, 5).
 
-``ch4_defaults_ablations`` (chapter 4). Seed 0's default data, three runs of ``ITERATIONS``
-iterations from the spectral initialization with the preconditioner: Algorithm 1 as is;
+``ch4_defaults_ablations`` (chapter 4). Seed 0's default data, three runs of
+``ABLATION_SETTINGS.iterations`` iterations from the spectral initialization with the
+preconditioner: Algorithm 1 as is;
 without the regularizer (lambda = 0); with renormalization at the tightest allowed bound
 ``tau = sqrt(trace Gamma_hat)``. Keys ``excess_risk``, ``objective``, ``loss``, ``dist_P_hat``,
 ``imbalance``, ``scale`` (G, 3), where imbalance and scale are :func:`attnlib.analysis.balance`
 with Sigma_hat.
 
-``ch4_small_n_renormalization`` (chapter 4). n = ``SMALL_N`` samples of the seed's default
+``ch4_small_n_renormalization`` (chapter 4). n = ``SMALL_N_SETTINGS.n`` (20) samples of the seed's default
 problem, both masks, renormalization off and at ``tau = sqrt(trace Gamma_hat)``, two methods:
 Algorithm 1 and Adam without regularizer (which moves the scale of B fastest).
 Keys (S seeds, the seed axis first): ``seeds`` (S,), ``iteration`` (G,), ``test_iteration``
 (T,), ``excess_risk``, ``loss``, ``scale``, ``self_weight`` (S, G, 2 methods, 2 masks, 2 taus):
 self_weight is the mean attention of a token on itself under the all-tokens mask;
-``test_risk`` (S, T, 2, 2, 2) the deployed risk on ``N_TEST`` fresh points (noise-free
+``test_risk`` (S, T, 2, 2, 2) the deployed risk on ``n_test`` fresh points (noise-free
 targets); ``tau`` (S,) the renormalization bound of each seed.
+
+Every setting of each run is a field of its frozen settings instance (``SWEEP_SETTINGS``,
+``ABLATION_SETTINGS``, ``SMALL_N_SETTINGS``), whose defaults are those of ``paper1_defaults``
+(:data:`attnlib.experiments.part1.SETTINGS`); the stored ``config`` is written from it.
 
 :func:`explorer_run` is the short live experiment behind chapter 5's widget.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Mapping
 
 import numpy as np
 
 from .. import algorithm, analysis, attention, data, geometry, population
 from .._validation import check_int, check_positive
 from ..data import RegressionProblem
-from . import register
+from . import register, settings_config
 from ._tasks import stack_tasks
-from .part1 import D, ITERATIONS, KAPPA, N, N_TEST, NOISE_STD, P, SEEDS, recorded_iterations
+from .part1 import SETTINGS as DEFAULTS
+from .part1 import derive, method_options, recorded_iterations
 
 __all__ = [
-    "KAPPAS",
-    "THRESHOLDS",
+    "SWEEP_SETTINGS",
+    "ABLATION_SETTINGS",
+    "SMALL_N_SETTINGS",
     "fixed_target_problem",
     "defaults_data",
     "explorer_run",
@@ -63,16 +70,115 @@ __all__ = [
     "regularizer_on_manifold",
 ]
 
-KAPPAS = (1.0, 10.0, 100.0, 1000.0)
-THRESHOLDS = (2e-2, 1e-2)
-SWEEP_SEEDS = SEEDS[:2]
-SWEEP_ITERATIONS = ITERATIONS
+
+
+@dataclass(frozen=True)
+class ConditionSweepSettings:
+    """Every setting of ``paper1_condition_sweep`` (module docstring), each a [choice] of this
+    book; ``method_options`` is derived (the methods of :data:`attnlib.algorithm.METHODS` named
+    in ``methods``). The stored ``config`` is ``dataclasses.asdict`` of it."""
+
+    d: int = DEFAULTS.d
+    p: int = DEFAULTS.p
+    n: int = DEFAULTS.n
+    noise_std: float = DEFAULTS.noise_std
+    kappas: tuple[float, ...] = (1.0, 10.0, 100.0, 1000.0)
+    seeds: tuple[int, ...] = DEFAULTS.seeds[:2]
+    iterations: int = DEFAULTS.iterations
+    thresholds: tuple[float, ...] = (2e-2, 1e-2)
+    methods: tuple[str, ...] = DEFAULTS.methods
+    early_stop: str = "when the excess risk is <= min(thresholds)"
+    target: str = "X* = M Sigma^{1/2} of the seed's default problem, fixed over kappa"
+    method_options: dict[str, dict[str, object]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        derive(self, method_options=method_options(self.methods))
+
+
+@dataclass(frozen=True)
+class AblationSettings:
+    """Every setting of ``ch4_defaults_ablations`` (module docstring), each a [choice] of this
+    book. ``common`` are the pieces every variant shares (``optimizer`` "gd": gradient descent
+    with the step rule; ``mask`` of the data loss), ``options`` each variant's own (``tau``:
+    the renormalization bound, the rule ``TAU_RULE``). The stored ``config`` is
+    ``dataclasses.asdict`` of it."""
+
+    seed: int = DEFAULTS.seeds[0]
+    d: int = DEFAULTS.d
+    p: int = DEFAULTS.p
+    n: int = DEFAULTS.n
+    kappa: float = DEFAULTS.kappa
+    noise_std: float = DEFAULTS.noise_std
+    iterations: int = DEFAULTS.iterations
+    variants: tuple[str, ...] = ("algorithm1", "no_regularizer", "renormalized")
+    options: dict[str, dict[str, object]] = field(default_factory=lambda: {
+        "algorithm1": {"lam": 1.0}, "no_regularizer": {"lam": 0.0},
+        "renormalized": {"lam": 1.0, "tau": TAU_RULE}})
+    common: dict[str, object] = field(default_factory=lambda: {
+        "init": "spectral", "precondition": True, "optimizer": "gd", "mask": "loo"})
+
+
+@dataclass(frozen=True)
+class SmallNSettings:
+    """Every setting of ``ch4_small_n_renormalization`` (module docstring), each a [choice] of
+    this book: ``methods`` by their pieces (``optimizer`` "gd": the step rule, "adam": Adam with
+    ``adam_learning_rate``), ``taus`` the renormalization off and at ``TAU_RULE``. The stored
+    ``config`` is ``dataclasses.asdict`` of it."""
+
+    seeds: tuple[int, ...] = DEFAULTS.seeds
+    n: int = 20
+    d: int = DEFAULTS.d
+    p: int = DEFAULTS.p
+    kappa: float = DEFAULTS.kappa
+    noise_std: float = DEFAULTS.noise_std
+    iterations: int = 3000
+    methods: dict[str, dict[str, object]] = field(default_factory=lambda: {
+        "algorithm1": {"optimizer": "gd", "init": "spectral", "precondition": True, "lam": 1.0},
+        "adam_no_reg": {"optimizer": "adam", "init": "spectral", "precondition": False,
+                        "lam": 0.0}})
+    masks: tuple[str, ...] = ("all", "loo")
+    taus: tuple[str, ...] = ("off", "sqrt(trace D_hat)")
+    n_test: int = DEFAULTS.n_test
+    test_every: int = 100
+    adam_learning_rate: float = 1e-2
+
+
+#: the renormalization bound of chapter 4, ``tau = sqrt(trace Gamma_hat)`` (:func:`balanced_tau`)
+TAU_RULE = "sqrt(trace Gamma_hat)"
+#: the settings of the stored runs
+SWEEP_SETTINGS = ConditionSweepSettings()
+ABLATION_SETTINGS = AblationSettings()
+SMALL_N_SETTINGS = SmallNSettings()
+# iterations of the replayed prefixes (full=False, first seed)
 SWEEP_PREFIX = 5
 ABLATION_PREFIX = 10
-SMALL_N = 20
-SMALL_ITERATIONS = 3000
-SMALL_TEST_EVERY = 100
 SMALL_PREFIX = 30
+
+
+def balanced_tau(x: np.ndarray, y: np.ndarray) -> float:
+    """The renormalization bound ``tau = sqrt(trace Gamma_hat)`` (:data:`TAU_RULE`), the sum of
+    the singular values of ``X_hat* = M_hat Sigma_hat^{1/2}`` under the square root."""
+    sigma_hat, m_hat = population.empirical_moments(x, y)
+    return float(np.sqrt(np.linalg.svd(population.target(m_hat, sigma_hat),
+                                       compute_uv=False).sum()))
+
+
+def _method(options: Mapping[str, object], *, adam_learning_rate: float | None = None,
+            tau: float | None = None) -> algorithm.Method:
+    """The :class:`attnlib.algorithm.Method` with ``init``, ``precondition``, ``lam`` of
+    ``options`` and its ``optimizer`` ("gd": the step rule; "adam": Adam at
+    ``adam_learning_rate``)."""
+    optimizer = options["optimizer"]
+    if optimizer == "gd":
+        update: algorithm.UpdateRule = algorithm.GD()
+    elif optimizer == "adam" and adam_learning_rate is not None:
+        update = algorithm.Adam(lr=adam_learning_rate)
+    else:
+        raise ValueError(f"optimizer must be 'gd' or 'adam' (with adam_learning_rate), got "
+                         f"{optimizer!r}")
+    return algorithm.Method(init=options["init"], precondition=bool(options["precondition"]),
+                            lam=float(options["lam"]), update=update,  # type: ignore[arg-type]
+                            tau=tau)
 
 
 def fixed_target_problem(Xstar: np.ndarray, Sigma: np.ndarray, noise_std: float
@@ -84,26 +190,29 @@ def fixed_target_problem(Xstar: np.ndarray, Sigma: np.ndarray, noise_std: float
                              noise_std=noise_std)
 
 
-def defaults_data(seed: int, *, kappa: float | None = None, n: int = N
+def defaults_data(seed: int, *, kappa: float | None = None, n: int = DEFAULTS.n
                   ) -> tuple[RegressionProblem, tuple[np.ndarray, np.ndarray],
                              tuple[np.ndarray, np.ndarray]]:
     """Return ``(problem, (X, Y), (X_test, Y_test))`` as ``paper1_defaults`` draws them for
-    ``seed`` (problem, then n training and ``N_TEST`` test samples from ``default_rng(seed)``).
+    ``seed`` (problem, then n training and ``n_test`` test samples from ``default_rng(seed)``;
+    the settings of :data:`attnlib.experiments.part1.SETTINGS`).
 
     With ``kappa`` the problem is replaced by :func:`fixed_target_problem` with the default
     problem's X*, the eigenvectors of its Sigma and eigenvalues ``geomspace(1, 1/kappa, d)``;
     the samples use the same generator state, hence the same standard-normal draws.
     """
+    d = DEFAULTS.d
     rng = np.random.default_rng(seed)
-    problem = data.default_problem(rng=rng, d=D, p=P, kappa=KAPPA, noise_std=NOISE_STD)
+    problem = data.default_problem(rng=rng, d=d, p=DEFAULTS.p, kappa=DEFAULTS.kappa,
+                                   noise_std=DEFAULTS.noise_std)
     if kappa is not None:
         _, vectors = np.linalg.eigh(problem.Sigma)
         vectors = vectors[:, ::-1]                         # largest eigenvalue first
-        sigma = data.covariance(D, spectrum=np.geomspace(1.0, 1.0 / kappa, D), rotate=False)
+        sigma = data.covariance(d, spectrum=np.geomspace(1.0, 1.0 / kappa, d), rotate=False)
         sigma = vectors @ sigma @ vectors.T
         problem = fixed_target_problem(population.target(problem.M, problem.Sigma),
-                                       0.5 * (sigma + sigma.T), NOISE_STD)
-    return problem, problem.sample(n, rng=rng), problem.sample(N_TEST, rng=rng)
+                                       0.5 * (sigma + sigma.T), DEFAULTS.noise_std)
+    return problem, problem.sample(n, rng=rng), problem.sample(DEFAULTS.n_test, rng=rng)
 
 
 def _stop_below(problem: RegressionProblem, threshold: float):
@@ -112,42 +221,37 @@ def _stop_below(problem: RegressionProblem, threshold: float):
     return callback
 
 
-@register("paper1_condition_sweep")
+@register("paper1_condition_sweep", settings=SWEEP_SETTINGS)
 def paper1_condition_sweep(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Condition-number sweep (kappa 1..1000, X* fixed): iterations to a fixed excess risk."""
-    iterations = SWEEP_ITERATIONS if full else SWEEP_PREFIX
-    seeds = SWEEP_SEEDS if full else SWEEP_SEEDS[:1]
-    grid = recorded_iterations(iterations)
-    history: dict[str, np.ndarray] = {"kappas": np.asarray(KAPPAS),
-                                      "thresholds": np.asarray(THRESHOLDS), "iteration": grid,
-                                      "seeds": np.asarray(seeds)}
+    run = SWEEP_SETTINGS if full else replace(SWEEP_SETTINGS, seeds=SWEEP_SETTINGS.seeds[:1],
+                                              iterations=SWEEP_PREFIX)
+    grid = recorded_iterations(run.iterations)
+    history: dict[str, np.ndarray] = {"kappas": np.asarray(run.kappas),
+                                      "thresholds": np.asarray(run.thresholds),
+                                      "iteration": grid, "seeds": np.asarray(run.seeds)}
     per_seed = []
-    for seed in seeds:
-        curves = np.full((grid.size, len(KAPPAS), len(algorithm.METHODS)), np.nan)
-        first = np.full((len(KAPPAS), len(algorithm.METHODS), len(THRESHOLDS)), np.inf)
-        steps = np.zeros((len(KAPPAS), len(algorithm.METHODS)))
-        for i, kappa in enumerate(KAPPAS):
-            problem, (x, y), _ = defaults_data(seed, kappa=kappa)
-            for j, method in enumerate(algorithm.METHODS.values()):
-                result = algorithm.train(algorithm.empirical_loss(x, y), method,
-                                         iterations=iterations, problem=problem,
+    for seed in run.seeds:
+        curves = np.full((grid.size, len(run.kappas), len(run.methods)), np.nan)
+        first = np.full((len(run.kappas), len(run.methods), len(run.thresholds)), np.inf)
+        steps = np.zeros((len(run.kappas), len(run.methods)))
+        for i, kappa in enumerate(run.kappas):
+            problem, (x, y), _ = defaults_data(seed, kappa=kappa, n=run.n)
+            for j, name in enumerate(run.methods):
+                result = algorithm.train(algorithm.empirical_loss(x, y), algorithm.METHODS[name],
+                                         iterations=run.iterations, problem=problem,
                                          rng=np.random.default_rng(100 + seed),
-                                         callback=_stop_below(problem, min(THRESHOLDS)),
+                                         callback=_stop_below(problem, min(run.thresholds)),
                                          progress=progress)
                 excess = result.history["excess_risk"]
                 kept = grid[grid < excess.size]
                 curves[: kept.size, i, j] = excess[kept]
-                first[i, j] = [analysis.iterations_to_threshold(excess, t) for t in THRESHOLDS]
+                first[i, j] = [analysis.iterations_to_threshold(excess, t)
+                               for t in run.thresholds]
                 steps[i, j] = result.step
         per_seed.append(dict(excess_risk=curves, first_iteration=first, step=steps))
     history.update(stack_tasks(per_seed))
-    config = dict(d=D, p=P, n=N, noise_std=NOISE_STD, kappas=list(KAPPAS), seeds=list(seeds),
-                  iterations=iterations, thresholds=list(THRESHOLDS),
-                  methods=list(algorithm.METHODS),
-                  method_options={k: m.describe() for k, m in algorithm.METHODS.items()},
-                  early_stop="when the excess risk is <= min(thresholds)",
-                  target="X* = M Sigma^{1/2} of the seed's default problem, fixed over kappa")
-    history["config"] = np.asarray(json.dumps(config))
+    history["config"] = settings_config(run, full=full)
     return history
 
 
@@ -162,25 +266,25 @@ def _balance_recorder(sigma_hat: np.ndarray, grid: np.ndarray, out: dict[str, li
     return callback
 
 
-@register("ch4_defaults_ablations")
+@register("ch4_defaults_ablations", settings=ABLATION_SETTINGS)
 def ch4_defaults_ablations(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Chapter 4 at the defaults: Algorithm 1, without regularizer, with renormalization."""
-    iterations = ITERATIONS if full else ABLATION_PREFIX
-    grid = recorded_iterations(iterations)
-    problem, (x, y), _ = defaults_data(SEEDS[0])
-    sigma_hat, m_hat = population.empirical_moments(x, y)
-    tau = float(np.sqrt(np.linalg.svd(population.target(m_hat, sigma_hat),
-                                      compute_uv=False).sum()))
-    algorithm1 = algorithm.METHODS["algorithm1"]
-    variants = {"algorithm1": algorithm1, "no_regularizer": replace(algorithm1, lam=0.0),
-                "renormalized": replace(algorithm1, tau=tau)}
+    run = ABLATION_SETTINGS if full else replace(ABLATION_SETTINGS, iterations=ABLATION_PREFIX)
+    grid = recorded_iterations(run.iterations)
+    problem, (x, y), _ = defaults_data(run.seed, n=run.n)
+    sigma_hat, _ = population.empirical_moments(x, y)
+    tau = balanced_tau(x, y)
+    variants = {name: _method({**run.common, **run.options[name]},
+                              tau=tau if "tau" in run.options[name] else None)
+                for name in run.variants}
     keys = ("excess_risk", "objective", "loss", "dist_P_hat")
     columns: dict[str, list[np.ndarray]] = {key: [] for key in keys + ("imbalance", "scale")}
+    mask: attention.Mask = run.common["mask"]                        # type: ignore[assignment]
     steps = []
     for method in variants.values():
         recorded: dict[str, list[float]] = {"imbalance": [], "scale": []}
-        result = algorithm.train(algorithm.empirical_loss(x, y), method,
-                                 iterations=iterations, problem=problem,
+        result = algorithm.train(algorithm.empirical_loss(x, y, mask=mask),
+                                 method, iterations=run.iterations, problem=problem,
                                  callback=_balance_recorder(sigma_hat, grid, recorded),
                                  progress=progress)
         if result.diverged:
@@ -192,38 +296,33 @@ def ch4_defaults_ablations(full: bool = True, progress: bool = False) -> dict[st
         steps.append(result.step)
     history = {key: np.column_stack(values) for key, values in columns.items()}
     history.update(iteration=grid, step=np.asarray(steps), tau=np.asarray(tau))
-    config = dict(seed=SEEDS[0], d=D, p=P, n=N, kappa=KAPPA, noise_std=NOISE_STD,
-                  iterations=iterations, variants=list(variants),
-                  options={name: m.describe() for name, m in variants.items()}, mask="loo")
-    history["config"] = np.asarray(json.dumps(config))
+    history["config"] = settings_config(run, full=full)
     return history
 
 
-@register("ch4_small_n_renormalization")
+@register("ch4_small_n_renormalization", settings=SMALL_N_SETTINGS)
 def ch4_small_n_renormalization(full: bool = True, progress: bool = False
                                 ) -> dict[str, np.ndarray]:
     """Chapter 4 at n = 20: both masks, renormalization off/on, Algorithm 1 and Adam (lam=0)."""
-    iterations = SMALL_ITERATIONS if full else SMALL_PREFIX
-    seeds = SEEDS if full else SEEDS[:1]
-    grid = recorded_iterations(iterations)
-    methods = {"algorithm1": algorithm.METHODS["algorithm1"],
-               "adam_no_reg": algorithm.Method(init="spectral", lam=0.0, precondition=False,
-                                               update=algorithm.Adam(lr=1e-2))}
-    masks = ("all", "loo")
-    history: dict[str, np.ndarray] = {"iteration": grid, "seeds": np.asarray(seeds)}
+    run = SMALL_N_SETTINGS if full else replace(SMALL_N_SETTINGS, seeds=SMALL_N_SETTINGS.seeds[:1],
+                                                iterations=SMALL_PREFIX)
+    grid = recorded_iterations(run.iterations)
+    methods = {name: _method(options, adam_learning_rate=run.adam_learning_rate)
+               for name, options in run.methods.items()}
+    masks = run.masks
+    history: dict[str, np.ndarray] = {"iteration": grid, "seeds": np.asarray(run.seeds)}
     per_seed = []
-    for seed in seeds:
-        problem, (x, y), test = defaults_data(seed, n=SMALL_N)
-        sigma_hat, m_hat = population.empirical_moments(x, y)
-        tau = float(np.sqrt(np.linalg.svd(population.target(m_hat, sigma_hat),
-                                          compute_uv=False).sum()))
-        shape = (grid.size, len(methods), len(masks), 2)
+    for seed in run.seeds:
+        problem, (x, y), test = defaults_data(seed, n=run.n)
+        sigma_hat, _ = population.empirical_moments(x, y)
+        tau = balanced_tau(x, y)
+        shape = (grid.size, len(methods), len(masks), len(run.taus))
         out = {key: np.full(shape, np.nan)
                for key in ("excess_risk", "loss", "scale", "self_weight")}
         tests = []
         for i, method in enumerate(methods.values()):
             for j, mask in enumerate(masks):
-                for t, bound in enumerate((None, tau)):
+                for t, bound in enumerate((None, tau)):         # run.taus
                     recorded: dict[str, list[float]] = {"imbalance": [], "scale": [],
                                                         "self_weight": []}
                     balance = _balance_recorder(sigma_hat, grid, recorded)
@@ -235,9 +334,10 @@ def ch4_small_n_renormalization(full: bool = True, progress: bool = False
                             recorded["self_weight"].append(float(np.mean(np.diag(weights))))
 
                     result = algorithm.train(algorithm.empirical_loss(x, y, mask=mask),
-                                             replace(method, tau=bound), iterations=iterations,
-                                             problem=problem, test=test,
-                                             test_every=SMALL_TEST_EVERY, callback=callback,
+                                             replace(method, tau=bound),
+                                             iterations=run.iterations, problem=problem,
+                                             test=test, test_every=run.test_every,
+                                             callback=callback,
                                              progress=progress)
                     if result.diverged:
                         raise RuntimeError(f"small-n run {method}, {mask}, tau={bound} diverged")
@@ -249,13 +349,9 @@ def ch4_small_n_renormalization(full: bool = True, progress: bool = False
         per_seed.append(dict(out, test_risk=np.stack(tests, axis=1).reshape(
             -1, len(methods), len(masks), 2), tau=np.asarray(tau)))
     history.update(stack_tasks(per_seed))
-    history["test_iteration"] = np.unique(np.r_[np.arange(0, iterations + 1, SMALL_TEST_EVERY),
-                                                iterations])
-    config = dict(seeds=list(seeds), n=SMALL_N, d=D, p=P, kappa=KAPPA, noise_std=NOISE_STD,
-                  iterations=iterations, methods={k: m.describe() for k, m in methods.items()},
-                  masks=list(masks), taus=["off", "sqrt(trace D_hat)"], n_test=N_TEST,
-                  test_every=SMALL_TEST_EVERY, adam_learning_rate=1e-2)
-    history["config"] = np.asarray(json.dumps(config))
+    history["test_iteration"] = np.unique(np.r_[np.arange(0, run.iterations + 1, run.test_every),
+                                                run.iterations])
+    history["config"] = settings_config(run, full=full)
     return history
 
 
@@ -287,7 +383,7 @@ def explorer_run(*, kappa: float = 10.0, n: int = 200, step_scale: float = 0.5,
     return out
 
 
-def start_excess_risks(seed: int, *, noise_std: float, n: int = N,
+def start_excess_risks(seed: int, *, noise_std: float, n: int = DEFAULTS.n,
                        init_scale: float = 0.3) -> dict[str, float]:
     """Excess risks at the start of training for ``paper1_defaults``'s seed at another noise level.
 
@@ -297,20 +393,22 @@ def start_excess_risks(seed: int, *, noise_std: float, n: int = N,
     entries N(0, init_scale^2 / d) (``random``, independent of the noise), of the OLS fit on the same samples (``ols_fit``) and
     the exact expected OLS excess risk ``p sigma^2 d / (2 (n - d - 1))`` (``ols_formula``).
     """
+    d, p = DEFAULTS.d, DEFAULTS.p
     rng = np.random.default_rng(seed)
-    problem = data.default_problem(rng=rng, d=D, p=P, kappa=KAPPA, noise_std=noise_std)
+    problem = data.default_problem(rng=rng, d=d, p=p, kappa=DEFAULTS.kappa, noise_std=noise_std)
     x, y = problem.sample(n, rng=rng)
     sigma_hat, m_hat = population.empirical_moments(x, y)
     spectral = algorithm.spectral_init(sigma_hat, m_hat)
-    random = algorithm.random_init(D, P, rng=np.random.default_rng(100 + seed), scale=init_scale)
+    random = algorithm.random_init(d, p, rng=np.random.default_rng(100 + seed), scale=init_scale)
     return dict(
         spectral=population.population_loss(*spectral, problem.Sigma, problem.M),
         random=population.population_loss(*random, problem.Sigma, problem.M),
         ols_fit=population.linear_excess_risk(m_hat, problem.Sigma, problem.M),
-        ols_formula=population.ols_excess_risk(n, D, P, noise_std))
+        ols_formula=population.ols_excess_risk(n, d, p, noise_std))
 
 
-def headline_comparison(seed: int = 0, *, iterations: int = ITERATIONS) -> dict[str, np.ndarray]:
+def headline_comparison(seed: int = 0, *, iterations: int = DEFAULTS.iterations
+                        ) -> dict[str, np.ndarray]:
     """Where the headline rate holds: Algorithm 1's optimization gap on the two infinite-data
     objectives of seed ``seed`` of ``paper1_defaults`` (chapter 5).
 
@@ -346,7 +444,7 @@ def headline_comparison(seed: int = 0, *, iterations: int = ITERATIONS) -> dict[
 
 
 def start_claims_grid(scales: tuple[float, ...], noise_levels: tuple[float, ...], *,
-                      seeds: tuple[int, ...] = SEEDS) -> dict[str, np.ndarray]:
+                      seeds: tuple[int, ...] = DEFAULTS.seeds) -> dict[str, np.ndarray]:
     """Observation 1 of chapter 5 over the random start's scale c (entries N(0, c^2/d)) and the
     noise level, from :func:`start_excess_risks` (no training).
 
@@ -361,7 +459,7 @@ def start_claims_grid(scales: tuple[float, ...], noise_levels: tuple[float, ...]
     start = np.zeros((len(noise_levels), len(seeds)))
     ratio = np.zeros((len(scales), len(noise_levels), len(seeds)))
     for j, sigma in enumerate(noise_levels):
-        l_star = P * sigma ** 2 / 2
+        l_star = DEFAULTS.p * sigma ** 2 / 2
         for k, seed in enumerate(seeds):
             for i, scale in enumerate(scales):
                 risks = start_excess_risks(seed, noise_std=sigma, init_scale=scale)
@@ -371,7 +469,7 @@ def start_claims_grid(scales: tuple[float, ...], noise_levels: tuple[float, ...]
 
 
 def spectral_start_distances(seeds: tuple[int, ...]) -> dict[str, np.ndarray]:
-    """For each seed's default problem and n = N samples (:func:`defaults_data`): the P-distance
+    """For each seed's default problem and n samples (:func:`defaults_data`): the P-distance
     ``distance`` of the spectral start (from (Sigma_hat, M_hat)) to the true manifold S, and the
     radius ``sqrt(2 s_min(X*))`` of the one-point-convexity ball around S (``radius``), with
     ``X* = M Sigma^{1/2}``. Chapter 4 checks that the start lands inside with high probability."""
@@ -403,7 +501,7 @@ def regularizer_on_manifold(seed: int = 0, *, rotations: int = 8) -> dict[str, f
     rng = np.random.default_rng(300 + seed)
     regularizer, excess, gradient = [], [], []
     for i in range(rotations):
-        rotation = data.random_rotation(D, rng=rng)
+        rotation = data.random_rotation(DEFAULTS.d, rng=rng)
         if (np.linalg.det(rotation) > 0) == (i % 2 == 1):
             rotation[:, 0] *= -1.0
         u, v = manifold.U_star @ rotation, manifold.V_star @ rotation

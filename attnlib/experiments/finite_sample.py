@@ -8,32 +8,37 @@ Each task draws its data as ``paper1_defaults`` does
 (:func:`attnlib.reference.reference_minimizer`) and the Hessian of Q_hat restricted to the
 orbit tangent there (:func:`attnlib.orbit.restricted_hessian`, 45 eigenvalues for d = 10).
 
-``finite_sample_methods``: grid (n, seed) over ``N_VALUES`` x ``SEEDS`` at the default noise.
-Five methods [choice of this book], each until its value is within ``STOP_RATIO`` of the
-initial gap above the basin minimum, or its budget is spent:
+Every setting is a field of ``METHODS_SETTINGS`` or ``SPECTRA_SETTINGS`` (frozen
+dataclasses; the stored ``config`` is written from them); below ``S`` is the run's settings.
 
-* ``algorithm1``: Algorithm 1 (chapter 4's step rule), at most ``ALG1_ITERATIONS`` iterations;
-* ``nesterov``: the curvature step ``1 / h_max`` with Nesterov momentum 0.9 (chapter 5; the
-  power iteration for h_max costs ``CURVATURE_EVALUATIONS`` evaluations, counted);
-* ``newton_polish``: ``POLISH_AFTER`` Algorithm 1 iterations, then the trust-region Newton-CG
+``finite_sample_methods``: grid (n, seed) over ``S.n_values`` x ``S.seeds`` at the default noise.
+Five methods [choice of this book], each until its value is within ``S.stop_ratio`` of the
+initial gap above the basin minimum (checked every ``S.stop_every`` iterations of the gradient
+methods), or its budget is spent:
+
+* ``algorithm1``: Algorithm 1 (chapter 4's step rule), at most ``S.alg1_iterations`` iterations;
+* ``nesterov``: the curvature step ``1 / h_max`` with Nesterov momentum ``S.nesterov_decay``
+  (chapter 5; the power iteration for h_max, ``S.curvature_iterations`` steps, costs
+  ``S.curvature_evaluations`` evaluations, counted);
+* ``newton_polish``: ``S.polish_after`` Algorithm 1 iterations, then the trust-region Newton-CG
   polish (:func:`attnlib.orbit.newton_polish`);
 * ``lbfgs``: L-BFGS with 30 correction pairs (:func:`attnlib.orbit.lbfgs`);
 * ``orbit_nesterov``: the orbit-aware method (:func:`attnlib.orbit.orbit_nesterov`, curvature
-  step, warm-up 300, refresh every 100, orbit step at most 0.01 long; h_max counted).
+  step, ``S.orbit``: warm-up 300, refresh every 100, orbit step at most 0.01 long; h_max counted).
 
-Every method but ``algorithm1`` has a budget of ``MAX_EVALUATIONS`` gradient evaluations.
+Every method but ``algorithm1`` has a budget of ``S.max_evaluations`` gradient evaluations.
 Keys (grid axes first: ``n_values``, ``seeds``; ``methods`` names the method axis):
-``values``, ``evaluations`` (n, seed, method, ``MAX_EVALUATIONS + 2``; NaN-padded: the objective at
+``values``, ``evaluations`` (n, seed, method, ``S.max_evaluations + 2``; NaN-padded: the objective at
 each iterate and the evaluations spent to reach it), ``final_excess_risk``, ``final_distance``
 (Euclidean, in (U, V), to the basin minimizer), ``seconds`` (wall-clock, including the
 power iteration where it is counted; the runs share the machine, so compare evaluations first)
 (n, seed, method), ``alg1_excess_risk``
-(n, seed, ALG1_ITERATIONS + 1; NaN after a stop), ``basin_value``, ``basin_excess_risk``,
+(n, seed, S.alg1_iterations + 1; NaN after a stop), ``basin_value``, ``basin_excess_risk``,
 ``ols_excess_risk``, ``initial_value``, ``h_max``, ``step`` (Algorithm 1's), (n, seed), and
 ``orbit_hessian`` (n, seed, 45) ascending.
 
-``finite_sample_spectra``: grid (noise, n, seed) over ``NOISE_LEVELS`` (the default 0.1, and
-noise-free targets ``Y = X M^T`` on the same inputs) x ``N_VALUES`` x ``SEEDS``: at the basin
+``finite_sample_spectra``: grid (noise, n, seed) over ``S.noise_levels`` (the default 0.1, and
+noise-free targets ``Y = X M^T`` on the same inputs) x ``S.n_values`` x ``S.seeds``: at the basin
 minimizer, ``hessian`` (the full spectrum in (U, V), ascending, 300 values),
 ``orbit_sample`` and ``orbit_true`` (the 45 eigenvalues of the Hessian restricted to the orbit
 of Sigma_hat's coordinates, and of the true Sigma's: the family along which the expected loss
@@ -42,44 +47,90 @@ is flat), ``basin_value``; coordinates ``noise_levels``, ``n_values``, ``seeds``
 
 from __future__ import annotations
 
-import json
 import time
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
-from .. import algorithm, analysis, orbit, population, reference
-from . import TaskGrid, leading_block, register_grid
+from .. import algorithm, analysis, attention, orbit, population, reference
+from . import TaskGrid, leading_block, register_grid, settings_config
 from ._tasks import stack_tasks
 from .ablations import defaults_data
-from .part1 import NOISE_STD
+from .part1 import SETTINGS as DEFAULTS
+from .part1 import derive
 
-__all__ = ["N_VALUES", "SEEDS", "NOISE_LEVELS", "METHODS", "STOP_RATIO", "REPLAYED_KEYS",
-           "methods_task", "spectra_task", "recorded_prefix"]
+__all__ = ["METHODS_SETTINGS", "SPECTRA_SETTINGS", "REPLAYED_KEYS", "methods_task",
+           "spectra_task", "recorded_prefix"]
 
-N_VALUES = (125, 250, 500, 1000, 2000, 4000)
-SEEDS = (0, 1)
-NOISE_LEVELS = (NOISE_STD, 0.0)
-METHODS = ("algorithm1", "nesterov", "newton_polish", "lbfgs", "orbit_nesterov")
-STOP_RATIO = 1e-9
-ALG1_ITERATIONS = 1000
-MAX_EVALUATIONS = 2000
-POLISH_AFTER = 200
-CURVATURE_ITERATIONS = 100
-CURVATURE_EVALUATIONS = 2 * CURVATURE_ITERATIONS + 2
-NESTEROV_DECAY = 0.9
-ORBIT_SETTINGS = dict(warmup=300, refresh=100, radius=0.01)
-STOP_EVERY = 10
+
+@dataclass(frozen=True)
+class OrbitSettings:
+    """The orbit-aware method's settings (:func:`attnlib.orbit.orbit_nesterov`)."""
+
+    warmup: int = 300
+    refresh: int = 100
+    radius: float = 0.01
+
+
+@dataclass(frozen=True)
+class MethodsSettings:
+    """Every setting of ``finite_sample_methods`` (module docstring), each a [choice] of this
+    book; ``curvature_evaluations`` is derived (the power iteration's ``2 curvature_iterations +
+    2`` gradient evaluations). The stored ``config`` is ``dataclasses.asdict`` of it."""
+
+    lam: float = 1.0
+    start: str = "spectral"
+    mask: attention.Mask = "loo"
+    n_values: tuple[int, ...] = (125, 250, 500, 1000, 2000, 4000)
+    seeds: tuple[int, ...] = (0, 1)
+    methods: tuple[str, ...] = ("algorithm1", "nesterov", "newton_polish", "lbfgs",
+                                "orbit_nesterov")
+    stop_ratio: float = 1e-9
+    stop_every: int = 10
+    max_evaluations: int = 2000
+    alg1_iterations: int = 1000
+    polish_after: int = 200
+    nesterov_decay: float = 0.9
+    curvature_iterations: int = 100
+    orbit: OrbitSettings = OrbitSettings()
+    curvature_evaluations: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        derive(self, curvature_evaluations=2 * self.curvature_iterations + 2)
+
+
+#: the settings of the stored run ``finite_sample_methods``
+METHODS_SETTINGS = MethodsSettings()
+
+
+@dataclass(frozen=True)
+class SpectraSettings:
+    """Every setting of ``finite_sample_spectra`` (module docstring), each a [choice] of this
+    book (the grid of ``finite_sample_methods``, and the default noise level with noise-free
+    targets). The stored ``config`` is ``dataclasses.asdict`` of it."""
+
+    lam: float = METHODS_SETTINGS.lam
+    start: str = METHODS_SETTINGS.start
+    mask: attention.Mask = METHODS_SETTINGS.mask
+    noise_levels: tuple[float, ...] = (DEFAULTS.noise_std, 0.0)
+    n_values: tuple[int, ...] = METHODS_SETTINGS.n_values
+    seeds: tuple[int, ...] = METHODS_SETTINGS.seeds
+
+
+#: the settings of the stored run ``finite_sample_spectra``
+SPECTRA_SETTINGS = SpectraSettings()
+
+# the replayed prefix (full=False): n = 125, seed 0, smaller budgets
 PREFIX_N = 125
-PREFIX_BUDGET = dict(max_evaluations=POLISH_AFTER + 60, alg1_iterations=60,
-                     polish_after=POLISH_AFTER)
+PREFIX_ALG1_ITERATIONS = 60
 
 
-def _basin(loss: algorithm.DataLoss, *, hessian: bool = False
+def _basin(loss: algorithm.DataLoss, *, lam: float, hessian: bool = False
            ) -> tuple[reference.ReferenceOptimum, orbit.FactorProblem, np.ndarray]:
     """The spectral start's basin minimizer, its problem in flat (U, V) coordinates and point."""
-    objective = loss.reference_objective(1.0)
+    objective = loss.reference_objective(lam)
     basin = reference.reference_minimizer(objective, loss.manifold.point(), loss.Sigma_hat,
                                           hessian=hessian)
     problem, z = orbit.factor_problem(objective, (basin.A, basin.B), loss.Sigma_hat)
@@ -93,29 +144,30 @@ def _orbit_spectrum(problem: orbit.FactorProblem, z: np.ndarray,
     return np.linalg.eigvalsh(orbit.restricted_hessian(problem, z, tangent))
 
 
-def methods_task(n: int, seed: int, *, max_evaluations: int = MAX_EVALUATIONS,
-                 alg1_iterations: int = ALG1_ITERATIONS,
-                 polish_after: int = POLISH_AFTER) -> dict[str, np.ndarray]:
-    """One (n, seed) cell of ``finite_sample_methods`` (module docstring)."""
+def methods_task(n: int, seed: int, *, settings: MethodsSettings = METHODS_SETTINGS
+                 ) -> dict[str, np.ndarray]:
+    """One (n, seed) cell of ``finite_sample_methods`` (module docstring) with ``settings``."""
+    max_evaluations, alg1_iterations = settings.max_evaluations, settings.alg1_iterations
+    polish_after, curvature_evaluations = settings.polish_after, settings.curvature_evaluations
     problem, (x, y), _ = defaults_data(seed, n=n)
-    loss = algorithm.empirical_loss(x, y)
-    objective = loss.reference_objective(1.0)
+    loss = algorithm.empirical_loss(x, y, mask=settings.mask)
+    objective = loss.reference_objective(settings.lam)
     start = loss.manifold.point()
-    basin, basin_problem, basin_z = _basin(loss)
+    basin, basin_problem, basin_z = _basin(loss, lam=settings.lam)
     orbit_hessian = _orbit_spectrum(basin_problem, basin_z)
     initial_value = objective(*start)[0]
-    target = basin.value + STOP_RATIO * (initial_value - basin.value)
+    target = basin.value + settings.stop_ratio * (initial_value - basin.value)
     clock = time.perf_counter()
     h_max = reference.largest_curvature(objective, start, loss.Sigma_hat,
                                         rng=np.random.default_rng(300 + seed),
-                                        iterations=CURVATURE_ITERATIONS)
+                                        iterations=settings.curvature_iterations)
     curvature_seconds = time.perf_counter() - clock
 
     def fresh() -> tuple[orbit.FactorProblem, np.ndarray]:
         return orbit.factor_problem(objective, start, loss.Sigma_hat)
 
     def stop(k: int, a: np.ndarray, b: np.ndarray) -> bool:    # bookkeeping, not counted
-        return k % STOP_EVERY == 0 and objective(a, b)[0] <= target
+        return k % settings.stop_every == 0 and objective(a, b)[0] <= target
 
     traces, finals, seconds = [], [], []
     clock = time.perf_counter()
@@ -126,10 +178,10 @@ def methods_task(n: int, seed: int, *, max_evaluations: int = MAX_EVALUATIONS,
     seconds.append(time.perf_counter() - clock)
     clock = time.perf_counter()
     nesterov = algorithm.train(loss, algorithm.Method(update=algorithm.Momentum(
-        decay=NESTEROV_DECAY, nesterov=True, step=1.0 / h_max)),
+        decay=settings.nesterov_decay, nesterov=True, step=1.0 / h_max)),
         iterations=max_evaluations - 1, callback=stop)
     values = nesterov.history["objective"]
-    traces.append((values, CURVATURE_EVALUATIONS + np.arange(1, values.size + 1)))
+    traces.append((values, curvature_evaluations + np.arange(1, values.size + 1)))
     finals.append((nesterov.A, nesterov.B))
     seconds.append(time.perf_counter() - clock + curvature_seconds)
     clock = time.perf_counter()
@@ -145,7 +197,7 @@ def methods_task(n: int, seed: int, *, max_evaluations: int = MAX_EVALUATIONS,
     seconds.append(time.perf_counter() - clock)
     for run, before in ((orbit.lbfgs, 0.0),
                         (partial(orbit.orbit_nesterov, step=1.0 / h_max,
-                                 spent=CURVATURE_EVALUATIONS, **ORBIT_SETTINGS),
+                                 spent=curvature_evaluations, **asdict(settings.orbit)),
                          curvature_seconds)):
         clock = time.perf_counter()
         factor_problem, z0 = fresh()
@@ -173,11 +225,17 @@ def methods_task(n: int, seed: int, *, max_evaluations: int = MAX_EVALUATIONS,
 
 
 def spectra_task(noise: int, n: int, seed: int) -> dict[str, np.ndarray]:
-    """One (noise, n, seed) cell of ``finite_sample_spectra`` (module docstring)."""
+    """One (noise, n, seed) cell of ``finite_sample_spectra`` (module docstring); ``noise``
+    indexes ``SPECTRA_SETTINGS.noise_levels``."""
+    settings = SPECTRA_SETTINGS
     problem, (x, y), _ = defaults_data(seed, n=n)
-    if NOISE_LEVELS[noise] == 0.0:
+    if settings.noise_levels[noise] == 0.0:
         y = x @ problem.M.T                                   # the same inputs, no noise
-    basin, basin_problem, z = _basin(algorithm.empirical_loss(x, y), hessian=True)
+    elif settings.noise_levels[noise] != problem.noise_std:
+        raise ValueError(f"noise level {settings.noise_levels[noise]} is neither 0 nor the "
+                         f"default problem's {problem.noise_std}")
+    basin, basin_problem, z = _basin(algorithm.empirical_loss(x, y, mask=settings.mask),
+                                     lam=settings.lam, hessian=True)
     return dict(hessian=basin.hessian_eigenvalues,
                 orbit_sample=_orbit_spectrum(basin_problem, z),
                 orbit_true=_orbit_spectrum(basin_problem, z, problem.Sigma),
@@ -199,39 +257,35 @@ def recorded_prefix(stored: Mapping[str, np.ndarray], prefix: Mapping[str, np.nd
     return {key: np.where(np.isnan(new[key]), np.nan, cut[key]) for key in cut}, new
 
 
-def _stacked(coordinates: Mapping[str, Sequence], config: dict,
+def _stacked(coordinates: Mapping[str, tuple], settings: object, full: bool,
              results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """The tasks stacked with the grid axes first, one coordinate array per axis."""
     history = stack_tasks(results, shape=tuple(len(v) for v in coordinates.values()))
     history.update({name: np.asarray(values) for name, values in coordinates.items()})
-    history["config"] = np.asarray(json.dumps(config))
+    history["config"] = settings_config(settings, full=full)
     return history
 
 
-def _config(**extra: object) -> dict:
-    return dict(lam=1.0, start="spectral", mask="loo", **extra)
-
-
-@register_grid("finite_sample_methods")
+@register_grid("finite_sample_methods", settings=METHODS_SETTINGS)
 def finite_sample_methods(full: bool = True) -> TaskGrid:
     """Five methods on Q_hat for n = 125..4000: evaluations to a gap of 1e-3..1e-9."""
-    n_values, seeds = (N_VALUES, SEEDS) if full else ((PREFIX_N,), SEEDS[:1])
-    budget = (dict(max_evaluations=MAX_EVALUATIONS, alg1_iterations=ALG1_ITERATIONS,
-                   polish_after=POLISH_AFTER) if full else PREFIX_BUDGET)
-    config = _config(n_values=list(n_values), seeds=list(seeds), methods=list(METHODS),
-                     stop_ratio=STOP_RATIO, **budget, nesterov_decay=NESTEROV_DECAY,
-                     curvature_evaluations=CURVATURE_EVALUATIONS, orbit=ORBIT_SETTINGS)
-    return TaskGrid([(n, s) for n in n_values for s in seeds], partial(methods_task, **budget),
-                    partial(_stacked, dict(n_values=n_values, seeds=seeds), config))
+    run = METHODS_SETTINGS if full else replace(
+        METHODS_SETTINGS, n_values=(PREFIX_N,), seeds=METHODS_SETTINGS.seeds[:1],
+        alg1_iterations=PREFIX_ALG1_ITERATIONS,
+        max_evaluations=METHODS_SETTINGS.polish_after + PREFIX_ALG1_ITERATIONS)
+    return TaskGrid([(n, s) for n in run.n_values for s in run.seeds],
+                    partial(methods_task, settings=run),
+                    partial(_stacked, dict(n_values=run.n_values, seeds=run.seeds), run, full))
 
 
-@register_grid("finite_sample_spectra")
+@register_grid("finite_sample_spectra", settings=SPECTRA_SETTINGS)
 def finite_sample_spectra(full: bool = True) -> TaskGrid:
     """Hessian spectra of Q_hat at its minimizer, with and without noise, n = 125..4000."""
-    levels, n_values, seeds = ((range(len(NOISE_LEVELS)), N_VALUES, SEEDS) if full
-                               else ((0,), (PREFIX_N,), SEEDS[:1]))
-    coordinates = dict(noise_levels=[NOISE_LEVELS[i] for i in levels], n_values=n_values,
-                       seeds=seeds)
-    return TaskGrid([(i, n, s) for i in levels for n in n_values for s in seeds], spectra_task,
-                    partial(_stacked, coordinates,
-                            _config(**{k: list(v) for k, v in coordinates.items()})))
+    run = SPECTRA_SETTINGS if full else replace(SPECTRA_SETTINGS,
+                                                noise_levels=SPECTRA_SETTINGS.noise_levels[:1],
+                                                n_values=(PREFIX_N,),
+                                                seeds=SPECTRA_SETTINGS.seeds[:1])
+    coordinates = dict(noise_levels=run.noise_levels, n_values=run.n_values, seeds=run.seeds)
+    return TaskGrid([(i, n, s) for i in range(len(run.noise_levels)) for n in run.n_values
+                     for s in run.seeds], spectra_task,
+                    partial(_stacked, coordinates, run, full))

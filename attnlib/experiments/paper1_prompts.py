@@ -8,13 +8,19 @@ arrays do not depend on how many processes ran them (``python -m attnlib.experim
 The task is seed 0's default problem of ``paper1_defaults`` (:func:`attnlib.experiments.ablations.defaults_data`),
 d = 10, p = 20, kappa = 10, with M multiplied by ``scale`` and noise level ``noise_std``.
 
-``paper1_prompts_bias`` (chapter 6). sigma = 0, pooled whitening
-(:func:`attnlib.prompts.sample_prompts`), for each scale in ``BIAS_SCALES``, context length n in
-``BIAS_N`` and replicate r: ``prompts(n) = max(1, BIAS_TOKENS // n)`` prompts drawn from
-``default_rng([BIAS_SEED_BASE, scale index, n, r])`` (scale 0.5 on the coarser grid
-``BIAS_N_SMALL_SCALE``; replicate indices per n in ``BIAS_REPLICATES``); the certified minimizer of the
-prompt-averaged Q_hat = L_hat + R_hat (lambda = 1) reached from the spectral start (which lies
-on the true S) with :func:`attnlib.reference.reference_minimizer` (gtol ``BIAS_GTOL``). Keys
+Every setting of a run is a field of its frozen settings instance (``BIAS_SETTINGS``,
+``TOKENS_SETTINGS``, ``EXPERIMENT_SETTINGS``, ``MAP_SETTINGS``, ``VARIANCE_SETTINGS``,
+``FORMS_SETTINGS``, ``RENORM_SETTINGS``); the stored ``config`` is written from it. A setting
+a run shares with another without storing it (the deployment's prompts and queries of the bias
+check and the regularizer forms) is read from the run it names.
+
+``paper1_prompts_bias`` (chapter 6; ``S = BIAS_SETTINGS``). sigma = 0, pooled whitening
+(:func:`attnlib.prompts.sample_prompts`), for each scale in ``S.scales``, context length n in
+``S.n_values`` and replicate r: ``prompts(n) = max(1, S.tokens // n)`` prompts drawn from
+``default_rng([S.seed_base, scale index, n, r])`` (scale 0.5 on the coarser grid
+``S.n_values_small_scale``; replicate indices per n in ``S.replicates``); the certified minimizer
+of the prompt-averaged Q_hat = L_hat + R_hat (lambda = 1) reached from the spectral start (which
+lies on the true S) with :func:`attnlib.reference.reference_minimizer` (gtol ``S.gtol``). Keys
 (K scales, J values of n, R replicates; NaN where a replicate was not run): ``excess_risk``
 (K, J, R), ``delta`` (K, J, R, p, d) = ``U V^T - X*`` at the minimizer (whitened coordinates of
 the true Sigma), ``value``, ``grad_norm``, ``evaluations``, ``prompts`` (J,),
@@ -32,36 +38,58 @@ c the random start's scale).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Sequence
 
 import numpy as np
 
-from .. import algorithm, population, prompts, reference
+from .. import algorithm, attention, population, prompts, reference
 from .._validation import check_positive
 from ..data import RegressionProblem
-from . import TaskGrid, register_grid
+from . import TaskGrid, register_grid, settings_config
 from .ablations import defaults_data
+from .part1 import derive, method_options, recorded_iterations
 
-__all__ = ["BIAS_N", "BIAS_SCALES", "scaled_task", "bias_task", "bias_tasks", "assemble_bias",
+__all__ = ["BIAS_SETTINGS", "TOKENS_SETTINGS", "EXPERIMENT_SETTINGS", "MAP_SETTINGS",
+           "VARIANCE_SETTINGS", "FORMS_SETTINGS", "RENORM_SETTINGS", "scaled_task", "bias_task", "bias_tasks", "assemble_bias",
            "experiment_data", "experiment_task", "experiment_tasks",
            "assemble_experiment", "start_ratio_map", "variance_task",
            "variance_tasks", "assemble_variance", "claims_map_task", "claims_map_tasks",
            "assemble_claims_map", "claims_map_cell", "claim_values"]
 
-BIAS_N = (10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5000)
-BIAS_SCALES = (1.0, 0.5)
-BIAS_N_SMALL_SCALE = (10, 40, 160)      # scale 0.5: a coarser grid (budget)
-BIAS_TOKENS = 4000
-#: Replicate indices per context length (three from n = 80 to 640 and at n = 5000: the CPU
-#: budget of the stored runs; at n = 5000 replicate 0 was stopped unfinished after about 25
-#: minutes of CPU, its minimizer converging slowly along the weakly pinned orbit directions).
-BIAS_REPLICATES: dict[int, tuple[int, ...]] = {80: (0, 1, 2), 160: (0, 1, 2), 320: (0, 1, 2),
-                                               640: (0, 1, 2), 5000: (1, 2, 3)}
-BIAS_REPLICATES_DEFAULT = 4
-BIAS_GTOL = 1e-6
-BIAS_SEED_BASE = 12
-DEPLOY_PROMPTS, DEPLOY_QUERIES = 40, 100
+
+@dataclass(frozen=True)
+class BiasSettings:
+    """Every setting of ``paper1_prompts_bias`` (module docstring), each a [choice] of this book;
+    the stored ``config`` is ``dataclasses.asdict`` of it. ``n_values_small_scale``: the coarser
+    grid of scale 0.5 (budget). ``replicates``: the replicate indices per context length (three
+    from n = 80 to 640 and at n = 5000: the CPU budget of the stored runs; at n = 5000
+    replicate 0 was stopped unfinished after about 25 minutes of CPU, its minimizer converging
+    slowly along the weakly pinned orbit directions). ``deploy_prompts``, ``deploy_queries``:
+    the fresh contexts of :func:`attnlib.prompts.deployed_risk`."""
+
+    problem: str = "seed 0 default problem, M scaled, noise_std = 0"
+    scales: tuple[float, ...] = (1.0, 0.5)
+    n_values: tuple[int, ...] = (10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5000)
+    n_values_small_scale: tuple[int, ...] = (10, 40, 160)
+    tokens: int = 4000
+    replicates: dict[int, tuple[int, ...]] = field(default_factory=lambda: {
+        10: (0, 1, 2, 3), 20: (0, 1, 2, 3), 40: (0, 1, 2, 3), 80: (0, 1, 2), 160: (0, 1, 2),
+        320: (0, 1, 2), 640: (0, 1, 2), 1280: (0, 1, 2, 3), 2560: (0, 1, 2, 3),
+        5000: (1, 2, 3)})
+    gtol: float = 1e-6
+    lam: float = 1.0
+    mask: attention.Mask = "loo"
+    whiten: bool = True
+    seed_base: int = 12
+    deploy_prompts: int = 40
+    deploy_queries: int = 100
+    start: str = "spectral (on S)"
+
+
+#: the settings of the stored run ``paper1_prompts_bias``
+BIAS_SETTINGS = BiasSettings()
 
 
 def scaled_task(scale: float = 1.0, noise_std: float = 0.0) -> RegressionProblem:
@@ -82,30 +110,32 @@ def _stack_cells(shape: tuple[int, ...], indices: Sequence[tuple[int, ...]],
     return history
 
 
-def bias_prompts(n: int) -> int:
-    """Number of prompts at context length n in ``paper1_prompts_bias``."""
-    return max(1, BIAS_TOKENS // n)
+def bias_prompts(n: int, tokens: int = BIAS_SETTINGS.tokens) -> int:
+    """Number of prompts at context length n in ``paper1_prompts_bias``: ``max(1, tokens // n)``."""
+    return max(1, tokens // n)
 
 
 def _prompt_minimizer(task: RegressionProblem, n: int, rng: np.random.Generator, *,
-                      lam: float = 1.0, regularizer: algorithm.Regularizer = "balancing",
-                      prompts_count: int | None = None
+                      prompts_count: int, gtol: float,
+                      mask: attention.Mask = BIAS_SETTINGS.mask,
+                      lam: float = BIAS_SETTINGS.lam,
+                      regularizer: algorithm.Regularizer = "balancing"
                       ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """Certified minimizer of the prompt-averaged ``L_hat + lam R_hat`` (``regularizer``) on
-    ``prompts_count`` (default ``bias_prompts(n)``) whitened prompts of n tokens drawn from
-    ``rng``, reached from the
-    spectral start (a point of S): its excess risk, ``U V^T - X*``, the deployed excess risks
-    of it and of the start (fresh contexts of n tokens, drawn next from ``rng``); and its
+    """Certified minimizer (gradient tolerance ``gtol``) of the prompt-averaged
+    ``L_hat + lam R_hat`` (``regularizer``, ``mask``) on ``prompts_count`` whitened prompts of n
+    tokens drawn from ``rng``, reached from the spectral start (a point of S): its excess risk,
+    ``U V^T - X*``, the deployed excess risks of it and of the start (fresh contexts of n
+    tokens, drawn next from ``rng``, as many as ``paper1_prompts_bias`` deploys); and its
     factors (U, V) in whitened coordinates."""
-    count = bias_prompts(n) if prompts_count is None else prompts_count
-    x, y = prompts.sample_prompts(task, count, n, rng=rng, whiten=True)
-    loss = algorithm.prompts_loss(x, y, moments=(task.Sigma, task.M))
+    x, y = prompts.sample_prompts(task, prompts_count, n, rng=rng, whiten=True)
+    loss = algorithm.prompts_loss(x, y, moments=(task.Sigma, task.M), mask=mask)
     start = loss.manifold.point()
     optimum = reference.reference_minimizer(loss.reference_objective(lam, regularizer=regularizer),
-                                            start, task.Sigma, gtol=BIAS_GTOL, hessian=False)
+                                            start, task.Sigma, gtol=gtol, hessian=False)
     u, v = loss.manifold.factor(optimum.A, optimum.B)
-    deployed = [prompts.deployed_risk(a, b, task, n, rng=rng, prompts=DEPLOY_PROMPTS,
-                                      queries=DEPLOY_QUERIES)
+    deployed = [prompts.deployed_risk(a, b, task, n, rng=rng,
+                                      prompts=BIAS_SETTINGS.deploy_prompts,
+                                      queries=BIAS_SETTINGS.deploy_queries)
                 for a, b in ((optimum.A, optimum.B), start)]
     return dict(excess_risk=np.asarray(population.population_loss(optimum.A, optimum.B,
                                                                   task.Sigma, task.M)),
@@ -120,26 +150,26 @@ def _prompt_minimizer(task: RegressionProblem, n: int, rng: np.random.Generator,
 
 def bias_task(scale_index: int, n: int, replicate: int) -> dict[str, np.ndarray]:
     """One (scale, n, replicate) cell of ``paper1_prompts_bias`` (module docstring)."""
-    rng = np.random.default_rng([BIAS_SEED_BASE, scale_index, n, replicate])
-    return _prompt_minimizer(scaled_task(BIAS_SCALES[scale_index]), n, rng)[0]
-
-
-def bias_replicates(n: int) -> tuple[int, ...]:
-    """Replicate indices at context length n in ``paper1_prompts_bias``."""
-    return BIAS_REPLICATES.get(n, tuple(range(BIAS_REPLICATES_DEFAULT)))
+    settings = BIAS_SETTINGS
+    rng = np.random.default_rng([settings.seed_base, scale_index, n, replicate])
+    return _prompt_minimizer(scaled_task(settings.scales[scale_index]), n, rng,
+                             prompts_count=bias_prompts(n, settings.tokens), gtol=settings.gtol,
+                             mask=settings.mask, lam=settings.lam)[0]
 
 
 def bias_tasks(full: bool = True) -> list[tuple[int, int, int]]:
     """The (scale index, n, replicate) cells of ``paper1_prompts_bias``; the prefix is the
     first cell (scale 1, n = 10, replicate 0)."""
-    grids = (BIAS_N, BIAS_N_SMALL_SCALE)
-    tasks = [(k, n, r) for k in range(len(BIAS_SCALES)) for n in grids[k]
-             for r in bias_replicates(n)]
+    settings = BIAS_SETTINGS
+    grids = (settings.n_values, settings.n_values_small_scale)
+    tasks = [(k, n, r) for k in range(len(settings.scales)) for n in grids[k]
+             for r in settings.replicates[n]]
     return tasks if full else tasks[:1]
 
 
 def assemble_bias(tasks: Sequence[tuple[int, int, int]],
-                  results: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+                  results: Sequence[dict[str, np.ndarray]], *, full: bool = True
+                  ) -> dict[str, np.ndarray]:
     """Stack the cells of ``paper1_prompts_bias`` into arrays (K scales, J n values, R
     replicates, ...), NaN where a cell was not run."""
     n_values = sorted({n for _, n, _ in tasks})
@@ -148,95 +178,147 @@ def assemble_bias(tasks: Sequence[tuple[int, int, int]],
     history = _stack_cells((len(scales), len(n_values), replicates),
                            [(scales.index(k), n_values.index(n), r) for k, n, r in tasks], results)
     history["n_values"] = np.asarray(n_values)
-    history["scales"] = np.asarray([BIAS_SCALES[k] for k in scales])
-    history["prompts"] = np.asarray([bias_prompts(n) for n in n_values])
-    history["config"] = np.asarray(json.dumps(dict(
-        problem="seed 0 default problem, M scaled, noise_std = 0", scales=list(BIAS_SCALES),
-        n_values=list(BIAS_N), n_values_small_scale=list(BIAS_N_SMALL_SCALE),
-        tokens=BIAS_TOKENS, replicates={str(n): list(bias_replicates(n)) for n in BIAS_N},
-        gtol=BIAS_GTOL, lam=1.0, mask="loo", whiten=True,
-        seed_base=BIAS_SEED_BASE, deploy_prompts=DEPLOY_PROMPTS, deploy_queries=DEPLOY_QUERIES,
-        start="spectral (on S)")))
+    history["scales"] = np.asarray([BIAS_SETTINGS.scales[k] for k in scales])
+    history["prompts"] = np.asarray([bias_prompts(n, BIAS_SETTINGS.tokens) for n in n_values])
+    history["config"] = settings_config(BIAS_SETTINGS, full=full)
     return history
 
 
-@register_grid("paper1_prompts_bias")
+@register_grid("paper1_prompts_bias", settings=BIAS_SETTINGS)
 def paper1_prompts_bias(full: bool = True) -> TaskGrid:
     """Finite-context bias at sigma = 0 for n = 10..5000 (prompts, pooled whitening)."""
     tasks = bias_tasks(full)
-    return TaskGrid(tasks, bias_task, partial(assemble_bias, tasks))
+    return TaskGrid(tasks, bias_task, partial(assemble_bias, tasks, full=full))
 
 
-TOKENS_CHECK_N = (40, 640, 1280)
-TOKENS_CHECK_FACTOR = 4
-TOKENS_CHECK_REPLICATES = 3
+@dataclass(frozen=True)
+class TokensSettings:
+    """Every setting of ``paper1_prompts_bias_tokens`` (:func:`tokens_task`) that differs from
+    ``paper1_prompts_bias`` (the rest, read from :data:`BIAS_SETTINGS`: the tokens per prompt
+    grid, lambda, mask, deployment), each a [choice] of this book; the stored ``config`` is
+    ``dataclasses.asdict`` of it."""
+
+    problem: str = "seed 0 default problem, noise_std = 0"
+    n_values: tuple[int, ...] = (40, 640, 1280)
+    prompts_factor: int = 4
+    replicates: int = 3
+    gtol: float = BIAS_SETTINGS.gtol
+    seeding: str = f"default_rng([{BIAS_SETTINGS.seed_base}, 9, n, r])"
+    whiten: bool = True
+
+
+#: the settings of the stored run ``paper1_prompts_bias_tokens``
+TOKENS_SETTINGS = TokensSettings()
 
 
 def tokens_task(n: int, replicate: int) -> dict[str, np.ndarray]:
     """One cell of ``paper1_prompts_bias_tokens``: as :func:`bias_task` at scale 1, with
-    ``TOKENS_CHECK_FACTOR`` times as many prompts (``default_rng([BIAS_SEED_BASE, 9, n, r])``)."""
-    rng = np.random.default_rng([BIAS_SEED_BASE, 9, n, replicate])
+    ``TOKENS_SETTINGS.prompts_factor`` times as many prompts
+    (``default_rng([BIAS_SETTINGS.seed_base, 9, n, r])``)."""
+    rng = np.random.default_rng([BIAS_SETTINGS.seed_base, 9, n, replicate])
     return _prompt_minimizer(scaled_task(1.0), n, rng,
-                             prompts_count=TOKENS_CHECK_FACTOR * bias_prompts(n))[0]
+                             prompts_count=TOKENS_SETTINGS.prompts_factor * bias_prompts(n),
+                             gtol=TOKENS_SETTINGS.gtol)[0]
 
 
 def tokens_tasks(full: bool = True) -> list[tuple[int, int]]:
     """The (n, replicate) cells of ``paper1_prompts_bias_tokens``."""
-    tasks = [(n, r) for n in TOKENS_CHECK_N for r in range(TOKENS_CHECK_REPLICATES)]
+    tasks = [(n, r) for n in TOKENS_SETTINGS.n_values for r in range(TOKENS_SETTINGS.replicates)]
     return tasks if full else tasks[:1]
 
 
 def assemble_tokens(tasks: Sequence[tuple[int, int]],
-                    results: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+                    results: Sequence[dict[str, np.ndarray]], *, full: bool = True
+                    ) -> dict[str, np.ndarray]:
     """Stack the cells into arrays (n values, replicates, ...)."""
-    history = _stack_cells((len(TOKENS_CHECK_N), TOKENS_CHECK_REPLICATES),
-                           [(TOKENS_CHECK_N.index(n), r) for n, r in tasks], results)
-    history["n_values"] = np.asarray(TOKENS_CHECK_N)
-    history["prompts"] = np.asarray([TOKENS_CHECK_FACTOR * bias_prompts(n) for n in TOKENS_CHECK_N])
-    history["config"] = np.asarray(json.dumps(dict(
-        problem="seed 0 default problem, noise_std = 0", n_values=list(TOKENS_CHECK_N),
-        prompts_factor=TOKENS_CHECK_FACTOR, replicates=TOKENS_CHECK_REPLICATES, gtol=BIAS_GTOL,
-        seeding="default_rng([12, 9, n, r])", whiten=True)))
+    settings = TOKENS_SETTINGS
+    history = _stack_cells((len(settings.n_values), settings.replicates),
+                           [(settings.n_values.index(n), r) for n, r in tasks], results)
+    history["n_values"] = np.asarray(settings.n_values)
+    history["prompts"] = np.asarray([settings.prompts_factor * bias_prompts(n)
+                                     for n in settings.n_values])
+    history["config"] = settings_config(settings, full=full)
     return history
 
 
-@register_grid("paper1_prompts_bias_tokens")
+@register_grid("paper1_prompts_bias_tokens", settings=TOKENS_SETTINGS)
 def paper1_prompts_bias_tokens(full: bool = True) -> TaskGrid:
     """The finite-context bias at n = 40, 640 and 1280 with four times the tokens of
     ``paper1_prompts_bias``: does the estimate depend on the sample size?"""
     tasks = tokens_tasks(full)
-    return TaskGrid(tasks, tokens_task, partial(assemble_tokens, tasks))
+    return TaskGrid(tasks, tokens_task, partial(assemble_tokens, tasks, full=full))
 
 
 # ----------------------------------------------------------------------------------------
 # The paper's experiment in the prompts setting (chapter 5) and the map over ||M|| x sigma.
 # ----------------------------------------------------------------------------------------
 
-EXPERIMENT_N, EXPERIMENT_PROMPTS = 500, 8
-EXPERIMENT_NOISE = (0.1, 0.03)
-EXPERIMENT_SEEDS = (0,)
-EXPERIMENT_ITERATIONS = 2000
+@dataclass(frozen=True)
+class ExperimentSettings:
+    """Every setting of ``paper1_prompts_experiment`` (its docstring), each a [choice] of this
+    book; ``method_options`` is derived (the methods of :data:`attnlib.algorithm.METHODS` named
+    in ``methods``). The stored ``config`` is ``dataclasses.asdict`` of it."""
+
+    n: int = 500
+    prompts: int = 8
+    noise_levels: tuple[float, ...] = (0.1, 0.03)
+    seeds: tuple[int, ...] = (0,)
+    iterations: int = 2000
+    methods: tuple[str, ...] = tuple(algorithm.METHODS)
+    mask: attention.Mask = "loo"
+    whiten: bool = False
+    deploy_every: int = 100
+    deploy_prompts: int = BIAS_SETTINGS.deploy_prompts
+    deploy_queries: int = BIAS_SETTINGS.deploy_queries
+    reference: str = "Q_hat basin from the spectral start, gtol 1e-8"
+    seeding: str = ("problem from default_rng(s) (defaults_data), prompts from "
+                    "default_rng([13, s]), init and SGD batches from default_rng(100 + s), "
+                    "deployment from default_rng([14, s, k])")
+    method_options: dict[str, dict[str, object]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        derive(self, method_options=method_options(self.methods))
+
+
+@dataclass(frozen=True)
+class ClaimsMapSettings:
+    """Every setting of ``paper1_prompts_claims_map`` (its docstring) that differs from
+    ``paper1_prompts_experiment`` (the mask, the pooled moments, the reference's tolerance are
+    its), each a [choice] of this book; the stored ``config`` is ``dataclasses.asdict`` of it."""
+
+    n: int = 500
+    prompts: int = 4
+    scales: tuple[float, ...] = (0.5, 1.0, 2.0)
+    noise_levels: tuple[float, ...] = (0.01, 0.03, 0.1)
+    seed: int = 0
+    iterations: int = 2000
+    methods: tuple[str, ...] = ("algorithm1", "sgd")
+    reference: str = "Q_hat basin from the spectral start, gtol 1e-8"
+    seeding: str = "as paper1_prompts_experiment, seed 0"
+
+
+#: the settings of the stored runs
+EXPERIMENT_SETTINGS = ExperimentSettings()
+MAP_SETTINGS = ClaimsMapSettings()
+#: iterations of the replayed prefixes (full=False: the first cell) of the trained runs
 EXPERIMENT_PREFIX = 10
-DEPLOY_EVERY = 100
+#: the live map of :func:`start_ratio_map` (no stored run): ||M|| scales and noise levels
 MAP_SCALES = (0.25, 0.5, 1.0, 2.0)
 MAP_NOISE = (0.01, 0.03, 0.1, 0.3)
-MAP_RUN_SCALES = (0.5, 1.0, 2.0)
-MAP_RUN_NOISE = (0.01, 0.03, 0.1)
-MAP_PROMPTS = 4
-MAP_METHODS = ("algorithm1", "sgd")
 
 
 def experiment_data(noise_std: float, seed: int, *, scale: float = 1.0,
-                    prompts_count: int = EXPERIMENT_PROMPTS
+                    prompts_count: int = EXPERIMENT_SETTINGS.prompts,
+                    n: int = EXPERIMENT_SETTINGS.n
                     ) -> tuple[RegressionProblem, algorithm.DataLoss]:
     """Seed s's default problem (``defaults_data(s)``: Sigma, M) with ``M -> scale M``, noise
-    ``noise_std``, and ``prompts_count`` prompts of ``EXPERIMENT_N`` tokens from
-    ``default_rng([13, s])`` (not whitened: the pooled moments are the sample's)."""
+    ``noise_std``, and ``prompts_count`` prompts of ``n`` tokens from ``default_rng([13, s])``
+    (not whitened: the pooled moments are the sample's; mask ``EXPERIMENT_SETTINGS.mask``)."""
     problem, _, _ = defaults_data(seed)
     task = RegressionProblem(Sigma=problem.Sigma, M=scale * problem.M, noise_std=noise_std)
-    x, y = prompts.sample_prompts(task, prompts_count, EXPERIMENT_N,
-                                  rng=np.random.default_rng([13, seed]))
-    return task, algorithm.prompts_loss(x, y)
+    x, y = prompts.sample_prompts(task, prompts_count, n, rng=np.random.default_rng([13, seed]),
+                                  whiten=EXPERIMENT_SETTINGS.whiten)
+    return task, algorithm.prompts_loss(x, y, mask=EXPERIMENT_SETTINGS.mask)
 
 
 def _start_losses(task: RegressionProblem, loss: algorithm.DataLoss, seed: int
@@ -249,21 +331,32 @@ def _start_losses(task: RegressionProblem, loss: algorithm.DataLoss, seed: int
                 L_star=np.asarray(task.L_star))
 
 
-def experiment_task(noise_index: int, seed: int, *, iterations: int = EXPERIMENT_ITERATIONS,
-                    methods: Sequence[str] = tuple(algorithm.METHODS), scale: float = 1.0,
-                    prompts_count: int = EXPERIMENT_PROMPTS, deploy: bool = True,
+def experiment_task(noise_index: int, seed: int, *,
+                    settings: ExperimentSettings = EXPERIMENT_SETTINGS, deploy: bool = True,
                     certify: bool = True) -> dict[str, np.ndarray]:
-    """One (noise level, seed) cell of ``paper1_prompts_experiment`` (see that function);
-    ``certify=False`` skips the reference minimizer (basin entries NaN; the live replay)."""
-    from .part1 import recorded_iterations
+    """One (noise level ``settings.noise_levels[noise_index]``, seed) cell of
+    ``paper1_prompts_experiment`` (see that function); ``certify=False`` skips the reference
+    minimizer (basin entries NaN; the live replay)."""
+    return _prompts_run(settings.noise_levels[noise_index], seed, iterations=settings.iterations,
+                        methods=settings.methods, scale=1.0, prompts_count=settings.prompts,
+                        n=settings.n, deploy=deploy, certify=certify)
 
-    noise = (EXPERIMENT_NOISE + MAP_NOISE)[noise_index] if noise_index >= 0 else 0.0
-    task, loss = experiment_data(noise, seed, scale=scale, prompts_count=prompts_count)
+
+def _prompts_run(noise: float, seed: int, *, iterations: int, methods: Sequence[str],
+                 scale: float, prompts_count: int, n: int, deploy: bool,
+                 certify: bool) -> dict[str, np.ndarray]:
+    """The methods of :data:`attnlib.algorithm.METHODS` named in ``methods`` on
+    :func:`experiment_data` (``noise``, ``seed``, ``scale``, ``prompts_count`` prompts of ``n``
+    tokens), deployed (if ``deploy``) as ``paper1_prompts_experiment`` does, with the certified
+    basin minimizer of Q_hat (gtol 1e-8) if ``certify``: the keys of
+    :func:`paper1_prompts_experiment`."""
+    task, loss = experiment_data(noise, seed, scale=scale, prompts_count=prompts_count, n=n)
     basin = (reference.reference_minimizer(loss.reference_objective(1.0), loss.manifold.point(),
                                            loss.Sigma_hat, gtol=1e-8, hessian=False)
              if certify else None)
     grid = recorded_iterations(iterations)
-    deploy_grid = np.unique(np.r_[np.arange(0, iterations + 1, DEPLOY_EVERY), iterations])
+    deploy_grid = np.unique(np.r_[np.arange(0, iterations + 1, EXPERIMENT_SETTINGS.deploy_every),
+                                  iterations])
     curves = {key: np.full((grid.size, len(methods)), np.nan)
               for key in ("objective", "loss", "excess_risk")}
     deployed = np.full((deploy_grid.size, len(methods)), np.nan)
@@ -275,8 +368,9 @@ def experiment_task(noise_index: int, seed: int, *, iterations: int = EXPERIMENT
         def record(k: int, a: np.ndarray, b: np.ndarray) -> None:
             if deploy and k in deploy_grid:
                 risks.append(prompts.deployed_risk(
-                    a, b, task, EXPERIMENT_N, rng=np.random.default_rng([14, seed, k]),
-                    prompts=DEPLOY_PROMPTS, queries=DEPLOY_QUERIES)[0])
+                    a, b, task, n, rng=np.random.default_rng([14, seed, k]),
+                    prompts=EXPERIMENT_SETTINGS.deploy_prompts,
+                    queries=EXPERIMENT_SETTINGS.deploy_queries)[0])
 
         result = algorithm.train(loss, algorithm.METHODS[name], iterations=iterations,
                                  problem=task, rng=rng, callback=record)
@@ -301,47 +395,43 @@ def experiment_task(noise_index: int, seed: int, *, iterations: int = EXPERIMENT
 
 def experiment_tasks(full: bool = True) -> list[tuple[int, int]]:
     """The (noise index, seed) cells of ``paper1_prompts_experiment``."""
-    tasks = [(i, s) for i in range(len(EXPERIMENT_NOISE)) for s in EXPERIMENT_SEEDS]
+    tasks = [(i, s) for i in range(len(EXPERIMENT_SETTINGS.noise_levels))
+             for s in EXPERIMENT_SETTINGS.seeds]
     return tasks if full else tasks[:1]
 
 
 def assemble_experiment(tasks: Sequence[tuple[int, int]], results: Sequence[dict[str, np.ndarray]],
-                        iterations: int) -> dict[str, np.ndarray]:
+                        *, settings: ExperimentSettings = EXPERIMENT_SETTINGS,
+                        full: bool = True) -> dict[str, np.ndarray]:
     """Stack the cells as arrays (noise levels, seeds, ...) of the noise levels and seeds the
-    tasks ran, with those coordinates (``noise_levels``, ``seeds``), the grids and the config."""
-    from .part1 import recorded_iterations
-
+    tasks ran, with those coordinates (``noise_levels``, ``seeds``), the grids and the config
+    (``settings``, the run's)."""
+    iterations = settings.iterations
     noise_indices = sorted({i for i, _ in tasks})
     seeds = sorted({s for _, s in tasks})
     history: dict[str, np.ndarray] = {
         "iteration": recorded_iterations(iterations),
-        "deploy_iteration": np.unique(np.r_[np.arange(0, iterations + 1, DEPLOY_EVERY),
+        "deploy_iteration": np.unique(np.r_[np.arange(0, iterations + 1, settings.deploy_every),
                                             iterations]),
-        "noise_levels": np.asarray(EXPERIMENT_NOISE)[noise_indices], "seeds": np.asarray(seeds),
+        "noise_levels": np.asarray(settings.noise_levels)[noise_indices],
+        "seeds": np.asarray(seeds),
         **_stack_cells((len(noise_indices), len(seeds)),
                        [(noise_indices.index(i), seeds.index(s)) for i, s in tasks], results)}
-    history["config"] = np.asarray(json.dumps(dict(
-        n=EXPERIMENT_N, prompts=EXPERIMENT_PROMPTS, noise_levels=list(EXPERIMENT_NOISE),
-        seeds=list(EXPERIMENT_SEEDS), iterations=iterations, methods=list(algorithm.METHODS),
-        method_options={k: m.describe() for k, m in algorithm.METHODS.items()},
-        mask="loo", whiten=False, deploy_every=DEPLOY_EVERY, deploy_prompts=DEPLOY_PROMPTS,
-        deploy_queries=DEPLOY_QUERIES, reference="Q_hat basin from the spectral start, gtol 1e-8",
-        seeding="problem from default_rng(s) (defaults_data), prompts from default_rng([13, s]), "
-                "init and SGD batches from default_rng(100 + s), deployment from "
-                "default_rng([14, s, k])")))
+    history["config"] = settings_config(settings, full=full)
     return history
 
 
-@register_grid("paper1_prompts_experiment")
+@register_grid("paper1_prompts_experiment", settings=EXPERIMENT_SETTINGS)
 def paper1_prompts_experiment(full: bool = True) -> TaskGrid:
     """The paper's experiment with N = 8 prompts of n = 500 tokens: five methods, 2000 iterations.
 
-    For noise levels ``EXPERIMENT_NOISE`` and seeds ``EXPERIMENT_SEEDS``: the five methods of
+    For noise levels ``EXPERIMENT_SETTINGS.noise_levels`` and seeds ``EXPERIMENT_SETTINGS.seeds``:
+    the five methods of
     :data:`attnlib.algorithm.METHODS` on the prompt-averaged objective. Keys (the grid axes
     first: I noise levels listed in ``noise_levels`` (I,), S seeds listed in ``seeds`` (S,)):
     ``objective``, ``loss`` (L_hat), ``excess_risk`` (I, S, G, 5) on the grid ``iteration``
     (G,), ``deployed`` (I, S, D, 5: deployed excess risk with a fresh context of n tokens, every
-    ``DEPLOY_EVERY`` iterations, listed in ``deploy_iteration`` (D,)), ``step`` (I, S, 5), the
+    ``deploy_every`` iterations, listed in ``deploy_iteration`` (D,)), ``step`` (I, S, 5), the
     certified basin minimizer of Q_hat (``basin_value``, ``basin_grad_norm``, ``basin_excess``,
     (I, S)), ``best_loss`` (I, S: the lowest L_hat seen, an upper bound on L_hat*, so
     ``L_hat - best_loss`` is a lower bound on the lambda = 0 methods' gap), ``start_excess``
@@ -349,68 +439,66 @@ def paper1_prompts_experiment(full: bool = True) -> TaskGrid:
     1), ``EXPERIMENT_PREFIX`` iterations, no deployment and no reference minimizer (NaN).
     """
     tasks = experiment_tasks(full)
-    iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
-    return TaskGrid(tasks, partial(experiment_task, iterations=iterations, deploy=full,
-                                   certify=full),
-                    partial(assemble_experiment, tasks, iterations=iterations))
+    run = EXPERIMENT_SETTINGS if full else replace(EXPERIMENT_SETTINGS,
+                                                   iterations=EXPERIMENT_PREFIX)
+    return TaskGrid(tasks, partial(experiment_task, settings=run, deploy=full, certify=full),
+                    partial(assemble_experiment, tasks, settings=run, full=full))
 
 
 def claims_map_task(scale_index: int, noise_index: int, *,
-                    iterations: int = EXPERIMENT_ITERATIONS,
+                    settings: ClaimsMapSettings = MAP_SETTINGS,
                     certify: bool = True) -> dict[str, np.ndarray]:
-    """One (scale, noise) cell of ``paper1_prompts_claims_map``: :func:`experiment_task` at
-    ``MAP_RUN_SCALES[scale_index]`` and ``MAP_NOISE[noise_index]`` with ``MAP_PROMPTS`` prompts,
-    the methods ``MAP_METHODS``, seed 0, no deployment, certified basin minimizer."""
-    return experiment_task(len(EXPERIMENT_NOISE) + noise_index, 0, methods=MAP_METHODS,
-                           scale=MAP_RUN_SCALES[scale_index], prompts_count=MAP_PROMPTS,
-                           iterations=iterations, deploy=False, certify=certify)
+    """One (scale, noise) cell of ``paper1_prompts_claims_map``: the run of
+    :func:`experiment_task` at ``settings.scales[scale_index]`` and
+    ``settings.noise_levels[noise_index]`` with ``settings.prompts`` prompts of ``settings.n``
+    tokens, the methods ``settings.methods``, seed ``settings.seed``, no deployment, certified
+    basin minimizer."""
+    return _prompts_run(settings.noise_levels[noise_index], settings.seed,
+                        iterations=settings.iterations, methods=settings.methods,
+                        scale=settings.scales[scale_index], prompts_count=settings.prompts,
+                        n=settings.n, deploy=False, certify=certify)
 
 
 def claims_map_tasks(full: bool = True) -> list[tuple[int, int]]:
-    """The (scale index, noise index) cells of ``paper1_prompts_claims_map`` (noise indices into
-    ``MAP_NOISE`` for the levels ``MAP_RUN_NOISE``)."""
-    tasks = [(i, MAP_NOISE.index(noise)) for i in range(len(MAP_RUN_SCALES))
-             for noise in MAP_RUN_NOISE]
+    """The (scale index, noise index) cells of ``paper1_prompts_claims_map``."""
+    tasks = [(i, j) for i in range(len(MAP_SETTINGS.scales))
+             for j in range(len(MAP_SETTINGS.noise_levels))]
     return tasks if full else tasks[:1]
 
 
 def assemble_claims_map(tasks: Sequence[tuple[int, int]], results: Sequence[dict[str, np.ndarray]],
-                        iterations: int) -> dict[str, np.ndarray]:
+                        *, settings: ClaimsMapSettings = MAP_SETTINGS,
+                        full: bool = True) -> dict[str, np.ndarray]:
     """Stack the cells as arrays (scales, noise levels, ...) of the cells the tasks ran, with
-    those coordinates (``scales``, ``noise_levels``) (read one cell with :func:`claims_map_cell`)."""
-    from .part1 import recorded_iterations
-
+    those coordinates (``scales``, ``noise_levels``) (read one cell with :func:`claims_map_cell`)
+    and the config (``settings``, the run's)."""
     scale_indices = sorted({i for i, _ in tasks})
     noise_indices = sorted({j for _, j in tasks})
     history: dict[str, np.ndarray] = {
-        "iteration": recorded_iterations(iterations),
-        "scales": np.asarray(MAP_RUN_SCALES)[scale_indices],
-        "noise_levels": np.asarray(MAP_NOISE)[noise_indices],
+        "iteration": recorded_iterations(settings.iterations),
+        "scales": np.asarray(settings.scales)[scale_indices],
+        "noise_levels": np.asarray(settings.noise_levels)[noise_indices],
         **_stack_cells((len(scale_indices), len(noise_indices)),
                        [(scale_indices.index(i), noise_indices.index(j)) for i, j in tasks],
                        results)}
-    history["config"] = np.asarray(json.dumps(dict(
-        n=EXPERIMENT_N, prompts=MAP_PROMPTS, scales=list(MAP_RUN_SCALES),
-        noise_levels=list(MAP_RUN_NOISE), seed=0, iterations=iterations,
-        methods=list(MAP_METHODS), reference="Q_hat basin from the spectral start, gtol 1e-8",
-        seeding="as paper1_prompts_experiment, seed 0")))
+    history["config"] = settings_config(settings, full=full)
     return history
 
 
-@register_grid("paper1_prompts_claims_map")
+@register_grid("paper1_prompts_claims_map", settings=MAP_SETTINGS)
 def paper1_prompts_claims_map(full: bool = True) -> TaskGrid:
     """Claims (1)-(4) over ``||M|| x sigma``: Algorithm 1 and SGD, 2000 iterations, N = 4.
 
-    For each scale in ``MAP_RUN_SCALES`` and noise level in ``MAP_RUN_NOISE`` (seed 0's
-    problem, ``MAP_PROMPTS`` prompts of ``EXPERIMENT_N`` tokens) the keys of
+    For each scale in ``MAP_SETTINGS.scales`` and noise level in ``MAP_SETTINGS.noise_levels``
+    (seed 0's problem, ``MAP_SETTINGS.prompts`` prompts of ``MAP_SETTINGS.n`` tokens) the keys of
     :func:`experiment_task` stacked with the grid axes first, (K scales, J noise levels, ...),
     with ``scales`` (K,) and ``noise_levels`` (J,). ``full=False``: the first cell (K = J = 1)
     for ``EXPERIMENT_PREFIX`` iterations without the reference minimizer (the live replay).
     """
     tasks = claims_map_tasks(full)
-    iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
-    return TaskGrid(tasks, partial(claims_map_task, iterations=iterations, certify=full),
-                    partial(assemble_claims_map, tasks, iterations=iterations))
+    run = MAP_SETTINGS if full else replace(MAP_SETTINGS, iterations=EXPERIMENT_PREFIX)
+    return TaskGrid(tasks, partial(claims_map_task, settings=run, certify=full),
+                    partial(assemble_claims_map, tasks, settings=run, full=full))
 
 
 def claims_map_cell(history: dict[str, np.ndarray], scale_index: int,
@@ -426,7 +514,7 @@ def claims_map_cell(history: dict[str, np.ndarray], scale_index: int,
 
 def start_ratio_map(*, scales: Sequence[float] = MAP_SCALES, noise_levels: Sequence[float] = MAP_NOISE,
                     init_scales: Sequence[float] = (0.3,), seed: int = 0,
-                    prompts_count: int = EXPERIMENT_PROMPTS) -> dict[str, np.ndarray]:
+                    prompts_count: int = EXPERIMENT_SETTINGS.prompts) -> dict[str, np.ndarray]:
     """Claims (1) and (2) over ``||M|| x sigma x c`` (live, cheap): for each (scale, noise) cell
     the excess risks of the spectral start and of the random start with entries N(0, c^2/d)
     for each ``c`` in ``init_scales`` (:func:`experiment_data`, ``default_rng(100 + seed)``:
@@ -464,22 +552,38 @@ def start_ratio_map(*, scales: Sequence[float] = MAP_SCALES, noise_levels: Seque
 # The variance term: number of prompts N at sigma > 0 (chapter 6).
 # ----------------------------------------------------------------------------------------
 
-VARIANCE_N = 40
-VARIANCE_PROMPTS = (25, 100, 400)
-VARIANCE_NOISE = 0.1
-VARIANCE_REPLICATES = 3
+@dataclass(frozen=True)
+class VarianceSettings:
+    """Every setting of ``paper1_prompts_variance`` (:func:`variance_task`), each a [choice] of
+    this book; the stored ``config`` is ``dataclasses.asdict`` of it."""
+
+    n: int = 40
+    prompts: tuple[int, ...] = (25, 100, 400)
+    noise_std: float = 0.1
+    replicates: int = 3
+    gtol: float = BIAS_SETTINGS.gtol
+    whiten: bool = False
+    scale: float = 1.0
+    seeding: str = "prompts from default_rng([15, N, r])"
+
+
+#: the settings of the stored run ``paper1_prompts_variance``
+VARIANCE_SETTINGS = VarianceSettings()
 
 
 def variance_task(prompts_count: int, replicate: int) -> dict[str, np.ndarray]:
-    """One (N, replicate) cell of ``paper1_prompts_variance``: N prompts of ``VARIANCE_N``
-    tokens of the scale-1 task at sigma = ``VARIANCE_NOISE`` (not whitened), the certified
-    minimizer of Q_hat from the spectral start, its excess risk and ``U V^T - X*``."""
-    task = scaled_task(1.0, VARIANCE_NOISE)
-    x, y = prompts.sample_prompts(task, prompts_count, VARIANCE_N,
-                                  rng=np.random.default_rng([15, prompts_count, replicate]))
+    """One (N, replicate) cell of ``paper1_prompts_variance``: N prompts of
+    ``VARIANCE_SETTINGS.n`` tokens of the task at ``scale`` and sigma = ``noise_std`` (not
+    whitened), the certified minimizer of Q_hat from the spectral start, its excess risk and
+    ``U V^T - X*``."""
+    settings = VARIANCE_SETTINGS
+    task = scaled_task(settings.scale, settings.noise_std)
+    x, y = prompts.sample_prompts(task, prompts_count, settings.n,
+                                  rng=np.random.default_rng([15, prompts_count, replicate]),
+                                  whiten=settings.whiten)
     loss = algorithm.prompts_loss(x, y)
     optimum = reference.reference_minimizer(loss.reference_objective(1.0), loss.manifold.point(),
-                                            loss.Sigma_hat, gtol=BIAS_GTOL, hessian=False)
+                                            loss.Sigma_hat, gtol=settings.gtol, hessian=False)
     half, _ = population.spd_sqrt(task.Sigma)
     delta = (optimum.A @ half) @ (half @ optimum.B @ half).T - population.target(task.M,
                                                                                   task.Sigma)
@@ -490,30 +594,29 @@ def variance_task(prompts_count: int, replicate: int) -> dict[str, np.ndarray]:
 
 def variance_tasks(full: bool = True) -> list[tuple[int, int]]:
     """The (N, replicate) cells of ``paper1_prompts_variance``."""
-    tasks = [(count, r) for count in VARIANCE_PROMPTS for r in range(VARIANCE_REPLICATES)]
+    tasks = [(count, r) for count in VARIANCE_SETTINGS.prompts
+             for r in range(VARIANCE_SETTINGS.replicates)]
     return tasks if full else tasks[:1]
 
 
 def assemble_variance(tasks: Sequence[tuple[int, int]],
-                      results: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Stack the cells as arrays (len(VARIANCE_PROMPTS), replicates, ...)."""
+                      results: Sequence[dict[str, np.ndarray]], *, full: bool = True
+                      ) -> dict[str, np.ndarray]:
+    """Stack the cells as arrays (len(prompts), replicates, ...)."""
     counts = sorted({c for c, _ in tasks})
     replicates = max(r for _, r in tasks) + 1
     history = _stack_cells((len(counts), replicates), [(counts.index(c), r) for c, r in tasks],
                            results)
     history["prompts"] = np.asarray(counts)
-    history["config"] = np.asarray(json.dumps(dict(
-        n=VARIANCE_N, prompts=list(VARIANCE_PROMPTS), noise_std=VARIANCE_NOISE,
-        replicates=VARIANCE_REPLICATES, gtol=BIAS_GTOL, whiten=False, scale=1.0,
-        seeding="prompts from default_rng([15, N, r])")))
+    history["config"] = settings_config(VARIANCE_SETTINGS, full=full)
     return history
 
 
-@register_grid("paper1_prompts_variance")
+@register_grid("paper1_prompts_variance", settings=VARIANCE_SETTINGS)
 def paper1_prompts_variance(full: bool = True) -> TaskGrid:
     """Excess risk of the prompts minimizer against the number of prompts N (n = 40, sigma = 0.1)."""
     tasks = variance_tasks(full)
-    return TaskGrid(tasks, variance_task, partial(assemble_variance, tasks))
+    return TaskGrid(tasks, variance_task, partial(assemble_variance, tasks, full=full))
 
 
 def claim_values(history: dict[str, np.ndarray], noise_index: int,
@@ -544,29 +647,67 @@ def claim_values(history: dict[str, np.ndarray], noise_index: int,
 # Regularizer forms and renormalization at finite context (chapter 6).
 # ----------------------------------------------------------------------------------------
 
-FORM_SCALES = (1.0, 2.0)
-FORM_N = (40, 160)
-FORM_VARIANTS = ("balancing", "normalized", "none")
-FORM_REPLICATES = 2
-FORM_SEED_BASE = 17
-RENORM_VARIANTS = ("algorithm1", "renormalized", "normalized")
-RENORM_NOISE = 0.1
+@dataclass(frozen=True)
+class FormsSettings:
+    """Every setting of ``paper1_prompts_regularizer_forms`` (:func:`form_task`), each a
+    [choice] of this book; ``lam`` is each variant's regularizer weight (``"normalized"``:
+    the normalized form of the balancing regularizer, ``"none"``: no regularizer); the
+    deployment is ``paper1_prompts_bias``'s. The stored ``config`` is ``dataclasses.asdict`` of
+    it."""
+
+    problem: str = "seed 0 default problem, M scaled, noise_std = 0"
+    scales: tuple[float, ...] = (1.0, 2.0)
+    n_values: tuple[int, ...] = (40, 160)
+    variants: tuple[str, ...] = ("balancing", "normalized", "none")
+    replicates: int = 2
+    tokens: int = BIAS_SETTINGS.tokens
+    gtol: float = BIAS_SETTINGS.gtol
+    lam: dict[str, float] = field(default_factory=lambda: {"balancing": 1.0, "normalized": 1.0,
+                                                           "none": 0.0})
+    whiten: bool = True
+    seed_base: int = 17
+    start: str = "spectral (on S)"
+
+
+@dataclass(frozen=True)
+class RenormalizationSettings:
+    """Every setting of ``paper1_prompts_renormalization`` (:func:`renormalization_task`), each a
+    [choice] of this book (chapter 5's prompts data: ``paper1_prompts_experiment``'s n and
+    prompts; the regularizer forms' scales); the deployment is ``paper1_prompts_experiment``'s.
+    The stored ``config`` is ``dataclasses.asdict`` of it."""
+
+    n: int = EXPERIMENT_SETTINGS.n
+    prompts: int = EXPERIMENT_SETTINGS.prompts
+    noise_std: float = 0.1
+    seed: int = 0
+    scales: tuple[float, ...] = (1.0, 2.0)
+    variants: tuple[str, ...] = ("algorithm1", "renormalized", "normalized")
+    iterations: int = EXPERIMENT_SETTINGS.iterations
+    tau: str = "balanced scale sqrt(trace Gamma_hat)"
+    reference: str = "gtol 1e-8 from the spectral start"
+
+
+#: the settings of the stored runs
+FORMS_SETTINGS = FormsSettings()
+RENORM_SETTINGS = RenormalizationSettings()
 
 
 def form_task(scale_index: int, n: int, variant_index: int,
               replicate: int) -> dict[str, np.ndarray]:
     """One cell of ``paper1_prompts_regularizer_forms``: the certified minimizer of the
     prompt-averaged ``L_hat + R`` with ``R`` the balancing regularizer (lambda = 1), its
-    normalized form (lambda = 1) or none, on whitened prompts at sigma = 0 from
-    ``default_rng([FORM_SEED_BASE, scale index, n, replicate])`` (the same prompts for the three
-    variants). Besides the keys of :func:`bias_task`: ``logit_scale`` = ``||V||_F`` over its
-    value ``sqrt(trace Gamma)`` on the balanced set S, and ``imbalance`` =
-    ``||U^T U - V^T V||_F / ||X*||_F``."""
-    task = scaled_task(FORM_SCALES[scale_index])
-    variant = FORM_VARIANTS[variant_index]
-    rng = np.random.default_rng([FORM_SEED_BASE, scale_index, n, replicate])
+    normalized form (lambda = 1) or none, on ``bias_prompts(n, tokens)`` whitened prompts at
+    sigma = 0 from ``default_rng([FORMS_SETTINGS.seed_base, scale index, n, replicate])`` (the
+    same prompts for the three variants). Besides the keys of :func:`bias_task`:
+    ``logit_scale`` = ``||V||_F`` over its value ``sqrt(trace Gamma)`` on the balanced set S,
+    and ``imbalance`` = ``||U^T U - V^T V||_F / ||X*||_F``."""
+    settings = FORMS_SETTINGS
+    task = scaled_task(settings.scales[scale_index])
+    variant = settings.variants[variant_index]
+    rng = np.random.default_rng([settings.seed_base, scale_index, n, replicate])
     result, u, v = _prompt_minimizer(
-        task, n, rng, lam=0.0 if variant == "none" else 1.0,
+        task, n, rng, prompts_count=bias_prompts(n, settings.tokens), gtol=settings.gtol,
+        lam=settings.lam[variant],
         regularizer="normalized" if variant == "normalized" else "balancing")
     manifold = algorithm.closed_form_loss(task.Sigma, task.M).manifold
     return dict(result, logit_scale=np.asarray(np.linalg.norm(v) / manifold.balanced_scale),
@@ -577,37 +718,39 @@ def form_task(scale_index: int, n: int, variant_index: int,
 def form_tasks(full: bool = True) -> list[tuple[int, int, int, int]]:
     """The (scale index, n, variant index, replicate) cells of
     ``paper1_prompts_regularizer_forms``; the prefix is the first cell."""
-    tasks = [(k, n, v, r) for k in range(len(FORM_SCALES)) for n in FORM_N
-             for v in range(len(FORM_VARIANTS)) for r in range(FORM_REPLICATES)]
+    settings = FORMS_SETTINGS
+    tasks = [(k, n, v, r) for k in range(len(settings.scales)) for n in settings.n_values
+             for v in range(len(settings.variants)) for r in range(settings.replicates)]
     return tasks if full else tasks[:1]
 
 
 def assemble_forms(tasks: Sequence[tuple[int, int, int, int]],
-                   results: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+                   results: Sequence[dict[str, np.ndarray]], *, full: bool = True
+                   ) -> dict[str, np.ndarray]:
     """Stack the cells into arrays (scales, n values, variants, replicates, ...)."""
-    history = _stack_cells((len(FORM_SCALES), len(FORM_N), len(FORM_VARIANTS), FORM_REPLICATES),
-                           [(k, FORM_N.index(n), v, r) for k, n, v, r in tasks], results)
-    history["config"] = np.asarray(json.dumps(dict(
-        problem="seed 0 default problem, M scaled, noise_std = 0", scales=list(FORM_SCALES),
-        n_values=list(FORM_N), variants=list(FORM_VARIANTS), replicates=FORM_REPLICATES,
-        tokens=BIAS_TOKENS, gtol=BIAS_GTOL, lam={"balancing": 1.0, "normalized": 1.0, "none": 0.0},
-        whiten=True, seed_base=FORM_SEED_BASE, start="spectral (on S)")))
+    settings = FORMS_SETTINGS
+    history = _stack_cells((len(settings.scales), len(settings.n_values), len(settings.variants),
+                            settings.replicates),
+                           [(k, settings.n_values.index(n), v, r) for k, n, v, r in tasks],
+                           results)
+    history["config"] = settings_config(settings, full=full)
     return history
 
 
-@register_grid("paper1_prompts_regularizer_forms")
+@register_grid("paper1_prompts_regularizer_forms", settings=FORMS_SETTINGS)
 def paper1_prompts_regularizer_forms(full: bool = True) -> TaskGrid:
     """Finite-context minimizers with the balancing regularizer, its normalized form and none
     (sigma = 0, M x 1 and M x 2, n = 40 and 160)."""
     tasks = form_tasks(full)
-    return TaskGrid(tasks, form_task, partial(assemble_forms, tasks))
+    return TaskGrid(tasks, form_task, partial(assemble_forms, tasks, full=full))
 
 
 def renormalization_task(scale_index: int, variant_index: int, *,
-                         iterations: int = EXPERIMENT_ITERATIONS,
+                         settings: RenormalizationSettings = RENORM_SETTINGS,
                          certify: bool = True) -> dict[str, np.ndarray]:
-    """One cell of ``paper1_prompts_renormalization``: chapter 5's prompts data (N = 8 prompts
-    of n = 500, seed 0, sigma = ``RENORM_NOISE``) with ``M x FORM_SCALES[scale_index]``, trained
+    """One cell of ``paper1_prompts_renormalization`` with ``settings``: chapter 5's prompts data
+    (N = 8 prompts of n = 500, seed 0, sigma = 0.1) with ``M x settings.scales[scale_index]``,
+    trained for ``settings.iterations`` iterations
     from the spectral start by Algorithm 1 (``"algorithm1"``), Algorithm 1 with renormalization
     to ``||V||_F <= tau`` at the balanced scale ``tau = sqrt(trace Gamma_hat)``
     (``"renormalized"``), or Algorithm 1 with the normalized regularizer (``"normalized"``).
@@ -618,11 +761,12 @@ def renormalization_task(scale_index: int, variant_index: int, *,
     contexts of n tokens from ``default_rng([18, scale index])``: the same contexts for every
     variant). ``certify=False``
     skips the reference minimizer (gap and optimum entries NaN: the live replay)."""
-    from .part1 import recorded_iterations
-
-    variant = RENORM_VARIANTS[variant_index]
+    iterations = settings.iterations
+    variant = settings.variants[variant_index]
     regularizer = "normalized" if variant == "normalized" else "balancing"
-    task, loss = experiment_data(RENORM_NOISE, 0, scale=FORM_SCALES[scale_index])
+    task, loss = experiment_data(settings.noise_std, settings.seed,
+                                 scale=settings.scales[scale_index],
+                                 prompts_count=settings.prompts, n=settings.n)
     optimum = (reference.reference_minimizer(
         loss.reference_objective(1.0, regularizer=regularizer), loss.manifold.point(),
         loss.Sigma_hat, gtol=1e-8, hessian=False) if certify else None)
@@ -635,11 +779,12 @@ def renormalization_task(scale_index: int, variant_index: int, *,
         callback=lambda k, a, b: scales.append(np.linalg.norm(loss.manifold.factor(a, b)[1]) / tau))
     if result.diverged:
         raise RuntimeError(f"renormalization study: {variant} diverged at scale "
-                           f"{FORM_SCALES[scale_index]}")
+                           f"{settings.scales[scale_index]}")
     grid = recorded_iterations(iterations)
-    deployed = prompts.deployed_risk(result.A, result.B, task, EXPERIMENT_N,
+    deployed = prompts.deployed_risk(result.A, result.B, task, settings.n,
                                      rng=np.random.default_rng([18, scale_index]),
-                                     prompts=DEPLOY_PROMPTS, queries=DEPLOY_QUERIES)
+                                     prompts=EXPERIMENT_SETTINGS.deploy_prompts,
+                                     queries=EXPERIMENT_SETTINGS.deploy_queries)
     at_optimum = dict(optimum_excess=np.nan, optimum_logit_scale=np.nan)
     if optimum is not None:
         at_optimum = dict(
@@ -654,31 +799,29 @@ def renormalization_task(scale_index: int, variant_index: int, *,
 
 def renormalization_tasks(full: bool = True) -> list[tuple[int, int]]:
     """The (scale index, variant index) cells of ``paper1_prompts_renormalization``."""
-    tasks = [(k, v) for k in range(len(FORM_SCALES)) for v in range(len(RENORM_VARIANTS))]
+    tasks = [(k, v) for k in range(len(RENORM_SETTINGS.scales))
+             for v in range(len(RENORM_SETTINGS.variants))]
     return tasks if full else tasks[:1]
 
 
 def assemble_renormalization(tasks: Sequence[tuple[int, int]],
-                             results: Sequence[dict[str, np.ndarray]],
-                             iterations: int) -> dict[str, np.ndarray]:
-    """Stack the cells into arrays (scales, variants, ...) with the iteration grid."""
-    from .part1 import recorded_iterations
-
-    history = _stack_cells((len(FORM_SCALES), len(RENORM_VARIANTS)), list(tasks), results)
-    history["iteration"] = recorded_iterations(iterations)
-    history["config"] = np.asarray(json.dumps(dict(
-        n=EXPERIMENT_N, prompts=EXPERIMENT_PROMPTS, noise_std=RENORM_NOISE, seed=0,
-        scales=list(FORM_SCALES), variants=list(RENORM_VARIANTS), iterations=iterations,
-        tau="balanced scale sqrt(trace Gamma_hat)", reference="gtol 1e-8 from the spectral start")))
+                             results: Sequence[dict[str, np.ndarray]], *,
+                             settings: RenormalizationSettings = RENORM_SETTINGS,
+                             full: bool = True) -> dict[str, np.ndarray]:
+    """Stack the cells into arrays (scales, variants, ...) with the iteration grid and the
+    config (``settings``, the run's)."""
+    history = _stack_cells((len(settings.scales), len(settings.variants)), list(tasks), results)
+    history["iteration"] = recorded_iterations(settings.iterations)
+    history["config"] = settings_config(settings, full=full)
     return history
 
 
-@register_grid("paper1_prompts_renormalization")
+@register_grid("paper1_prompts_renormalization", settings=RENORM_SETTINGS)
 def paper1_prompts_renormalization(full: bool = True) -> TaskGrid:
     """Algorithm 1 with and without renormalization, and with the normalized regularizer, on
     chapter 5's prompts data at M x 1 and M x 2 (2000 iterations; ``full=False``: the first
     cell for ``EXPERIMENT_PREFIX`` iterations)."""
     tasks = renormalization_tasks(full)
-    iterations = EXPERIMENT_ITERATIONS if full else EXPERIMENT_PREFIX
-    return TaskGrid(tasks, partial(renormalization_task, iterations=iterations, certify=full),
-                    partial(assemble_renormalization, tasks, iterations=iterations))
+    run = RENORM_SETTINGS if full else replace(RENORM_SETTINGS, iterations=EXPERIMENT_PREFIX)
+    return TaskGrid(tasks, partial(renormalization_task, settings=run, certify=full),
+                    partial(assemble_renormalization, tasks, settings=run, full=full))

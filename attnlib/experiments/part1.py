@@ -4,15 +4,16 @@
 noise_std = 0.1) and the five methods of :data:`attnlib.algorithm.METHODS` (Algorithm 1;
 random init + preconditioner + regularizer; plain GD; minibatch SGD; Adam), 2000 iterations
 each, for three seeds. Seed s draws, from ``default_rng(s)``, the problem (Sigma, then M),
-the n training samples and ``N_TEST`` test samples, in that order; every random-init method
-starts from the same draw of ``default_rng(100 + s)`` (A then B), and SGD then draws its
-minibatches from the same generator.
+the n training samples and ``SETTINGS.n_test`` test samples, in that order; every random-init
+method starts from the same draw of ``default_rng(100 + s)`` (A then B), and SGD then draws its
+minibatches from the same generator. Every setting is a field of :data:`SETTINGS` (a frozen
+:class:`DefaultsSettings`); the stored ``config`` is written from it.
 
 Stored history (keys; S seeds, the seed axis first, listed in ``seeds`` (S,); G = grid of
 recorded iterations, every iteration up to 100 then every 10th; methods along the last axis in
 the order of ``config["methods"]``): ``iteration`` (G,), ``test_iteration`` (T,),
 ``excess_risk``, ``objective``, ``loss``, ``dist_P``, ``dist_P_hat``, ``grad_norm`` (S, G, 5);
-``test_risk`` (S, T, 5) (deployed predictor, noise-free targets, every ``TEST_EVERY``
+``test_risk`` (S, T, 5) (deployed predictor, noise-free targets, every ``SETTINGS.test_every``
 iterations); ``step`` (S, 5); ``ols_fit_excess_risk`` (S,) (the OLS fit on the same data) and
 ``ols_formula`` (``p sigma^2 d / (2 (n - d - 1))``); ``seconds`` (S, 5) wall time (not
 reproducible; excluded by :func:`prefix_keys`).
@@ -25,27 +26,27 @@ methods, which train another objective); ``ref_Q_*`` (S, 9) and ``ref_L_*`` (S, 
 multi-start table of :func:`reference_table` (one entry per start).
 ``full=False`` runs seed 0 only, for ``PREFIX_ITERATIONS`` iterations, and recomputes the
 basin minimizer (without its Hessian).
+
+The settings of the other Part I experiments (modules ``ablations``, ``optimum``,
+``finite_sample``, ``paper1_prompts``) default to these (the default problem's d, p, n, kappa,
+noise level and seeds).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from .. import algorithm, data, population, reference
-from . import load, register
+from . import load, register, settings_config
 from ._tasks import stack_tasks
 
-D, P, N, KAPPA, NOISE_STD = 10, 20, 500, 10.0, 0.1
-SEEDS = (0, 1, 2)
-ITERATIONS = 2000
+#: iterations of the replayed prefix (``full=False``, seed 0 only)
 PREFIX_ITERATIONS = 20
-N_TEST = 500
-TEST_EVERY = 10
 CURVES = ("excess_risk", "objective", "loss", "dist_P", "dist_P_hat", "grad_norm")
-N_ROTATIONS = 6
 
 
 def reference_tag(method: algorithm.Method) -> str:
@@ -72,6 +73,77 @@ LAM0_METHODS = tuple(name for name, m in algorithm.METHODS.items() if reference_
 LAM0_REFERENCE_STARTS = ("gd", "adam")
 
 
+def rotation_sign(i: int) -> int:
+    """det O of the i-th start of :func:`reference_starts`: -1 for odd i, +1 for even i."""
+    return -1 if i % 2 else 1
+
+
+def method_options(names: Sequence[str]) -> dict[str, dict[str, object]]:
+    """The pieces of each named method of :data:`attnlib.algorithm.METHODS`
+    (:meth:`attnlib.algorithm.Method.describe`), as a stored run's ``method_options``."""
+    return {name: algorithm.METHODS[name].describe() for name in names}
+
+
+def _start_labels(rotations: int) -> dict[str, list[str]]:
+    return dict(Q=["spectral (basin)"] + [f"S_hat rotation {i} (det {rotation_sign(i):+d})"
+                                          for i in range(rotations)]
+                + [f"final {name}" for name in LAM1_METHODS],
+                L=[f"final {name}" for name in LAM0_REFERENCE_STARTS])
+
+
+def derive(settings: object, **values: object) -> None:
+    """Set the derived (``init=False``) fields of a frozen settings dataclass in its
+    ``__post_init__``."""
+    for name, value in values.items():
+        object.__setattr__(settings, name, value)
+
+
+@dataclass(frozen=True)
+class DefaultsSettings:
+    """Every setting of ``paper1_defaults`` (module docstring), each a [choice] of this book;
+    the stored ``config`` is ``dataclasses.asdict`` of it. The fields after ``seeding`` are
+    derived, not set: ``method_options`` describes the methods of
+    :data:`attnlib.algorithm.METHODS` named in ``methods``, ``reference_starts`` names the
+    starts of :func:`reference_table` (``reference_rotations`` rotations of S_hat), and
+    ``init_scale``, ``batch_size``, ``adam_learning_rate``, ``step_scale`` repeat the random
+    starts' scale, SGD's minibatch, Adam's learning rate and the step rule's scale of those
+    methods."""
+
+    d: int = 10
+    p: int = 20
+    n: int = 500
+    kappa: float = 10.0
+    noise_std: float = 0.1
+    seeds: tuple[int, ...] = (0, 1, 2)
+    iterations: int = 2000
+    n_test: int = 500
+    test_every: int = 10
+    methods: tuple[str, ...] = tuple(algorithm.METHODS)
+    reference_rotations: int = 6
+    grid: str = "every iteration up to 100, then every 10th"
+    seeding: str = ("problem, train, test from default_rng(s); init and SGD batches from "
+                    "default_rng(100 + s)")
+    method_options: dict[str, dict[str, object]] = field(init=False)
+    reference_starts: dict[str, list[str]] = field(init=False)
+    init_scale: float = field(init=False)
+    batch_size: int = field(init=False)
+    adam_learning_rate: float = field(init=False)
+    step_scale: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        methods = algorithm.METHODS
+        derive(self, method_options=method_options(self.methods),
+               reference_starts=_start_labels(self.reference_rotations),
+               init_scale=methods["random+precond+reg"].init_scale,
+               batch_size=methods["sgd"].batch_size,
+               adam_learning_rate=methods["adam"].update.lr,           # type: ignore[attr-defined]
+               step_scale=methods["algorithm1"].update.step_scale)     # type: ignore[attr-defined]
+
+
+#: the settings of the stored run ``paper1_defaults``
+SETTINGS = DefaultsSettings()
+
+
 def recorded_iterations(iterations: int) -> np.ndarray:
     """Iterations at which Part I histories are recorded: every one up to 100, then every 10th."""
     return np.unique(np.concatenate([np.arange(min(iterations, 100) + 1),
@@ -93,12 +165,13 @@ ROUND_OFF = {"dist_P_hat": 1e-12, "imbalance": 1e-12}
 
 def run_defaults_seed(seed: int, *, iterations: int, full: bool = True, progress: bool = False
                       ) -> dict[str, np.ndarray]:
-    """One seed of ``paper1_defaults`` (see the module docstring): its keys without the seed
-    axis."""
+    """One seed of ``paper1_defaults`` (see the module docstring; the settings of
+    :data:`SETTINGS` but ``iterations``): its keys without the seed axis."""
     rng = np.random.default_rng(seed)
-    problem = data.default_problem(rng=rng, d=D, p=P, kappa=KAPPA, noise_std=NOISE_STD)
-    x, y = problem.sample(N, rng=rng)
-    test = problem.sample(N_TEST, rng=rng)
+    problem = data.default_problem(rng=rng, d=SETTINGS.d, p=SETTINGS.p, kappa=SETTINGS.kappa,
+                                   noise_std=SETTINGS.noise_std)
+    x, y = problem.sample(SETTINGS.n, rng=rng)
+    test = problem.sample(SETTINGS.n_test, rng=rng)
     grid = recorded_iterations(iterations)
     loss = algorithm.empirical_loss(x, y)
     basin = reference.reference_minimizer(loss.reference_objective(1.0), loss.manifold.point(),
@@ -106,10 +179,11 @@ def run_defaults_seed(seed: int, *, iterations: int, full: bool = True, progress
     out: dict[str, list] = {key: [] for key in CURVES + ("dist_ref", "test_risk", "step",
                                                          "seconds")}
     finals = {}
-    for name, method in algorithm.METHODS.items():
+    for name in SETTINGS.methods:
+        method = algorithm.METHODS[name]
         result = algorithm.train(loss, method, iterations=iterations, problem=problem,
                                  reference=basin if method.lam == 1.0 else None,
-                                 test=test, test_every=TEST_EVERY,
+                                 test=test, test_every=SETTINGS.test_every,
                                  rng=np.random.default_rng(100 + seed), progress=progress)
         if result.diverged:
             raise RuntimeError(f"seed {seed}, method {name}: training diverged")
@@ -135,28 +209,21 @@ def run_defaults_seed(seed: int, *, iterations: int, full: bool = True, progress
     return history
 
 
-def rotation_sign(i: int) -> int:
-    """det O of the i-th start of :func:`reference_starts`: -1 for odd i, +1 for even i."""
-    return -1 if i % 2 else 1
-
-
 def reference_start_labels() -> dict[str, list[str]]:
     """Names of the multi-start search's starts, in the order of :func:`reference_table`:
-    ``Q`` (Q_hat = L_hat + R_hat) and ``L`` (L_hat alone)."""
-    return dict(Q=["spectral (basin)"] + [f"S_hat rotation {i} (det {rotation_sign(i):+d})"
-                                          for i in range(N_ROTATIONS)]
-                + [f"final {name}" for name in LAM1_METHODS],
-                L=[f"final {name}" for name in LAM0_REFERENCE_STARTS])
+    ``Q`` (Q_hat = L_hat + R_hat) and ``L`` (L_hat alone) (``SETTINGS.reference_starts``)."""
+    return {tag: list(labels) for tag, labels in SETTINGS.reference_starts.items()}
 
 
 def reference_starts(loss: algorithm.DataLoss, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``N_ROTATIONS`` points of S_hat at random rotations O (``default_rng(200 + s)``), with
+    """``SETTINGS.reference_rotations`` points of S_hat at random rotations O
+    (``default_rng(200 + s)``), with
     det O = :func:`rotation_sign` (half of them -1): the other starts of the multi-start search
     for Q_hat*."""
     rng = np.random.default_rng(200 + seed)
     starts = []
-    for i in range(N_ROTATIONS):
-        rotation = data.random_rotation(D, rng=rng)
+    for i in range(SETTINGS.reference_rotations):
+        rotation = data.random_rotation(SETTINGS.d, rng=rng)
         if np.sign(np.linalg.det(rotation)) != rotation_sign(i):
             rotation[:, 0] *= -1.0
         starts.append(loss.manifold.point(rotation))
@@ -194,31 +261,23 @@ def reference_table(loss: algorithm.DataLoss, problem: data.RegressionProblem,
     return table
 
 
-@register("paper1_defaults")
+@register("paper1_defaults", settings=SETTINGS)
 def paper1_defaults(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Part I defaults (d=10, p=20, n=500): Algorithm 1 vs random+precond+reg, GD, SGD, Adam."""
-    iterations = ITERATIONS if full else PREFIX_ITERATIONS
-    seeds = SEEDS if full else SEEDS[:1]
+    run = SETTINGS if full else replace(SETTINGS, seeds=SETTINGS.seeds[:1],
+                                        iterations=PREFIX_ITERATIONS)
     history: dict[str, np.ndarray] = {
-        "iteration": recorded_iterations(iterations),
-        "test_iteration": np.unique(np.r_[np.arange(0, iterations + 1, TEST_EVERY), iterations]),
-        "ols_formula": np.asarray(population.ols_excess_risk(N, D, P, NOISE_STD)),
-        "seeds": np.asarray(seeds),
+        "iteration": recorded_iterations(run.iterations),
+        "test_iteration": np.unique(np.r_[np.arange(0, run.iterations + 1, run.test_every),
+                                          run.iterations]),
+        "ols_formula": np.asarray(population.ols_excess_risk(run.n, run.d, run.p,
+                                                             run.noise_std)),
+        "seeds": np.asarray(run.seeds),
     }
-    history.update(stack_tasks([run_defaults_seed(seed, iterations=iterations, full=full,
-                                                  progress=progress) for seed in seeds]))
-    config = dict(d=D, p=P, n=N, kappa=KAPPA, noise_std=NOISE_STD, seeds=list(seeds),
-                  iterations=iterations, n_test=N_TEST, test_every=TEST_EVERY,
-                  methods=list(algorithm.METHODS),
-                  method_options={k: m.describe() for k, m in algorithm.METHODS.items()},
-                  reference_starts=reference_start_labels(),
-                  init_scale=0.3, batch_size=32, adam_learning_rate=1e-2, step_scale=0.5,
-                  grid="every iteration up to 100, then every 10th",
-                  seeding="problem, train, test from default_rng(s); init and SGD batches "
-                          "from default_rng(100 + s)")
-    history["config"] = np.asarray(json.dumps(config))
+    history.update(stack_tasks([run_defaults_seed(seed, iterations=run.iterations, full=full,
+                                                  progress=progress) for seed in run.seeds]))
+    history["config"] = settings_config(run, full=full)
     return history
-
 
 
 def lowest_known_minima() -> dict[int, dict[str, object]]:

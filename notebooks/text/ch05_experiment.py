@@ -79,7 +79,7 @@ SEEDS = tuple(int(s) for s in runs["seeds"])          # problem/data from defaul
 METHODS = list(algorithm.METHODS)
 LABELS = {"algorithm1": "Algorithm 1", "random+precond+reg": "random + precond + reg",
           "gd": "GD", "sgd": "SGD", "adam": "Adam"}
-L_STAR = part1.P * part1.NOISE_STD ** 2 / 2
+L_STAR = part1.SETTINGS.p * part1.SETTINGS.noise_std ** 2 / 2
 iteration = runs["iteration"]
 print(f"stored run: seeds {SEEDS}, {iteration[-1]} iterations, methods {METHODS}")
 CONVERGED = judge.CONVERGED     # [choice] "converged": gap below 1e-3 of the initial gap
@@ -115,15 +115,15 @@ print(f"seed 0: Q_hat* (spectral basin) = {float(replay['basin_value'][0]):.6f},
 # methods; for $\hat L$: the final iterates of GD and Adam.
 
 # %%
-R = (part1.P * part1.D + part1.D ** 2)           # number of parameters
+R = (part1.SETTINGS.p * part1.SETTINGS.d + part1.SETTINGS.d ** 2)           # number of parameters
 print(f"Hessian of Q_hat at the basin minimizer, (U, V) coordinates ({R} eigenvalues); "
-      f"d(d-1)/2 = {part1.D * (part1.D - 1) // 2}")
+      f"d(d-1)/2 = {part1.SETTINGS.d * (part1.SETTINGS.d - 1) // 2}")
 for i, s in enumerate(SEEDS):
     h = runs["basin_hessian"][i]
     print(f"  seed {s}: Q_hat* = {float(runs['basin_value'][i]):.6f}, smallest eigenvalue "
           f"{h[0]:.2g}, largest {h[-1]:.3g}, condition number {h[-1] / h[0]:.3g}, "
           f"{np.sum(h < 0.05)} eigenvalues below 0.05")
-starts = part1.reference_start_labels()   # (the stored config swaps the det O labels)
+starts = part1.reference_start_labels()
 best = {}
 for tag, label in (("Q", "Q_hat = L_hat + R_hat"), ("L", "L_hat alone")):
     print(f"{label}: minima from {len(starts[tag])} starts ({', '.join(starts[tag])})")
@@ -276,7 +276,7 @@ print(claims["orders"])
 # level (live: only the starting losses are needed).
 
 # %%
-INIT_SCALES = (0.3, 1.0, 2.0, float(np.sqrt(part1.D)), 5.0)  # random start N(0, c^2/d); sqrt(d): unit variance
+INIT_SCALES = (0.3, 1.0, 2.0, float(np.sqrt(part1.SETTINGS.d)), 5.0)  # random start N(0, c^2/d); sqrt(d): unit variance
 NOISE_AXIS = (0.01, 0.03, 0.1)
 start_grid = ablations.start_claims_grid(INIT_SCALES, NOISE_AXIS)
 print("log10 median loss ratio random / spectral start; rows c, columns sigma = "
@@ -538,7 +538,7 @@ print(f"h_max at the start {float(slow['h_max'][0]):.3g}; at the minimizer {h[-1
       f"h_min {h[0]:.2g}")
 print("method                     step     first k with gap/gap_0 below 1e-3 / 1e-6 / 1e-10"
       "     fitted rate (last 2000 recorded k)   predicted (1 - eta h_min)^2")
-for j, name in enumerate(optimum.GRADIENT_METHODS):
+for j, name in enumerate(optimum.SLOW_SETTINGS.methods):
     relative = gaps[:, j] / gaps[0, j]
     firsts = [analysis.format_iterations(
         its_slow[int(k)] if np.isfinite(k) else np.inf, int(its_slow[-1]))
@@ -557,13 +557,13 @@ for j, name in enumerate(optimum.GRADIENT_METHODS):
             print(f"{'':26s} at k = {last}: gap {gaps[finite, j][-1]:.3g} (relative change over the "
               f"last 4000 iterations {abs(gaps[finite, j][-1] / gaps[before, j] - 1):.1e}), "
               f"distance to the basin minimizer {slow['dist_ref'][0, finite, j][-1]:.3g}")
-print(f"Newton polish after {optimum.POLISH_AFTER} Algorithm 1 iterations: gap "
+print(f"Newton polish after {optimum.SLOW_SETTINGS.polish_after} Algorithm 1 iterations: gap "
       f"{float(slow['polish_start_gap'][0]):.2e} -> {float(slow['polish_gap'][0]):.1e} "
       f"in {int(slow['polish_evaluations'][0])} gradient evaluations")
 
 # %% mystnb={"figure": {"caption": "Remedies for the slow directions (seed 0): the gap relative to its start against iterations for Algorithm 1's rule step, the curvature step and the curvature step with Nesterov momentum; the dash-dotted line marks convergence to $10^{-3}$ of the initial gap.", "name": "fig-ch05-remedies"}, "image": {"alt": "Relative optimization gap on a log axis against iteration for three gradient methods with solid, dashed and dotted lines, and a grey dash-dotted threshold line."}} tags=["hide-input"]
 fig, ax = figure(width=6.4, height=4.0)
-for j, (name, style) in enumerate(zip(optimum.GRADIENT_METHODS, ("-", "--", ":"))):
+for j, (name, style) in enumerate(zip(optimum.SLOW_SETTINGS.methods, ("-", "--", ":"))):
     ax.plot(its_slow, gaps[:, j] / gaps[0, j], style, color=METHOD_COLOURS["algorithm1"] if j == 0
             else (OKABE_ITO["bluish green"] if j == 1 else OKABE_ITO["vermillion"]), label=REMEDY_LABELS[name])
 ax.axhline(1e-3, color="grey", lw=0.8, ls="-.", label="converged ($10^{-3}$ of the initial gap)")

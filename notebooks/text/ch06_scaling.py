@@ -899,7 +899,7 @@ variance_run, replay_variance, deviation = experiments.replay(
     absolute={"delta": 1e-6}, keys=("excess_risk", "delta"))
 print(f"replayed N = {int(replay_variance['prompts'][0])}, replicate 0 live; largest relative "
       f"deviation: {experiments.format_deviation(deviation, resolution=1e-6)}")
-n_var = paper1_prompts.VARIANCE_N
+n_var = paper1_prompts.VARIANCE_SETTINGS.n
 bias_40 = estimates[0, list(n_bias).index(n_var)]
 counts = variance_run["prompts"]
 excess_var = variance_run["excess_risk"]                     # (N values, replicates)
@@ -908,7 +908,7 @@ for c, e, x in zip(counts, excess_var, extra):
     print(f"N = {c:4d} ({c * n_var:6d} tokens): excess risk {e.mean():.3e} (replicates "
           f"{e.min():.2e}..{e.max():.2e}); minus the bias at n = {n_var}: {x:.2e}; "
           f"OLS variance on N n tokens p s^2 d/(2(Nn-d-1)) = "
-          f"{population.ols_excess_risk(int(c * n_var), d, p, paper1_prompts.VARIANCE_NOISE):.2e}")
+          f"{population.ols_excess_risk(int(c * n_var), d, p, paper1_prompts.VARIANCE_SETTINGS.noise_std):.2e}")
 prompt_exp = experiments.load("paper1_prompts_experiment")
 gap_m = prompt_exp["objective"][0, 0, :, 0] - float(prompt_exp["basin_value"][0, 0])   # sigma = 0.1, seed 0
 its_m = prompt_exp["iteration"]
@@ -927,11 +927,11 @@ axes[0].set(xscale="log", yscale="log", xlabel="context length $n$",
 axes[1].plot(counts, excess_var, ".", color=OKABE_ITO["bluish green"], alpha=0.5)
 axes[1].plot(counts, excess_var.mean(axis=1), "o-", color=OKABE_ITO["bluish green"], ms=4, label="minimizer")
 axes[1].axhline(bias_40.bias, color=OKABE_ITO["blue"], ls="--", lw=1, label=f"bias at $n = {n_var}$")
-ols_var = np.array([population.ols_excess_risk(int(c * n_var), d, p, paper1_prompts.VARIANCE_NOISE)
+ols_var = np.array([population.ols_excess_risk(int(c * n_var), d, p, paper1_prompts.VARIANCE_SETTINGS.noise_std)
                     for c in counts])
 axes[1].plot(counts, bias_40.bias + ols_var, "k:", lw=1, label="bias + OLS variance on $Nn$ tokens")
 axes[1].set(xscale="log", yscale="log", xlabel="number of prompts $N$",
-            title=f"variance: $N$ ($n = {n_var}$, $\\sigma = {paper1_prompts.VARIANCE_NOISE:g}$)")
+            title=f"variance: $N$ ($n = {n_var}$, $\\sigma = {paper1_prompts.VARIANCE_SETTINGS.noise_std:g}$)")
 axes[1].legend()
 axes[1].xaxis.set_minor_formatter(plt.NullFormatter())
 axes[2].plot(its_m + 1, gap_m, color=METHOD_COLOURS["algorithm1"])
@@ -989,16 +989,16 @@ forms, replay_forms, deviation = experiments.replay(   # python -m attnlib.exper
 print(f"replayed the first cell live; largest relative deviation: "
       f"{experiments.format_deviation(deviation, resolution=1e-6)}")
 print("scale    n  regularizer  excess risk (2 reps)   deployed risk   ||V||_F/tau   imbalance")
-for k, scale in enumerate(paper1_prompts.FORM_SCALES):
-    for i, n in enumerate(paper1_prompts.FORM_N):
-        for v, variant in enumerate(paper1_prompts.FORM_VARIANTS):
+for k, scale in enumerate(paper1_prompts.FORMS_SETTINGS.scales):
+    for i, n in enumerate(paper1_prompts.FORMS_SETTINGS.n_values):
+        for v, variant in enumerate(paper1_prompts.FORMS_SETTINGS.variants):
             cell = {key: forms[key][k, i, v] for key in form_keys}
             print(f"{scale:5g} {n:4d}  {variant:11s}  {cell['excess_risk'][0]:.3e} "
                   f"{cell['excess_risk'][1]:.3e}   {cell['deployed_minimizer'].mean():.4f}"
                   f"          {cell['logit_scale'].mean():.3f}        {cell['imbalance'].mean():.3f}")
 form_change = {(k, i): np.abs(forms["excess_risk"][k, i, 1] / forms["excess_risk"][k, i, 0] - 1)
-               for k in range(len(paper1_prompts.FORM_SCALES))
-               for i in range(len(paper1_prompts.FORM_N))}
+               for k in range(len(paper1_prompts.FORMS_SETTINGS.scales))
+               for i in range(len(paper1_prompts.FORMS_SETTINGS.n_values))}
 print("largest relative change of the excess risk, R_N against R (same prompts): "
       f"{max(v.max() for v in form_change.values()):.1%}")
 print(f"logit scale ||V||_F / tau at the minimizers, all cells: "
@@ -1029,8 +1029,8 @@ print(f"replayed iterations 0..{replay_renorm['iteration'][-1]} of the first cel
 renorm_iter = renorm["iteration"]
 print("scale  method         gap(0)     gap(2000)  ratio   max ||V||_F/tau  at optimum  "
       "excess risk: 2000 / optimum   deployed at 2000")
-for k, scale in enumerate(paper1_prompts.FORM_SCALES):
-    for v, variant in enumerate(paper1_prompts.RENORM_VARIANTS):
+for k, scale in enumerate(paper1_prompts.RENORM_SETTINGS.scales):
+    for v, variant in enumerate(paper1_prompts.RENORM_SETTINGS.variants):
         gap_v = renorm["gap"][k, v]
         print(f"{scale:5g}  {variant:13s} {gap_v[0]:.3e}  {gap_v[-1]:.3e}  {gap_v[-1] / gap_v[0]:.3f}"
               f"   {renorm['logit_scale'][k, v].max():.4f}           "
@@ -1044,8 +1044,8 @@ print(f"largest difference of the gap curves, renormalized against Algorithm 1: 
 fig, axes = figure(2, 1, sharex=True, layout="constrained", height=6.4)
 variant_style = {"algorithm1": (OKABE_ITO["blue"], "-"), "renormalized": (OKABE_ITO["orange"], "--"),
                  "normalized": (OKABE_ITO["bluish green"], ":")}
-for k, scale in enumerate(paper1_prompts.FORM_SCALES):
-    for v, variant in enumerate(paper1_prompts.RENORM_VARIANTS):
+for k, scale in enumerate(paper1_prompts.RENORM_SETTINGS.scales):
+    for v, variant in enumerate(paper1_prompts.RENORM_SETTINGS.variants):
         colour, style = variant_style[variant]
         label = f"{variant}, M x {scale:g}"
         kwargs = dict(color=colour, ls=style, lw=1.5 if k == 0 else 2.5,
