@@ -38,16 +38,16 @@ of S_hat of :func:`attnlib.experiments.part1.reference_starts`, and ``mild_shift
 the minimizer of f minus Q_hat at the basin minimizer).
 
 ``bridge_kappa`` (n = ``KAPPA.n`` [choice: a smaller sample keeps the sweep in budget]): for
-kappa in ``KAPPA.kappas`` (X* held fixed, :func:`attnlib.experiments.ablations.defaults_data`), plain
-and preconditioned gradient descent on Q_hat and Langevin (``KAPPA.chains`` chains) at
+kappa in ``KAPPA.kappas`` (X* held fixed, :func:`attnlib.experiments.ablations.defaults_data`),
+plain and preconditioned gradient descent on Q_hat and Langevin (``KAPPA.chains`` chains) at
 ``s_0(n)``, all from the random start, ``KAPPA.iterations`` iterations; the last method is
 preconditioned Langevin with the mild term on (U, V) instead of (A, B). Keys: ``objective``
 (kappas, methods, chains, G), ``diverged`` (kappas, methods, chains; 1 when the chain blew up,
 its objective is then NaN) and ``basin_value`` (kappas,), the certified minimum reached from
 the spectral start.
 
-``bridge_floors``: for n in ``FLOORS.n_values`` and s in ``FLOORS.temperatures``, preconditioned Langevin
-chains started at the certified minimizer of Q_hat reached from the spectral start. Keys:
+``bridge_floors``: for n in ``FLOORS.n_values`` and s in ``FLOORS.temperatures``, preconditioned
+Langevin chains started at the certified minimizer of Q_hat reached from the spectral start. Keys:
 ``objective``, ``excess_risk`` (n, s, chains, G), ``basin_value``, ``basin_excess_risk`` (n,),
 ``hessian`` (n, D) (the spectrum at the minimizer, (U, V) coordinates), ``step`` (n,).
 """
@@ -67,10 +67,12 @@ from . import TaskGrid, register_grid, settings_config
 from .ablations import defaults_data
 from .part1 import reference_starts
 
-__all__ = ["SIDE_BY_SIDE", "KAPPA", "FLOORS", "SideSettings", "KappaSettings",
-           "FloorSettings", "MethodSpec", "Mild", "Anneal", "side_tasks", "side_task", "assemble_side", "kappa_tasks",
-           "kappa_task", "assemble_kappa", "floor_tasks", "floor_task", "assemble_floors",
-           "base_temperature", "anneal_schedule", "run_method", "replayed_trajectories"]
+__all__ = ["SIDE_BY_SIDE", "KAPPA", "FLOORS", "SideSettings", "KappaSettings", "FloorSettings",
+           "MethodSpec", "Mild", "Anneal", "side_tasks", "side_task", "assemble_side",
+           "kappa_tasks", "kappa_task", "assemble_kappa", "floor_tasks", "floor_task",
+           "assemble_floors", "base_temperature", "anneal_schedule", "run_method",
+           "replayed_trajectories"]
+
 
 @dataclass(frozen=True)
 class Mild:

@@ -385,19 +385,19 @@ def phase2_adam(full: bool = True) -> TaskGrid:
 
 @register_grid("darcy_phase2_sgd", settings=PHASE2["darcy_phase2_sgd"])
 def phase2_sgd(full: bool = True) -> TaskGrid:
-    """Darcy 32x32, Phase 2 with plain SGD: only W_Q, W_K; none/log/power; one seed."""
+    """Darcy 32x32, Phase 2 with plain SGD: only W_Q, W_K; none/log/power; three seeds."""
     return phase2_grid("darcy_phase2_sgd", full=full, run_task=book_phase2_task)
 
 
 @register_grid("darcy_phase2_noisy", settings=PHASE2["darcy_phase2_noisy"])
 def phase2_noisy(full: bool = True) -> TaskGrid:
-    """Darcy 32x32, Phase 2 with SGD plus Gaussian noise (Langevin): none/log/power; one seed."""
+    """Darcy 32x32, Phase 2 with SGD plus Gaussian noise (Langevin): none/log/power; 3 seeds."""
     return phase2_grid("darcy_phase2_noisy", full=full, run_task=book_phase2_task)
 
 
 @register_grid("darcy_phase2_noisy_strong", settings=PHASE2["darcy_phase2_noisy_strong"])
 def phase2_noisy_strong(full: bool = True) -> TaskGrid:
-    """Darcy 32x32, Phase 2 with noisy SGD and a strong lambda = 1e-3; one seed."""
+    """Darcy 32x32, Phase 2 with noisy SGD and a strong lambda = 1e-3; three seeds."""
     return phase2_grid("darcy_phase2_noisy_strong", full=full, run_task=book_phase2_task)
 
 

@@ -519,15 +519,17 @@ print(f"{'[choice]':11s} {annealed}")
 # ```
 #
 # 3. Rerun the LoRA temperature experiment with weight decay instead of the log regularizer at
-#    $s = 0.05$ (`part2.problem("lora", "weight_decay", lam=0.01, seed=0)` and `langevin.euler_maruyama`
-#    with the settings `part2.TEMPERATURES["lora"]` of the stored run), and compare $F_s - f^*$ with the log-regularized value.
+#    $s = 0.05$ (with the stored run's settings `settings = part2.TEMPERATURES["lora"]`:
+#    `part2.problem("lora", "weight_decay", lam=settings.lam, seed=settings.problem_seed)` and
+#    `langevin.euler_maruyama`), and compare $F_s - f^*$ with the log-regularized value.
 #
 # ```{admonition} Solution
 # :class: dropdown
 # Replace the problem and reuse `part2.initial_point`, `part2.blocks` and the fields of
-# `settings = part2.TEMPERATURES["lora"]` (`step=settings.step`,
-# `record_every=settings.record_every`, `seed=settings.init_seed`); estimate $F_s$ with `langevin.tail_mean` and $f^*$
-# with `part2.lowest_loss(problem, seed=settings.problem_seed)`. Weight decay confines the orbit directions with a quadratic, so
+# `settings` (`step=settings.step`, `record_every=settings.record_every`,
+# `seed=settings.init_seed`); estimate $F_s$ with `langevin.tail_mean` and $f^*$ with
+# `part2.lowest_loss(problem, seed=settings.problem_seed)`. Weight decay confines the orbit
+# directions with a quadratic, so
 # each contributes about the $s/4$ of Exercise 1. The log form is quartic near the origin
 # ($t\log(1+t)\approx t^2 = \|W\|_F^4$ for small $t = \|W\|_F^2$) and super-quadratic far out, so by
 # the virial identity of Exercise 1 its orbit directions contribute less; expect a larger
