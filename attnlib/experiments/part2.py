@@ -165,15 +165,16 @@ NORMS = {model: NormSettings(model=model) for model in MODELS}
 CONSTANTS = ConstantSettings(model="lora", regularizers=("weight_decay", "log", "power"),
                              temperatures=TEMPERATURES["lora"].temperatures, chains=64,
                              n_steps=20000, record_every=25)     # time 400, every 0.5
+#: Euler-Maruyama against MALA for time 100 (Gibbs means over the second half)
 MALA = MalaSettings(model="lora", regularizer="log", temperatures=CONSTANTS.temperatures,
-                    chains=64, n_steps=5000, record_every=5)     # time 100; Gibbs means over
-#                                                                  the second half
-_EPSILONS = (0.4, 0.2, 0.1, 0.05)
+                    chains=64, n_steps=5000, record_every=5)
+_EPSILONS = (0.4, 0.2, 0.1, 0.05)     # the accuracies of ANNEAL, whose temperatures they set
+#: Theorem 3.3 for time 100 from the far start of ``langevin_temperatures_lora``
 ANNEAL = AnnealSettings(model="lora", regularizer="log", epsilons=_EPSILONS,
                         temperatures=tuple(anneal_temperature(eps, TEMPERATURES["lora"].dim)
                                            for eps in _EPSILONS),
                         init_scale=TEMPERATURES["lora"].init_scale, chains=64, n_steps=5000,
-                        record_every=5)                          # time 100
+                        record_every=5)
 del _EPSILONS
 
 
