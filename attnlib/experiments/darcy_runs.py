@@ -11,8 +11,14 @@ Registered configurations (``python -m attnlib.experiments NAME``):
 * ``darcy_phase1``: book scale, Phase 1 (stores the per-epoch history and the final weights);
 * ``darcy_phase2_adam``, ``darcy_phase2_sgd``, ``darcy_phase2_noisy``: book scale, Phase 2
   from the stored Phase-1 weights (run ``darcy_phase1`` first);
-* ``darcy_phase2_noisy_strong``: as ``darcy_phase2_noisy`` with the larger ``STRONG_LAM``;
+* ``darcy_phase2_noisy_strong``: as ``darcy_phase2_noisy`` with the larger lambda = 1e-3;
+* ``darcy_phase2_lambda_sweep``: Adam, the log and power forms at three larger strengths;
 * ``darcy_large``: a larger configuration (64 x 64 grid, more data, wider model, both phases).
+
+Every setting of a run is a field of its frozen settings dataclass (``PHASE1``, ``PHASE2[NAME]``,
+``SWEEP``, ``LARGE``; ``experiments.settings(NAME)``): the book-scale setup :data:`BOOK`
+(:class:`DarcySetup`) plus what the run trains; the stored ``config`` is ``dataclasses.asdict``
+of it plus ``full``.
 
 Stored keys. ``darcy_phase1``: the per-epoch history of :func:`attnlib.vit.train`, ``epoch``,
 ``train_loss``, ``reg``, ``norm_WQ``, ``norm_WK``, ``test_loss``, ``test_rmse``,
@@ -27,8 +33,7 @@ replays the first seed of every regime (``align=experiments.leading_block``).
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from typing import Callable
 
@@ -36,7 +41,7 @@ import numpy as np
 
 from .. import darcy, vit
 from ..regularizers import Regularizer
-from . import TaskGrid, load, register, register_grid, run_grid
+from . import TaskGrid, load, register, register_grid, run_grid, settings_config
 from ._tasks import stack_tasks
 
 REGIMES = ("none", "log", "power")
@@ -74,9 +79,53 @@ class DarcySetup:
     phase2_prefix: int = 1
 
 
+@dataclass(frozen=True, kw_only=True)
+class Phase1Settings(DarcySetup):
+    """The settings of ``darcy_phase1``: its setup (every field of :class:`DarcySetup`, shared
+    with the Phase-2 runs that start from its weights) and the epochs it trains."""
+
+    epochs: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Phase2Settings(DarcySetup):
+    """The settings of a stored Phase-2 run: its setup (``lam`` the strength of the log and
+    power regimes, ``seeds`` its seeds), the optimizer (``"adam"``, ``"sgd"`` or ``"noisy"``,
+    :func:`run_phase2`) and the epochs it trains."""
+
+    optimizer: str
+    epochs: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSettings(Phase2Settings):
+    """The settings of ``darcy_phase2_lambda_sweep``: a Phase-2 run of the log and power forms
+    at every strength of ``lams`` (the setup's ``lam`` is not used)."""
+
+    lams: tuple[float, ...]
+
+
+#: the book-scale setup every stored run uses
 BOOK = DarcySetup()
-#: [choice] a strength large enough to confine the noisy-SGD chain within the run (not "low")
-STRONG_LAM = 1e-3
+#: the settings of ``darcy_phase1``
+PHASE1 = Phase1Settings(**vars(BOOK), epochs=BOOK.phase1_epochs)
+#: the settings of the stored Phase-2 runs, by name; [choice] ``darcy_phase2_noisy_strong`` has a
+#: strength large enough to confine the noisy-SGD chain within the run (not "low")
+PHASE2 = {
+    "darcy_phase2_adam": Phase2Settings(**vars(BOOK), optimizer="adam",
+                                        epochs=BOOK.phase2_epochs),
+    "darcy_phase2_sgd": Phase2Settings(**vars(BOOK), optimizer="sgd",
+                                       epochs=BOOK.phase2_epochs),
+    "darcy_phase2_noisy": Phase2Settings(**vars(BOOK), optimizer="noisy",
+                                         epochs=BOOK.phase2_epochs),
+    "darcy_phase2_noisy_strong": Phase2Settings(**vars(replace(BOOK, lam=1e-3)),
+                                                optimizer="noisy", epochs=BOOK.phase2_epochs),
+}
+#: [choice] the lambda sweep that locates the "low-regularization regime": Adam, log and power
+#: forms, the setup's seeds, 40 epochs (half the other runs, to fit the CPU budget; the chapter
+#: compares it with the first 40 epochs of the lambda = 1e-5 runs)
+SWEEP = SweepSettings(**vars(BOOK), optimizer="adam", epochs=40, lams=(1e-4, 1e-3, 1e-2))
+#: the settings of ``darcy_large`` (not stored)
 LARGE = DarcySetup(size=64, n_train=1000, n_test=200, patch=8, width=64, key_dim=64,
                    hidden=128, phase1_epochs=150, phase2_epochs=300)
 
@@ -166,10 +215,6 @@ def run_phase2(task: DarcyTask, start: dict[str, np.ndarray], *, regime: str, se
                      callback=task.test_metrics, dtype=np.dtype(s.dtype).type, progress=progress)
 
 
-def _config_json(setup: DarcySetup, **extra: object) -> np.ndarray:
-    return np.asarray(json.dumps({**asdict(setup), **extra}))
-
-
 def phase1_weights(stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The Phase-1 weights saved in a stored ``darcy_phase1`` run."""
     return {key[len(WEIGHT_PREFIX):]: value for key, value in stored.items()
@@ -190,7 +235,6 @@ def phase1_history(task: DarcyTask, *, epochs: int, progress: bool = False
     params, history = run_phase1(task, epochs=epochs, progress=progress)
     out = dict(history)
     out.update({WEIGHT_PREFIX + key: value for key, value in params.items()})
-    out["config"] = _config_json(task.setup, epochs=epochs)
     return out
 
 
@@ -219,12 +263,12 @@ def phase2_task(task: DarcyTask, start: dict[str, np.ndarray], spec: Phase2Task,
     return history
 
 
-def combine(specs: list[Phase2Task], parts: list[dict[str, np.ndarray]],
-            config: dict[str, object], *, by_lam: bool = False) -> dict[str, np.ndarray]:
+def combine(specs: list[Phase2Task], parts: list[dict[str, np.ndarray]], *,
+            by_lam: bool = False) -> dict[str, np.ndarray]:
     """Stack the histories of the Phase-2 tasks ``specs`` (``parts[i]`` from ``specs[i]``)
     with the grid axes first (module docstring): (regularizer, seed, epoch), or with
-    ``by_lam`` (lambda, regularizer, seed, epoch); coordinates in order of first appearance,
-    ``config`` as JSON. ``ValueError`` when two tasks share a grid cell."""
+    ``by_lam`` (lambda, regularizer, seed, epoch); coordinates in order of first appearance.
+    ``ValueError`` when two tasks share a grid cell."""
     if len(specs) != len(parts):
         raise ValueError(f"parts must hold one history per task, got {len(parts)} for "
                          f"{len(specs)} tasks")
@@ -237,9 +281,15 @@ def combine(specs: list[Phase2Task], parts: list[dict[str, np.ndarray]],
         out = stack_tasks(parts, shape=[len(c) for c in coordinates.values()], indices=cells)
     except ValueError as exc:
         raise ValueError(f"Phase-2 tasks must fill distinct grid cells: {exc}") from exc
-    out = {**{name: np.asarray(values) for name, values in coordinates.items()}, **out}
-    out["config"] = np.asarray(json.dumps(config))
-    return out
+    return {**{name: np.asarray(values) for name, values in coordinates.items()}, **out}
+
+
+def _stored_history(specs: list[Phase2Task], settings: DarcySetup, full: bool,
+                    parts: list[dict[str, np.ndarray]], *, by_lam: bool = False
+                    ) -> dict[str, np.ndarray]:
+    """:func:`combine` plus the ``config`` of the run's ``settings``."""
+    return {**combine(specs, parts, by_lam=by_lam),
+            "config": settings_config(settings, full=full)}
 
 
 def phase2_tasks(optimizer: str, lam: float, seeds: tuple[int, ...], epochs: int
@@ -255,32 +305,20 @@ def phase2_history(task: DarcyTask, start: dict[str, np.ndarray], *, optimizer: 
     """Run Phase 2 for every regime and seed, stacked by :func:`combine`."""
     specs = phase2_tasks(optimizer, task.setup.lam, seeds, epochs)
     parts = [phase2_task(task, start, spec, progress=progress) for spec in specs]
-    return combine(specs, parts, {**asdict(task.setup), "optimizer": optimizer,
-                                  "epochs": epochs, "seeds": list(seeds)})
-
-
-#: Stored Phase-2 runs, name -> (optimizer, lambda, seeds).
-PHASE2_RUNS = {
-    "darcy_phase2_adam": ("adam", BOOK.lam, BOOK.seeds),
-    "darcy_phase2_sgd": ("sgd", BOOK.lam, BOOK.seeds),
-    "darcy_phase2_noisy": ("noisy", BOOK.lam, BOOK.seeds),
-    "darcy_phase2_noisy_strong": ("noisy", STRONG_LAM, BOOK.seeds),
-}
+    return combine(specs, parts)
 
 
 def phase2_grid(name: str, *, full: bool,
                 run_task: Callable[[Phase2Task], dict[str, np.ndarray]]) -> TaskGrid:
-    """The stored Phase-2 configuration ``name`` (see :data:`PHASE2_RUNS`) as a task grid,
-    each task run by ``run_task(spec)``; ``full=False``: the first seed, ``phase2_prefix``
-    epochs (the replayed prefix)."""
-    optimizer, lam, seeds = PHASE2_RUNS[name]
-    setup = replace(BOOK, lam=lam)
-    seeds = seeds if full else seeds[:1]
-    epochs = setup.phase2_epochs if full else setup.phase2_prefix
-    specs = phase2_tasks(optimizer, lam, seeds, epochs)
+    """The stored Phase-2 configuration ``name`` (its settings :data:`PHASE2` ``[name]``) as a
+    task grid, each task run by ``run_task(spec)``; ``full=False``: the first seed,
+    ``phase2_prefix`` epochs (the replayed prefix)."""
+    settings = PHASE2[name]
+    seeds = settings.seeds if full else settings.seeds[:1]
+    epochs = settings.epochs if full else settings.phase2_prefix
+    specs = phase2_tasks(settings.optimizer, settings.lam, seeds, epochs)
     return TaskGrid([(spec,) for spec in specs], run_task,
-                    partial(combine, specs, config={**asdict(setup), "optimizer": optimizer,
-                                                    "epochs": epochs, "seeds": list(seeds)}))
+                    partial(_stored_history, specs, settings, full))
 
 
 def phase2_run(name: str, task: DarcyTask, start: dict[str, np.ndarray], *,
@@ -291,28 +329,22 @@ def phase2_run(name: str, task: DarcyTask, start: dict[str, np.ndarray], *,
                     progress=progress)
 
 
-#: [choice] the lambda sweep that locates the "low-regularization regime" (Adam, log and power
-#: forms, three seeds, SWEEP_EPOCHS epochs (half the other runs, to fit the CPU budget; the
-#: chapter compares it with the first SWEEP_EPOCHS epochs of the lambda = 1e-5 runs))
-SWEEP_LAMS = (1e-4, 1e-3, 1e-2)
-SWEEP_EPOCHS = 40
-
-
 def sweep_label(regime: str, lam: float) -> str:
     """History label of a sweep condition, e.g. ``"log@1e-04"``."""
     return f"{regime}@{lam:.0e}"
 
 
-def sweep_tasks(seeds: tuple[int, ...], epochs: int) -> list[Phase2Task]:
-    """The grid lambda x form x seed of the sweep (Adam)."""
-    return [Phase2Task("adam", regime, lam, seed, epochs, label=sweep_label(regime, lam))
-            for lam in SWEEP_LAMS for regime in ("log", "power") for seed in seeds]
+def sweep_tasks(lams: tuple[float, ...], seeds: tuple[int, ...], epochs: int, *,
+                optimizer: str = "adam") -> list[Phase2Task]:
+    """The grid lambda x form x seed of the sweep."""
+    return [Phase2Task(optimizer, regime, lam, seed, epochs, label=sweep_label(regime, lam))
+            for lam in lams for regime in ("log", "power") for seed in seeds]
 
 
-def _phase1_experiment(setup: DarcySetup, full: bool, progress: bool) -> dict[str, np.ndarray]:
+def _phase1_experiment(setup: DarcySetup, epochs: int, full: bool, progress: bool
+                       ) -> dict[str, np.ndarray]:
     return phase1_history(make_task(setup, progress=progress),
-                          epochs=setup.phase1_epochs if full else setup.phase1_prefix,
-                          progress=progress)
+                          epochs=epochs if full else setup.phase1_prefix, progress=progress)
 
 
 def _phase2_experiment(setup: DarcySetup, start: dict[str, np.ndarray], optimizer: str,
@@ -323,10 +355,11 @@ def _phase2_experiment(setup: DarcySetup, start: dict[str, np.ndarray], optimize
                           progress=progress)
 
 
-@register(PHASE1_NAME)
+@register(PHASE1_NAME, settings=PHASE1)
 def phase1(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Darcy 32x32, Phase 1: Adam on all ViT parameters (history and final weights)."""
-    return _phase1_experiment(BOOK, full, progress)
+    return {**_phase1_experiment(PHASE1, PHASE1.epochs, full, progress),
+            "config": settings_config(PHASE1, full=full)}
 
 
 def _stored_start() -> dict[str, np.ndarray]:
@@ -344,46 +377,45 @@ def book_phase2_task(spec: Phase2Task) -> dict[str, np.ndarray]:
     return phase2_task(*_book_inputs(), spec)
 
 
-@register_grid("darcy_phase2_adam")
+@register_grid("darcy_phase2_adam", settings=PHASE2["darcy_phase2_adam"])
 def phase2_adam(full: bool = True) -> TaskGrid:
     """Darcy 32x32, Phase 2 with Adam: only W_Q, W_K; none/log/power; three seeds."""
     return phase2_grid("darcy_phase2_adam", full=full, run_task=book_phase2_task)
 
 
-@register_grid("darcy_phase2_sgd")
+@register_grid("darcy_phase2_sgd", settings=PHASE2["darcy_phase2_sgd"])
 def phase2_sgd(full: bool = True) -> TaskGrid:
-    """Darcy 32x32, Phase 2 with plain SGD: only W_Q, W_K; none/log/power; one seed."""
+    """Darcy 32x32, Phase 2 with plain SGD: only W_Q, W_K; none/log/power; three seeds."""
     return phase2_grid("darcy_phase2_sgd", full=full, run_task=book_phase2_task)
 
 
-@register_grid("darcy_phase2_noisy")
+@register_grid("darcy_phase2_noisy", settings=PHASE2["darcy_phase2_noisy"])
 def phase2_noisy(full: bool = True) -> TaskGrid:
-    """Darcy 32x32, Phase 2 with SGD plus Gaussian noise (Langevin): none/log/power; one seed."""
+    """Darcy 32x32, Phase 2 with SGD plus Gaussian noise (Langevin): none/log/power; 3 seeds."""
     return phase2_grid("darcy_phase2_noisy", full=full, run_task=book_phase2_task)
 
 
-@register_grid("darcy_phase2_noisy_strong")
+@register_grid("darcy_phase2_noisy_strong", settings=PHASE2["darcy_phase2_noisy_strong"])
 def phase2_noisy_strong(full: bool = True) -> TaskGrid:
-    """Darcy 32x32, Phase 2 with noisy SGD and a strong lambda = STRONG_LAM; one seed."""
+    """Darcy 32x32, Phase 2 with noisy SGD and a strong lambda = 1e-3; three seeds."""
     return phase2_grid("darcy_phase2_noisy_strong", full=full, run_task=book_phase2_task)
 
 
-@register_grid("darcy_phase2_lambda_sweep")
+@register_grid("darcy_phase2_lambda_sweep", settings=SWEEP)
 def phase2_lambda_sweep(full: bool = True) -> TaskGrid:
     """Darcy 32x32, Phase 2 with Adam, log and power at lambda = 1e-4, 1e-3, 1e-2; 3 seeds.
 
     ``full=False`` (the replayed prefix) runs one epoch of the first seed at the first lambda.
     """
-    seeds = BOOK.seeds if full else BOOK.seeds[:1]
-    epochs = SWEEP_EPOCHS if full else BOOK.phase2_prefix
-    specs = [spec for spec in sweep_tasks(seeds, epochs) if full or spec.lam == SWEEP_LAMS[0]]
+    seeds = SWEEP.seeds if full else SWEEP.seeds[:1]
+    epochs = SWEEP.epochs if full else SWEEP.phase2_prefix
+    lams = SWEEP.lams if full else SWEEP.lams[:1]
+    specs = sweep_tasks(lams, seeds, epochs, optimizer=SWEEP.optimizer)
     return TaskGrid([(spec,) for spec in specs], book_phase2_task,
-                    partial(combine, specs, config={**asdict(BOOK), "optimizer": "adam",
-                                                    "epochs": epochs, "lams": list(SWEEP_LAMS),
-                                                    "seeds": list(seeds)}, by_lam=True))
+                    partial(_stored_history, specs, SWEEP, full, by_lam=True))
 
 
-@register("darcy_large")
+@register("darcy_large", settings=LARGE)
 def large(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Darcy 64x64, 1000 samples, width 64: Phase 1 then Phase 2 with Adam (long; not stored).
 
@@ -391,12 +423,12 @@ def large(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     the Phase-1 weights.
     """
     setup = LARGE if full else replace(LARGE, n_train=40, n_test=10)
-    phase1_run = _phase1_experiment(setup, full, progress)
+    phase1_run = _phase1_experiment(setup, setup.phase1_epochs, full, progress)
     start = phase1_weights(phase1_run)
     out = {f"phase1_{key}": value for key, value in phase1_curves(phase1_run).items()}
     out.update({WEIGHT_PREFIX + key: value for key, value in start.items()})
     out.update(_phase2_experiment(setup, start, "adam", setup.seeds, full, progress))
-    out["config"] = _config_json(setup)
+    out["config"] = settings_config(LARGE, full=full)
     return out
 
 

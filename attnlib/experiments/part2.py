@@ -37,8 +37,12 @@ The three grids store their arrays with the grid axes first and coordinate array
 (``em``, ``mala``), ``temperatures`` (S,), ``loss_mean`` (2, S, K), and (full run)
 ``gibbs_mean`` (2, S, 2: estimate and standard error) and ``acceptance`` (2, S; NaN for
 Euler-Maruyama, which has no acceptance step); ``langevin_anneal_lora``: ``epsilons`` (E,),
-``loss_mean``, ``loss_sem`` (E, K), and (full run) ``first_passage`` (E, len(PASSAGE_EPSILONS),
+``loss_mean``, ``loss_sem`` (E, K), and (full run) ``first_passage`` (E, len(passage_epsilons),
 chains) and ``f_star``.
+
+Every setting of a run is a field of its frozen settings dataclass (``TEMPERATURES[model]``,
+``NORMS[model]``, ``CONSTANTS``, ``MALA``, ``ANNEAL``; ``experiments.settings(NAME)``), read
+by the code from there; the stored ``config`` is ``dataclasses.asdict`` of it plus ``full``.
 
 ``full=False`` runs only the first ``PREFIX_STEPS`` steps of every run with the same seeds, so
 its history is the prefix of the full one along the record axis (replayed with
@@ -48,7 +52,7 @@ its history is the prefix of the full one along the record axis (replayed with
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 from functools import partial
 from typing import Mapping
 
@@ -59,54 +63,137 @@ from .. import langevin, lora, qk_attention
 from ..regularizers import Regularizer, make_regularizer
 from ..villani import (FactorizedLoss, lower_bound_log_radius, minimize_data_loss,
                        orbit_constants, orbit_crossovers)
-from . import TaskGrid, register, register_grid
+from . import TaskGrid, register, register_grid, settings_config
 from ._tasks import stack_tasks
 
 MODELS = {"attention": qk_attention.make_problem, "lora": lora.make_problem}
-PROBLEM_SEED = 0
-INIT_SEED = 1
-LAM = 0.01
-STEP = 0.02
+#: steps of every replayed prefix (``full=False``)
 PREFIX_STEPS = 250
 
-TEMPERATURES = (0.02, 0.05, 0.2)
-TEMPERATURE_CHAINS = 128
-TEMPERATURE_STEPS = 5000        # time 100
-TEMPERATURE_RECORD = 5
-TEMPERATURE_INIT_SCALE = 1.5     # a start far above the Gibbs mean, so the approach is visible
-NORM_INIT_SCALE = 0.5
 
-NORM_REGULARIZERS = ("none", "weight_decay", "log", "power")
-NORM_TEMPERATURE = 0.05
-NORM_CHAINS = 64
-NORM_STEPS = 20000              # time 400
-NORM_RECORD = 50
+@dataclass(frozen=True, kw_only=True)
+class LangevinSettings:
+    """The settings every Langevin run of this module has, each a [choice] of this book; the
+    stored ``config`` of a run is ``dataclasses.asdict`` of its settings plus ``full``."""
 
-CONSTANT_MODEL = "lora"
-CONSTANT_REGULARIZERS = ("weight_decay", "log", "power")
-CONSTANT_CHAINS = 64
-CONSTANT_STEPS = 20000          # time 400
-CONSTANT_RECORD = 25            # every 0.5 time units
-CONSTANT_BURN = 0.2             # fraction of the records discarded before the autocorrelation
-MALA_CHAINS = 64
-MALA_STEPS = 5000               # time 100; Gibbs means over the second half
-ANNEAL_EPSILONS = (0.4, 0.2, 0.1, 0.05)
-ANNEAL_CHAINS = 64
-ANNEAL_STEPS = 5000             # time 100
-PASSAGE_EPSILONS = tuple(float(e) for e in np.geomspace(0.4, 0.05, 7))   # three per decade
+    model: str                     # "attention" or "lora" (:data:`MODELS`)
+    lam: float = 0.01              # strength lambda of every regularizer
+    step: float = 0.02             # the step h of Euler-Maruyama (and MALA)
+    chains: int
+    n_steps: int                   # steps of the full run
+    record_every: int              # steps between two records
+    problem_seed: int = 0          # the seed of the problem (:func:`problem`)
 
 
-def problem(model: str, regularizer: str, lam: float = LAM) -> FactorizedLoss:
-    """The seeded problem of ``model`` ('attention' or 'lora') with the named regularizer."""
+@dataclass(frozen=True, kw_only=True)
+class TemperatureSettings(LangevinSettings):
+    """``langevin_temperatures_<model>``: one regularizer at several temperatures, all chains
+    from one far common point (:func:`initial_point`)."""
+
+    dim: int                       # D, the number of trained parameters (checked when run)
+    regularizer: str = "log"
+    temperatures: tuple[float, ...] = (0.02, 0.05, 0.2)
+    chains: int = 128
+    n_steps: int = 5000            # time 100
+    record_every: int = 5
+    prefix_steps: int = PREFIX_STEPS
+    init_scale: float = 1.5        # a start far above the Gibbs mean, so the approach is visible
+    init_seed: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class NormSettings(LangevinSettings):
+    """``langevin_norms_<model>``: several regularizers at one temperature, all chains from one
+    common point (:func:`initial_point`)."""
+
+    regularizers: tuple[str, ...] = ("none", "weight_decay", "log", "power")
+    temperature: float = 0.05
+    chains: int = 64
+    n_steps: int = 20000           # time 400
+    record_every: int = 50
+    prefix_steps: int = PREFIX_STEPS
+    init_scale: float = 0.5
+    init_seed: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConstantSettings(LangevinSettings):
+    """``langevin_constants_<model>``: regularizers x temperatures, chains started at the
+    regularized minimizer; autocorrelation times after discarding the fraction ``burn``."""
+
+    regularizers: tuple[str, ...]
+    temperatures: tuple[float, ...]
+    burn: float = 0.2              # fraction of the records discarded before the autocorrelation
+
+
+@dataclass(frozen=True, kw_only=True)
+class MalaSettings(LangevinSettings):
+    """``langevin_mala_<model>``: Euler-Maruyama against MALA (:data:`SAMPLERS`) at each
+    temperature, chains started at the regularized minimizer."""
+
+    regularizer: str
+    temperatures: tuple[float, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnnealSettings(LangevinSettings):
+    """``langevin_anneal_<model>``: for each epsilon, chains at the temperature
+    ``temperatures[i] = anneal_temperature(epsilons[i], D)`` from one far common point;
+    first passages below ``f* + eps`` for every ``eps`` of ``passage_epsilons``."""
+
+    regularizer: str
+    epsilons: tuple[float, ...]
+    temperatures: tuple[float, ...]
+    passage_epsilons: tuple[float, ...] = tuple(float(e) for e in np.geomspace(0.4, 0.05, 7))
+    init_scale: float
+    init_seed: int = 1
+
+
+def anneal_temperature(epsilon: float, dim: int) -> float:
+    """[choice] The temperature for target accuracy epsilon: ``s = 2 epsilon / D``, so that
+    the Gibbs excess ``s D_eff / 4 <= epsilon / 2`` whenever ``D_eff <= D``."""
+    return 2.0 * epsilon / dim
+
+
+#: the settings of ``langevin_temperatures_<model>``, by model
+TEMPERATURES = {"attention": TemperatureSettings(model="attention", dim=12),
+                "lora": TemperatureSettings(model="lora", dim=11)}
+#: the settings of ``langevin_norms_<model>``, by model
+NORMS = {model: NormSettings(model=model) for model in MODELS}
+#: [choice] the constants of chapter 10 on the LoRA model only (about three times cheaper per
+#: step than attention), at the temperatures of ``langevin_temperatures_lora``
+CONSTANTS = ConstantSettings(model="lora", regularizers=("weight_decay", "log", "power"),
+                             temperatures=TEMPERATURES["lora"].temperatures, chains=64,
+                             n_steps=20000, record_every=25)     # time 400, every 0.5
+#: Euler-Maruyama against MALA for time 100 (Gibbs means over the second half)
+MALA = MalaSettings(model="lora", regularizer="log", temperatures=CONSTANTS.temperatures,
+                    chains=64, n_steps=5000, record_every=5)
+_EPSILONS = (0.4, 0.2, 0.1, 0.05)     # the accuracies of ANNEAL, whose temperatures they set
+#: Theorem 3.3 for time 100 from the far start of ``langevin_temperatures_lora``
+ANNEAL = AnnealSettings(model="lora", regularizer="log", epsilons=_EPSILONS,
+                        temperatures=tuple(anneal_temperature(eps, TEMPERATURES["lora"].dim)
+                                           for eps in _EPSILONS),
+                        init_scale=TEMPERATURES["lora"].init_scale, chains=64, n_steps=5000,
+                        record_every=5)
+del _EPSILONS
+
+
+def problem(model: str, regularizer: str, *, lam: float, seed: int) -> FactorizedLoss:
+    """The problem of ``model`` ('attention' or 'lora') drawn from ``default_rng(seed)``, with
+    the named regularizer of strength ``lam``."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
-    return MODELS[model](rng=np.random.default_rng(PROBLEM_SEED),
+    return MODELS[model](rng=np.random.default_rng(seed),
                          regularizer=make_regularizer(regularizer, lam))
 
 
-def initial_point(prob: FactorizedLoss, chains: int, scale: float) -> np.ndarray:
-    """All chains start at one point with i.i.d. N(0, scale^2) entries (seed ``INIT_SEED``)."""
-    start = scale * np.random.default_rng(INIT_SEED).standard_normal(prob.dim)
+def _problem(settings: LangevinSettings, regularizer: str) -> FactorizedLoss:
+    return problem(settings.model, regularizer, lam=settings.lam, seed=settings.problem_seed)
+
+
+def initial_point(prob: FactorizedLoss, chains: int, scale: float, *, seed: int) -> np.ndarray:
+    """All chains start at one point with i.i.d. N(0, scale^2) entries (``default_rng(seed)``)."""
+    start = scale * np.random.default_rng(seed).standard_normal(prob.dim)
     return np.tile(start, (chains, 1))
 
 
@@ -116,9 +203,10 @@ def blocks(prob: FactorizedLoss) -> dict[str, slice]:
     return {"W1": slice(0, d1), "W2": slice(d1, prob.dim)}
 
 
-def lowest_loss(prob: FactorizedLoss, *, starts: int = 8) -> float:
-    """Lowest regularized loss over BFGS runs from the teacher and ``starts - 1`` random points."""
-    rng = np.random.default_rng(PROBLEM_SEED + 100)
+def lowest_loss(prob: FactorizedLoss, *, seed: int, starts: int = 8) -> float:
+    """Lowest regularized loss over BFGS runs from the teacher and ``starts - 1`` random points
+    (drawn from ``default_rng(seed + 100)``, ``seed`` the problem's seed)."""
+    rng = np.random.default_rng(seed + 100)
     points = [prob.theta_teacher] + [rng.standard_normal(prob.dim) for _ in range(starts - 1)]
     best = np.inf
     for point in points:
@@ -130,16 +218,21 @@ def lowest_loss(prob: FactorizedLoss, *, starts: int = 8) -> float:
     return best
 
 
-def _temperatures(model: str, full: bool, progress: bool) -> dict[str, np.ndarray]:
-    prob = problem(model, "log")
-    n_steps = TEMPERATURE_STEPS if full else PREFIX_STEPS
+def _temperatures(settings: TemperatureSettings, full: bool, progress: bool
+                  ) -> dict[str, np.ndarray]:
+    prob = _problem(settings, settings.regularizer)
+    if prob.dim != settings.dim:
+        raise ValueError(f"settings.dim must be the problem's dimension {prob.dim}, got "
+                         f"{settings.dim}")
+    n_steps = settings.n_steps if full else settings.prefix_steps
     means, sems, norms, tails, tail_sems = [], [], [], [], []
-    for i, s in enumerate(TEMPERATURES):
+    for i, s in enumerate(settings.temperatures):
         run = langevin.euler_maruyama(
             prob.loss_and_grad_flat,
-            initial_point(prob, TEMPERATURE_CHAINS, TEMPERATURE_INIT_SCALE), step=STEP,
-            temperature=s, n_steps=n_steps, record_every=TEMPERATURE_RECORD,
-            blocks=blocks(prob), rng=np.random.default_rng(1000 + i), progress=progress)
+            initial_point(prob, settings.chains, settings.init_scale, seed=settings.init_seed),
+            step=settings.step, temperature=s, n_steps=n_steps,
+            record_every=settings.record_every, blocks=blocks(prob),
+            rng=np.random.default_rng(1000 + i), progress=progress)
         mean, sem = langevin.chain_mean(run.loss)
         means.append(mean)
         sems.append(sem)
@@ -148,11 +241,6 @@ def _temperatures(model: str, full: bool, progress: bool) -> dict[str, np.ndarra
             tail, tail_sem = langevin.tail_mean(run.loss, fraction=0.5)
             tails.append(tail)
             tail_sems.append(tail_sem)
-    config = dict(model=model, regularizer="log", lam=LAM, step=STEP, temperatures=TEMPERATURES,
-                  chains=TEMPERATURE_CHAINS, n_steps=TEMPERATURE_STEPS,
-                  record_every=TEMPERATURE_RECORD, prefix_steps=PREFIX_STEPS,
-                  init_scale=TEMPERATURE_INIT_SCALE,
-                  problem_seed=PROBLEM_SEED, init_seed=INIT_SEED, dim=prob.dim)
     history = {
         "times": run.times,
         "loss_mean": np.stack(means, axis=1),       # (R, temperatures)
@@ -161,59 +249,54 @@ def _temperatures(model: str, full: bool, progress: bool) -> dict[str, np.ndarra
     }
     if full:
         history.update(tail_mean=np.array(tails), tail_sem=np.array(tail_sems),
-                       f_star=np.array(lowest_loss(prob)), config=np.array(json.dumps(config)))
+                       f_star=np.array(lowest_loss(prob, seed=settings.problem_seed)))
+    history["config"] = settings_config(settings, full=full)
     return history
 
 
-def _norms(model: str, full: bool, progress: bool) -> dict[str, np.ndarray]:
-    n_steps = NORM_STEPS if full else PREFIX_STEPS
+def _norms(settings: NormSettings, full: bool, progress: bool) -> dict[str, np.ndarray]:
+    n_steps = settings.n_steps if full else settings.prefix_steps
     means, norms = [], []
-    for i, name in enumerate(NORM_REGULARIZERS):
-        prob = problem(model, name)
+    for i, name in enumerate(settings.regularizers):
+        prob = _problem(settings, name)
         run = langevin.euler_maruyama(
-            prob.loss_and_grad_flat, initial_point(prob, NORM_CHAINS, NORM_INIT_SCALE),
-            step=STEP,
-            temperature=NORM_TEMPERATURE, n_steps=n_steps, record_every=NORM_RECORD,
-            blocks=blocks(prob), rng=np.random.default_rng(2000 + i), progress=progress)
+            prob.loss_and_grad_flat,
+            initial_point(prob, settings.chains, settings.init_scale, seed=settings.init_seed),
+            step=settings.step, temperature=settings.temperature, n_steps=n_steps,
+            record_every=settings.record_every, blocks=blocks(prob),
+            rng=np.random.default_rng(2000 + i), progress=progress)
         means.append(run.loss.mean(axis=1))
         norms.append(run.block_norms.mean(axis=1))
-    config = dict(model=model, regularizers=NORM_REGULARIZERS, lam=LAM, step=STEP,
-                  temperature=NORM_TEMPERATURE, chains=NORM_CHAINS, n_steps=NORM_STEPS,
-                  record_every=NORM_RECORD, prefix_steps=PREFIX_STEPS,
-                  init_scale=NORM_INIT_SCALE,
-                  problem_seed=PROBLEM_SEED, init_seed=INIT_SEED)
-    history = {
+    return {
         "times": run.times,
         "loss_mean": np.stack(means, axis=1),       # (R, regularizers)
         "norm_mean": np.stack(norms, axis=1),       # (R, regularizers, 2)
+        "config": settings_config(settings, full=full),
     }
-    if full:
-        history["config"] = np.array(json.dumps(config))
-    return history
 
 
-@register("langevin_temperatures_attention")
+@register("langevin_temperatures_attention", settings=TEMPERATURES["attention"])
 def temperatures_attention(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Langevin on the log-regularized attention loss at three temperatures (chapter 10)."""
-    return _temperatures("attention", full, progress)
+    return _temperatures(TEMPERATURES["attention"], full, progress)
 
 
-@register("langevin_temperatures_lora")
+@register("langevin_temperatures_lora", settings=TEMPERATURES["lora"])
 def temperatures_lora(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Langevin on the log-regularized LoRA loss at three temperatures (chapter 10)."""
-    return _temperatures("lora", full, progress)
+    return _temperatures(TEMPERATURES["lora"], full, progress)
 
 
-@register("langevin_norms_attention")
+@register("langevin_norms_attention", settings=NORMS["attention"])
 def norms_attention(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Block norms of W_Q, W_K under Langevin with four regularizers (chapter 10)."""
-    return _norms("attention", full, progress)
+    return _norms(NORMS["attention"], full, progress)
 
 
-@register("langevin_norms_lora")
+@register("langevin_norms_lora", settings=NORMS["lora"])
 def norms_lora(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Block norms of U, V under Langevin with four regularizers (chapter 10)."""
-    return _norms("lora", full, progress)
+    return _norms(NORMS["lora"], full, progress)
 
 
 # ----- the constants of chapter 10: grids of independent seeded tasks ----------------------
@@ -222,64 +305,67 @@ def regularized_minimizer(prob: FactorizedLoss) -> np.ndarray:
     return minimize_data_loss(prob, prob.theta_teacher, gtol=1e-8)[0]
 
 
-def constants_task(model: str, regularizer: str, s: float, index: int, *, full: bool,
-                   progress: bool = False) -> dict[str, np.ndarray]:
+def _times(settings: LangevinSettings, full: bool) -> np.ndarray:
+    """The recorded times of a run of ``settings`` (full run or prefix)."""
+    n_steps = settings.n_steps if full else PREFIX_STEPS
+    return settings.step * settings.record_every * np.arange(n_steps // settings.record_every + 1)
+
+
+def constants_task(settings: ConstantSettings, regularizer: str, s: float, index: int, *,
+                   full: bool, progress: bool = False) -> dict[str, np.ndarray]:
     """One task of ``langevin_constants``: keys ``<observable>_mean`` (chain means per
     record) and, in the full run, ``<observable>_tau`` (autocorrelation time in time units,
     records after the burn-in)."""
-    prob = problem(model, regularizer)
-    start = np.tile(regularized_minimizer(prob), (CONSTANT_CHAINS, 1))
-    run = langevin.euler_maruyama(prob.loss_and_grad_flat, start, step=STEP, temperature=s,
-                                  n_steps=CONSTANT_STEPS if full else PREFIX_STEPS,
-                                  record_every=CONSTANT_RECORD, blocks=blocks(prob),
+    prob = _problem(settings, regularizer)
+    start = np.tile(regularized_minimizer(prob), (settings.chains, 1))
+    run = langevin.euler_maruyama(prob.loss_and_grad_flat, start, step=settings.step,
+                                  temperature=s,
+                                  n_steps=settings.n_steps if full else PREFIX_STEPS,
+                                  record_every=settings.record_every, blocks=blocks(prob),
                                   rng=np.random.default_rng(3000 + index), progress=progress)
     first, second = run.block_norms[..., 0], run.block_norms[..., 1]
     series = {"log_ratio": np.log(first) - np.log(second),
               "balance": first ** 2 - second ** 2, "loss": run.loss}
     out = {f"{name}_mean": values.mean(axis=1) for name, values in series.items()}
     if full:
-        burn = int(CONSTANT_BURN * run.times.size)
+        burn = int(settings.burn * run.times.size)
         for name, values in series.items():
-            out[f"{name}_tau"] = np.array(
-                langevin.autocorrelation_time(values[burn:]) * STEP * CONSTANT_RECORD)
+            out[f"{name}_tau"] = np.array(langevin.autocorrelation_time(values[burn:])
+                                          * settings.step * settings.record_every)
     return out
 
 
-def _constants_history(full: bool, results: list[Mapping[str, np.ndarray]]
-                       ) -> dict[str, np.ndarray]:
-    out = {"regularizers": np.asarray(CONSTANT_REGULARIZERS),
-           "temperatures": np.asarray(TEMPERATURES),
-           **stack_tasks(results, shape=(len(CONSTANT_REGULARIZERS), len(TEMPERATURES)))}
-    n_steps = CONSTANT_STEPS if full else PREFIX_STEPS
-    out["times"] = STEP * CONSTANT_RECORD * np.arange(n_steps // CONSTANT_RECORD + 1)
-    out["config"] = np.array(json.dumps(dict(
-        model=CONSTANT_MODEL, regularizers=CONSTANT_REGULARIZERS, temperatures=TEMPERATURES,
-        lam=LAM, step=STEP, chains=CONSTANT_CHAINS, n_steps=n_steps,
-        record_every=CONSTANT_RECORD, burn=CONSTANT_BURN, problem_seed=PROBLEM_SEED)))
-    return out
+def _constants_history(settings: ConstantSettings, full: bool,
+                       results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    shape = (len(settings.regularizers), len(settings.temperatures))
+    return {"regularizers": np.asarray(settings.regularizers),
+            "temperatures": np.asarray(settings.temperatures),
+            **stack_tasks(results, shape=shape), "times": _times(settings, full),
+            "config": settings_config(settings, full=full)}
 
 
-@register_grid("langevin_constants_lora")
+@register_grid("langevin_constants_lora", settings=CONSTANTS)
 def constants_lora(full: bool = True) -> TaskGrid:
     """Autocorrelation times of slow observables, LoRA, three regularizers x temperatures."""
-    tasks = [(reg, s) for reg in CONSTANT_REGULARIZERS for s in TEMPERATURES]
+    tasks = [(reg, s) for reg in CONSTANTS.regularizers for s in CONSTANTS.temperatures]
     return TaskGrid([(reg, s, i) for i, (reg, s) in enumerate(tasks)],
-                    partial(constants_task, CONSTANT_MODEL, full=full),
-                    partial(_constants_history, full))
+                    partial(constants_task, CONSTANTS, full=full),
+                    partial(_constants_history, CONSTANTS, full))
 
 
 #: The samplers of ``langevin_mala_lora``: Euler-Maruyama and MALA.
 SAMPLERS = ("em", "mala")
 
 
-def mala_task(model: str, sampler: str, s: float, index: int, *, full: bool
+def mala_task(settings: MalaSettings, sampler: str, s: float, index: int, *, full: bool
               ) -> dict[str, np.ndarray]:
     """One task of ``langevin_mala``: the chain-mean loss of ``sampler`` ('em' or 'mala') and,
     in the full run, the Gibbs-mean estimate over the second half with its standard error."""
-    prob = problem(model, "log")
-    start = np.tile(regularized_minimizer(prob), (MALA_CHAINS, 1))
-    kwargs = dict(step=STEP, temperature=s, n_steps=MALA_STEPS if full else PREFIX_STEPS,
-                  record_every=TEMPERATURE_RECORD, rng=np.random.default_rng(4000 + index))
+    prob = _problem(settings, settings.regularizer)
+    start = np.tile(regularized_minimizer(prob), (settings.chains, 1))
+    kwargs = dict(step=settings.step, temperature=s,
+                  n_steps=settings.n_steps if full else PREFIX_STEPS,
+                  record_every=settings.record_every, rng=np.random.default_rng(4000 + index))
     if sampler == "mala":
         run = langevin.mala(prob.loss_and_grad_flat, start, **kwargs)
     else:
@@ -293,46 +379,42 @@ def mala_task(model: str, sampler: str, s: float, index: int, *, full: bool
     return out
 
 
-def _mala_history(full: bool, results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    out = {"samplers": np.asarray(SAMPLERS), "temperatures": np.asarray(TEMPERATURES),
-           **stack_tasks(results, shape=(len(SAMPLERS), len(TEMPERATURES)))}
-    n_steps = MALA_STEPS if full else PREFIX_STEPS
-    out["times"] = STEP * TEMPERATURE_RECORD * np.arange(n_steps // TEMPERATURE_RECORD + 1)
-    out["config"] = np.array(json.dumps(dict(
-        model=CONSTANT_MODEL, regularizer="log", lam=LAM, step=STEP, chains=MALA_CHAINS,
-        temperatures=TEMPERATURES, n_steps=n_steps, record_every=TEMPERATURE_RECORD)))
-    return out
+def _mala_history(settings: MalaSettings, full: bool, results: list[Mapping[str, np.ndarray]]
+                  ) -> dict[str, np.ndarray]:
+    return {"samplers": np.asarray(SAMPLERS), "temperatures": np.asarray(settings.temperatures),
+            **stack_tasks(results, shape=(len(SAMPLERS), len(settings.temperatures))),
+            "times": _times(settings, full), "config": settings_config(settings, full=full)}
 
 
-@register_grid("langevin_mala_lora")
+@register_grid("langevin_mala_lora", settings=MALA)
 def mala_lora(full: bool = True) -> TaskGrid:
     """Euler-Maruyama against MALA at h = 0.02 on the log-regularized LoRA loss."""
-    tasks = [(sampler, s) for sampler in SAMPLERS for s in TEMPERATURES]
+    tasks = [(sampler, s) for sampler in SAMPLERS for s in MALA.temperatures]
     return TaskGrid([(sampler, s, i) for i, (sampler, s) in enumerate(tasks)],
-                    partial(mala_task, CONSTANT_MODEL, full=full), partial(_mala_history, full))
+                    partial(mala_task, MALA, full=full), partial(_mala_history, MALA, full))
 
 
-def anneal_temperature(epsilon: float, dim: int) -> float:
-    """[choice] The temperature for target accuracy epsilon: ``s = 2 epsilon / D``, so that
-    the Gibbs excess ``s D_eff / 4 <= epsilon / 2`` whenever ``D_eff <= D``."""
-    return 2.0 * epsilon / dim
-
-
-def anneal_task(model: str, epsilon: float, index: int, *, full: bool,
+def anneal_task(settings: AnnealSettings, epsilon: float, s: float, index: int, *, full: bool,
                 progress: bool = False) -> dict[str, np.ndarray]:
     """One task of ``langevin_anneal``: chain mean and standard error of the loss at
-    temperature :func:`anneal_temperature` from the far common start."""
-    prob = problem(model, "log")
+    temperature ``s`` (which must be :func:`anneal_temperature` of ``epsilon``) from the far
+    common start."""
+    prob = _problem(settings, settings.regularizer)
+    if s != anneal_temperature(epsilon, prob.dim):
+        raise ValueError(f"s must be anneal_temperature({epsilon}, {prob.dim}) = "
+                         f"{anneal_temperature(epsilon, prob.dim)}, got {s}")
     run = langevin.euler_maruyama(
-        prob.loss_and_grad_flat, initial_point(prob, ANNEAL_CHAINS, TEMPERATURE_INIT_SCALE),
-        step=STEP, temperature=anneal_temperature(epsilon, prob.dim),
-        n_steps=ANNEAL_STEPS if full else PREFIX_STEPS, record_every=TEMPERATURE_RECORD,
-        rng=np.random.default_rng(5000 + index), progress=progress)
+        prob.loss_and_grad_flat,
+        initial_point(prob, settings.chains, settings.init_scale, seed=settings.init_seed),
+        step=settings.step, temperature=s, n_steps=settings.n_steps if full else PREFIX_STEPS,
+        record_every=settings.record_every, rng=np.random.default_rng(5000 + index),
+        progress=progress)
     mean, sem = langevin.chain_mean(run.loss)
     out = {"loss_mean": mean, "loss_sem": sem}
     if full:
         out["first_passage"] = first_passage_times(
-            run.times, run.loss - lowest_loss(prob), PASSAGE_EPSILONS)
+            run.times, run.loss - lowest_loss(prob, seed=settings.problem_seed),
+            settings.passage_epsilons)
     return out
 
 
@@ -350,29 +432,23 @@ def first_passage_times(times: np.ndarray, excess: np.ndarray, epsilons: tuple[f
     return out
 
 
-def _anneal_history(full: bool, results: list[Mapping[str, np.ndarray]]
-                    ) -> dict[str, np.ndarray]:
-    out = {"epsilons": np.asarray(ANNEAL_EPSILONS), **stack_tasks(results)}
-    n_steps = ANNEAL_STEPS if full else PREFIX_STEPS
-    out["times"] = STEP * TEMPERATURE_RECORD * np.arange(n_steps // TEMPERATURE_RECORD + 1)
-    prob = problem(CONSTANT_MODEL, "log")
+def _anneal_history(settings: AnnealSettings, full: bool,
+                    results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    out = {"epsilons": np.asarray(settings.epsilons), **stack_tasks(results),
+           "times": _times(settings, full)}
     if full:
-        out["f_star"] = np.array(lowest_loss(prob))
-    out["config"] = np.array(json.dumps(dict(
-        model=CONSTANT_MODEL, regularizer="log", lam=LAM, step=STEP, chains=ANNEAL_CHAINS,
-        epsilons=ANNEAL_EPSILONS, temperatures=[anneal_temperature(e, prob.dim)
-                                                for e in ANNEAL_EPSILONS],
-        passage_epsilons=PASSAGE_EPSILONS,
-        n_steps=n_steps, record_every=TEMPERATURE_RECORD, init_scale=TEMPERATURE_INIT_SCALE)))
+        out["f_star"] = np.array(lowest_loss(_problem(settings, settings.regularizer),
+                                             seed=settings.problem_seed))
+    out["config"] = settings_config(settings, full=full)
     return out
 
 
-@register_grid("langevin_anneal_lora")
+@register_grid("langevin_anneal_lora", settings=ANNEAL)
 def anneal_lora(full: bool = True) -> TaskGrid:
     """Theorem 3.3 with s = 2 epsilon / D: time to reach f* + epsilon, LoRA, log form."""
-    return TaskGrid([(eps, i) for i, eps in enumerate(ANNEAL_EPSILONS)],
-                    partial(anneal_task, CONSTANT_MODEL, full=full), partial(_anneal_history, full))
-
+    return TaskGrid([(eps, s, i) for i, (eps, s) in enumerate(zip(ANNEAL.epsilons,
+                                                                   ANNEAL.temperatures))],
+                    partial(anneal_task, ANNEAL, full=full), partial(_anneal_history, ANNEAL, full))
 
 # ----- readings of Theorem 3.3 at a fixed temperature (chapter 10) --------------------------
 OFFSET_FACTOR = 2.0     # [choice] eps "above the Gibbs offset" means eps >= 2 (F_s - f*)

@@ -274,14 +274,14 @@ constants, replay, _ = experiments.replay("langevin_constants_lora", rtol=1e-9, 
                                           align=experiments.leading_block)
 cfg = experiments.config(constants)
 print(f"langevin_constants_lora: replayed prefix matches; run length {constants['times'][-1]:.0f}")
-lora_wd = part2.problem("lora", "weight_decay")
+lora_wd = part2.problem("lora", "weight_decay", lam=cfg["lam"], seed=cfg["problem_seed"])
 sup_L_lora = 0.5 * np.mean((np.abs(lora_wd.a).sum() + np.abs(lora_wd.y)) ** 2)
 print("regularizer    s   | tau: log(|U|/|V|)  |U|^2-|V|^2   loss | run / max tau | "
       "C_P >= s tau_max / 4 | log10 Holley-Stroock bound")
 for i, reg in enumerate(cfg["regularizers"]):              # the axes of the stored arrays
     for j, s in enumerate(cfg["temperatures"]):
         taus = [float(constants[f"{name}_tau"][i, j]) for name in ("log_ratio", "balance", "loss")]
-        hs = (2 * sup_L_lora / s + np.log(s / (4 * part2.LAM))) / np.log(10) if reg == "weight_decay" else np.nan
+        hs = (2 * sup_L_lora / s + np.log(s / (4 * cfg["lam"]))) / np.log(10) if reg == "weight_decay" else np.nan
         print(f"{reg:>12s} {s:5.2f} | {taus[0]:17.1f} {taus[1]:11.1f} {taus[2]:6.1f} | "
               f"{0.8 * constants['times'][-1] / max(taus):13.0f} | {s * max(taus) / 4:20.3g} | "
               + (f"{hs:.0f}" if np.isfinite(hs) else "-"))
@@ -519,14 +519,17 @@ print(f"{'[choice]':11s} {annealed}")
 # ```
 #
 # 3. Rerun the LoRA temperature experiment with weight decay instead of the log regularizer at
-#    $s = 0.05$ (`part2.problem("lora", "weight_decay")` and `langevin.euler_maruyama` with the
-#    settings of `part2`), and compare $F_s - f^*$ with the log-regularized value.
+#    $s = 0.05$ (with the stored run's settings `settings = part2.TEMPERATURES["lora"]`:
+#    `part2.problem("lora", "weight_decay", lam=settings.lam, seed=settings.problem_seed)` and
+#    `langevin.euler_maruyama`), and compare $F_s - f^*$ with the log-regularized value.
 #
 # ```{admonition} Solution
 # :class: dropdown
-# Replace the problem and reuse `part2.initial_point`, `part2.blocks`, `step=part2.STEP`,
-# `record_every=part2.TEMPERATURE_RECORD`; estimate $F_s$ with `langevin.tail_mean` and $f^*$
-# with `part2.lowest_loss`. Weight decay confines the orbit directions with a quadratic, so
+# Replace the problem and reuse `part2.initial_point`, `part2.blocks` and the fields of
+# `settings` (`step=settings.step`, `record_every=settings.record_every`,
+# `seed=settings.init_seed`); estimate $F_s$ with `langevin.tail_mean` and $f^*$ with
+# `part2.lowest_loss(problem, seed=settings.problem_seed)`. Weight decay confines the orbit
+# directions with a quadratic, so
 # each contributes about the $s/4$ of Exercise 1. The log form is quartic near the origin
 # ($t\log(1+t)\approx t^2 = \|W\|_F^4$ for small $t = \|W\|_F^2$) and super-quadratic far out, so by
 # the virial identity of Exercise 1 its orbit directions contribute less; expect a larger

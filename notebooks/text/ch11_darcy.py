@@ -281,7 +281,7 @@ print(f"for comparison, the ViT's test relative L2 error after Phase 1: {final['
 # * **noisy SGD**: SGD plus Gaussian noise of standard deviation $\sigma_\xi$ per step and entry,
 #   the Euler-Maruyama step of the Langevin dynamics of chapter 10 at temperature
 #   $s = \sigma_\xi^2/\eta$; once with the same small $\lambda$ and once ("noisy, strong") with a
-#   hundred times larger $\lambda$ (`darcy_runs.STRONG_LAM`).
+#   hundred times larger $\lambda$ (the `lam` of `darcy_runs.PHASE2["darcy_phase2_noisy_strong"]`).
 #
 # Every run has three seeds of the minibatch order (and of the injected noise) **[choice]**, so every
 # number below comes with a standard error over seeds ("+-": standard deviation over the three
@@ -305,7 +305,8 @@ for label, name in RUNS.items():
     stored2[label], _, _ = experiments.replay(
         name, prefix=darcy_runs.phase2_run(name, task, weights, full=False), rtol=1e-3,
         align=experiments.leading_block)                 # the first seed of every regime
-    optimizer, lam, seeds = darcy_runs.PHASE2_RUNS[name]
+    run_config = experiments.config(stored2[label])
+    lam, seeds = run_config["lam"], run_config["seeds"]
     print(f"{label:>13s}: lambda = {lam:.0e}, {len(seeds)} seed(s); replayed "
           f"{setup.phase2_prefix} epoch x {len(darcy_runs.REGIMES)} regimes: matches (rtol 1e-3)")
 print(f"noisy SGD temperature s = sigma^2 / eta = {setup.noise_std**2 / setup.sgd_lr:.1e}")
@@ -394,7 +395,8 @@ plt.show()
 # %%
 s_noisy = setup.noise_std**2 / setup.sgd_lr
 entries = setup.width * setup.key_dim
-for lam in (setup.lam, darcy_runs.STRONG_LAM):
+strong_lam = experiments.config(stored2["noisy, strong"])["lam"]
+for lam in (setup.lam, strong_lam):
     for regime in ("log", "power"):
         regularizer = darcy_runs.regularizer_for(regime, dataclasses.replace(setup, lam=lam))
         radius = darcy_runs.gibbs_mode_norm(regularizer, temperature=s_noisy, entries=entries)
@@ -420,15 +422,16 @@ print(f"pure diffusion over {steps} steps: ||W_Q||_F^2 grows by steps * sigma^2 
 # %%
 sweep, _, _ = experiments.replay("darcy_phase2_lambda_sweep", rtol=1e-3,
                                  align=experiments.leading_block)
+sweep_config = experiments.config(sweep)
 print("darcy_phase2_lambda_sweep: replayed 1 epoch at lambda = "
-      f"{darcy_runs.SWEEP_LAMS[0]:g} (log, power): matches (rtol 1e-3)")
-base = darcy_runs.summarize_phase2(stored2["adam"], last=10, epochs=darcy_runs.SWEEP_EPOCHS)
+      f"{sweep_config['lams'][0]:g} (log, power): matches (rtol 1e-3)")
+base = darcy_runs.summarize_phase2(stored2["adam"], last=10, epochs=sweep_config["epochs"])
 sweep_rows, sweep_summaries = {}, {setup.lam: base}
-for lam in darcy_runs.SWEEP_LAMS:
+for lam in sweep_config["lams"]:
     labels = tuple(darcy_runs.sweep_label(form, lam) for form in ("log", "power"))
     found = darcy_runs.summarize_phase2(sweep, last=10, labels=labels)
     sweep_summaries[lam] = {"none": base["none"], "log": found[labels[0]], "power": found[labels[1]]}
-print(f"Adam, after {darcy_runs.SWEEP_EPOCHS} epochs (means over 3 seeds; test loss and gap over the last 10 epochs)")
+print(f"Adam, after {sweep_config['epochs']} epochs (means over 3 seeds; test loss and gap over the last 10 epochs)")
 print("lambda   form  | rel. L2 (+- SE)   | difference to none | |W_Q| end | test loss | gap")
 m = base["none"]
 print(f"   -     none  | {m['rel_l2']:.2%} +- {m['rel_l2_sem']:.2%} |                    | "
@@ -474,7 +477,7 @@ for overall, parts in ((v1, parts1), (v2, parts2), (v3, parts3), (v4, per_run4 +
     for part in parts:
         print("    " + str(part))
 strong = {"noisy, strong": summaries["noisy, strong"]}
-print(f"\nbeside them, noisy SGD at lambda = {darcy_runs.STRONG_LAM:g}:")
+print(f"\nbeside them, noisy SGD at lambda = {strong_lam:g}:")
 _, per_run_strong, conditions_strong = ch11.gap_grows_without_lower_with(strong)
 for part in (ch11.same_error(strong)[1] + ch11.norms_contained(strong, {"noisy, strong": growing["noisy"]})[1]
              + per_run_strong + conditions_strong):

@@ -53,14 +53,14 @@ floors = experiments.load("bridge_floors")          # python -m attnlib.experime
 config = experiments.config(side)
 P, D_IN, N, SIGMA = 20, 10, config["n"], 0.1
 DIM = P * D_IN + D_IN ** 2
-METHODS = list(bridge_runs.SIDE_METHODS)
+METHODS = list(config["methods"])
 floor_ols = population.ols_excess_risk(N, D_IN, P, SIGMA)
 s0 = bridge_runs.base_temperature(N, P, D_IN, SIGMA)
 print(f"D = p d + d^2 = {DIM} parameters; OLS excess risk p sigma^2 d / (2 (n - d - 1)) = "
       f"{floor_ols:.3g} at n = {N}")
 print(f"s_0 = 4 floor / D = {s0:.3g}: s_0 D / 4 = {s0 * DIM / 4:.3g}; annealed to "
-      f"{s0 * bridge_runs.ANNEAL_FACTOR:.3g} in {bridge_runs.ANNEAL_STAGES} stages")
-print(f"mild regularizer: log form, lambda_m = {bridge_runs.MILD_LAM:g}")
+      f"{s0 * config['anneal']['factor']:.3g} in {config['anneal']['stages']} stages")
+print(f"mild regularizer: log form, lambda_m = {config['mild']['lam']:g}")
 
 # %% [markdown]
 # ## The problem, the potential and the three stored runs
@@ -361,13 +361,14 @@ for k, name in enumerate(METHODS):
 
 # %%
 kappas = sweep["kappas"]
-kappa_methods = list(bridge_runs.KAPPA_METHODS)
-s_small = bridge_runs.base_temperature(bridge_runs.KAPPA_N, P, D_IN, SIGMA)
+kappa_config = experiments.config(sweep)
+kappa_methods = list(kappa_config["methods"])
+s_small = bridge_runs.base_temperature(kappa_config["n"], P, D_IN, SIGMA)
 target = 2 * s_small * DIM / 4
 k_iter = sweep["iteration"]
 k_cap = int(k_iter[-1])
 times = np.full((len(kappas), len(kappa_methods)), np.inf)
-print(f"n = {bridge_runs.KAPPA_N}: s_0 = {s_small:.3g}, target gap 2 s_0 D / 4 = {target:.3g}")
+print(f"n = {kappa_config['n']}: s_0 = {s_small:.3g}, target gap 2 s_0 D / 4 = {target:.3g}")
 print(f"{'kappa':>6s} " + " ".join(f"{m:>20s}" for m in kappa_methods))
 for i, kappa in enumerate(kappas):
     row = []
@@ -603,7 +604,7 @@ t_plain = np.where(np.isfinite(times[:, plain]), times[:, plain], k_cap)
 t_pre = np.where(np.isfinite(times[:, pre]), times[:, pre], np.inf)
 speedup = np.maximum(t_plain, 1) / np.maximum(t_pre, 1)
 print(f"{'[choice]':11s} {ch12.preconditioner_speedup(speedup, kappas)}")
-final_s = {"annealed (random)": s0 * bridge_runs.ANNEAL_FACTOR, "langevin": s0}
+final_s = {"annealed (random)": s0 * config["anneal"]["factor"], "langevin": s0}
 gap_over_eps, offset_over_eps = {}, {}
 for name, s_final in final_s.items():
     k = METHODS.index(name)
