@@ -95,7 +95,10 @@ echo "== 3/4 took $((SECONDS - step)) s"
 echo "== 4/4 teaching material: problem sets, student edition, live JupyterLab"
 step=$SECONDS
 if [ "$chromium_ok" = 1 ]; then
-  .venv/bin/python -m pytest "${TEACHING_TESTS[@]}" -n "${ATTNBOOK_WORKERS:-2}" --dist loadgroup -q \
+  # --dist loadfile: each file's tests on one worker, so its fixtures (problem sets assigned,
+  # the bundle, the decks) are built once. (pytest-xdist 3.8's loadgroup does not group under
+  # pytest 9: its suffix hook lacks @hookimpl and is never called.)
+  .venv/bin/python -m pytest "${TEACHING_TESTS[@]}" -n "${ATTNBOOK_WORKERS:-2}" --dist loadfile -q \
     || failed+=("4 (teaching material)")
 else
   failed+=("4 (teaching material: no Chromium for the live JupyterLab test)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -20,6 +21,13 @@ from attnlib.experiments import TaskGrid, register_grid
 from attnlib.experiments._tasks import merge_tasks
 
 SEEDS = tuple(range(6))
+
+
+@dataclass(frozen=True)
+class FixtureSettings:
+    """The settings of the fixture grids (their only setting: the number of tasks)."""
+
+    tasks: int
 
 
 def tiny_task(seed: int, n: int) -> dict[str, np.ndarray]:
@@ -36,7 +44,7 @@ def _assemble(n: int, results: list) -> dict[str, np.ndarray]:
     return {**merge_tasks(results), "config": np.asarray(json.dumps({"n": n}))}
 
 
-@register_grid("tiny_grid")
+@register_grid("tiny_grid", settings=FixtureSettings(tasks=len(SEEDS)))
 def tiny_grid(full: bool = True) -> TaskGrid:
     """Six seeded attention losses and gradients (a test fixture)."""
     n = 300 if full else 40
@@ -51,7 +59,7 @@ def slow_task(index: int) -> dict[str, np.ndarray]:
     return {f"task{index}": np.asarray(float(index))}
 
 
-@register_grid("slow_grid")
+@register_grid("slow_grid", settings=FixtureSettings(tasks=2))
 def slow_grid(full: bool = True) -> TaskGrid:
     """Two tasks of a minute each (a test fixture for interrupting a run)."""
     return TaskGrid([(0,), (1,)], slow_task, merge_tasks)
@@ -83,7 +91,7 @@ def broken_task(index: int) -> dict[str, np.ndarray]:
     return {f"task{index}": np.asarray(float(index))}
 
 
-@register_grid("broken_grid")
+@register_grid("broken_grid", settings=FixtureSettings(tasks=3))
 def broken_grid(full: bool = True) -> TaskGrid:
     """Three tasks, the second of which raises (a test fixture for failing fast)."""
     return TaskGrid([(0,), (1,), (2,)], broken_task, merge_tasks)

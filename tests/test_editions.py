@@ -28,8 +28,6 @@ import pytest
 from fresh_venv import venv
 
 ROOT = Path(__file__).resolve().parents[1]
-# One worker and session-scoped fixtures: the bundle is built once (tests/test_problem_sets.py).
-pytestmark = pytest.mark.xdist_group("editions")
 _spec = importlib.util.spec_from_file_location("editions", ROOT / "scripts" / "editions.py")
 editions = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(editions)
@@ -273,11 +271,14 @@ def test_bundle_runs_in_a_fresh_venv(bundle, tmp_path) -> None:
     chosen += sorted((bundle / "problem_sets").glob("*/*.ipynb"))
     # Each kernel is shut down at once after its notebook, and the process leaves with os._exit
     # once every notebook is written: a run once hung after its last notebook, in interpreter
-    # shutdown with a kernel still attached. The timeout turns any hang into a failure.
+    # shutdown with a kernel still attached. The timeout turns any hang into a failure. The
+    # cell timeout is 120 s (the slowest cell takes about 15 s): once, on a loaded machine, the
+    # client missed the reply of chapter 1's slider cell and only went on at the cell timeout,
+    # then 600 s, which turned a 40 s test into an 11-minute one.
     run = ("import os, sys, nbformat, nbclient\n"
            "for path in sys.argv[1:]:\n"
            "    nb = nbformat.read(path, as_version=4)\n"
-           "    nbclient.NotebookClient(nb, timeout=600, kernel_name='python3', "
+           "    nbclient.NotebookClient(nb, timeout=120, kernel_name='python3', "
            "shutdown_kernel='immediate', resources="
            "{'metadata': {'path': path.rsplit('/', 1)[0]}}).execute()\n"
            "    nbformat.write(nb, path)\n"

@@ -50,7 +50,7 @@ def test_save_and_load_round_trip_with_manifest(store: Path) -> None:
 @pytest.mark.parametrize("name", ["../../x", "a/b", "x.y", "", ".hidden", "9lives", None])
 def test_store_names_must_be_plain_identifiers(store: Path, name: object) -> None:
     for call in (lambda: experiments.save(name, OLD), lambda: experiments.load(name),
-                 lambda: experiments.register(name)):
+                 lambda: experiments.register(name, settings=experiments.settings("scaling"))):
         with pytest.raises(ValueError, match="plain identifier"):
             call()
     assert list(store.iterdir()) == [] and not (store.parent.parent / "x.npz").exists()
@@ -595,3 +595,24 @@ def test_every_experiment_writes_its_config_from_frozen_settings(name: str) -> N
     assert {key: stored.get(key) for key in written} == written, (
         f"rerun `python -m attnlib.experiments {name}`")
     assert set(stored) - set(written) <= {"full"}, "the stored config has entries no field holds"
+
+
+def test_register_refuses_settings_that_are_not_a_frozen_dataclass_instance() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Mutable:
+        seeds: int = 1
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        seeds: int = 1
+
+    for bad in (Mutable(), Frozen, {"seeds": 1}, None):
+        with pytest.raises(TypeError, match="frozen dataclass instance"):
+            experiments.register("never_registered", settings=bad)
+    assert "never_registered" not in experiments.registry()
+    with pytest.raises(ValueError, match="shadow"):
+        experiments.settings_config(Frozen(), seeds=2)
+    assert json.loads(str(experiments.settings_config(Frozen(), full=False))) == {
+        "seeds": 1, "full": False}

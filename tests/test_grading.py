@@ -26,8 +26,6 @@ from fresh_venv import venv
 
 ROOT = Path(__file__).resolve().parents[1]
 MASTER = ROOT / "notebooks" / "problem_sets" / "ps1_part1_theory.ipynb"
-# One worker and a session-scoped fixture: problem set 1 is assigned once (test_problem_sets.py).
-pytestmark = pytest.mark.xdist_group("grading")
 WRONG_SOFTMAX = ("def softmax_rows(logits):\n"
                  "    weights = np.exp(logits)\n"
                  "    return weights / weights.sum(axis=1, keepdims=True)\n")

@@ -32,8 +32,7 @@ CHAPTER = "ch01_model.ipynb"
 RUN_ALL_TIMEOUT_MS = 240_000
 
 pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                 reason=f"no Chromium at {CHROMIUM} (set ATTNBOOK_CHROMIUM)"),
-              pytest.mark.xdist_group("live_lab")]
+                                 reason=f"no Chromium at {CHROMIUM} (set ATTNBOOK_CHROMIUM)")]
 
 
 def _free_port() -> int:

@@ -28,9 +28,6 @@ editions = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(editions)
 PROBLEM_SETS = sorted((ROOT / "notebooks" / "problem_sets").glob("ps*.ipynb"))
 OTTER = str(Path(sys.executable).with_name("otter"))
-# One worker, and session-scoped fixtures: each set is assigned once (a module-scoped fixture
-# is set up again whenever another module's test runs in between on the same worker).
-pytestmark = pytest.mark.xdist_group("problem_sets")
 
 # Plausible mistakes: problem set -> question -> (function name, wrong code, expected feedback).
 WRONG = {

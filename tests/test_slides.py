@@ -20,8 +20,8 @@ import slides  # noqa: E402
 
 CHROMIUM = os.environ.get("ATTNBOOK_CHROMIUM", "/usr/bin/chromium")
 WEEKS = sorted(yaml.safe_load(slides.SPEC.read_text()))
-pytestmark = [pytest.mark.xdist_group("slides"), pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason=f"no Chromium at {CHROMIUM} (set ATTNBOOK_CHROMIUM)")]
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason=f"no Chromium at {CHROMIUM} (set ATTNBOOK_CHROMIUM)")
 
 
 @pytest.fixture(scope="session")

@@ -78,7 +78,7 @@ _GRIDS: dict[str, Callable[[bool], TaskGrid]] = {}
 _SETTINGS: dict[str, object] = {}
 
 
-def register(name: str, *, settings: object | None = None) -> Callable[[Experiment], Experiment]:
+def register(name: str, *, settings: object) -> Callable[[Experiment], Experiment]:
     """Decorator registering ``fn(full: bool = True, progress: bool = False)`` under ``name``.
 
     ``settings`` is the run's frozen dataclass instance: every setting of the full run is one of
@@ -99,7 +99,7 @@ def register(name: str, *, settings: object | None = None) -> Callable[[Experime
     return decorate
 
 
-def register_grid(name: str, *, settings: object | None = None
+def register_grid(name: str, *, settings: object
                   ) -> Callable[[Callable[[bool], TaskGrid]], Experiment]:
     """Decorator registering ``grid(full: bool = True) -> TaskGrid`` under ``name``.
 
@@ -125,20 +125,17 @@ def register_grid(name: str, *, settings: object | None = None
 
 
 def _check_settings(name: str, settings: object) -> None:
-    if settings is None:          # TRANSITION: every experiment gets settings (issue 28)
-        return
     if not (dataclasses.is_dataclass(settings) and not isinstance(settings, type)
             and type(settings).__dataclass_params__.frozen):        # type: ignore[attr-defined]
-        raise TypeError(f"settings of experiment {name!r} must be a frozen dataclass instance, "
+        raise TypeError(f"settings of {name!r} must be a frozen dataclass instance, "
                         f"got {type(settings).__name__}")
 
 
 def settings(name: str) -> object:
     """The frozen settings dataclass instance of the registered experiment ``name``: every
-    setting of its full run, the fields its stored ``config`` is written from."""
+    setting of its full run, the fields its stored ``config`` is written from. Raises
+    ``KeyError`` for a name that is not registered."""
     _known(name)
-    if _SETTINGS.get(name) is None:
-        raise KeyError(f"experiment {name!r} was registered without settings")
     return _SETTINGS[name]
 
 
@@ -147,6 +144,7 @@ def settings_config(settings: object, **run_time: object) -> np.ndarray:
     become dicts, tuples lists) plus ``run_time`` entries that are not settings (such as
     ``full``), as a JSON string in a 0-d array. Raises ``ValueError`` if a ``run_time`` key
     shadows a field."""
+    _check_settings("settings_config", settings)
     fields = dataclasses.asdict(settings)                           # type: ignore[call-overload]
     clash = sorted(set(fields) & set(run_time))
     if clash:

@@ -121,8 +121,8 @@ PHASE2 = {
     "darcy_phase2_noisy_strong": Phase2Settings(**vars(replace(BOOK, lam=1e-3)),
                                                 optimizer="noisy", epochs=BOOK.phase2_epochs),
 }
-#: [choice] the lambda sweep that locates the "low-regularization regime": Adam, log and power
-#: forms, the setup's seeds, 40 epochs (half the other runs, to fit the CPU budget; the chapter
+#: [choice] The lambda sweep that locates the "low-regularization regime" (Adam, log and power
+#: forms, the setup's seeds), 40 epochs (half the other runs, to fit the CPU budget; the chapter
 #: compares it with the first 40 epochs of the lambda = 1e-5 runs)
 SWEEP = SweepSettings(**vars(BOOK), optimizer="adam", epochs=40, lams=(1e-4, 1e-3, 1e-2))
 #: the settings of ``darcy_large`` (not stored)

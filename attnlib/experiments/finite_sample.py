@@ -61,7 +61,8 @@ from .ablations import defaults_data
 from .part1 import SETTINGS as DEFAULTS
 from .part1 import derive
 
-__all__ = ["METHODS_SETTINGS", "SPECTRA_SETTINGS", "REPLAYED_KEYS", "methods_task",
+__all__ = ["METHODS_SETTINGS", "SPECTRA_SETTINGS", "MethodsSettings", "SpectraSettings",
+           "OrbitSettings", "REPLAYED_KEYS", "methods_task",
            "spectra_task", "recorded_prefix"]
 
 

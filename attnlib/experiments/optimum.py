@@ -50,7 +50,8 @@ from ._tasks import stack_tasks
 from .ablations import defaults_data
 from .part1 import SETTINGS as DEFAULTS
 
-__all__ = ["SLOW_SETTINGS", "CURVATURE_SETTINGS", "slow_directions_task", "curvature_task"]
+__all__ = ["SLOW_SETTINGS", "CURVATURE_SETTINGS", "SlowDirectionsSettings", "CurvatureSettings",
+           "slow_directions_task", "curvature_task"]
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,10 @@ from .ablations import defaults_data
 from .part1 import derive, method_options, recorded_iterations
 
 __all__ = ["BIAS_SETTINGS", "TOKENS_SETTINGS", "EXPERIMENT_SETTINGS", "MAP_SETTINGS",
-           "VARIANCE_SETTINGS", "FORMS_SETTINGS", "RENORM_SETTINGS", "scaled_task", "bias_task", "bias_tasks", "assemble_bias",
+           "VARIANCE_SETTINGS", "FORMS_SETTINGS", "RENORM_SETTINGS", "BiasSettings",
+           "TokensSettings", "ExperimentSettings", "ClaimsMapSettings", "VarianceSettings",
+           "FormsSettings", "RenormalizationSettings", "scaled_task", "bias_task", "bias_tasks",
+           "assemble_bias",
            "experiment_data", "experiment_task", "experiment_tasks",
            "assemble_experiment", "start_ratio_map", "variance_task",
            "variance_tasks", "assemble_variance", "claims_map_task", "claims_map_tasks",
@@ -193,7 +196,7 @@ def paper1_prompts_bias(full: bool = True) -> TaskGrid:
 
 @dataclass(frozen=True)
 class TokensSettings:
-    """Every setting of ``paper1_prompts_bias_tokens`` (:func:`tokens_task`) that differs from
+    """Every setting of ``paper1_prompts_bias_tokens`` (``tokens_task``) that differs from
     ``paper1_prompts_bias`` (the rest, read from :data:`BIAS_SETTINGS`: the tokens per prompt
     grid, lambda, mask, deployment), each a [choice] of this book; the stored ``config`` is
     ``dataclasses.asdict`` of it."""
@@ -649,7 +652,7 @@ def claim_values(history: dict[str, np.ndarray], noise_index: int,
 
 @dataclass(frozen=True)
 class FormsSettings:
-    """Every setting of ``paper1_prompts_regularizer_forms`` (:func:`form_task`), each a
+    """Every setting of ``paper1_prompts_regularizer_forms`` (``form_task``), each a
     [choice] of this book; ``lam`` is each variant's regularizer weight (``"normalized"``:
     the normalized form of the balancing regularizer, ``"none"``: no regularizer); the
     deployment is ``paper1_prompts_bias``'s. The stored ``config`` is ``dataclasses.asdict`` of
@@ -671,7 +674,7 @@ class FormsSettings:
 
 @dataclass(frozen=True)
 class RenormalizationSettings:
-    """Every setting of ``paper1_prompts_renormalization`` (:func:`renormalization_task`), each a
+    """Every setting of ``paper1_prompts_renormalization`` (``renormalization_task``), each a
     [choice] of this book (chapter 5's prompts data: ``paper1_prompts_experiment``'s n and
     prompts; the regularizer forms' scales); the deployment is ``paper1_prompts_experiment``'s.
     The stored ``config`` is ``dataclasses.asdict`` of it."""
