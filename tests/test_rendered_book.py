@@ -382,8 +382,9 @@ RAW_TEX = re.compile(r"\$|\\[A-Za-z]{2,}|[_^]\{")
 
 def _check_raw_tex(page) -> list[str]:
     texts = page.evaluate("""() => {
+        // dt.sig: an API signature is Python code (a string default may hold ^{ or $)
         const skip = 'pre, code, kbd, script, style, mjx-container, .math, .highlight, '
-                   + 'textarea, .sd-badge';
+                   + 'textarea, .sd-badge, dt.sig';
         const walker = document.createTreeWalker(document.querySelector('article')
             || document.body, NodeFilter.SHOW_TEXT);
         const found = [];
