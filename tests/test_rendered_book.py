@@ -300,23 +300,33 @@ def _check_sliders(page) -> list[str]:
     return problems
 
 
+def _becomes(page, condition: str, timeout_ms: float = 2000) -> bool:
+    """Whether the JavaScript ``condition`` holds within ``timeout_ms`` (the themes animate
+    their drawers and sidebar for 0.25 s; waiting for the state, not a fixed time)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(condition, timeout=timeout_ms)
+    except PlaywrightTimeout:
+        return False
+    return True
+
+
 def _check_navigation(page, width: int) -> list[str]:
     toggle = page.locator(".primary-toggle:visible").first
     if toggle.count() == 0:
         return ["no visible navigation button"]
     toggle.click()
-    page.wait_for_timeout(500)   # the themes animate the sidebar for 0.25 s
     if width < 992:
-        opened = page.evaluate("() => { const d = document.getElementById("
-                               "'pst-primary-sidebar-modal'); return !!(d && d.open); }")
-        if not opened:
+        if not _becomes(page, "() => { const d = document.getElementById("
+                              "'pst-primary-sidebar-modal'); return !!(d && d.open); }"):
             return ["the navigation button does not open the navigation drawer"]
         page.keyboard.press("Escape")
         return []
-    hidden = page.evaluate("() => { const s = document.getElementById('pst-primary-sidebar');"
-                           " const style = s && getComputedStyle(s); return !s || "
-                           "style.display === 'none' || style.visibility === 'hidden' || "
-                           "s.getBoundingClientRect().right <= 0; }")
+    hidden = _becomes(page, "() => { const s = document.getElementById('pst-primary-sidebar');"
+                            " const style = s && getComputedStyle(s); return !s || "
+                            "style.display === 'none' || style.visibility === 'hidden' || "
+                            "s.getBoundingClientRect().right <= 0; }")
     return [] if hidden else ["the sidebar toggle does not hide the sidebar"]
 
 
@@ -496,18 +506,14 @@ def _check_contents_drawer(page, width: int) -> list[str]:
     if toggle.count() == 0:
         return []   # a page without sections has no drawer
     toggle.click()
-    page.wait_for_timeout(400)
-    if not page.evaluate("() => document.getElementById('pst-secondary-sidebar-modal').open"):
+    if not _becomes(page, "() => document.getElementById('pst-secondary-sidebar-modal').open"):
         return ["the \"on this page\" button does not open its drawer"]
     link = page.locator("#pst-secondary-sidebar-modal a[href^='#']").first
     if link.count() == 0:
         page.keyboard.press("Escape")
         return []
     link.click()
-    page.wait_for_timeout(400)
-    still_open = page.evaluate("() => document.getElementById("
-                               "'pst-secondary-sidebar-modal').open")
-    if still_open:
+    if not _becomes(page, "() => !document.getElementById('pst-secondary-sidebar-modal').open"):
         page.keyboard.press("Escape")
         return ["the \"on this page\" drawer stays open after a tap on a section"]
     return []
