@@ -7,7 +7,6 @@ named by ``ATTNLIB_TEST_MARKERS`` and then sleep (for the Ctrl-C test).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -40,16 +39,12 @@ def tiny_task(seed: int, n: int) -> dict[str, np.ndarray]:
             f"seed{seed}/grad_B": grad_b}
 
 
-def _assemble(n: int, results: list) -> dict[str, np.ndarray]:
-    return {**merge_tasks(results), "config": np.asarray(json.dumps({"n": n}))}
-
-
 @register_grid("tiny_grid", settings=FixtureSettings(tasks=len(SEEDS)))
 def tiny_grid(full: bool = True) -> TaskGrid:
     """Six seeded attention losses and gradients (a test fixture)."""
     n = 300 if full else 40
     return TaskGrid([(seed,) for seed in (SEEDS if full else SEEDS[:1])],
-                    partial(tiny_task, n=n), partial(_assemble, n))
+                    partial(tiny_task, n=n), merge_tasks)
 
 
 def slow_task(index: int) -> dict[str, np.ndarray]:

@@ -616,3 +616,28 @@ def test_register_refuses_settings_that_are_not_a_frozen_dataclass_instance() ->
         experiments.settings_config(Frozen(), seeds=2)
     assert json.loads(str(experiments.settings_config(Frozen(), full=False))) == {
         "seeds": 1, "full": False}
+
+
+def test_the_registry_writes_the_config_and_refuses_an_experiment_that_writes_its_own() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Settings:
+        seeds: int = 2
+
+    def plain(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+        return {"loss": np.arange(3.0)}
+
+    def own_config(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+        return {"loss": np.arange(3.0), "config": np.asarray("{}")}
+
+    try:
+        written = experiments.register("registry_writes", settings=Settings())(plain)(full=False)
+        assert json.loads(str(written["config"])) == {"seeds": 2, "full": False}
+        refused = experiments.register("experiment_writes", settings=Settings())(own_config)
+        with pytest.raises(ValueError, match="does not write 'config'"):
+            refused()
+    finally:
+        for name in ("registry_writes", "experiment_writes"):
+            experiments._REGISTRY.pop(name, None)
+            experiments._SETTINGS.pop(name, None)

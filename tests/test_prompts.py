@@ -204,6 +204,7 @@ def test_map_claims_judge_the_values_of_the_history() -> None:
 
 
 def test_a_claims_map_cell_is_judged_like_an_experiment_cell() -> None:
+    from attnlib import experiments
     from attnlib.claims import ch05
     from attnlib.experiments import paper1_prompts
 
@@ -216,8 +217,9 @@ def test_a_claims_map_cell_is_judged_like_an_experiment_cell() -> None:
                             start_excess=rng.random(2), L_star=np.asarray(0.1),
                             basin_value=np.asarray(objective.min() - 0.01),
                             best_loss=np.asarray(0.5)))
-    history = paper1_prompts.assemble_claims_map(
-        tasks, results, settings=replace(paper1_prompts.MAP_SETTINGS, iterations=2))
+    settings = replace(paper1_prompts.MAP_SETTINGS, iterations=2)
+    history = paper1_prompts.assemble_claims_map(tasks, results, settings=settings)
+    history["config"] = experiments.settings_config(settings)      # as the registry writes it
     assert list(history["iteration"]) == [0, 1, 2]
     for (i, j), result in zip(tasks, results):
         cell = paper1_prompts.claims_map_cell(history, i, j)

@@ -43,6 +43,7 @@ fails on a clash and on a chapter that imports an attnlib module under an alias.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import json
@@ -82,7 +83,9 @@ def register(name: str, *, settings: object) -> Callable[[Experiment], Experimen
     """Decorator registering ``fn(full: bool = True, progress: bool = False)`` under ``name``.
 
     ``settings`` is the run's frozen dataclass instance: every setting of the full run is one of
-    its fields, and the stored ``config`` is written from it (:func:`settings_config`). The first
+    its fields. The decorated function returns ``fn``'s history with its ``config`` entry,
+    ``settings_config(settings, full=full)`` (:func:`settings_config`; ``fn`` does not write
+    one), so a replayed prefix records the full run's settings and ``full = false``. The first
     line of the function's docstring is shown by ``python -m attnlib.experiments``.
     """
 
@@ -90,13 +93,35 @@ def register(name: str, *, settings: object) -> Callable[[Experiment], Experimen
     _check_settings(name, settings)
 
     def decorate(fn: Experiment) -> Experiment:
-        if name in _REGISTRY:
-            raise ValueError(f"experiment name {name!r} is registered twice")
-        _REGISTRY[name] = (fn, (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else "")
-        _SETTINGS[name] = settings
-        return fn
+        @functools.wraps(fn)
+        def experiment(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+            return _with_config(fn(full=full, progress=progress), settings, full)
+
+        _add(name, experiment, settings)
+        return experiment
 
     return decorate
+
+
+def _add(name: str, experiment: Experiment, settings: object) -> None:
+    if name in _REGISTRY:
+        raise ValueError(f"experiment name {name!r} is registered twice")
+    doc = (experiment.__doc__ or "").strip()
+    _REGISTRY[name] = (experiment, doc.splitlines()[0] if doc else "")
+    _SETTINGS[name] = settings
+
+
+def _with_config(history: Mapping[str, np.ndarray], settings: object,
+                 full: bool) -> dict[str, np.ndarray]:
+    if "config" in history:
+        raise ValueError("an experiment does not write 'config': the registry writes it from "
+                         "the experiment's settings")
+    return {**history, "config": settings_config(settings, full=full)}
+
+
+def _assemble_with_config(assemble: Callable[[list], Mapping[str, np.ndarray]],
+                          settings: object, full: bool, results: list) -> dict[str, np.ndarray]:
+    return _with_config(assemble(results), settings, full)
 
 
 def register_grid(name: str, *, settings: object
@@ -106,18 +131,18 @@ def register_grid(name: str, *, settings: object
     ``full=False`` declares the replayed prefix (usually the first task, shortened). The
     decorated name becomes the usual ``fn(full=True, progress=False) -> history`` (serial);
     :func:`run` with ``workers`` or ``scheduler`` distributes the tasks instead. ``settings``
-    as in :func:`register`.
+    as in :func:`register` (the grid's ``assemble`` does not write ``config``).
     """
     check_name(name)
     _check_settings(name, settings)
 
     def decorate(grid: Callable[[bool], TaskGrid]) -> Experiment:
         def experiment(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
-            return run_grid(grid(full), progress=progress)
+            return run_grid(task_grid(name, full=full), progress=progress)
 
         experiment.__name__, experiment.__doc__ = grid.__name__, grid.__doc__
         experiment.__module__, experiment.__qualname__ = grid.__module__, grid.__qualname__
-        register(name, settings=settings)(experiment)
+        _add(name, experiment, settings)
         _GRIDS[name] = grid
         return experiment
 
@@ -229,9 +254,14 @@ def _known(name: str) -> Experiment:
 
 def task_grid(name: str, *, full: bool = True) -> TaskGrid:
     """The tasks of experiment ``name``: its :class:`TaskGrid` if it was registered with
-    :func:`register_grid`, else a grid of one task (the whole experiment)."""
+    :func:`register_grid` (its ``assemble`` adding the ``config`` entry), else a grid of one
+    task (the whole experiment)."""
     experiment = _known(name)
-    return _GRIDS[name](full) if name in _GRIDS else one_task(experiment, full)
+    if name not in _GRIDS:
+        return one_task(experiment, full)
+    grid = _GRIDS[name](full)
+    return dataclasses.replace(grid, assemble=functools.partial(
+        _assemble_with_config, grid.assemble, _SETTINGS[name], full))
 
 
 def _sha256(array: np.ndarray) -> str:

@@ -51,7 +51,7 @@ import numpy as np
 from .. import algorithm, analysis, attention, data, geometry, population
 from .._validation import check_int, check_positive
 from ..data import RegressionProblem
-from . import register, settings_config
+from . import register
 from ._tasks import stack_tasks
 from .part1 import SETTINGS as DEFAULTS
 from .part1 import derive, method_options, recorded_iterations
@@ -254,7 +254,6 @@ def paper1_condition_sweep(full: bool = True, progress: bool = False) -> dict[st
                 steps[i, j] = result.step
         per_seed.append(dict(excess_risk=curves, first_iteration=first, step=steps))
     history.update(stack_tasks(per_seed))
-    history["config"] = settings_config(run, full=full)
     return history
 
 
@@ -299,7 +298,6 @@ def ch4_defaults_ablations(full: bool = True, progress: bool = False) -> dict[st
         steps.append(result.step)
     history = {key: np.column_stack(values) for key, values in columns.items()}
     history.update(iteration=grid, step=np.asarray(steps), tau=np.asarray(tau))
-    history["config"] = settings_config(run, full=full)
     return history
 
 
@@ -354,7 +352,6 @@ def ch4_small_n_renormalization(full: bool = True, progress: bool = False
     history.update(stack_tasks(per_seed))
     history["test_iteration"] = np.unique(np.r_[np.arange(0, run.iterations + 1, run.test_every),
                                                 run.iterations])
-    history["config"] = settings_config(run, full=full)
     return history
 
 

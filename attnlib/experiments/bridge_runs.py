@@ -63,7 +63,7 @@ import numpy as np
 
 from .. import algorithm, bridge, langevin, population, reference
 from ..regularizers import make_regularizer
-from . import TaskGrid, register_grid, settings_config
+from . import TaskGrid, register_grid
 from .ablations import defaults_data
 from .part1 import reference_starts
 
@@ -359,7 +359,7 @@ def side_task(method: str, chain: int, iterations: int) -> dict[str, np.ndarray]
 
 
 def assemble_side(tasks: Sequence[tuple[str, int, int]],
-                  results: Sequence[dict[str, np.ndarray]], *, full: bool = True
+                  results: Sequence[dict[str, np.ndarray]]
                   ) -> dict[str, np.ndarray]:
     """Stack the cells of ``bridge_side_by_side`` into (methods, chains, ...) arrays."""
     methods = list(SIDE_BY_SIDE.methods)
@@ -375,7 +375,6 @@ def assemble_side(tasks: Sequence[tuple[str, int, int]],
             history[key][methods.index(method), chain] = value
     iterations = max(t[2] for t in tasks)
     history["iteration"] = np.arange(0, iterations + 1, SIDE_BY_SIDE.every)
-    history["config"] = settings_config(SIDE_BY_SIDE, full=full)
     return history
 
 
@@ -383,7 +382,7 @@ def assemble_side(tasks: Sequence[tuple[str, int, int]],
 def bridge_side_by_side(full: bool = True) -> TaskGrid:
     """Algorithm 1, GD and four Langevin variants on Part I's problem (n = 500, seed 0)."""
     tasks = side_tasks(full)
-    return TaskGrid(tasks, side_task, partial(assemble_side, tasks, full=full))
+    return TaskGrid(tasks, side_task, partial(assemble_side, tasks))
 
 
 # ----------------------------------------------------------------------------------------
@@ -442,7 +441,7 @@ def kappa_task(kappa: float, method: str, chain: int, iterations: int) -> dict[s
 
 
 def assemble_kappa(tasks: Sequence[tuple[float, str, int, int]],
-                   results: Sequence[dict[str, np.ndarray]], *, full: bool = True
+                   results: Sequence[dict[str, np.ndarray]]
                    ) -> dict[str, np.ndarray]:
     """Stack the cells of ``bridge_kappa``: ``objective`` (kappas, methods, chains, G),
     ``basin_value`` (kappas,); NaN where a cell was not run."""
@@ -461,7 +460,6 @@ def assemble_kappa(tasks: Sequence[tuple[float, str, int, int]],
         history["objective"][i, j, chain] = result["objective"]
         history["diverged"][i, j, chain] = result["diverged"]
     history.update(iteration=grid, kappas=np.asarray(KAPPA.kappas))
-    history["config"] = settings_config(KAPPA, full=full)
     return history
 
 
@@ -469,7 +467,7 @@ def assemble_kappa(tasks: Sequence[tuple[float, str, int, int]],
 def bridge_kappa(full: bool = True) -> TaskGrid:
     """Plain and preconditioned GD and Langevin against kappa(Sigma) = 1..1000 (n = 100)."""
     tasks = kappa_tasks(full)
-    return TaskGrid(tasks, kappa_task, partial(assemble_kappa, tasks, full=full))
+    return TaskGrid(tasks, kappa_task, partial(assemble_kappa, tasks))
 
 
 # ----------------------------------------------------------------------------------------
@@ -511,7 +509,7 @@ def floor_task(n: int, s: float, iterations: int) -> dict[str, np.ndarray]:
 
 
 def assemble_floors(tasks: Sequence[tuple[int, float, int]],
-                    results: Sequence[dict[str, np.ndarray]], *, full: bool = True
+                    results: Sequence[dict[str, np.ndarray]]
                     ) -> dict[str, np.ndarray]:
     """Stack the cells of ``bridge_floors``: (n, s, chains, G) curves, per-n basin data."""
     n_values = sorted({t[0] for t in tasks})
@@ -528,7 +526,6 @@ def assemble_floors(tasks: Sequence[tuple[int, float, int]],
     iterations = max(t[2] for t in tasks)
     history.update(iteration=np.arange(0, iterations + 1, FLOORS.every),
                    n_values=np.asarray(n_values), temperatures=np.asarray(temperatures))
-    history["config"] = settings_config(FLOORS, full=full)
     return history
 
 
@@ -536,7 +533,7 @@ def assemble_floors(tasks: Sequence[tuple[int, float, int]],
 def bridge_floors(full: bool = True) -> TaskGrid:
     """Gibbs-mean offset of Q_hat and of the excess risk against the statistical floor (s, n)."""
     tasks = floor_tasks(full)
-    return TaskGrid(tasks, floor_task, partial(assemble_floors, tasks, full=full))
+    return TaskGrid(tasks, floor_task, partial(assemble_floors, tasks))
 
 
 def replayed_trajectories(stored: Mapping[str, np.ndarray], prefix: Mapping[str, np.ndarray]

@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import darcy, vit
 from ..regularizers import Regularizer
-from . import TaskGrid, load, register, register_grid, run_grid, settings_config
+from . import TaskGrid, load, register, register_grid, run_grid
 from ._tasks import stack_tasks
 
 REGIMES = ("none", "log", "power")
@@ -284,14 +284,6 @@ def combine(specs: list[Phase2Task], parts: list[dict[str, np.ndarray]], *,
     return {**{name: np.asarray(values) for name, values in coordinates.items()}, **out}
 
 
-def _stored_history(specs: list[Phase2Task], settings: DarcySetup, full: bool,
-                    parts: list[dict[str, np.ndarray]], *, by_lam: bool = False
-                    ) -> dict[str, np.ndarray]:
-    """:func:`combine` plus the ``config`` of the run's ``settings``."""
-    return {**combine(specs, parts, by_lam=by_lam),
-            "config": settings_config(settings, full=full)}
-
-
 def phase2_tasks(optimizer: str, lam: float, seeds: tuple[int, ...], epochs: int
                  ) -> list[Phase2Task]:
     """The grid regime x seed of one stored Phase-2 run."""
@@ -317,8 +309,7 @@ def phase2_grid(name: str, *, full: bool,
     seeds = settings.seeds if full else settings.seeds[:1]
     epochs = settings.epochs if full else settings.phase2_prefix
     specs = phase2_tasks(settings.optimizer, settings.lam, seeds, epochs)
-    return TaskGrid([(spec,) for spec in specs], run_task,
-                    partial(_stored_history, specs, settings, full))
+    return TaskGrid([(spec,) for spec in specs], run_task, partial(combine, specs))
 
 
 def phase2_run(name: str, task: DarcyTask, start: dict[str, np.ndarray], *,
@@ -358,8 +349,7 @@ def _phase2_experiment(setup: DarcySetup, start: dict[str, np.ndarray], optimize
 @register(PHASE1_NAME, settings=PHASE1)
 def phase1(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Darcy 32x32, Phase 1: Adam on all ViT parameters (history and final weights)."""
-    return {**_phase1_experiment(PHASE1, PHASE1.epochs, full, progress),
-            "config": settings_config(PHASE1, full=full)}
+    return _phase1_experiment(PHASE1, PHASE1.epochs, full, progress)
 
 
 def _stored_start() -> dict[str, np.ndarray]:
@@ -412,7 +402,7 @@ def phase2_lambda_sweep(full: bool = True) -> TaskGrid:
     lams = SWEEP.lams if full else SWEEP.lams[:1]
     specs = sweep_tasks(lams, seeds, epochs, optimizer=SWEEP.optimizer)
     return TaskGrid([(spec,) for spec in specs], book_phase2_task,
-                    partial(_stored_history, specs, SWEEP, full, by_lam=True))
+                    partial(combine, specs, by_lam=True))
 
 
 @register("darcy_large", settings=LARGE)
@@ -428,7 +418,6 @@ def large(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     out = {f"phase1_{key}": value for key, value in phase1_curves(phase1_run).items()}
     out.update({WEIGHT_PREFIX + key: value for key, value in start.items()})
     out.update(_phase2_experiment(setup, start, "adam", setup.seeds, full, progress))
-    out["config"] = settings_config(LARGE, full=full)
     return out
 
 

@@ -55,7 +55,7 @@ from typing import Mapping
 import numpy as np
 
 from .. import algorithm, analysis, attention, orbit, population, reference
-from . import TaskGrid, leading_block, register_grid, settings_config
+from . import TaskGrid, leading_block, register_grid
 from ._tasks import stack_tasks
 from .ablations import defaults_data
 from .part1 import SETTINGS as DEFAULTS
@@ -258,12 +258,11 @@ def recorded_prefix(stored: Mapping[str, np.ndarray], prefix: Mapping[str, np.nd
     return {key: np.where(np.isnan(new[key]), np.nan, cut[key]) for key in cut}, new
 
 
-def _stacked(coordinates: Mapping[str, tuple], settings: object, full: bool,
-             results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+def _stacked(coordinates: Mapping[str, tuple], results: list[Mapping[str, np.ndarray]]
+             ) -> dict[str, np.ndarray]:
     """The tasks stacked with the grid axes first, one coordinate array per axis."""
     history = stack_tasks(results, shape=tuple(len(v) for v in coordinates.values()))
     history.update({name: np.asarray(values) for name, values in coordinates.items()})
-    history["config"] = settings_config(settings, full=full)
     return history
 
 
@@ -276,7 +275,7 @@ def finite_sample_methods(full: bool = True) -> TaskGrid:
         max_evaluations=METHODS_SETTINGS.polish_after + PREFIX_ALG1_ITERATIONS)
     return TaskGrid([(n, s) for n in run.n_values for s in run.seeds],
                     partial(methods_task, settings=run),
-                    partial(_stacked, dict(n_values=run.n_values, seeds=run.seeds), run, full))
+                    partial(_stacked, dict(n_values=run.n_values, seeds=run.seeds)))
 
 
 @register_grid("finite_sample_spectra", settings=SPECTRA_SETTINGS)
@@ -289,4 +288,4 @@ def finite_sample_spectra(full: bool = True) -> TaskGrid:
     coordinates = dict(noise_levels=run.noise_levels, n_values=run.n_values, seeds=run.seeds)
     return TaskGrid([(i, n, s) for i in range(len(run.noise_levels)) for n in run.n_values
                      for s in run.seeds], spectra_task,
-                    partial(_stacked, coordinates, run, full))
+                    partial(_stacked, coordinates))

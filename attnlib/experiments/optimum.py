@@ -45,7 +45,7 @@ from typing import Mapping
 import numpy as np
 
 from .. import algorithm, population, reference
-from . import TaskGrid, register_grid, settings_config
+from . import TaskGrid, register_grid
 from ._tasks import stack_tasks
 from .ablations import defaults_data
 from .part1 import SETTINGS as DEFAULTS
@@ -148,12 +148,10 @@ def slow_directions_task(seed: int, *, settings: SlowDirectionsSettings = SLOW_S
     return out
 
 
-def _slow_directions_history(settings: SlowDirectionsSettings, full: bool,
+def _slow_directions_history(settings: SlowDirectionsSettings,
                              results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    history = {"iteration": np.arange(0, settings.iterations + 1, settings.every),
-               "seeds": np.asarray(settings.seeds), **stack_tasks(results)}
-    history["config"] = settings_config(settings, full=full)
-    return history
+    return {"iteration": np.arange(0, settings.iterations + 1, settings.every),
+            "seeds": np.asarray(settings.seeds), **stack_tasks(results)}
 
 
 @register_grid("paper1_slow_directions", settings=SLOW_SETTINGS)
@@ -162,7 +160,7 @@ def paper1_slow_directions(full: bool = True) -> TaskGrid:
     run = SLOW_SETTINGS if full else replace(SLOW_SETTINGS, iterations=PREFIX_ITERATIONS)
     return TaskGrid([(seed,) for seed in run.seeds],
                     partial(slow_directions_task, settings=run, polish=full),
-                    partial(_slow_directions_history, run, full))
+                    partial(_slow_directions_history, run))
 
 
 def curvature_task(n: int, seed: int, *, lam: float = CURVATURE_SETTINGS.lam
@@ -181,13 +179,12 @@ def curvature_task(n: int, seed: int, *, lam: float = CURVATURE_SETTINGS.lam
                                                                   problem.Sigma, problem.M)))
 
 
-def _curvature_history(settings: CurvatureSettings, full: bool,
+def _curvature_history(settings: CurvatureSettings,
                        results: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
     n_values, seeds = settings.n_values, settings.seeds
     history = {key: np.stack([r[key] for r in results]).reshape(
         (len(n_values), len(seeds)) + np.shape(results[0][key])) for key in results[0]}
     history["n_values"] = np.asarray(n_values)
-    history["config"] = settings_config(settings, full=full)
     return history
 
 
@@ -199,4 +196,4 @@ def paper1_curvature_vs_n(full: bool = True) -> TaskGrid:
                                                   seeds=CURVATURE_SETTINGS.seeds[:1])
     return TaskGrid([(n, s) for n in run.n_values for s in run.seeds],
                     partial(curvature_task, lam=run.lam),
-                    partial(_curvature_history, run, full))
+                    partial(_curvature_history, run))

@@ -47,7 +47,7 @@ import numpy as np
 from .. import algorithm, attention, population, prompts, reference
 from .._validation import check_positive
 from ..data import RegressionProblem
-from . import TaskGrid, register_grid, settings_config
+from . import TaskGrid, register_grid
 from .ablations import defaults_data
 from .part1 import derive, method_options, recorded_iterations
 
@@ -171,7 +171,7 @@ def bias_tasks(full: bool = True) -> list[tuple[int, int, int]]:
 
 
 def assemble_bias(tasks: Sequence[tuple[int, int, int]],
-                  results: Sequence[dict[str, np.ndarray]], *, full: bool = True
+                  results: Sequence[dict[str, np.ndarray]]
                   ) -> dict[str, np.ndarray]:
     """Stack the cells of ``paper1_prompts_bias`` into arrays (K scales, J n values, R
     replicates, ...), NaN where a cell was not run."""
@@ -183,7 +183,6 @@ def assemble_bias(tasks: Sequence[tuple[int, int, int]],
     history["n_values"] = np.asarray(n_values)
     history["scales"] = np.asarray([BIAS_SETTINGS.scales[k] for k in scales])
     history["prompts"] = np.asarray([bias_prompts(n, BIAS_SETTINGS.tokens) for n in n_values])
-    history["config"] = settings_config(BIAS_SETTINGS, full=full)
     return history
 
 
@@ -191,7 +190,7 @@ def assemble_bias(tasks: Sequence[tuple[int, int, int]],
 def paper1_prompts_bias(full: bool = True) -> TaskGrid:
     """Finite-context bias at sigma = 0 for n = 10..5000 (prompts, pooled whitening)."""
     tasks = bias_tasks(full)
-    return TaskGrid(tasks, bias_task, partial(assemble_bias, tasks, full=full))
+    return TaskGrid(tasks, bias_task, partial(assemble_bias, tasks))
 
 
 @dataclass(frozen=True)
@@ -231,7 +230,7 @@ def tokens_tasks(full: bool = True) -> list[tuple[int, int]]:
 
 
 def assemble_tokens(tasks: Sequence[tuple[int, int]],
-                    results: Sequence[dict[str, np.ndarray]], *, full: bool = True
+                    results: Sequence[dict[str, np.ndarray]]
                     ) -> dict[str, np.ndarray]:
     """Stack the cells into arrays (n values, replicates, ...)."""
     settings = TOKENS_SETTINGS
@@ -240,7 +239,6 @@ def assemble_tokens(tasks: Sequence[tuple[int, int]],
     history["n_values"] = np.asarray(settings.n_values)
     history["prompts"] = np.asarray([settings.prompts_factor * bias_prompts(n)
                                      for n in settings.n_values])
-    history["config"] = settings_config(settings, full=full)
     return history
 
 
@@ -249,7 +247,7 @@ def paper1_prompts_bias_tokens(full: bool = True) -> TaskGrid:
     """The finite-context bias at n = 40, 640 and 1280 with four times the tokens of
     ``paper1_prompts_bias``: does the estimate depend on the sample size?"""
     tasks = tokens_tasks(full)
-    return TaskGrid(tasks, tokens_task, partial(assemble_tokens, tasks, full=full))
+    return TaskGrid(tasks, tokens_task, partial(assemble_tokens, tasks))
 
 
 # ----------------------------------------------------------------------------------------
@@ -404,8 +402,8 @@ def experiment_tasks(full: bool = True) -> list[tuple[int, int]]:
 
 
 def assemble_experiment(tasks: Sequence[tuple[int, int]], results: Sequence[dict[str, np.ndarray]],
-                        *, settings: ExperimentSettings = EXPERIMENT_SETTINGS,
-                        full: bool = True) -> dict[str, np.ndarray]:
+                        *, settings: ExperimentSettings = EXPERIMENT_SETTINGS
+                        ) -> dict[str, np.ndarray]:
     """Stack the cells as arrays (noise levels, seeds, ...) of the noise levels and seeds the
     tasks ran, with those coordinates (``noise_levels``, ``seeds``), the grids and the config
     (``settings``, the run's)."""
@@ -420,7 +418,6 @@ def assemble_experiment(tasks: Sequence[tuple[int, int]], results: Sequence[dict
         "seeds": np.asarray(seeds),
         **_stack_cells((len(noise_indices), len(seeds)),
                        [(noise_indices.index(i), seeds.index(s)) for i, s in tasks], results)}
-    history["config"] = settings_config(settings, full=full)
     return history
 
 
@@ -445,7 +442,7 @@ def paper1_prompts_experiment(full: bool = True) -> TaskGrid:
     run = EXPERIMENT_SETTINGS if full else replace(EXPERIMENT_SETTINGS,
                                                    iterations=EXPERIMENT_PREFIX)
     return TaskGrid(tasks, partial(experiment_task, settings=run, deploy=full, certify=full),
-                    partial(assemble_experiment, tasks, settings=run, full=full))
+                    partial(assemble_experiment, tasks, settings=run))
 
 
 def claims_map_task(scale_index: int, noise_index: int, *,
@@ -470,8 +467,8 @@ def claims_map_tasks(full: bool = True) -> list[tuple[int, int]]:
 
 
 def assemble_claims_map(tasks: Sequence[tuple[int, int]], results: Sequence[dict[str, np.ndarray]],
-                        *, settings: ClaimsMapSettings = MAP_SETTINGS,
-                        full: bool = True) -> dict[str, np.ndarray]:
+                        *, settings: ClaimsMapSettings = MAP_SETTINGS
+                        ) -> dict[str, np.ndarray]:
     """Stack the cells as arrays (scales, noise levels, ...) of the cells the tasks ran, with
     those coordinates (``scales``, ``noise_levels``) (read one cell with :func:`claims_map_cell`)
     and the config (``settings``, the run's)."""
@@ -484,7 +481,6 @@ def assemble_claims_map(tasks: Sequence[tuple[int, int]], results: Sequence[dict
         **_stack_cells((len(scale_indices), len(noise_indices)),
                        [(scale_indices.index(i), noise_indices.index(j)) for i, j in tasks],
                        results)}
-    history["config"] = settings_config(settings, full=full)
     return history
 
 
@@ -501,7 +497,7 @@ def paper1_prompts_claims_map(full: bool = True) -> TaskGrid:
     tasks = claims_map_tasks(full)
     run = MAP_SETTINGS if full else replace(MAP_SETTINGS, iterations=EXPERIMENT_PREFIX)
     return TaskGrid(tasks, partial(claims_map_task, settings=run, certify=full),
-                    partial(assemble_claims_map, tasks, settings=run, full=full))
+                    partial(assemble_claims_map, tasks, settings=run))
 
 
 def claims_map_cell(history: dict[str, np.ndarray], scale_index: int,
@@ -603,7 +599,7 @@ def variance_tasks(full: bool = True) -> list[tuple[int, int]]:
 
 
 def assemble_variance(tasks: Sequence[tuple[int, int]],
-                      results: Sequence[dict[str, np.ndarray]], *, full: bool = True
+                      results: Sequence[dict[str, np.ndarray]]
                       ) -> dict[str, np.ndarray]:
     """Stack the cells as arrays (len(prompts), replicates, ...)."""
     counts = sorted({c for c, _ in tasks})
@@ -611,7 +607,6 @@ def assemble_variance(tasks: Sequence[tuple[int, int]],
     history = _stack_cells((len(counts), replicates), [(counts.index(c), r) for c, r in tasks],
                            results)
     history["prompts"] = np.asarray(counts)
-    history["config"] = settings_config(VARIANCE_SETTINGS, full=full)
     return history
 
 
@@ -619,7 +614,7 @@ def assemble_variance(tasks: Sequence[tuple[int, int]],
 def paper1_prompts_variance(full: bool = True) -> TaskGrid:
     """Excess risk of the prompts minimizer against the number of prompts N (n = 40, sigma = 0.1)."""
     tasks = variance_tasks(full)
-    return TaskGrid(tasks, variance_task, partial(assemble_variance, tasks, full=full))
+    return TaskGrid(tasks, variance_task, partial(assemble_variance, tasks))
 
 
 def claim_values(history: dict[str, np.ndarray], noise_index: int,
@@ -728,7 +723,7 @@ def form_tasks(full: bool = True) -> list[tuple[int, int, int, int]]:
 
 
 def assemble_forms(tasks: Sequence[tuple[int, int, int, int]],
-                   results: Sequence[dict[str, np.ndarray]], *, full: bool = True
+                   results: Sequence[dict[str, np.ndarray]]
                    ) -> dict[str, np.ndarray]:
     """Stack the cells into arrays (scales, n values, variants, replicates, ...)."""
     settings = FORMS_SETTINGS
@@ -736,7 +731,6 @@ def assemble_forms(tasks: Sequence[tuple[int, int, int, int]],
                             settings.replicates),
                            [(k, settings.n_values.index(n), v, r) for k, n, v, r in tasks],
                            results)
-    history["config"] = settings_config(settings, full=full)
     return history
 
 
@@ -745,7 +739,7 @@ def paper1_prompts_regularizer_forms(full: bool = True) -> TaskGrid:
     """Finite-context minimizers with the balancing regularizer, its normalized form and none
     (sigma = 0, M x 1 and M x 2, n = 40 and 160)."""
     tasks = form_tasks(full)
-    return TaskGrid(tasks, form_task, partial(assemble_forms, tasks, full=full))
+    return TaskGrid(tasks, form_task, partial(assemble_forms, tasks))
 
 
 def renormalization_task(scale_index: int, variant_index: int, *,
@@ -809,13 +803,12 @@ def renormalization_tasks(full: bool = True) -> list[tuple[int, int]]:
 
 def assemble_renormalization(tasks: Sequence[tuple[int, int]],
                              results: Sequence[dict[str, np.ndarray]], *,
-                             settings: RenormalizationSettings = RENORM_SETTINGS,
-                             full: bool = True) -> dict[str, np.ndarray]:
+                             settings: RenormalizationSettings = RENORM_SETTINGS
+                             ) -> dict[str, np.ndarray]:
     """Stack the cells into arrays (scales, variants, ...) with the iteration grid and the
     config (``settings``, the run's)."""
     history = _stack_cells((len(settings.scales), len(settings.variants)), list(tasks), results)
     history["iteration"] = recorded_iterations(settings.iterations)
-    history["config"] = settings_config(settings, full=full)
     return history
 
 
@@ -827,4 +820,4 @@ def paper1_prompts_renormalization(full: bool = True) -> TaskGrid:
     tasks = renormalization_tasks(full)
     run = RENORM_SETTINGS if full else replace(RENORM_SETTINGS, iterations=EXPERIMENT_PREFIX)
     return TaskGrid(tasks, partial(renormalization_task, settings=run, certify=full),
-                    partial(assemble_renormalization, tasks, settings=run, full=full))
+                    partial(assemble_renormalization, tasks, settings=run))

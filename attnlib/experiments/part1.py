@@ -41,7 +41,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .. import algorithm, data, population, reference
-from . import load, register, settings_config
+from . import load, register
 from ._tasks import stack_tasks
 
 #: iterations of the replayed prefix (``full=False``, seed 0 only)
@@ -276,7 +276,6 @@ def paper1_defaults(full: bool = True, progress: bool = False) -> dict[str, np.n
     }
     history.update(stack_tasks([run_defaults_seed(seed, iterations=run.iterations, full=full,
                                                   progress=progress) for seed in run.seeds]))
-    history["config"] = settings_config(run, full=full)
     return history
 
 

@@ -63,7 +63,7 @@ from .. import langevin, lora, qk_attention
 from ..regularizers import Regularizer, make_regularizer
 from ..villani import (FactorizedLoss, lower_bound_log_radius, minimize_data_loss,
                        orbit_constants, orbit_crossovers)
-from . import TaskGrid, register, register_grid, settings_config
+from . import TaskGrid, register, register_grid
 from ._tasks import stack_tasks
 
 MODELS = {"attention": qk_attention.make_problem, "lora": lora.make_problem}
@@ -250,7 +250,6 @@ def _temperatures(settings: TemperatureSettings, full: bool, progress: bool
     if full:
         history.update(tail_mean=np.array(tails), tail_sem=np.array(tail_sems),
                        f_star=np.array(lowest_loss(prob, seed=settings.problem_seed)))
-    history["config"] = settings_config(settings, full=full)
     return history
 
 
@@ -271,7 +270,6 @@ def _norms(settings: NormSettings, full: bool, progress: bool) -> dict[str, np.n
         "times": run.times,
         "loss_mean": np.stack(means, axis=1),       # (R, regularizers)
         "norm_mean": np.stack(norms, axis=1),       # (R, regularizers, 2)
-        "config": settings_config(settings, full=full),
     }
 
 
@@ -340,8 +338,7 @@ def _constants_history(settings: ConstantSettings, full: bool,
     shape = (len(settings.regularizers), len(settings.temperatures))
     return {"regularizers": np.asarray(settings.regularizers),
             "temperatures": np.asarray(settings.temperatures),
-            **stack_tasks(results, shape=shape), "times": _times(settings, full),
-            "config": settings_config(settings, full=full)}
+            **stack_tasks(results, shape=shape), "times": _times(settings, full)}
 
 
 @register_grid("langevin_constants_lora", settings=CONSTANTS)
@@ -383,7 +380,7 @@ def _mala_history(settings: MalaSettings, full: bool, results: list[Mapping[str,
                   ) -> dict[str, np.ndarray]:
     return {"samplers": np.asarray(SAMPLERS), "temperatures": np.asarray(settings.temperatures),
             **stack_tasks(results, shape=(len(SAMPLERS), len(settings.temperatures))),
-            "times": _times(settings, full), "config": settings_config(settings, full=full)}
+            "times": _times(settings, full)}
 
 
 @register_grid("langevin_mala_lora", settings=MALA)
@@ -439,7 +436,6 @@ def _anneal_history(settings: AnnealSettings, full: bool,
     if full:
         out["f_star"] = np.array(lowest_loss(_problem(settings, settings.regularizer),
                                              seed=settings.problem_seed))
-    out["config"] = settings_config(settings, full=full)
     return out
 
 

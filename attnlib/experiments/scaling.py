@@ -65,7 +65,7 @@ from .._progress import progress as progress_bar
 from .._validation import DivergenceError, check_int, check_positive
 from ..fitting import fit_geometric_rate, local_gd_rate
 from ..geometry import gd_contraction_factor
-from . import register, settings_config
+from . import register
 from .part1 import recorded_iterations
 
 
@@ -277,7 +277,6 @@ def scaling(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
         rates = _rate_part(n_runs, rate_iterations, progress)
         history.update({key: rates[key] for key in
                         ("rate_kappa_x", "rate_kappa_sigma", "rate_step", "rate_excess_risk")})
-    history["config"] = settings_config(SETTINGS, full=full)
     return history
 
 
