@@ -11,9 +11,9 @@ problem is held fixed while the condition number of Sigma varies:
 Sigma, and ``M_kappa = X* Sigma_kappa^{-1/2}`` (:func:`fixed_target_problem`). kappa = 10 is the
 default problem itself. The training samples use the same standard-normal draws for every kappa.
 Each method of :data:`attnlib.algorithm.METHODS` runs for at most ``SWEEP_SETTINGS.iterations``
-iterations and stops early once the excess risk is at most ``min(SWEEP_SETTINGS.thresholds)``. Keys (S seeds,
-K kappas, 5 methods, G grid iterations; the seed axis first; NaN after a run stopped):
-``seeds`` (S,), ``kappas`` (K,), ``thresholds``, ``iteration`` (G,), ``excess_risk``
+iterations and stops early once the excess risk is at most ``min(SWEEP_SETTINGS.thresholds)``.
+Keys (S seeds, K kappas, 5 methods, G grid iterations; the seed axis first; NaN after a run
+stopped): ``seeds`` (S,), ``kappas`` (K,), ``thresholds``, ``iteration`` (G,), ``excess_risk``
 (S, G, K, 5), ``first_iteration`` (S, K, 5, len(thresholds)): the first iteration with excess
 risk <= each threshold, ``inf`` if not reached within the cap; ``step`` (S, K, 5).
 
@@ -25,9 +25,9 @@ without the regularizer (lambda = 0); with renormalization at the tightest allow
 ``imbalance``, ``scale`` (G, 3), where imbalance and scale are :func:`attnlib.analysis.balance`
 with Sigma_hat.
 
-``ch4_small_n_renormalization`` (chapter 4). n = ``SMALL_N_SETTINGS.n`` (20) samples of the seed's default
-problem, both masks, renormalization off and at ``tau = sqrt(trace Gamma_hat)``, two methods:
-Algorithm 1 and Adam without regularizer (which moves the scale of B fastest).
+``ch4_small_n_renormalization`` (chapter 4). n = ``SMALL_N_SETTINGS.n`` (20) samples of the
+seed's default problem, both masks, renormalization off and at ``tau = sqrt(trace Gamma_hat)``,
+two methods: Algorithm 1 and Adam without regularizer (which moves the scale of B fastest).
 Keys (S seeds, the seed axis first): ``seeds`` (S,), ``iteration`` (G,), ``test_iteration``
 (T,), ``excess_risk``, ``loss``, ``scale``, ``self_weight`` (S, G, 2 methods, 2 masks, 2 taus):
 self_weight is the mean attention of a token on itself under the all-tokens mask;
@@ -72,7 +72,6 @@ __all__ = [
     "spectral_start_distances",
     "regularizer_on_manifold",
 ]
-
 
 
 @dataclass(frozen=True)
