@@ -287,11 +287,11 @@ def ch4_defaults_ablations(full: bool = True, progress: bool = False) -> dict[st
         result = algorithm.train(algorithm.empirical_loss(x, y, mask=mask),
                                  method, iterations=run.iterations, problem=problem,
                                  callback=_balance_recorder(sigma_hat, grid, recorded),
-                                 progress=progress)
+                                 progress=progress, record_at=grid)
         if result.diverged:
             raise RuntimeError(f"ch4_defaults_ablations: {method} diverged")
         for key in keys:
-            columns[key].append(result.history[key][grid])
+            columns[key].append(result.history[key])
         for key, values in recorded.items():
             columns[key].append(np.asarray(values))
         steps.append(result.step)
@@ -337,12 +337,12 @@ def ch4_small_n_renormalization(full: bool = True, progress: bool = False
                                              replace(method, tau=bound),
                                              iterations=run.iterations, problem=problem,
                                              test=test, test_every=run.test_every,
-                                             callback=callback,
-                                             progress=progress)
+                                             callback=callback, progress=progress,
+                                             record_at=grid)
                     if result.diverged:
                         raise RuntimeError(f"small-n run {method}, {mask}, tau={bound} diverged")
                     for key in ("excess_risk", "loss"):
-                        out[key][:, i, j, t] = result.history[key][grid]
+                        out[key][:, i, j, t] = result.history[key]
                     out["scale"][:, i, j, t] = recorded["scale"]
                     out["self_weight"][:, i, j, t] = recorded["self_weight"]
                     tests.append(result.history["test_risk"])

@@ -374,11 +374,11 @@ def _prompts_run(noise: float, seed: int, *, iterations: int, methods: Sequence[
                     queries=EXPERIMENT_SETTINGS.deploy_queries)[0])
 
         result = algorithm.train(loss, algorithm.METHODS[name], iterations=iterations,
-                                 problem=task, rng=rng, callback=record)
+                                 problem=task, rng=rng, callback=record, record_at=grid)
         if result.diverged:
             raise RuntimeError(f"prompts experiment: {name} diverged (noise {noise}, seed {seed})")
         for key in curves:
-            curves[key][:, j] = result.history[key][grid]
+            curves[key][:, j] = result.history[key]
         if deploy:
             deployed[:, j] = risks
         steps.append(result.step)

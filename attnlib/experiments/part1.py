@@ -184,13 +184,14 @@ def run_defaults_seed(seed: int, *, iterations: int, full: bool = True, progress
         result = algorithm.train(loss, method, iterations=iterations, problem=problem,
                                  reference=basin if method.lam == 1.0 else None,
                                  test=test, test_every=SETTINGS.test_every,
-                                 rng=np.random.default_rng(100 + seed), progress=progress)
+                                 rng=np.random.default_rng(100 + seed), progress=progress,
+                                 record_at=grid)
         if result.diverged:
             raise RuntimeError(f"seed {seed}, method {name}: training diverged")
         finals[name] = (result.A, result.B)
         for key in CURVES:
-            out[key].append(result.history[key][grid])
-        out["dist_ref"].append(result.history["dist_ref"][grid] if method.lam == 1.0
+            out[key].append(result.history[key])
+        out["dist_ref"].append(result.history["dist_ref"] if method.lam == 1.0
                                else np.full(grid.size, np.nan))
         out["test_risk"].append(result.history["test_risk"])
         out["step"].append(result.step)

@@ -174,8 +174,9 @@ def _closed_part(n_values: tuple[int, ...], seeds: int, heatmap_n_values: int,
             result = algorithm.train(algorithm.closed_form_loss(sigma_hat, m_hat), method,
                                      problem=problem, iterations=heatmap_iterations,
                                      rng=np.random.default_rng([SETTINGS.problem_seed, 100 + s,
-                                                                n, 2]))
-            heatmap[j, s] = result.history["excess_risk"][grid]
+                                                                n, 2]),
+                                     record_at=grid)
+            heatmap[j, s] = result.history["excess_risk"]
     return {"closed_spectral_excess_risk": spectral, "closed_ols_excess_risk": ols,
             "heatmap_excess_risk": heatmap, "heatmap_iteration": grid}
 
