@@ -54,16 +54,21 @@ def competitors_table(bench: dict) -> str:
 
 
 def floor_table(bench: dict) -> str:
-    """attnlib / floor, median over rounds with the range, by n, dtype and threads."""
+    """attnlib / floor, median over rounds with the range, by n, dtype and threads, beside the
+    ratio to the earlier floor rule, and which configurations meet their target (each row's
+    ``target``) under each rule."""
     rows = {(row["n"], row["dtype"], row["threads"]): row for row in bench["rows"]}
     ns = sorted({n for n, _, _ in rows})
     threads = sorted({t for _, _, t in rows})
     lines = ["| n | dtype | " + " | ".join(f"{t} thread{'s' if t > 1 else ''}: attnlib, floor, "
-                                           "ratio [range]" + ("; CPU-time ratio" if t == 1 else "")
-                                           for t in threads) + " | load avg |",
-             "|---" * (len(threads) + 3) + "|"]
+                                           "ratio [range]; earlier-floor ratio"
+                                           + ("; CPU-time ratio" if t == 1 else "")
+                                           for t in threads) + " | target | load avg |",
+             "|---" * (len(threads) + 4) + "|"]
     for dtype in ("float64", "float32"):
         for n in ns:
+            if (n, dtype, threads[0]) not in rows:
+                continue
             cells, loads = [], []
             for t in threads:
                 row = rows[(n, dtype, t)]
@@ -71,8 +76,20 @@ def floor_table(bench: dict) -> str:
                 cpu = f"; {row['cpu_ratio_median']:.2f}" if "cpu_ratio_median" in row else ""
                 cells.append(f"{row['seconds_median']:.3g} s, {row['floor_seconds_median']:.3g} s, "
                              f"{row['ratio_median']:.2f} [{row['ratio_min']:.2f}, "
-                             f"{row['ratio_max']:.2f}]{cpu}")
-            lines.append(f"| {n} | {dtype} | " + " | ".join(cells) + f" | {_load_range(loads)} |")
+                             f"{row['ratio_max']:.2f}]; {row['earlier_ratio_median']:.2f}{cpu}")
+            lines.append(f"| {n} | {dtype} | " + " | ".join(cells)
+                         + f" | <= {rows[(n, dtype, threads[0])]['target']:g} | "
+                         f"{_load_range(loads)} |")
+
+    def judged(key: str) -> str:
+        met = [f"n = {n} {dtype} {t} thread{'s' if t > 1 else ''}"
+               for (n, dtype, t), row in rows.items() if row[key] <= row["target"]]
+        return (f"met by {len(met)} of {len(rows)} configurations"
+                + (f" ({', '.join(met)})" if met else ""))
+
+    lines.append(f"\nTarget (median ratio <= the row's target): {judged('ratio_median')}; "
+                 f"under the earlier floor rule: {judged('earlier_ratio_median')} "
+                 f"({bench['meta']['date_utc']} UTC).")
     return "\n".join(lines)
 
 

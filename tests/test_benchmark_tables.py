@@ -31,3 +31,26 @@ def test_a_changed_result_changes_the_table() -> None:
     first = tables.algorithm_table(bench)
     bench["rows"][0]["seconds_median"] = 0.003
     assert first != tables.algorithm_table(bench) and "| 3 |" in tables.algorithm_table(bench)
+
+
+def test_the_target_lines_follow_the_numbers() -> None:
+    """The lines under the tables say which rows meet their targets, computed, not typed."""
+    tables = _tables_module()
+    row = {"seconds_median": 0.002, "ratio_min": 1.0, "ratio_max": 1.3, "cpu_ratio_median": 1.0}
+    bench = {"meta": {"n": 500, "iterations": 10, "rounds": 1, "date_utc": "x"}, "load": [1.0],
+             "rows": [dict(row, name="train_bare", ratio_median=1.10),
+                      dict(row, name="train_chapter", ratio_median=1.20)]}
+    assert "met by train_bare; missed by train_chapter." in tables.algorithm_table(bench)
+    bench["rows"][1]["ratio_median"] = 1.15
+    assert "met by train_bare, train_chapter; missed by none." in tables.algorithm_table(bench)
+
+    def config(threads: int, ratio: float, earlier: float) -> dict:
+        return {"n": 2000, "dtype": "float64", "threads": threads, "target": 1.5,
+                "seconds_median": 0.02, "floor_seconds_median": 0.01, "ratio_median": ratio,
+                "ratio_min": ratio, "ratio_max": ratio, "earlier_ratio_median": earlier,
+                "load": [1.0]}
+
+    floor = {"meta": {"date_utc": "x"}, "rows": [config(1, 1.4, 1.6), config(2, 1.6, 1.4)]}
+    line = tables.floor_table(floor).splitlines()[-1]
+    assert ("met by 1 of 2 configurations (n = 2000 float64 1 thread); under the earlier floor "
+            "rule: met by 1 of 2 configurations (n = 2000 float64 2 threads)") in line

@@ -288,14 +288,19 @@ plt.show()
 # The comparisons above are against other software. `python benchmarks/bench_floor.py` compares
 # `loss_and_grad` with what this machine cannot beat using numpy's exponential and its BLAS: the
 # $8 n^2 d$ flops of the products at the rate of a $2000 \times 2000$ matrix product, plus the $n^2$
-# exponentials at the rate of `numpy.exp` on tiles of the block shape, with 1 and 2 threads on
-# both sides, in float64 and float32. Both parts of the floor are measured in every round, right
+# exponentials at the sustained rate of `numpy.exp` (each thread 64 passes over its own tile of
+# $2^{18}$ entries), with 1 and 2 threads on both sides, in float64 and float32. Both parts of the floor are measured in every round, right
 # before `attnlib` is timed, and the configurations run in a shuffled order, so the ratio
 # attnlib / floor is taken per round; the median and the range over rounds are printed with the
 # load average, and with one thread also the ratio in CPU seconds. The floor leaves out everything a real implementation must also do (the row
 # maxima and sums, the masking, the memory traffic of the products, call overhead), so a ratio of
 # 1 is out of reach; the targets [choice] are at most 2 at $n = 500$ and at most 1.5 from
-# $n = 2000$ on.
+# $n = 2000$ on. The rule for the exponentials was changed after the first stored runs were seen:
+# it had timed them at each $n$'s size ($n^2$ entries in all, split between the threads), which at
+# small $n$ is mostly the hand-over between threads, and two threads had measured no faster than
+# one up to $n = 2000$, so that `attnlib` came out *faster* than its two-thread floor there (0.90).
+# A floor that is beaten is not a floor. The ratio under the earlier rule is printed beside the
+# new one, with its own verdict.
 #
 
 # %%
@@ -305,17 +310,18 @@ print(f"run {fmeta['date_utc']} UTC, {fmeta['cpu_count']} cores, numpy {fmeta['n
       f"{fmeta['rounds']} rounds; load average (1 min) before {fmeta['load_average_before'][0]:.1f}, "
       f"after {fmeta['load_average_after'][0]:.1f}")
 print(f"{'n':>6} {'dtype':>8} {'threads':>7} | {'attnlib s':>9} {'floor s':>9} | "
-      f"{'attnlib / floor [range]':>23} | {'target':>16} | {'GEMM GF/s':>9} {'exp G/s':>7} | "
-      f"{'CPU ratio':>9} | load")
+      f"{'attnlib / floor [range]':>23} | {'target':>16} | {'earlier rule':>17} | "
+      f"{'GEMM GF/s':>9} {'exp G/s':>7} | {'CPU ratio':>9} | load")
 for row in floor["rows"]:
-    target = 2.0 if row["n"] < 2000 else 1.5
-    verdict = "met" if row["ratio_median"] <= target else "NOT met"
+    verdicts = {key: "met" if row[key] <= row["target"] else "NOT met"
+                for key in ("ratio_median", "earlier_ratio_median")}
+    target = f"<= {row['target']:g}: {verdicts['ratio_median']}"
+    earlier = f"{row['earlier_ratio_median']:.2f}: {verdicts['earlier_ratio_median']}"
     print(f"{row['n']:6d} {row['dtype']:>8} {row['threads']:7d} | {row['seconds_median']:9.4f} "
           f"{row['floor_seconds_median']:9.4f} | {row['ratio_median']:8.2f} [{row['ratio_min']:.2f}, "
-          f"{row['ratio_max']:.2f}] | {f'<= {target:g}: {verdict}':>16} | {row['gemm_gflops_median']:9.1f} "
+          f"{row['ratio_max']:.2f}] | {target:>16} | {earlier:>17} | {row['gemm_gflops_median']:9.1f} "
           f"{row['exp_per_second_median'] / 1e9:7.3f} | {row.get('cpu_ratio_median', np.nan):9.2f} | "
           f"{min(row['load']):.1f}-{max(row['load']):.1f}")
-
 
 # %% [markdown]
 # ## Algorithm 1 per iteration
@@ -348,14 +354,15 @@ for row in algo["rows"]:
 # %% [markdown]
 # **What these runs show.** Both were made on the otherwise idle machine (the load averages are
 # printed beside every line). The target lines above judge each configuration's wall-clock
-# median: in float64 the floor ratio meets its target at $n = 2000$ on one and two threads and
-# at $n = 500$ on one thread, and misses it at $n = 8000$ and at $n = 500$ on two threads, where
-# two threads were slower than one in this benchmark (timed alone, outside it, two threads took
-# 2.05 ms against 2.95 ms on one; here every call follows the floor's product on the same BLAS
-# threads, and a two-thread call right after a two-thread BLAS product was measured as slow as a
-# one-thread call: the README gives the numbers; the cause was not established); in float32 it misses every target, most at $n = 500$, where
-# the fixed cost of a call weighs most. With one thread the ratio is also printed in CPU seconds
-# of the process (the work done, whatever share of the cores the run got).
+# median, under the floor rule and under the earlier one. Medians move between runs by more than
+# the margins to the targets (the README gives three runs of the same day), so a configuration
+# near its target can change verdict from one run to the next; the bracketed ranges show how far.
+# The fixed cost of a call weighs most at $n = 500$, and most in float32, where the exponentials
+# are cheaper. With one thread the ratio is also printed in CPU seconds of the process (the work
+# done, whatever share of the cores the run got). A one-thread call now runs every product on one
+# BLAS thread: the products outside the blocks ($XB$, the sums over rows) used to wake OpenBLAS's
+# worker thread, which then waited busily beside the block threads (at $n = 8000$, 0.82 CPU
+# seconds for 0.71 s of wall time; now 0.66 for 0.66).
 #
 # The floor's two parts are printed per configuration: the GEMM rate and the exponentials per
 # second. On this machine numpy's float64 `exp` has no vectorised path (the CPU has AVX2; numpy's
