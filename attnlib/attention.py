@@ -217,13 +217,13 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 def _one_blas_thread() -> Iterator[None]:
     """Run the body with one thread in every BLAS library found at import (``_BLAS``).
 
-    Used around the blocks (:func:`_run_blocks`) and, as a decorator, around a whole public
-    evaluation, so that its other products (``X B``, the sums over rows) run on one thread
-    too: a product on several OpenBLAS threads wakes its worker threads, which then wait
-    busily for more work while the block threads run (measured on the book's machine: at
-    n = 8000 with one block thread, about 0.11 s of another thread's CPU time per 0.7 s call).
-    Nested uses switch nothing. Only the libraries not already on one thread are switched,
-    and restored afterwards:
+    Used around the blocks (:func:`_run_blocks`) and around the other products of an
+    evaluation (``X B``, the sums over rows), so that they run on one thread too: a product
+    on several OpenBLAS threads wakes its worker threads, which then wait busily for more
+    work while the block threads run (measured on the book's machine: at n = 8000 with one
+    block thread, about 0.11 s of another thread's CPU time per 0.7 s call). Nested uses
+    switch nothing; as a decorator (:func:`_hidden`) it wraps a whole evaluation. Only the
+    libraries not already on one thread are switched, and restored afterwards:
     ``threadpoolctl``'s general ``limit`` context re-inspects the libraries on every entry,
     which cost 0.07 to 0.3 ms per call, a tenth of a whole evaluation at n = 500.
     """
@@ -474,7 +474,6 @@ def predict_new(A: np.ndarray, B: np.ndarray, X_context: np.ndarray, X_query: np
 
 
 @finite_result
-@_one_blas_thread()
 def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
                   mask: Mask = "loo", rows: np.ndarray | None = None,
                   block_size: int | None = None, dtype: DTypeLike = np.float64,
@@ -525,27 +524,28 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
 
     m = n if index is None else index.size
     block = _resolve_block(block_size, m, n)
-    keys = x.astype(kind, copy=False)
-    keys_t = np.ascontiguousarray(keys.T)
-    a_t = a.astype(kind, copy=False)
-    y_t = y.astype(kind, copy=False)
-    xb = (x @ b).astype(kind, copy=False)
+    with _one_blas_thread():          # every product of the call (see _one_blas_thread)
+        keys = x.astype(kind, copy=False)
+        keys_t = np.ascontiguousarray(keys.T)
+        a_t = a.astype(kind, copy=False)
+        y_t = y.astype(kind, copy=False)
+        xb = (x @ b).astype(kind, copy=False)
 
-    residual, hidden, ds_x = (np.empty((m, p), kind), np.empty((m, d), kind),
-                              np.empty((m, d), kind))              # per query row
+        residual, hidden, ds_x = (np.empty((m, p), kind), np.empty((m, d), kind),
+                                  np.empty((m, d), kind))              # per query row
 
-    def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
-        self_columns = _self_columns(index, start, stop, loo)
-        targets = y_t[start:stop] if index is None else y_t[index[start:stop]]
-        queries_b = xb[start:stop] if index is None else xb[index[start:stop]]
-        logits = np.matmul(queries_b, keys_t, out=scratch[0])
-        e, z = _softmax_rows(logits, self_columns)                       # E = z W
-        _block_rows(e, z, keys, keys_t, targets, a_t, scratch[1],
-                    (residual[start:stop], hidden[start:stop], ds_x[start:stop]))
+        def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
+            self_columns = _self_columns(index, start, stop, loo)
+            targets = y_t[start:stop] if index is None else y_t[index[start:stop]]
+            queries_b = xb[start:stop] if index is None else xb[index[start:stop]]
+            logits = np.matmul(queries_b, keys_t, out=scratch[0])
+            e, z = _softmax_rows(logits, self_columns)                       # E = z W
+            _block_rows(e, z, keys, keys_t, targets, a_t, scratch[1],
+                        (residual[start:stop], hidden[start:stop], ds_x[start:stop]))
 
-    _run_blocks(work, m, block, workers, buffers=2, width=n, dtype=kind)
-    queries = x if index is None else x[index]
-    total, grad_a, grad_b = _row_sums(residual, hidden, queries, ds_x)
+        _run_blocks(work, m, block, workers, buffers=2, width=n, dtype=kind)
+        queries = x if index is None else x[index]
+        total, grad_a, grad_b = _row_sums(residual, hidden, queries, ds_x)
     return total / (2 * m), grad_a / m, grad_b / m
 
 
@@ -558,7 +558,6 @@ def _check_prompts(X: object, Y: object, p: int) -> tuple[np.ndarray, np.ndarray
 
 
 @finite_result
-@_one_blas_thread()
 def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
                           mask: Mask = "loo", rows: np.ndarray | None = None,
                           workers: int | None = None) -> tuple[float, np.ndarray, np.ndarray]:
@@ -603,7 +602,8 @@ def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.nda
                 np.sum([part[1] for part in parts], axis=0) / prompts,
                 np.sum([part[2] for part in parts], axis=0) / prompts)
     keys_t = np.ascontiguousarray(x.transpose(0, 2, 1))
-    xb = x @ b
+    with _one_blas_thread():
+        xb = x @ b
     self_columns = np.arange(n) if mask == "loo" else None
 
     def work(start: int, stop: int,
