@@ -69,14 +69,20 @@ def _seconds(call, calls: int) -> tuple[float, float]:
     return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
 
 
+def _best_of_3(call) -> tuple[float, float]:
+    """The least wall and the least CPU seconds of ``call`` over 3 timings after a warm-up."""
+    call()
+    times = [_seconds(call, 1) for _ in range(3)]
+    return min(t[0] for t in times), min(t[1] for t in times)
+
+
 def gemm_rate(dtype: str, threads: int) -> tuple[float, float]:
     """Flops per wall second and per CPU second of a 2000 x 2000 product in ``dtype`` on
     ``threads`` BLAS threads (best of 3 each)."""
     left = np.random.default_rng(0).standard_normal((2000, 2000)).astype(dtype)
     with threadpool_limits(limits=threads, user_api="blas"):
-        left @ left
-        times = [_seconds(lambda: left @ left, 1) for _ in range(3)]
-    return 2 * 2000 ** 3 / min(t[0] for t in times), 2 * 2000 ** 3 / min(t[1] for t in times)
+        wall, cpu = _best_of_3(lambda: left @ left)
+    return 2 * 2000 ** 3 / wall, 2 * 2000 ** 3 / cpu
 
 
 #: numpy.exp passes per thread over its tile when the sustained exp rate is measured
@@ -103,10 +109,9 @@ def exp_rate(dtype: str, threads: int) -> tuple[float, float]:
         for helper in helpers:
             helper.result()
 
-    all_threads()
-    times = [_seconds(all_threads, 1) for _ in range(3)]
+    wall, cpu = _best_of_3(all_threads)
     entries = threads * EXP_PASSES * attention.BLOCK_ELEMENTS
-    return entries / min(t[0] for t in times), entries / min(t[1] for t in times)
+    return entries / wall, entries / cpu
 
 
 def exp_seconds(n: int, dtype: str, threads: int) -> tuple[float, float]:
@@ -130,9 +135,7 @@ def exp_seconds(n: int, dtype: str, threads: int) -> tuple[float, float]:
         else:
             list(_POOL.map(run, range(threads)))
 
-    all_threads()
-    times = [_seconds(all_threads, 1) for _ in range(3)]
-    return min(t[0] for t in times), min(t[1] for t in times)
+    return _best_of_3(all_threads)
 
 
 def measure(config: tuple[int, str, int], calls: int) -> dict:

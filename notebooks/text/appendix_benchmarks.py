@@ -345,7 +345,8 @@ print(f"run {ameta['date_utc']} UTC, n = {ameta['n']}, {ameta['iterations']} ite
 for row in algo["rows"]:
     check = ""
     if row["name"].startswith("train"):
-        check = f"  target <= 1.15: {'met' if row['ratio_median'] <= 1.15 else 'NOT met'}"
+        target = ameta["target"]
+        check = f"  target <= {target:g}: {'met' if row['ratio_median'] <= target else 'NOT met'}"
     print(f"{row['name']:24s} {row['seconds_median'] * 1e3:8.3f} ms  {row['ratio_median']:5.2f} x "
           f"loss_and_grad [{row['ratio_min']:.2f}, {row['ratio_max']:.2f}], in CPU time "
           f"{row['cpu_ratio_median']:.2f}{check}")
