@@ -298,8 +298,8 @@ plt.show()
 # $n = 2000$ on. The rule for the exponentials was changed after the first stored runs were seen:
 # it had timed them at each $n$'s size ($n^2$ entries in all, split between the threads), which at
 # small $n$ is mostly the hand-over between threads, and two threads had measured no faster than
-# one up to $n = 2000$, so that `attnlib` came out *faster* than its two-thread floor there (0.90).
-# A floor that is beaten is not a floor. The ratio under the earlier rule is printed beside the
+# one up to $n = 2000$, so that in the previous stored run `attnlib` came out *faster* than its
+# two-thread floor there (the README gives the figures). A floor that is beaten is not a floor. The ratio under the earlier rule is printed beside the
 # new one, with its own verdict.
 #
 
@@ -362,8 +362,9 @@ for row in algo["rows"]:
 # are cheaper. With one thread the ratio is also printed in CPU seconds of the process (the work
 # done, whatever share of the cores the run got). A one-thread call now runs every product on one
 # BLAS thread: the products outside the blocks ($XB$, the sums over rows) used to wake OpenBLAS's
-# worker thread, which then waited busily beside the block threads (at $n = 8000$, 0.82 CPU
-# seconds for 0.71 s of wall time; now 0.66 for 0.66).
+# worker thread, which then waited busily beside the block threads and made the process's CPU
+# time exceed the wall-clock time of a one-thread call (the README gives the figures); in the run
+# above the one-thread CPU-time ratios are the wall-clock ones.
 #
 # The floor's two parts are printed per configuration: the GEMM rate and the exponentials per
 # second. On this machine numpy's float64 `exp` has no vectorised path (the CPU has AVX2; numpy's
