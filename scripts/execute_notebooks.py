@@ -41,6 +41,13 @@ def execute(path: Path, timeout: int = 600) -> float:
 
 
 def main(argv: list[str]) -> None:
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(__doc__)
+        return
+    bad = [arg for arg in argv if not (arg.endswith(".ipynb") and Path(arg).is_file())]
+    if bad:
+        sys.exit(f"error: not a notebook file: {', '.join(bad)} (usage: python "
+                 f"scripts/execute_notebooks.py [notebooks/NAME.ipynb ...])")
     paths = [Path(arg) for arg in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     for path in paths:
         print(f"{path}: {execute(path.resolve()):.1f} s", flush=True)
