@@ -109,8 +109,9 @@ def main() -> None:
             "python": platform.python_version(), "numpy": np.__version__,
             "attnlib": attnlib.__version__, "cpu_count": os.cpu_count(), "n": args.n,
             "iterations": args.iterations, "rounds": args.rounds, "target": TARGET,
+            "blas_threads_env": os.environ.get("OPENBLAS_NUM_THREADS"),
             "load_average_before": os.getloadavg()}
-    for _ in range(args.rounds):
+    for index in range(args.rounds):
         order = list(calls)
         shuffle.shuffle(order)
         for name in order:
@@ -122,6 +123,7 @@ def main() -> None:
             seconds[name].append((time.perf_counter() - start) / repeats * scale)
             cpu_seconds[name].append((time.process_time() - cpu) / repeats * scale)
         loads.append(os.getloadavg()[0])
+        print(f"round {index + 1}/{args.rounds} done, load {loads[-1]:.2f}", flush=True)
     meta["load_average_after"] = os.getloadavg()
     base = np.asarray(seconds["loss_and_grad"])
     cpu_base = np.asarray(cpu_seconds["loss_and_grad"])

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlib import experiments
+from attnlib import attention, experiments
 from attnlib.experiments import TaskGrid, run_grid
 
 
@@ -101,10 +101,11 @@ SWEEP_TASKS = 4
 
 
 def busy_task(index: int, seconds: float) -> dict:
-    """A task that keeps one core busy for ``seconds`` of CPU time (200 x 200 products)."""
-    start = time.process_time()
+    """A task that keeps one core busy for ``seconds`` of this thread's CPU time (200 x 200
+    products; the thread's own clock, so that no other thread of the process shortens it)."""
+    start = time.thread_time()
     x = np.random.default_rng(index).standard_normal((200, 200))
-    while time.process_time() - start < seconds:
+    while time.thread_time() - start < seconds:
         x = np.tanh(x @ x.T / 200.0)
     return {f"task{index}": np.asarray(float(x.sum()))}
 
@@ -145,12 +146,16 @@ def main() -> None:
     parser.add_argument("--output", default=None)
     args = parser.parse_args()
     names = args.names or experiments.stored_names()
+    # The serial run on one BLAS thread, as the book's scripts run it (scripts/setup.sh) and as
+    # each Dask worker runs: otherwise a product on two OpenBLAS threads would already use both
+    # cores serially, and the serial and worker results would differ by round-off.
+    attention.limit_blas_threads(1)
     autogroup = Path("/proc/sys/kernel/sched_autogroup_enabled")
     meta = {"sched_autogroup": autogroup.read_text().strip() if autogroup.exists() else None,
             "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
             "python": platform.python_version(), "cpu_count": os.cpu_count(),
             "budget_seconds": args.budget, "blas_threads_env": os.environ.get(
-                "OPENBLAS_NUM_THREADS"), "load_average_before": os.getloadavg()}
+                "OPENBLAS_NUM_THREADS"), "blas_threads": 1, "load_average_before": os.getloadavg()}
     meta["cluster_startup_seconds"] = cluster_startup()
     sweep = task_length_sweep()
     rows, single = [], []

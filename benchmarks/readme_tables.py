@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: a competitor's time within this fraction of attnlib's, either way, is named as about even
+EVEN = 0.1
 COMPETITORS = (("torch_naive", "naive autograd"), ("torch_blocked", "hand-blocked, 256 rows"),
                ("torch_compile", "torch.compile"))
 
@@ -50,7 +52,31 @@ def competitors_table(bench: dict) -> str:
             lines.append(f"| {n} | {dtype} | {ours['seconds_median']:.3g} s, "
                          f"{ours['peak_mb']:.0f} MB | " + " | ".join(cells)
                          + f" | {_load_range(loads)} |")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + _competitors_summary(rows)
+
+
+def _competitors_summary(rows: dict) -> str:
+    """Where attnlib was the fastest, its closest competitor in time, and the smallest memory
+    ratio from n = 2000 on (ratios competitor / attnlib, as in the table)."""
+    ratios = [(rows[key]["seconds_median"] / ours["seconds_median"],
+               rows[key]["peak_mb"] / max(ours["peak_mb"], 0.1), label, dtype, n)
+              for (impl, dtype, n), ours in rows.items() if impl == "attnlib"
+              for key, label in (((rival, dtype, n), label) for rival, label in COMPETITORS)
+              if key in rows]
+    configurations = sorted({(dtype, n) for *_, dtype, n in ratios})
+    beaten = sorted({(dtype, n) for time, _, _, dtype, n in ratios if time <= 1})
+    closest = min(ratios)
+    memory = min((ratio for ratio in ratios if ratio[4] >= 2000), key=lambda r: r[1])
+    fastest = (f"attnlib was the fastest in {len(configurations) - len(beaten)} of "
+               f"{len(configurations)} configurations run"
+               + (" (not at " + ", ".join(f"n = {n} {dtype}" for dtype, n in beaten) + ")"
+                  if beaten else ""))
+    even = [f"{label} at n = {n}, {dtype} ({time:.2f}x)"
+            for time, _, label, dtype, n in sorted(ratios) if abs(time - 1) <= EVEN]
+    return (f"In this run {fastest}; its closest competitor in time: {closest[2]} at n = "
+            f"{closest[4]}, {closest[3]} ({closest[0]:.2f}x); within {EVEN:.0%} of its time, "
+            f"either way: {', '.join(even) or 'none'}; its smallest memory ratio from "
+            f"n = 2000 on: {memory[1]:.1f}x ({memory[2]}, n = {memory[4]}, {memory[3]}).")
 
 
 def floor_table(bench: dict) -> str:

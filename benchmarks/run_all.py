@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-#: the thread variables the book's scripts set to 1; bench_competitors.py sets its own
+#: the thread variables the book's scripts set to 1 (bench_floor.py and bench_rerun.py set the
+#: BLAS threads themselves; bench_competitors.py runs once with them and once without)
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
@@ -33,7 +34,8 @@ def plan(torch_python: str | None) -> list[tuple[str, list[str], dict[str, str]]
     """(name, command, extra environment) of every benchmark, in the order they run."""
     python = sys.executable
     steps = [("floor", [python, "bench_floor.py"], {}),
-             ("algorithm", [python, "bench_algorithm.py", "--rounds", "15"], {})]
+             # one BLAS thread, as chapter 5 runs (scripts/setup.sh, execute_notebooks.py)
+             ("algorithm", [python, "bench_algorithm.py", "--rounds", "15"], ONE_THREAD)]
     attention = [python, "bench_attention.py"]
     if torch_python:
         attention += ["--torch-python", torch_python]

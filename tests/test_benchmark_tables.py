@@ -54,3 +54,31 @@ def test_the_target_lines_follow_the_numbers() -> None:
     line = tables.floor_table(floor).splitlines()[-1]
     assert ("met by 1 of 2 configurations (n = 2000 float64 1 thread); under the earlier floor "
             "rule: met by 1 of 2 configurations (n = 2000 float64 2 threads)") in line
+
+
+def test_the_competitor_summary_follows_the_numbers() -> None:
+    """The line under the competitor table: where attnlib was the fastest, its closest
+    competitor, its smallest memory ratio from n = 2000 on; a competitor that is faster
+    somewhere is named there."""
+    tables = _tables_module()
+
+    def row(impl: str, n: int, seconds: float, mb: float) -> dict:
+        return {"impl": impl, "dtype": "float64", "n": n, "seconds_median": seconds,
+                "peak_mb": mb, "load": [1.0]}
+
+    bench = {"rows": [row("attnlib", 500, 1.0, 4), row("torch_compile", 500, 1.3, 4),
+                      row("attnlib", 2000, 1.0, 10), row("torch_compile", 2000, 2.0, 50),
+                      row("torch_naive", 2000, 3.0, 30)]}
+    line = tables.competitors_table(bench).splitlines()[-1]
+    assert ("attnlib was the fastest in 2 of 2 configurations run; its closest competitor in "
+            "time: torch.compile at n = 500, float64 (1.30x); within 10% of its time, either "
+            "way: none; its smallest memory ratio from n = 2000 on: 3.0x (naive autograd, "
+            "n = 2000, float64)") in line
+    bench["rows"][1]["seconds_median"] = 0.8
+    line = tables.competitors_table(bench).splitlines()[-1]
+    assert ("fastest in 1 of 2 configurations run (not at n = 500 float64); its closest "
+            "competitor in time: torch.compile at n = 500, float64 (0.80x)") in line
+    bench["rows"][1]["seconds_median"] = 1.05
+    line = tables.competitors_table(bench).splitlines()[-1]
+    assert ("within 10% of its time, either way: torch.compile at n = 500, float64 (1.05x)"
+            in line)
