@@ -17,6 +17,7 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a competitor's time within this fraction of attnlib's, either way, is named as about even
@@ -29,54 +30,64 @@ def _load_range(loads: list[float]) -> str:
     return f"{min(loads):.1f}-{max(loads):.1f}"
 
 
+class _Ratio(NamedTuple):
+    """A competitor's time and memory as multiples of attnlib's in one configuration."""
+    time: float
+    memory: float
+    label: str
+    dtype: str
+    n: int
+
+
+def _ratio(ours: dict, rival: dict, label: str) -> _Ratio:
+    return _Ratio(rival["seconds_median"] / ours["seconds_median"],
+                  rival["peak_mb"] / max(ours["peak_mb"], 0.1), label, ours["dtype"], ours["n"])
+
+
 def competitors_table(bench: dict) -> str:
     """attnlib's time and memory, and each competitor's as a multiple of attnlib's."""
     rows = {(row["impl"], row["dtype"], row["n"]): row for row in bench["rows"]}
     ns = sorted({n for _, _, n in rows})
     lines = ["| n | dtype | attnlib | " + " | ".join(label for _, label in COMPETITORS)
              + " | load avg |", "|---" * (len(COMPETITORS) + 4) + "|"]
+    ratios = []
     for dtype in ("float64", "float32"):
         for n in ns:
             ours = rows.get(("attnlib", dtype, n))
             if ours is None:
                 continue
             cells, loads = [], list(ours["load"])
-            for impl, _ in COMPETITORS:
+            for impl, label in COMPETITORS:
                 rival = rows.get((impl, dtype, n))
                 if rival is None:
                     cells.append("not run")
                     continue
                 loads += rival["load"]
-                cells.append(f"{rival['seconds_median'] / ours['seconds_median']:.2f}x time, "
-                             f"{rival['peak_mb'] / max(ours['peak_mb'], 0.1):.1f}x memory")
+                ratios.append(_ratio(ours, rival, label))
+                cells.append(f"{ratios[-1].time:.2f}x time, {ratios[-1].memory:.1f}x memory")
             lines.append(f"| {n} | {dtype} | {ours['seconds_median']:.3g} s, "
                          f"{ours['peak_mb']:.0f} MB | " + " | ".join(cells)
                          + f" | {_load_range(loads)} |")
-    return "\n".join(lines) + "\n\n" + _competitors_summary(rows)
+    return "\n".join(lines) + "\n\n" + _competitors_summary(ratios)
 
 
-def _competitors_summary(rows: dict) -> str:
-    """Where attnlib was the fastest, its closest competitor in time, and the smallest memory
-    ratio from n = 2000 on (ratios competitor / attnlib, as in the table)."""
-    ratios = [(rows[key]["seconds_median"] / ours["seconds_median"],
-               rows[key]["peak_mb"] / max(ours["peak_mb"], 0.1), label, dtype, n)
-              for (impl, dtype, n), ours in rows.items() if impl == "attnlib"
-              for key, label in (((rival, dtype, n), label) for rival, label in COMPETITORS)
-              if key in rows]
-    configurations = sorted({(dtype, n) for *_, dtype, n in ratios})
-    beaten = sorted({(dtype, n) for time, _, _, dtype, n in ratios if time <= 1})
+def _competitors_summary(ratios: list[_Ratio]) -> str:
+    """Where attnlib was the fastest, its closest competitor in time, the competitors within
+    ``EVEN`` of its time, and the smallest memory ratio from n = 2000 on."""
+    configurations = sorted({(r.dtype, r.n) for r in ratios})
+    beaten = sorted({(r.dtype, r.n) for r in ratios if r.time <= 1})
     closest = min(ratios)
-    memory = min((ratio for ratio in ratios if ratio[4] >= 2000), key=lambda r: r[1])
+    memory = min((r for r in ratios if r.n >= 2000), key=lambda r: r.memory)
     fastest = (f"attnlib was the fastest in {len(configurations) - len(beaten)} of "
                f"{len(configurations)} configurations run"
                + (" (not at " + ", ".join(f"n = {n} {dtype}" for dtype, n in beaten) + ")"
                   if beaten else ""))
-    even = [f"{label} at n = {n}, {dtype} ({time:.2f}x)"
-            for time, _, label, dtype, n in sorted(ratios) if abs(time - 1) <= EVEN]
-    return (f"In this run {fastest}; its closest competitor in time: {closest[2]} at n = "
-            f"{closest[4]}, {closest[3]} ({closest[0]:.2f}x); within {EVEN:.0%} of its time, "
+    even = [f"{r.label} at n = {r.n}, {r.dtype} ({r.time:.2f}x)"
+            for r in sorted(ratios) if abs(r.time - 1) <= EVEN]
+    return (f"In this run {fastest}; its closest competitor in time: {closest.label} at n = "
+            f"{closest.n}, {closest.dtype} ({closest.time:.2f}x); within {EVEN:.0%} of its time, "
             f"either way: {', '.join(even) or 'none'}; its smallest memory ratio from "
-            f"n = 2000 on: {memory[1]:.1f}x ({memory[2]}, n = {memory[4]}, {memory[3]}).")
+            f"n = 2000 on: {memory.memory:.1f}x ({memory.label}, n = {memory.n}, {memory.dtype}).")
 
 
 def floor_table(bench: dict) -> str:

@@ -91,6 +91,11 @@ class BiasSettings:
     start: str = "spectral (on S)"
 
 
+#: the absolute tolerance a replay compares ``delta = U V^T - X*`` to
+#: (``experiments.replay(absolute=...)``): its entries are near 0, and the minimizers are
+#: certified to gradient norm 1e-6, the scale to which they are determined
+DELTA_ROUND_OFF = {"delta": 1e-6}
+
 #: the settings of the stored run ``paper1_prompts_bias``
 BIAS_SETTINGS = BiasSettings()
 

@@ -583,7 +583,8 @@ from attnlib.experiments import paper1_prompts
 # the first cell (scale 1, n = 10, replicate 0): its certified minimizer to the scale at which it
 # is certified (gradient norm 1e-6); delta = U V^T - X* (entries near 0) to 1e-6 absolute
 bias_run, replay_bias, deviation = experiments.replay(   # python -m attnlib.experiments paper1_prompts_bias
-    "paper1_prompts_bias", align=experiments.leading_block, rtol=1e-6, absolute={"delta": 1e-6},
+    "paper1_prompts_bias", align=experiments.leading_block, rtol=1e-6,
+    absolute=paper1_prompts.DELTA_ROUND_OFF,
     keys=("excess_risk", "delta", "value", "deployed_minimizer", "deployed_start"))
 print(f"replayed the first cell (scale 1, n = 10, replicate 0) live; largest relative deviation: "
       f"{experiments.format_deviation(deviation, resolution=1e-6)}")
@@ -717,7 +718,8 @@ plt.show()
 
 # %%
 tokens_run, replay_tokens, deviation = experiments.replay(   # python -m attnlib.experiments paper1_prompts_bias_tokens
-    "paper1_prompts_bias_tokens", align=experiments.cell(0, 0), rtol=1e-6, absolute={"delta": 1e-6},
+    "paper1_prompts_bias_tokens", align=experiments.cell(0, 0), rtol=1e-6,
+    absolute=paper1_prompts.DELTA_ROUND_OFF,
     keys=("excess_risk", "delta"))                           # n = 40, replicate 0
 print(f"replayed the first cell (n = 40, replicate 0) live; largest relative deviation: "
       f"{experiments.format_deviation(deviation, resolution=1e-6)}")
@@ -896,7 +898,7 @@ for label, claim in bias_rows:
 # %%
 variance_run, replay_variance, deviation = experiments.replay(
     "paper1_prompts_variance", align=experiments.leading_block, rtol=1e-6,
-    absolute={"delta": 1e-6}, keys=("excess_risk", "delta"))
+    absolute=paper1_prompts.DELTA_ROUND_OFF, keys=("excess_risk", "delta"))
 print(f"replayed N = {int(replay_variance['prompts'][0])}, replicate 0 live; largest relative "
       f"deviation: {experiments.format_deviation(deviation, resolution=1e-6)}")
 n_var = paper1_prompts.VARIANCE_SETTINGS.n
@@ -984,10 +986,9 @@ plt.show()
 
 # %%
 form_keys = ["excess_risk", "delta", "logit_scale", "imbalance", "deployed_minimizer"]
-# the same rule as the other prompt runs: delta = U V^T - X* (entries near 0) to 1e-6 absolute
 forms, replay_forms, deviation = experiments.replay(   # python -m attnlib.experiments paper1_prompts_regularizer_forms
     "paper1_prompts_regularizer_forms", align=experiments.cell(0, 0, 0, 0), keys=form_keys, rtol=1e-6,
-    absolute={"delta": 1e-6})
+    absolute=paper1_prompts.DELTA_ROUND_OFF)
 print(f"replayed the first cell live; largest relative deviation: "
       f"{experiments.format_deviation(deviation, resolution=1e-6)}")
 print("scale    n  regularizer  excess risk (2 reps)   deployed risk   ||V||_F/tau   imbalance")
