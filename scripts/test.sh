@@ -19,25 +19,48 @@
 #      The chapters are not executed again here: step 1's nbval has just executed them, and the
 #      student edition's code cells are checked to be theirs. The fresh environments are
 #      built from wheels downloaded once and kept in ~/.cache/attnbook (tests/fresh_venv.py).
-# Each step prints its time. A failing step does not stop the others; the command fails at the
-# end, listing them.
+# Each step prints its time and, on Linux, the CPU time the whole machine spent meanwhile (from
+# /proc/stat, so other jobs on the machine count too) as cores busy on average: a step near the
+# core count is bound by computation, one well below it by waiting. A failing step does not stop
+# the others; the command fails at the end, listing them.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" || exit 1
 set +e
+# Busy CPU ticks of the whole machine since boot (empty where /proc/stat is missing).
+busy_ticks() {
+  [ -r /proc/stat ] || return 0
+  local _ user nice system idle iowait irq softirq steal rest
+  read -r _ user nice system idle iowait irq softirq steal rest < /proc/stat
+  echo $((user + nice + system + irq + softirq + steal))
+}
+# took LABEL SINCE TICKS: "== LABEL took ... s", the wall time since SECONDS was SINCE and the
+# cores busy on average since busy_ticks was TICKS.
+took() {
+  local label=$1 since=$2 ticks=$3 now busy wall
+  now=$(busy_ticks); wall=$((SECONDS - since))
+  if [ -n "$ticks" ] && [ -n "$now" ] && [ "$wall" -gt 0 ]; then
+    busy=$(( (now - ticks) * 100 / $(getconf CLK_TCK) ))      # CPU seconds x 100
+    printf '== %s took %d s (CPU %d s: %d.%02d of %d cores busy on average)\n' "$label" "$wall" \
+      $((busy / 100)) $((busy / wall / 100)) $((busy / wall % 100)) "$(nproc)"
+  else
+    echo "== $label took $wall s"
+  fi
+}
 start=$SECONDS
+start_ticks=$(busy_ticks)
 failed=()
 TEACHING_TESTS=(tests/test_problem_sets.py tests/test_grading.py tests/test_editions.py tests/test_live_lab.py
                 tests/test_slides.py)
 
 echo "== 1/4 unit tests, notebook checks and nbval"
-step=$SECONDS
+step=$SECONDS; step_ticks=$(busy_ticks)
 .venv/bin/python -m pytest tests notebooks --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
   --nbval-cell-timeout=600 -n "${ATTNBOOK_WORKERS:-2}" --dist loadfile -q \
   --ignore=notebooks/problem_sets "${TEACHING_TESTS[@]/#/--ignore=}" || failed+=("1 (tests)")
-echo "== 1/4 took $((SECONDS - step)) s"
+took 1/4 "$step" "$step_ticks"
 
 echo "== 2/4 building the book from the stored outputs (-W -n)"
-step=$SECONDS
+step=$SECONDS; step_ticks=$(busy_ticks)
 rm -rf _build/html
 # --- claims ledger (issue 19): book/ledger.md from the chapters' stored outputs ---
 .venv/bin/python scripts/build_ledger.py || failed+=("2 (claims ledger)")
@@ -49,7 +72,7 @@ config = yaml.safe_load(open("_config.yml"))
 config["execute"]["execute_notebooks"] = "off"
 open("_build_config_test.yml", "w").write(yaml.safe_dump(config, sort_keys=False))
 PY
-echo "== 2/4 took $((SECONDS - step)) s"
+took 2/4 "$step" "$step_ticks"
 
 # --- Chromium for step 3 (issue 17): found or installed only here ---
 find_chromium() {
@@ -80,7 +103,7 @@ chromium_ok=0
 find_chromium && chromium_ok=1 && export ATTNBOOK_CHROMIUM
 
 echo "== 3/4 browser check of every page (offline)"
-step=$SECONDS
+step=$SECONDS; step_ticks=$(busy_ticks)
 if [ ! -f _build/html/index.html ]; then
   echo "skipped: the book was not built (step 2 failed)"; failed+=("3 (browser check: no book)")
 elif [ "$chromium_ok" = 1 ]; then
@@ -90,10 +113,10 @@ elif [ "$chromium_ok" = 1 ]; then
 else
   failed+=("3 (browser check: no Chromium)")
 fi
-echo "== 3/4 took $((SECONDS - step)) s"
+took 3/4 "$step" "$step_ticks"
 
 echo "== 4/4 teaching material: problem sets, student edition, live JupyterLab"
-step=$SECONDS
+step=$SECONDS; step_ticks=$(busy_ticks)
 if [ "$chromium_ok" = 1 ]; then
   # --dist loadfile: each file's tests on one worker, so its fixtures (problem sets assigned,
   # the bundle, the decks) are built once. (pytest-xdist 3.8's loadgroup does not group under
@@ -103,10 +126,12 @@ if [ "$chromium_ok" = 1 ]; then
 else
   failed+=("4 (teaching material: no Chromium for the live JupyterLab test)")
 fi
-echo "== 4/4 took $((SECONDS - step)) s"
+took 4/4 "$step" "$step_ticks"
 
 if [ ${#failed[@]} -gt 0 ]; then
+  took "all four steps" "$start" "$start_ticks"
   echo "== FAILED step(s): ${failed[*]} (after $((SECONDS - start)) s)"
   exit 1
 fi
+took "all four steps" "$start" "$start_ticks"
 echo "== all tests passed in $((SECONDS - start)) s"
