@@ -319,23 +319,39 @@ def row_softmax(logits: np.ndarray) -> np.ndarray:
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
-def _softmax_rows(logits: np.ndarray, self_columns: np.ndarray | None) -> tuple[np.ndarray,
-                                                                                np.ndarray]:
-    """Overwrite ``logits`` (b, n), or a stack (g, b, n) of prompts, with
-    ``exp(s_ji - max_i s_ji)`` and return it with the row sums ``z_j``, so that
-    ``w_ji = E_ji / z_j``.
+def _queries_b(queries: np.ndarray, b: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``x_j^T B`` for every query (the left factor of the logits) in the block precision.
+
+    A product or cast that overflows gives infinite entries; their logits are infinite or NaN
+    and :func:`_softmax_rows` reports them as its ``ValueError``, so the overflow warning here
+    is silenced.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (queries @ b).astype(dtype, copy=False)
+
+
+def _softmax_rows(queries_b: np.ndarray, keys_t: np.ndarray, out: np.ndarray,
+                  self_columns: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Write the logits ``s_ji = (x_j^T B) x_i = queries_b @ keys_t`` into ``out`` (b, n), or a
+    stack (g, b, n) of prompts, overwrite them with ``exp(s_ji - max_i s_ji)`` and return that
+    with the row sums ``z_j``, so that ``w_ji = E_ji / z_j``.
 
     ``self_columns[k]`` is the column of query row k's own token (in every prompt of a
-    stack), excluded from its context (leave-one-out): that logit is set to -inf, so its weight is exactly 0. Raises
-    ``ValueError`` when a row maximum is not finite (logits overflowing float64).
+    stack), excluded from its context (leave-one-out): that logit is set to -inf, so its
+    weight is exactly 0. Raises ``ValueError`` when a row maximum is not finite (logits
+    overflowing float64); the product's own overflow warning is silenced, so the caller gets
+    that one error and no ``RuntimeWarning`` first.
     """
+    with np.errstate(over="ignore", invalid="ignore"):
+        logits = np.matmul(queries_b, keys_t, out=out)
     if self_columns is not None:
         logits[..., np.arange(logits.shape[-2]), self_columns] = -np.inf
     row_max = logits.max(axis=-1, keepdims=True)
     if not np.all(np.isfinite(row_max)):
         raise ValueError("attention logits x_j^T B x_i overflow (not finite); B or X is too "
                          "large in magnitude")
-    np.subtract(logits, row_max, out=logits)
+    with np.errstate(over="ignore"):      # s - max below -1.8e308: -inf, exp gives 0, its limit
+        np.subtract(logits, row_max, out=logits)
     np.exp(logits, out=logits)
     return logits, logits.sum(axis=-1)
 
@@ -407,7 +423,8 @@ def attention_weights(B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo") -> np
     x = _check_tokens("X", X)
     _, b = _check_layer(None, B, x.shape[1])
     n = x.shape[0]
-    weights, z = _softmax_rows((x @ b) @ x.T, np.arange(n) if mask == "loo" else None)
+    weights, z = _softmax_rows(x @ b, x.T, np.empty((n, n)),
+                               np.arange(n) if mask == "loo" else None)
     weights /= z[:, None]
     return weights
 
@@ -420,13 +437,12 @@ def _hidden(b: np.ndarray, keys: np.ndarray, queries: np.ndarray, loo: bool,
     keys_t = keys.astype(dtype, copy=False)
     keys_tt = np.ascontiguousarray(keys_t.T)
     with _one_blas_thread():
-        queries_b = (queries @ b).astype(dtype, copy=False)
+        queries_b = _queries_b(queries, b, dtype)
     hidden = np.empty((m, keys.shape[1]))
 
     def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
         self_columns = _self_columns(None, start, stop, loo)
-        logits = np.matmul(queries_b[start:stop], keys_tt, out=scratch[0])
-        e, z = _softmax_rows(logits, self_columns)
+        e, z = _softmax_rows(queries_b[start:stop], keys_tt, scratch[0], self_columns)
         hidden[start:stop] = (e @ keys_t) / z[:, None]
 
     _run_blocks(work, m, block, workers, buffers=1, width=keys.shape[0], dtype=dtype)
@@ -530,7 +546,7 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
         keys_t = np.ascontiguousarray(keys.T)
         a_t = a.astype(kind, copy=False)
         y_t = y.astype(kind, copy=False)
-        xb = (x @ b).astype(kind, copy=False)
+        xb = _queries_b(x, b, kind)
 
         residual, hidden, ds_x = (np.empty((m, p), kind), np.empty((m, d), kind),
                                   np.empty((m, d), kind))              # per query row
@@ -539,8 +555,7 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
             self_columns = _self_columns(index, start, stop, loo)
             targets = y_t[start:stop] if index is None else y_t[index[start:stop]]
             queries_b = xb[start:stop] if index is None else xb[index[start:stop]]
-            logits = np.matmul(queries_b, keys_t, out=scratch[0])
-            e, z = _softmax_rows(logits, self_columns)                       # E = z W
+            e, z = _softmax_rows(queries_b, keys_t, scratch[0], self_columns)   # E = z W
             _block_rows(e, z, keys, keys_t, targets, a_t, scratch[1],
                         (residual[start:stop], hidden[start:stop], ds_x[start:stop]))
 
@@ -604,14 +619,13 @@ def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.nda
                 np.sum([part[2] for part in parts], axis=0) / prompts)
     keys_t = np.ascontiguousarray(x.transpose(0, 2, 1))
     with _one_blas_thread():
-        xb = x @ b
+        xb = _queries_b(x, b, np.dtype(np.float64))
     self_columns = np.arange(n) if mask == "loo" else None
 
     def work(start: int, stop: int,
              scratch: list[np.ndarray]) -> tuple[float, np.ndarray, np.ndarray]:
         stack = [array.reshape(stop - start, n, n) for array in scratch]
-        logits = np.matmul(xb[start:stop], keys_t[start:stop], out=stack[0])
-        e, z = _softmax_rows(logits, self_columns)
+        e, z = _softmax_rows(xb[start:stop], keys_t[start:stop], stack[0], self_columns)
         residual = np.empty((stop - start, n, a.shape[0]))
         hidden, ds_x = np.empty((stop - start, n, d)), np.empty((stop - start, n, d))
         _block_rows(e, z, x[start:stop], keys_t[start:stop], y[start:stop], a, stack[1],

@@ -138,11 +138,40 @@ def test_huge_logits_stay_finite(shape, mask) -> None:
     assert np.all(np.isfinite(attention.predict_new(a, b, x, x[:2] + 1.0)))
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered")
-def test_overflowing_logits_raise() -> None:
-    a, b, x, y = _layer(4, 2, 2, seed=1)
+_HUGE_B = 1e305 * np.ones((2, 2))   # logits about 1e308-1e309: some overflow to +inf
+OVERFLOWING_CALLS = {
+    "loss_and_grad": lambda a, x, y: attention.loss_and_grad(a, _HUGE_B, x, y),
+    "loss_and_grad float32": lambda a, x, y: attention.loss_and_grad(a, _HUGE_B, x, y,
+                                                                     dtype=np.float32),
+    "prompts_loss_and_grad": lambda a, x, y: attention.prompts_loss_and_grad(
+        a, _HUGE_B, x[None], y[None]),
+    "attend": lambda a, x, y: attention.attend(_HUGE_B, x),
+    "predict_new": lambda a, x, y: attention.predict_new(a, _HUGE_B, x, x[:1]),
+    "attention_weights": lambda a, x, y: attention.attention_weights(_HUGE_B, x),
+}
+
+
+@pytest.mark.filterwarnings("error")        # a RuntimeWarning before the error fails the test
+@pytest.mark.parametrize("call", OVERFLOWING_CALLS)
+def test_overflowing_logits_raise_one_error_and_no_warning(call: str) -> None:
+    a, _, x, y = _layer(4, 2, 2, seed=1)
     with pytest.raises(ValueError, match="overflow"):
-        attention.loss_and_grad(a, 1e305 * np.ones((2, 2)), 1e3 * x, y)
+        OVERFLOWING_CALLS[call](a, 1e3 * x, y)
+
+
+@pytest.mark.filterwarnings("error")
+def test_logits_far_below_the_maximum_get_weight_zero_without_a_warning() -> None:
+    # One query, keys 1e3 x: its logits are finite (up to 1.6e308), but the lowest minus
+    # the highest is below -1.8e308 and overflows to -inf in the subtraction; exp gives
+    # exactly 0, the limit, so every other key weighs 0 here and the prediction is the
+    # value of the maximizing key.
+    a, _, x, _ = _layer(4, 2, 2, seed=1)
+    keys = 1e3 * x
+    logits = (x[:1] @ _HUGE_B) @ keys.T
+    assert np.all(np.isfinite(logits))
+    assert logits.min() / 2 - logits.max() / 2 < -np.finfo(float).max / 2
+    prediction = attention.predict_new(a, _HUGE_B, keys, x[:1])
+    np.testing.assert_array_equal(prediction, keys[[np.argmax(logits)]] @ a.T)
 
 
 BAD_INPUTS = [
@@ -236,7 +265,7 @@ def test_automatic_blocks_and_threads_match_the_direct_computation(n: int) -> No
             assert _relative_error(g, w) <= 1e-14
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered")
+@pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize("bad_row", [0, 7])
 def test_an_error_in_any_block_reaches_the_caller(bad_row: int) -> None:
     # Four blocks on two threads (the caller and a pool thread): only the block holding
