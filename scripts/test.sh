@@ -34,14 +34,15 @@ busy_ticks() {
   echo $((user + nice + system + irq + softirq + steal))
 }
 # took LABEL SINCE TICKS: "== LABEL took ... s", the wall time since SECONDS was SINCE and the
-# cores busy on average since busy_ticks was TICKS.
+# cores busy on average since busy_ticks was TICKS (out of the online cores: not nproc, which
+# obeys the OMP_NUM_THREADS=1 that setup.sh exports).
 took() {
   local label=$1 since=$2 ticks=$3 now busy wall
   now=$(busy_ticks); wall=$((SECONDS - since))
   if [ -n "$ticks" ] && [ -n "$now" ] && [ "$wall" -gt 0 ]; then
     busy=$(( (now - ticks) * 100 / $(getconf CLK_TCK) ))      # CPU seconds x 100
     printf '== %s took %d s (CPU %d s: %d.%02d of %d cores busy on average)\n' "$label" "$wall" \
-      $((busy / 100)) $((busy / wall / 100)) $((busy / wall % 100)) "$(nproc)"
+      $((busy / 100)) $((busy / wall / 100)) $((busy / wall % 100)) "$(getconf _NPROCESSORS_ONLN)"
   else
     echo "== $label took $wall s"
   fi
