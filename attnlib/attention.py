@@ -423,7 +423,7 @@ def attention_weights(B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo") -> np
     x = _check_tokens("X", X)
     _, b = _check_layer(None, B, x.shape[1])
     n = x.shape[0]
-    weights, z = _softmax_rows(x @ b, x.T, np.empty((n, n)),
+    weights, z = _softmax_rows(_queries_b(x, b, np.dtype(np.float64)), x.T, np.empty((n, n)),
                                np.arange(n) if mask == "loo" else None)
     weights /= z[:, None]
     return weights

@@ -129,10 +129,9 @@ else
 fi
 took 4/4 "$step" "$step_ticks"
 
+took "all four steps" "$start" "$start_ticks"
 if [ ${#failed[@]} -gt 0 ]; then
-  took "all four steps" "$start" "$start_ticks"
   echo "== FAILED step(s): ${failed[*]} (after $((SECONDS - start)) s)"
   exit 1
 fi
-took "all four steps" "$start" "$start_ticks"
 echo "== all tests passed in $((SECONDS - start)) s"

@@ -148,6 +148,9 @@ OVERFLOWING_CALLS = {
     "attend": lambda a, x, y: attention.attend(_HUGE_B, x),
     "predict_new": lambda a, x, y: attention.predict_new(a, _HUGE_B, x, x[:1]),
     "attention_weights": lambda a, x, y: attention.attention_weights(_HUGE_B, x),
+    # 1e308 B: already x^T B overflows, before the logits
+    "loss_and_grad, x^T B": lambda a, x, y: attention.loss_and_grad(a, 1e3 * _HUGE_B, x, y),
+    "attention_weights, x^T B": lambda a, x, y: attention.attention_weights(1e3 * _HUGE_B, x),
 }
 
 
