@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ._validation import check_finite
+from ._validation import check_finite, check_positive
 
 __all__ = ["REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "STATUSES",
            "Verdict", "verdict", "interval_verdict", "not_testable", "combine"]
@@ -93,15 +93,19 @@ def not_testable(claim: str, reason: str) -> Verdict:
 
 def verdict(claim: str, value: object, threshold: object, *, direction: str = "<=",
             partial: object | None = None, quantity: str = "value",
-            labels: Sequence[str] | None = None, fmt: str = ".3g") -> Verdict:
+            labels: Sequence[str] | None = None, fmt: str = ".3g",
+            resolution: float = 0.0) -> Verdict:
     """Compare measured ``value`` (a number or a sequence) with ``threshold`` in ``direction``.
 
     ``threshold`` and ``partial`` are a number (used for every value) or one per value.
     ``partial`` is a looser threshold (on the failing side of ``threshold``) that earns a
     value half credit. ``quantity`` names what was measured and ``labels`` name the values
     (e.g. the seeds or the conditions); both appear in the reason, formatted with ``fmt``.
-    A ``value`` of ``None`` or one containing NaN gives :data:`NOT_TESTABLE`.
+    A ``value`` of ``None`` or one containing NaN gives :data:`NOT_TESTABLE`. A value whose
+    magnitude is below ``resolution`` (a round-off-sized quantity, whose digits differ between
+    machines) prints as ``< resolution``; the comparison uses the value itself.
     """
+    resolution = check_positive("resolution", resolution, allow_zero=True)
     if direction not in _OPERATORS:
         raise ValueError(f"direction must be one of {sorted(_OPERATORS)}, got {direction!r}")
     try:
@@ -131,16 +135,17 @@ def verdict(claim: str, value: object, threshold: object, *, direction: str = "<
     levels, parts = [], []
     for i, (lab, v, t) in enumerate(zip(labels, values, thresholds)):
         name = f"{quantity} {lab}" if lab else quantity
+        shown = f"< {resolution:.0e}" if abs(v) < resolution else f"= {v:{fmt}}"
         if compare(v, t):
             levels.append(2)
-            parts.append(f"{name} = {v:{fmt}} {direction} {t:{fmt}}")
+            parts.append(f"{name} {shown} {direction} {t:{fmt}}")
         elif loose is not None and compare(v, loose[i]):
             levels.append(1)
-            parts.append(f"{name} = {v:{fmt}}: fails {direction} {t:{fmt}}, "
+            parts.append(f"{name} {shown}: fails {direction} {t:{fmt}}, "
                          f"meets partial {direction} {loose[i]:{fmt}}")
         else:
             levels.append(0)
-            parts.append(f"{name} = {v:{fmt}}: fails {direction} {t:{fmt}}")
+            parts.append(f"{name} {shown}: fails {direction} {t:{fmt}}")
     if all(level == 2 for level in levels):
         status = REPRODUCED
     elif all(level == 0 for level in levels):

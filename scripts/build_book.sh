@@ -15,7 +15,11 @@ start=$SECONDS
 # --- end claims ledger ---
 echo "== building the book (executing every notebook on a fresh kernel)"
 .venv/bin/jupyter-book build . -W -n --keep-going
-.venv/bin/python scripts/build_ledger.py --verify --root _build/jupyter_execute  # claims ledger
+# A reader's build never dies on a check: a verdict that differs on this machine is a warning
+# here (and a replay outside its tolerance a warning box in its page); the test command fails.
+.venv/bin/python scripts/build_ledger.py --verify --root _build/jupyter_execute \
+  || echo "warning: the verdicts computed on this machine differ from the stored ones (above);" \
+          "the book shows the stored ledger. bash scripts/test.sh checks this strictly." >&2
 if [ -n "${ATTNBOOK_PDF:-}" ]; then
   echo "== printing the whole book to _build/html/$ATTNBOOK_PDF"
   .venv/bin/python scripts/book_pdf.py "_build/html/$ATTNBOOK_PDF"

@@ -51,7 +51,7 @@ VERDICT_LINE = re.compile(rf"^(?:(?P<label>\[[a-z][a-z -]*\])\s+)?(?P<claim>\S.*
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf"
 _OP = r"<=|>=|<|>"
 COMPARISON = re.compile(
-    rf"^(?P<name>.+) = (?P<value>{_NUMBER})(?: (?P<op>{_OP}) (?P<threshold>{_NUMBER})"
+    rf"^(?P<name>.+) (?:= (?P<value>{_NUMBER})|< (?P<below>{_NUMBER}))(?: (?P<op>{_OP}) (?P<threshold>{_NUMBER})"
     rf"|: fails (?P<fop>{_OP}) (?P<fthreshold>{_NUMBER})"
     rf"(?:, meets partial (?P<pop>{_OP}) (?P<partial>{_NUMBER}))?)$")
 SUB_VERDICT = re.compile(rf"(?:^|, )(?P<claim>.+?): (?P<status>{_STATUS})(?=, |$)")
@@ -133,12 +133,15 @@ def printed_verdicts(path: Path) -> list[Printed]:
 
 def parse_comparisons(reason: str) -> list[Comparison] | None:
     """The ``value op threshold`` fragments of a reason written by ``verdicts.verdict``, or
-    None when some fragment is not one (a combined or not-testable reason)."""
+    None when some fragment is not one (a combined or not-testable reason). A round-off-sized
+    value printed as ``< bound`` (``verdicts.verdict(resolution=...)``) is checked as the bound.
+    """
     found = []
     for fragment in reason.split("; "):
         match = COMPARISON.match(fragment)
         if match is None:
             return None
+        match = {**match.groupdict(), "value": match["value"] or match["below"]}
         if match["op"]:
             found.append(Comparison(match["name"], float(match["value"]), match["op"],
                                     float(match["threshold"]), None, 2,

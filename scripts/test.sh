@@ -19,6 +19,11 @@
 #      The chapters are not executed again here: step 1's nbval has just executed them, and the
 #      student edition's code cells are checked to be theirs. The fresh environments are
 #      built from wheels downloaded once and kept in ~/.cache/attnbook (tests/fresh_venv.py).
+# ATTNBOOK_STEPS selects steps (default "1 2 3 4"); ATTNBOOK_NOTEBOOKS=0 leaves the notebooks
+# (nbval) out of step 1: scripts/test_portability.sh runs step 1 under other CPU settings and the
+# unit tests on the system's python3 that way. ATTNBOOK_REPLAY=strict (tests/conftest.py sets it
+# for every pytest run): a replay of a stored run outside its tolerance fails the tests (a
+# reader's build only shows a warning in the page).
 # Each step prints its time and, on Linux, the CPU time the whole machine spent meanwhile (from
 # /proc/stat, so other jobs on the machine count too) as cores busy on average: a step near the
 # core count is bound by computation, one well below it by waiting. A failing step does not stop
@@ -53,27 +58,37 @@ failed=()
 TEACHING_TESTS=(tests/test_problem_sets.py tests/test_grading.py tests/test_editions.py tests/test_live_lab.py
                 tests/test_slides.py)
 
+STEPS=" ${ATTNBOOK_STEPS:-1 2 3 4} "
+want() { [[ "$STEPS" == *" $1 "* ]]; }
+export ATTNBOOK_REPLAY=strict
+
+if want 1; then
 echo "== 1/4 unit tests, notebook checks and nbval"
 step=$SECONDS; step_ticks=$(busy_ticks)
-.venv/bin/python -m pytest tests notebooks --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
-  --nbval-cell-timeout=600 -n "${ATTNBOOK_WORKERS:-2}" --dist loadfile -q \
-  --ignore=notebooks/problem_sets "${TEACHING_TESTS[@]/#/--ignore=}" || failed+=("1 (tests)")
+notebooks=(notebooks --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
+           --ignore=notebooks/problem_sets)
+[ "${ATTNBOOK_NOTEBOOKS:-1}" = 0 ] && notebooks=()
+"$VENV"/bin/python -m pytest tests "${notebooks[@]}" -n "${ATTNBOOK_WORKERS:-2}" --dist loadfile -q \
+  "${TEACHING_TESTS[@]/#/--ignore=}" || failed+=("1 (tests)")
 took 1/4 "$step" "$step_ticks"
+fi
 
+if want 2; then
 echo "== 2/4 building the book from the stored outputs (-W -n)"
 step=$SECONDS; step_ticks=$(busy_ticks)
 rm -rf _build/html
 # --- claims ledger (issue 19): book/ledger.md from the chapters' stored outputs ---
-.venv/bin/python scripts/build_ledger.py || failed+=("2 (claims ledger)")
+"$VENV"/bin/python scripts/build_ledger.py || failed+=("2 (claims ledger)")
 # --- end claims ledger ---
 trap 'rm -f _build_config_test.yml' EXIT
-.venv/bin/python - <<'PY' && .venv/bin/jupyter-book build . -W -n --keep-going --config _build_config_test.yml || failed+=("2 (book build)")
+"$VENV"/bin/python - <<'PY' && "$VENV"/bin/jupyter-book build . -W -n --keep-going --config _build_config_test.yml || failed+=("2 (book build)")
 import yaml
 config = yaml.safe_load(open("_config.yml"))
 config["execute"]["execute_notebooks"] = "off"
 open("_build_config_test.yml", "w").write(yaml.safe_dump(config, sort_keys=False))
 PY
 took 2/4 "$step" "$step_ticks"
+fi
 
 # --- Chromium for step 3 (issue 17): found or installed only here ---
 find_chromium() {
@@ -101,35 +116,39 @@ find_chromium() {
 # --- end Chromium ---
 
 chromium_ok=0
-find_chromium && chromium_ok=1 && export ATTNBOOK_CHROMIUM
+if want 3 || want 4; then find_chromium && chromium_ok=1 && export ATTNBOOK_CHROMIUM; fi
 
+if want 3; then
 echo "== 3/4 browser check of every page (offline)"
 step=$SECONDS; step_ticks=$(busy_ticks)
 if [ ! -f _build/html/index.html ]; then
   echo "skipped: the book was not built (step 2 failed)"; failed+=("3 (browser check: no book)")
 elif [ "$chromium_ok" = 1 ]; then
   # test_subpath.py (issue 19): the site served under /attnbook/
-  ATTNBOOK_HTML="$ROOT/_build/html" .venv/bin/python -m pytest tests/test_rendered_book.py \
+  ATTNBOOK_HTML="$ROOT/_build/html" "$VENV"/bin/python -m pytest tests/test_rendered_book.py \
     tests/test_subpath.py -q -n "${ATTNBOOK_WORKERS:-2}" || failed+=("3 (browser check)")
 else
   failed+=("3 (browser check: no Chromium)")
 fi
 took 3/4 "$step" "$step_ticks"
+fi
 
+if want 4; then
 echo "== 4/4 teaching material: problem sets, student edition, live JupyterLab"
 step=$SECONDS; step_ticks=$(busy_ticks)
 if [ "$chromium_ok" = 1 ]; then
   # --dist loadfile: each file's tests on one worker, so its fixtures (problem sets assigned,
   # the bundle, the decks) are built once. (pytest-xdist 3.8's loadgroup does not group under
   # pytest 9: its suffix hook lacks @hookimpl and is never called.)
-  .venv/bin/python -m pytest "${TEACHING_TESTS[@]}" -n "${ATTNBOOK_WORKERS:-2}" --dist loadfile -q \
+  "$VENV"/bin/python -m pytest "${TEACHING_TESTS[@]}" -n "${ATTNBOOK_WORKERS:-2}" --dist loadfile -q \
     || failed+=("4 (teaching material)")
 else
   failed+=("4 (teaching material: no Chromium for the live JupyterLab test)")
 fi
 took 4/4 "$step" "$step_ticks"
+fi
 
-took "all four steps" "$start" "$start_ticks"
+took "steps${STEPS% }" "$start" "$start_ticks"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "== FAILED step(s): ${failed[*]} (after $((SECONDS - start)) s)"
   exit 1

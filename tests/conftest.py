@@ -14,6 +14,10 @@ from typing import Callable
 
 import numpy as np
 
+# The tests are strict: a replayed prefix outside its tolerance fails (a reader's build only
+# warns). Set before any notebook kernel starts, so nbval's kernels inherit it.
+os.environ["ATTNBOOK_REPLAY"] = "strict"
+
 
 def central_difference(f: Callable[[np.ndarray], float], theta: np.ndarray,
                        h: float = 1e-6) -> np.ndarray:

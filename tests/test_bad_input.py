@@ -61,6 +61,7 @@ RESULT_TYPES = {
     "langevin.MalaRun", "villani.OrbitCrossovers", "villani.EveryDirectionCheck", "slider.Frame",
     "slider.FrameSlider",
     "prompts.FirstOrderMinimizer", "prompts.BiasEstimate", "experiments.Replay", "orbit.Trace",
+    "experiments.ReplayCheck", "experiments.KeyCheck",
 }
 
 
@@ -565,6 +566,7 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "experiments.cell": lambda: dict(),
         "experiments.config": lambda: dict(source=_stored(tmp)),
         "experiments.format_deviation": lambda: dict(value=1e-3, resolution=1e-12),
+        "experiments.measured_spread": lambda: dict(name="paper1_defaults"),
         "experiments.benchmark_path": lambda: dict(name="attention"),
         "experiments.load_benchmark": lambda: dict(name=_benchmark(tmp)),
         "experiments.register_grid": lambda: dict(name="fuzz_grid_registered",

@@ -35,3 +35,11 @@ def test_any_data_and_size_on_both_sides():
     combined, parts = ch08.any_data_and_size(bad)
     assert [p.status for p in parts] == [PARTLY, PARTLY] and combined.status == PARTLY
     assert ch08.any_data_and_size({"c": {"log": (301.0, 2e5)}})[0].status == NOT_REPRODUCED
+
+
+def test_symmetry_prints_round_off_changes_against_a_floor_not_their_digits():
+    # 1.2e-16 on one CPU and 0.0 on another: both print as "< 1e-14", so the stored output is the
+    # same on every machine; a change above the floor still prints its value.
+    reasons = {ch08.symmetry([value], 0.0).reason for value in (0.0, 1.2e-16, 3e-15)}
+    assert len(reasons) == 1 and "< 1e-14 <= 1.0e-12" in reasons.pop()
+    assert "= 2.0e-13 <= 1.0e-12" in ch08.symmetry([2e-13], 0.0).reason

@@ -7,6 +7,7 @@ import errno
 import fnmatch
 import hashlib
 import json
+import math
 import os
 import re
 import signal
@@ -402,7 +403,11 @@ def test_lora_instances_stationary_points_and_grid_evidence():
     label = "n=20 d=3 m=8 r=2 gaussian"
     assert list(evidence) == [label] and grad_norms[label] == grad_norm
     assert evidence[label] == part2.villani_evidence(base, theta_star, regularizers, 1.0)
-    assert evidence[label]["log"][0] == pytest.approx(14.18, abs=0.01)   # chapter 9's orbit
+    # chapter 9's orbit, through the balanced point (where the polish stops along the flat orbit
+    # depends on round-off; the balanced point does not: 13.42 on every CPU setting tried)
+    assert evidence[label]["log"][0] == pytest.approx(13.42, abs=0.01)
+    u_star, v_star = base.unpack(theta_star)
+    np.testing.assert_allclose(u_star.T @ u_star, v_star @ v_star.T, atol=1e-10)
     assert list(untested) == ["n=20 d=5 m=8 r=2 gaussian"]
     assert "no stationary point" in untested["n=20 d=5 m=8 r=2 gaussian"]
 
@@ -423,32 +428,92 @@ def toy(store: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "toy_run"
 
 
-def test_replay_returns_the_stored_run_the_prefix_and_the_deviation(toy: str) -> None:
-    stored, prefix, deviation = experiments.replay(toy, keys=["loss", "at_round_off"])
+def test_replay_returns_the_stored_run_the_prefix_and_the_check(toy: str) -> None:
+    stored, prefix, check = experiments.replay(toy, keys=["loss", "at_round_off"])
     assert stored["loss"].shape == (50,) and prefix["loss"].shape == (10,)
-    assert deviation == 0.0
+    assert check.passed and check.used == 0.0 and check.deviation == 0.0
+    assert [key.key for key in check.keys] == ["loss", "at_round_off"]
+    # the printed line names the run, the arrays and the tolerance, never a raw deviation
+    assert str(check).startswith("toy_run: 2 arrays replayed, within rtol 1e-08 of the stored run")
     assert experiments.config(toy) == {"noise": 0.1} == experiments.config(stored)
 
 
-def test_replay_fails_naming_the_key_when_the_stored_run_was_changed(toy: str) -> None:
+def test_strict_replay_fails_naming_the_run_the_key_and_the_command(
+        toy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTNBOOK_REPLAY", "strict")
     changed = _toy_run(full=True)
     changed["loss"][3] *= 1 + 1e-6
     experiments.save(toy, changed)
-    with pytest.raises(AssertionError, match="loss: replayed prefix differs"):
+    with pytest.raises(experiments.ReplayMismatch,
+                       match=r"'toy_run' differs from it in key 'loss'.*"
+                             r"python -m attnlib\.experiments toy_run"):
         experiments.replay(toy, keys=["loss"])
     # within a looser tolerance it passes and reports the deviation it measured
-    assert experiments.replay(toy, keys=["loss"], rtol=1e-5).deviation == pytest.approx(1e-6, rel=1e-5)
+    check = experiments.replay(toy, keys=["loss"], rtol=1e-5).check
+    assert check.deviation == pytest.approx(1e-6, rel=1e-5)
+    assert check.used == pytest.approx(0.1, rel=1e-4)
 
 
-def test_replay_compares_round_off_keys_to_their_own_absolute_tolerance(toy: str) -> None:
+def test_reader_replay_warns_in_the_page_and_goes_on(
+        toy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTNBOOK_REPLAY", "warn")
+    changed = _toy_run(full=True)
+    changed["loss"][3] *= 1 + 1e-6
+    experiments.save(toy, changed)
+    with pytest.warns(RuntimeWarning, match=r"'toy_run' differs from it in key 'loss'.*"
+                                            r"python -m attnlib\.experiments toy_run"):
+        stored, _, check = experiments.replay(toy, keys=["loss"])
+    assert not check.passed and check.used == pytest.approx(100, rel=1e-4)
+    assert stored["loss"][3] == changed["loss"][3]          # the page goes on with the stored run
+    assert "DIFFERS" in str(check)
+    monkeypatch.setenv("ATTNBOOK_REPLAY", "loose")
+    with pytest.raises(ValueError, match="ATTNBOOK_REPLAY must be 'strict' or 'warn'"):
+        experiments.replay(toy, keys=["loss"])
+
+
+def test_reader_replay_shows_a_warning_box_in_a_notebook(
+        toy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In IPython the warning is a box in the cell's output (HTML, with a plain-text fallback).
+    import IPython
+    import IPython.display
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())      # as inside a kernel
+    monkeypatch.setattr(IPython.display, "display", lambda data, raw: shown.append(data))
+    monkeypatch.setenv("ATTNBOOK_REPLAY", "warn")
+    changed = _toy_run(full=True)
+    changed["loss"][3] *= 1 + 1e-6
+    experiments.save(toy, changed)
+    experiments.replay(toy, keys=["loss"])
+    assert len(shown) == 1 and 'class="admonition warning"' in shown[0]["text/html"]
+    assert "python -m attnlib.experiments toy_run" in shown[0]["text/plain"]
+
+
+def test_replay_log_records_the_fraction_of_the_tolerance_used(
+        toy: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    log = tmp_path / "replays.jsonl"
+    monkeypatch.setenv("ATTNBOOK_REPLAY_LOG", str(log))
+    changed = _toy_run(full=True)
+    changed["loss"][3] *= 1 + 1e-9
+    experiments.save(toy, changed)
+    experiments.replay(toy, keys=["loss", "at_round_off"], absolute={"at_": 1e-12})
+    entry = json.loads(log.read_text())
+    assert entry["name"] == "toy_run"
+    assert entry["keys"][0]["used"] == pytest.approx(0.1, rel=1e-4)
+    assert entry["keys"][1]["absolute"] and entry["keys"][1]["used"] == 0.0
+
+
+def test_replay_compares_round_off_keys_to_their_own_absolute_tolerance(
+        toy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTNBOOK_REPLAY", "strict")
     changed = _toy_run(full=True)
     changed["at_round_off"][1:] += 5e-13         # relative change ~500: only atol can pass it
     experiments.save(toy, changed)
     with pytest.raises(AssertionError, match="at_round_off"):
         experiments.replay(toy, keys=["loss", "at_round_off"])
-    _, _, deviation = experiments.replay(toy, keys=["loss", "at_round_off"],
-                                         absolute={"at_": 1e-12})
-    assert deviation == 0.0                       # the absolute key is not in the deviation
+    check = experiments.replay(toy, keys=["loss", "at_round_off"],
+                               absolute={"at_": 1e-12}).check
+    assert check.deviation == 0.0                 # the absolute key is not in the deviation
+    assert "atol 1e-12" in check.tolerance
     with pytest.raises(AssertionError, match="at_round_off"):
         experiments.replay(toy, keys=["at_round_off"], absolute={"at_": 1e-13})
 
@@ -576,6 +641,25 @@ def test_chapters_import_attnlib_modules_under_their_own_names() -> None:
                        "own names; attnlib/experiments/__init__.py):\n" + "\n".join(found))
 
 
+def _same_settings(stored: object, written: object) -> bool:
+    """Equal settings, floats to 1e-12 relative: a setting computed with numpy (a geomspace of
+    tolerances, say) differs in its last bit between SIMD paths, and that is the same run."""
+    if isinstance(stored, dict) and isinstance(written, dict):
+        return stored.keys() == written.keys() and all(
+            _same_settings(stored[key], written[key]) for key in stored)
+    if isinstance(stored, list) and isinstance(written, list):
+        return len(stored) == len(written) and all(map(_same_settings, stored, written))
+    if isinstance(stored, float) and isinstance(written, float):
+        return math.isclose(stored, written, rel_tol=1e-12)
+    return type(stored) is type(written) and stored == written
+
+
+def test_same_settings_allows_only_round_off_in_floats() -> None:
+    assert _same_settings({"eps": [0.2, 1]}, {"eps": [0.20000000000000004, 1]})
+    assert not _same_settings({"eps": [0.2]}, {"eps": [0.2000001]})
+    assert not _same_settings({"n": 1}, {"n": 1.0}) and not _same_settings({"a": 1}, {"b": 1})
+
+
 @pytest.mark.parametrize("name", sorted(
     name for name, (function, _) in experiments.registry().items()
     if function.__module__.startswith("attnlib.experiments.")))      # not the tests' fixtures
@@ -592,7 +676,7 @@ def test_every_experiment_writes_its_config_from_frozen_settings(name: str) -> N
         pytest.skip(f"{name} has no stored run")
     written = json.loads(str(experiments.settings_config(settings)))
     stored = experiments.config(name)
-    assert {key: stored.get(key) for key in written} == written, (
+    assert _same_settings({key: stored.get(key) for key in written}, written), (
         f"rerun `python -m attnlib.experiments {name}`")
     assert set(stored) - set(written) <= {"full"}, "the stored config has entries no field holds"
 

@@ -75,3 +75,11 @@ def test_interval_verdict_decides_only_when_the_interval_is_on_one_side() -> Non
     assert "exponent's 95% interval [-1.30, -1.00] contains the threshold -1.20" in straddles.reason
     with pytest.raises(ValueError, match="interval must be"):
         verdicts.interval_verdict("c", (1.0, 0.0), 0.5)
+
+
+def test_values_below_the_resolution_print_as_a_bound_and_still_decide() -> None:
+    below = verdicts.verdict("c", [1e-17, 0.5], 0.1, resolution=1e-14)
+    assert below.status == verdicts.PARTLY
+    assert "#0 < 1e-14 <= 0.1" in below.reason and "#1 = 0.5: fails <= 0.1" in below.reason
+    with pytest.raises(ValueError, match="resolution"):
+        verdicts.verdict("c", 1.0, 2.0, resolution=-1.0)

@@ -31,7 +31,7 @@ def symmetry(group_changes: Sequence[float], orbit_change: float, *,
         CLAIMS["p2-scale-invariance"], [*group_changes, orbit_change], tol,
         quantity="relative change of the attention data loss,",
         labels=[f"G #{i + 1}" for i in range(len(group_changes))]
-        + ["scale orbit rho = 1e-6 ... 1e6"], fmt=".1e")
+        + ["scale orbit rho = 1e-6 ... 1e6"], fmt=".1e", resolution=1e-14)
 
 
 def not_normalizable(growth_ratio: float, *, minimum: float = GROWTH_MIN,

@@ -550,18 +550,24 @@ def lora_stationary_point(problem: lora.LoRAProblem) -> tuple[np.ndarray, float]
     """Chapter 9's stationary point of the LoRA data loss: BFGS with a tiny weight decay
     (``LORA_WARM_DECAY``) from the teacher, a balanced and well-conditioned start, then BFGS
     without it (the polish); if the polish stalls, a trust-region least-squares fit of the
-    residuals from the warm start, then BFGS. Returns ``(theta*, ||grad L(theta*)||)``; raises
-    ``RuntimeError`` (from :func:`attnlib.villani.minimize_data_loss`) when no stationary point
-    is found."""
+    residuals from the warm start, then BFGS. The point returned is the balanced point of the
+    polished point's ``GL(r)`` orbit, ``(P S^(1/2), S^(1/2) Q^T)`` from the SVD
+    ``U V = P S Q^T`` (:meth:`attnlib.lora.LoRAProblem.svd_factorization`): where the polish
+    stops along the flat orbit depends on round-off (another CPU moves it, and every quantity
+    of the representative with it), the balanced point only on the product ``U V``, which the
+    stationarity pins. Returns ``(theta*, ||grad L(theta*)||)``; raises ``RuntimeError`` (from
+    :func:`attnlib.villani.minimize_data_loss`) when no stationary point is found."""
     warm, _ = minimize_data_loss(
         problem.with_regularizer(Regularizer("weight_decay", LORA_WARM_DECAY)),
         problem.theta_teacher, gtol=1e-9)
     try:
-        return minimize_data_loss(problem, warm)
+        polished, _ = minimize_data_loss(problem, warm)
     except RuntimeError:   # BFGS drifted along the orbit: a trust-region least-squares fit first
         fit = least_squares(lambda theta: problem.predict(theta) - problem.y, warm,
                             method="trf", xtol=1e-15, ftol=1e-15, gtol=1e-15)
-        return minimize_data_loss(problem, fit.x)
+        polished, _ = minimize_data_loss(problem, fit.x)
+    balanced = problem.svd_factorization(polished, 0.5)
+    return balanced, float(np.linalg.norm(problem.gradient(balanced)))
 
 
 def villani_evidence(problem: FactorizedLoss, theta_star: np.ndarray,

@@ -335,10 +335,9 @@ for lam in (0.0, 1.0):
 # measurements behind "the regularizer removes the non-compact degeneracy" **[derived]**.
 
 # %%
-ablation, replay, deviation = experiments.replay("ch4_defaults_ablations", keys=part1.prefix_keys,
+ablation, replay, check = experiments.replay("ch4_defaults_ablations", keys=part1.prefix_keys,
                                                 absolute=part1.ROUND_OFF)
-print(f"replayed {replay['iteration'][-1]} iterations; largest relative deviation from the "
-      f"stored run: {experiments.format_deviation(deviation, resolution=1e-8)}")
+print(f"replayed iterations 0..{replay['iteration'][-1]}. {check}")
 defaults = experiments.load("paper1_defaults")
 variants = {"algorithm1": 0, "no_regularizer": 1, "renormalized": 2}
 print("variant          excess risk at 0 / 2000   imbalance at 0 / 2000   ||V||_F at 0 / 2000"
@@ -435,12 +434,11 @@ for lam in (0.0, 1.0):
 # a token on itself under the all-tokens mask, and the deployed risk on 500 fresh points.
 
 # %%
-small, replay_small, deviation = experiments.replay(
+small, replay_small, check = experiments.replay(
     "ch4_small_n_renormalization",
     keys=lambda prefix: [key for key in part1.prefix_keys(prefix) if not key.startswith("test_")],
     align=experiments.leading_block)
-print(f"replayed {replay_small['iteration'][-1]} iterations (seed 0); largest relative "
-      f"deviation: {experiments.format_deviation(deviation)}")
+print(f"replayed iterations 0..{replay_small['iteration'][-1]} (seed 0). {check}")
 methods_small, masks = ("algorithm1", "adam_no_reg"), ("all", "loo")
 print("method        mask  tau   ||V||_F end (seed 0,1,2)   self-weight end   "
       "excess risk end (median)   deployed risk end (median)")

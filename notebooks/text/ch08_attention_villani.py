@@ -254,7 +254,8 @@ print(f"{'[seed]':11s} {normalizable}")
 # %%
 theta_star, grad_norm = villani.minimize_data_loss(problem, problem.theta_teacher)
 consts = villani.orbit_constants(problem, theta_star)
-print(f"L(theta*) = {problem.data_loss(theta_star):.4f}, ||grad L(theta*)|| = {grad_norm:.1e}")
+print(f"L(theta*) = {problem.data_loss(theta_star):.4f}, ||grad L(theta*)|| "
+      f"{format_deviation(grad_norm, resolution=1e-7)}")
 print(f"a = {consts.a:.4f}, b = {consts.b:.4f}, q = ||W_Q*||^2 = {consts.q:.4f}, "
       f"k = ||W_K*||^2 = {consts.k:.4f}")
 rho = np.logspace(-2, 2, 9)

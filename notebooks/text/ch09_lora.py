@@ -181,9 +181,12 @@ for s in (0.5 * c1 / c2, 2 * c1 / c2):
 # data loss. The redundancy makes this point hard for BFGS to find: on some seeds the iterates
 # drift along the orbit and BFGS stops on precision loss. So we first minimize with a tiny weight
 # decay ($\lambda = 10^{-3}$), which gives a well-conditioned, balanced start, and then polish without
-# it [choice]. The polish is not a small correction: it moves the product $UV$ and leaves the
-# balanced point for an unbalanced one (printed below), so $\theta^\star$ is one point of its orbit,
-# not the one weight decay picks.
+# it [choice]. The polish is not a small correction: it moves the product $UV$ (printed below) and
+# ends at an unbalanced point whose place along the flat orbit depends on round-off (another CPU
+# moves it, and every quantity of that point with it). Every point of the orbit is an equally good
+# stationary point, so we take the one the product alone fixes: the balanced point
+# $\theta^\star = (PS^{1/2}, S^{1/2}Q^\top)$ of the SVD $UV = PSQ^\top$, where
+# $U^{\star\top} U^\star = V^\star V^{\star\top}$ [choice].
 # On the orbit $(\rho U^\star, V^\star/\rho)$ the data Laplacian is $a\rho^2 + b/\rho^2$, now with
 # $a = \Delta_V L$, $b = \Delta_U L$, $q = \lVert U^\star\rVert_F^2$, $k = \lVert V^\star\rVert_F^2$ [derived]. The
 # same closed form and the same crossover formulas apply.
@@ -191,14 +194,17 @@ for s in (0.5 * c1 / c2, 2 * c1 / c2):
 # %%
 warm, _ = villani.minimize_data_loss(problem.with_regularizer(Regularizer("weight_decay", 1e-3)),
                                 problem.theta_teacher, gtol=1e-9)
-theta_star, grad_norm = villani.minimize_data_loss(problem, warm)
+polished, _ = villani.minimize_data_loss(problem, warm)
+theta_star = problem.svd_factorization(polished, 0.5)     # the balanced point of its orbit
+grad_norm = np.linalg.norm(problem.gradient(theta_star))
 consts = villani.orbit_constants(problem, theta_star)
-print(f"L(theta*) = {problem.data_loss(theta_star):.3e}, ||grad L(theta*)|| = {grad_norm:.1e}")
+print(f"L(theta*) = {problem.data_loss(theta_star):.3e}, ||grad L(theta*)|| "
+      f"{format_deviation(grad_norm, resolution=1e-7)}")
 print(f"a = {consts.a:.4f}, b = {consts.b:.4f}, q = {consts.q:.4f}, k = {consts.k:.4f}")
 (U_warm, V_warm), (U_star, V_star) = problem.unpack(warm), problem.unpack(theta_star)
 print(f"the polish moves U V by {np.linalg.norm(U_star @ V_star - U_warm @ V_warm):.2f} (Frobenius); "
-      f"||U||_F^2, ||V||_F^2: warm start {np.sum(U_warm**2):.2f}, {np.sum(V_warm**2):.2f} -> "
-      f"theta* {np.sum(U_star**2):.2f}, {np.sum(V_star**2):.2f}")
+      f"||U||_F^2, ||V||_F^2: warm start {np.sum(U_warm**2):.2f}, {np.sum(V_warm**2):.2f}; "
+      f"theta* (balanced) {np.sum(U_star**2):.2f}, {np.sum(V_star**2):.2f}")
 rho = np.logspace(-2, 2, 9)
 laps = np.array([sum(problem.data_laplacian_blocks(x))
                  for x in villani.orbit_points(problem, theta_star, np.log(rho))])
@@ -297,7 +303,7 @@ plt.show()
 ATTENTION_CROSSOVER = 18.04   # log10 decisive crossover of chapter 8 (log form, lambda = 0.01, s = 1), printed there
 alphas = np.linspace(0.0, 1.0, 11)
 refactored = {f"alpha = {alpha:.1f}": problem.svd_factorization(theta_star, alpha) for alpha in alphas}
-by_factorization = {"theta*": crossovers["log", 1.0].decisive / math.log(10)}
+by_factorization = {}
 for label, point in refactored.items():
     by_factorization[label] = villani.orbit_crossovers(villani.orbit_constants(problem, point), regs["log"],
                                                   1.0).decisive / math.log(10)
@@ -305,7 +311,7 @@ print("log form, s = 1: log10 decisive crossover on the rho-orbit through each f
       "(P S^alpha, S^(1-alpha) Q^T) of U* V*:")
 print(", ".join(f"{label} {value:.2f}" for label, value in by_factorization.items()))
 low, high = min(by_factorization.values()), max(by_factorization.values())
-print(f"range {low:.2f} to {high:.2f} (balanced alpha = 0.5: {by_factorization['alpha = 0.5']:.2f}); "
+print(f"range {low:.2f} to {high:.2f} (balanced alpha = 0.5, theta*: {by_factorization['alpha = 0.5']:.2f}); "
       f"closer than attention's {ATTENTION_CROSSOVER} by {ATTENTION_CROSSOVER - high:.2f} to "
       f"{ATTENTION_CROSSOVER - low:.2f} decades")
 
@@ -314,14 +320,14 @@ print(f"range {low:.2f} to {high:.2f} (balanced alpha = 0.5: {by_factorization['
 # side, and the leading-order formulas, which assume $\rho^\star \gg 1$, are off there. At $s = 1$ and
 # $s = 100$ they agree with the exact roots to the printed digits at both ends.
 #
-# Here the $\rho \to 0$ end decides at every temperature: $b/k$ is about ten times $a/q$ (constants
+# Here the $\rho \to 0$ end decides at every temperature: $b/k$ is about seven times $a/q$ (constants
 # printed above), and the log form's crossover grows like $\sqrt{s\,b/k}/(4\lambda)$ on that side. For the log
-# form at $s = 1$ the LoRA crossover on the orbit through $\theta^\star$ is therefore $10^{14.18}$ (that is,
-# $\rho_\star = 10^{-14.18}$), not the $10^{3.84}$ of the other end; at $s = 100$ it is $10^{146.25}$.
+# form at $s = 1$ the LoRA crossover on the orbit through $\theta^\star$ is therefore $10^{13.42}$ (that is,
+# $\rho_\star = 10^{-13.42}$), not the $10^{4.56}$ of the other end; at $s = 100$ it is $10^{140.13}$.
 #
-# This number depends on which point of the $GL(2)$ orbit the $\rho$-curve starts from: the polish
-# above ends at an unbalanced point that rounding can move along the flat orbit, and every other
-# factorization of the same product $U^\star V^\star$ is as good a start. The cell above evaluates the
+# This number depends on which point of the $GL(2)$ orbit the $\rho$-curve starts from: the balanced
+# point is one choice, and every other factorization of the same product $U^\star V^\star$ is as good a
+# start. The cell above evaluates the
 # crossover on the curves through the factorizations $(PS^\alpha, S^{1-\alpha}Q^\top)$ of the SVD
 # $U^\star V^\star = PSQ^\top$ **[choice of family]**: from $10^{12.40}$ ($\alpha = 0$) through $10^{13.42}$
 # (balanced, $\alpha = 1/2$) to $10^{14.72}$ ($\alpha = 1$). Chapter 8's attention orbit is decided at its
@@ -406,7 +412,7 @@ from attnlib.experiments import part2
 mild_forms = {"log": regs["log"], "power": regs["power"]}
 lora_evidence, lora_grad_norms, lora_untested = part2.lora_grid_evidence(mild_forms, 1.0)
 for label, values in lora_evidence.items():
-    print(f"{label:28s} ||grad L(theta*)|| = {lora_grad_norms[label]:.1e}; " + "; ".join(
+    print(f"{label:28s} ||grad L(theta*)|| {format_deviation(lora_grad_norms[label], resolution=1e-7)}; " + "; ".join(
         f"{name}: orbit 10^{orbit:.2f}, bound > 0 beyond 10^{bound:.1f}"
         for name, (orbit, bound) in values.items()))
 for label, reason in lora_untested.items():
@@ -418,8 +424,8 @@ for part in lora_any_parts:
 
 # %% [markdown]
 # On the eight instances where a stationary point was found, both pieces of evidence hold: the
-# log form's decisive crossovers lie between $10^{4.73}$ ($d = 4$) and $10^{15.04}$ (Student $t_3$
-# inputs), the power form's between $10^{2.11}$ and $10^{3.24}$, and the every-direction bound turns
+# log form's decisive crossovers lie between $10^{4.91}$ ($d = 4$) and $10^{14.99}$ (Student $t_3$
+# inputs), the power form's between $10^{2.04}$ and $10^{3.08}$, and the every-direction bound turns
 # positive at a finite radius on every instance ($10^{322.9}$ to $10^{561.1}$ for the log form, near
 # $10^{6.5}$ for the power form). The Student $t_3$ instance needed the least-squares step before the
 # polish. At $d = 5$ ($n = 20$) neither route found a stationary point of the data loss (the printed
@@ -450,7 +456,7 @@ for part in lora_any_parts:
 #   pass only beyond a crossover at each end of the orbit, growing like $e^{\sqrt{s a/q}/(4\lambda)}$ as
 #   $\rho \to \infty$ and $e^{\sqrt{s b/k}/(4\lambda)}$ as $\rho \to 0$ (log form), or like $(s a)^{1/(2\varepsilon)}$ and
 #   $(s b)^{1/(2\varepsilon)}$ (power form). The larger one decides; here it is the $\rho \to 0$ end
-#   ($10^{14.18}$ for the log form at $s = 1$, $\lambda = 0.01$, on the orbit through $\theta^\star$, and $10^{12.40}$
+#   ($10^{13.42}$ for the log form at $s = 1$, $\lambda = 0.01$, on the orbit through the balanced $\theta^\star$, and $10^{12.40}$
 #   to $10^{14.72}$ over the SVD factorizations of the same product);
 # * a weight-decay minimizer is exactly balanced, $U^\top U = VV^\top$, to the accuracy of the
 #   optimizer (printed deviations below $2\times10^{-7}$).
@@ -508,8 +514,9 @@ for part in parts_32:
 # below $2\times10^{-7}$ at $\lambda = 10^{-3}$ and $10^{-9}$ at $\lambda = 0.1$, are the optimizer's
 # residual), so it gives a balanced, well-conditioned start. Polishing from there is not a small step:
 # in this chapter it moves $UV$ by the Frobenius distance printed in the orbit section and ends at an
-# unbalanced point ($\lVert U\rVert_F^2$ and $\lVert V\rVert_F^2$ printed there), because without the weight decay nothing
-# holds the iterates at the balanced point. What the warm start buys is a start where the curvature
+# unbalanced point, whose place along the orbit round-off decides, because without the weight decay
+# nothing holds the iterates at the balanced point (which is why the chapter reports the balanced
+# point of that orbit). What the warm start buys is a start where the curvature
 # along the orbit has not yet degraded, so BFGS reaches a stationary point (gradient norm printed)
 # instead of stopping on precision loss.
 # ```

@@ -82,9 +82,9 @@ BLOCKS = {"attention": (r"$\|W_Q\|_F$", r"$\|W_K\|_F$"), "lora": (r"$\|U\|_F$", 
 # %%
 stored = {}
 for name in [f"langevin_{kind}_{model}" for kind in ("temperatures", "norms") for model in MODELS]:
-    stored[name], replay, _ = experiments.replay(name, rtol=1e-9, atol=1e-12)
-    print(f"{name}: {len(stored[name]['times'])} records to t = {stored[name]['times'][-1]:.0f}; "
-          f"replayed prefix of {len(replay['times'])} records matches")
+    stored[name], replay, check = experiments.replay(name, rtol=1e-9, atol=1e-12)
+    print(f"{len(stored[name]['times'])} records to t = {stored[name]['times'][-1]:.0f}; "
+          f"replayed the first {len(replay['times'])}.\n{check}")
 config = experiments.config(stored["langevin_temperatures_attention"])
 temperatures = config["temperatures"]
 print("temperatures:", temperatures, "| chains:", config["chains"], "| step:", config["step"])
@@ -270,10 +270,13 @@ plt.show()
 # Sokal's automatic window. The Holley-Stroock upper bound for weight decay, $e^{2\sup L/s}\,s/(4\lambda)$, is printed beside it.
 
 # %%
-constants, replay, _ = experiments.replay("langevin_constants_lora", rtol=1e-9, atol=1e-12,
+# the chains start at a BFGS minimizer, which other CPUs move by about 1e-9: the orbit
+# coordinates (log-ratio, balance) are compared to 2e-8 absolute, the mean loss to 1e-8 relative
+constants, replay, check = experiments.replay("langevin_constants_lora", rtol=1e-8, atol=1e-12,
+                                          absolute={"log_ratio": 2e-8, "balance": 2e-8},
                                           align=experiments.leading_block)
 cfg = experiments.config(constants)
-print(f"langevin_constants_lora: replayed prefix matches; run length {constants['times'][-1]:.0f}")
+print(f"{check}\nrun length {constants['times'][-1]:.0f}")
 lora_wd = part2.problem("lora", "weight_decay", lam=cfg["lam"], seed=cfg["problem_seed"])
 sup_L_lora = 0.5 * np.mean((np.abs(lora_wd.a).sum() + np.abs(lora_wd.y)) ** 2)
 print("regularizer    s   | tau: log(|U|/|V|)  |U|^2-|V|^2   loss | run / max tau | "
@@ -310,10 +313,10 @@ for i, reg in enumerate(cfg["regularizers"]):              # the axes of the sto
 # $t \in [50, 100]$.
 
 # %%
-mala_runs, replay, _ = experiments.replay("langevin_mala_lora", rtol=1e-9, atol=1e-12,
+mala_runs, replay, check = experiments.replay("langevin_mala_lora", rtol=1e-9, atol=1e-12,
                                           align=experiments.leading_block)
 em, mh = (list(mala_runs["samplers"]).index(name) for name in ("em", "mala"))
-print("langevin_mala_lora: replayed prefix matches")
+print(check)
 mala_bias = {}
 for j, s in enumerate(temperatures):
     em_mean, em_sem = mala_runs["gibbs_mean"][em, j]
@@ -362,11 +365,11 @@ for j, s in enumerate(temperatures):
 # uniform in $s$ and still accepted growth like $\epsilon^{-1/2}$; its ratio is printed for comparison.
 
 # %%
-anneal, replay, _ = experiments.replay("langevin_anneal_lora", rtol=1e-9, atol=1e-12,
+anneal, replay, check = experiments.replay("langevin_anneal_lora", rtol=1e-9, atol=1e-12,
                                        align=experiments.leading_block)
 acfg = experiments.config(anneal)
 f_star_lora = float(anneal["f_star"])
-print(f"langevin_anneal_lora: replayed prefix matches; f* = {f_star_lora:.4f}")
+print(f"{check}\nf* = {f_star_lora:.4f}")
 print("1. fixed s, mean loss: eps from half the start excess down to 2 (F_s - f*)")
 fixed_mean = {}
 for model in MODELS:

@@ -191,10 +191,10 @@ print(f"total {sum(int(np.prod(v)) for v in shapes.values())} parameters, of whi
 # See {numref}`fig-ch11-phase1` and {numref}`fig-ch11-predictions`.
 
 # %%
-stored1, _, _ = experiments.replay(
+stored1, _, check = experiments.replay(
     "darcy_phase1", prefix=darcy_runs.phase1_history(task, epochs=setup.phase1_prefix), rtol=1e-3,
     keys=lambda prefix: list(darcy_runs.phase1_curves(prefix)))
-print(f"replayed {setup.phase1_prefix} epochs of Phase 1: they match the stored run (rtol 1e-3)")
+print(f"replayed {setup.phase1_prefix} epochs of Phase 1.\n{check}")
 h1 = darcy_runs.phase1_curves(stored1)
 weights = darcy_runs.phase1_weights(stored1)
 final = task.test_metrics(weights)
@@ -302,13 +302,13 @@ RUNS = {"adam": "darcy_phase2_adam", "sgd": "darcy_phase2_sgd", "noisy": "darcy_
         "noisy, strong": "darcy_phase2_noisy_strong"}
 stored2 = {}
 for label, name in RUNS.items():
-    stored2[label], _, _ = experiments.replay(
+    stored2[label], _, check = experiments.replay(
         name, prefix=darcy_runs.phase2_run(name, task, weights, full=False), rtol=1e-3,
         align=experiments.leading_block)                 # the first seed of every regime
     run_config = experiments.config(stored2[label])
     lam, seeds = run_config["lam"], run_config["seeds"]
     print(f"{label:>13s}: lambda = {lam:.0e}, {len(seeds)} seed(s); replayed "
-          f"{setup.phase2_prefix} epoch x {len(darcy_runs.REGIMES)} regimes: matches (rtol 1e-3)")
+          f"{setup.phase2_prefix} epoch x {len(darcy_runs.REGIMES)} regimes.\n{check}")
 print(f"noisy SGD temperature s = sigma^2 / eta = {setup.noise_std**2 / setup.sgd_lr:.1e}")
 print(f"smallest balanced norm on the Phase-1 orbit, sqrt(||W_Q W_K^T||_*) = "
       f"{darcy_runs.orbit_min_norm(weights['W_Q'], weights['W_K']):.2f}")
@@ -420,11 +420,11 @@ print(f"pure diffusion over {steps} steps: ||W_Q||_F^2 grows by steps * sigma^2 
 # the regime is the range of $\lambda$ from the smallest one up to the first that fails.
 
 # %%
-sweep, _, _ = experiments.replay("darcy_phase2_lambda_sweep", rtol=1e-3,
+sweep, _, check = experiments.replay("darcy_phase2_lambda_sweep", rtol=1e-3,
                                  align=experiments.leading_block)
 sweep_config = experiments.config(sweep)
 print("darcy_phase2_lambda_sweep: replayed 1 epoch at lambda = "
-      f"{sweep_config['lams'][0]:g} (log, power): matches (rtol 1e-3)")
+      f"{sweep_config['lams'][0]:g} (log, power).\n{check}")
 base = darcy_runs.summarize_phase2(stored2["adam"], last=10, epochs=sweep_config["epochs"])
 sweep_rows, sweep_summaries = {}, {setup.lam: base}
 for lam in sweep_config["lams"]:

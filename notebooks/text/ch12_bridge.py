@@ -99,14 +99,13 @@ print(f"mild regularizer: log form, lambda_m = {config['mild']['lam']:g}")
 # of each run live (the same seeds) and checks them against the stored histories.
 
 # %%
-ATOL = {"objective": 1e-12, "excess_risk": 1e-9}   # excess risks are differences of nearly equal
-                                                  # risks: BLAS thread counts move them by ~1e-10
+ATOL = {"objective": 1e-12, "excess_risk": 1e-8}   # excess risks are differences of nearly equal
+                                                  # risks: other CPUs move them by up to 2e-10
 for name in ("bridge_side_by_side", "bridge_kappa", "bridge_floors"):
-    _, replay, _ = experiments.replay(name, align=bridge_runs.replayed_trajectories, rtol=1e-9,
-                                      absolute=ATOL)
+    _, replay, check = experiments.replay(name, align=bridge_runs.replayed_trajectories, rtol=1e-9,
+                                          absolute=ATOL)
     count = int(np.isfinite(replay["objective"][..., 0]).sum())
-    print(f"{name}: {count} trajectories replayed for {replay['iteration'][-1]} iterations; "
-          "they match the stored run")
+    print(f"{count} trajectories replayed for {replay['iteration'][-1]} iterations.\n{check}")
 
 # %% [markdown]
 # ## Preconditioned Langevin samples the same Gibbs measure
