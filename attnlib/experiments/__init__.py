@@ -714,7 +714,7 @@ class ReplayCheck:
 
     @property
     def used(self) -> float:
-        """The largest fraction of its tolerance any key used (above 1: outside)."""
+        """The largest fraction of its tolerance that any key used; a replay above 1 is outside."""
         return max((check.used for check in self.keys), default=0.0)
 
     @property
