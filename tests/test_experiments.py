@@ -428,6 +428,14 @@ def toy(store: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "toy_run"
 
 
+def _tamper(toy: str, relative: float) -> dict[str, np.ndarray]:
+    """Store the toy run with ``loss[3]`` changed by ``relative``; return what was stored."""
+    changed = _toy_run(full=True)
+    changed["loss"][3] *= 1 + relative
+    experiments.save(toy, changed)
+    return changed
+
+
 def test_replay_returns_the_stored_run_the_prefix_and_the_check(toy: str) -> None:
     stored, prefix, check = experiments.replay(toy, keys=["loss", "at_round_off"])
     assert stored["loss"].shape == (50,) and prefix["loss"].shape == (10,)
@@ -441,9 +449,7 @@ def test_replay_returns_the_stored_run_the_prefix_and_the_check(toy: str) -> Non
 def test_strict_replay_fails_naming_the_run_the_key_and_the_command(
         toy: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTNBOOK_REPLAY", "strict")
-    changed = _toy_run(full=True)
-    changed["loss"][3] *= 1 + 1e-6
-    experiments.save(toy, changed)
+    changed = _tamper(toy, 1e-6)
     with pytest.raises(experiments.ReplayMismatch,
                        match=r"'toy_run' differs from it in key 'loss'.*"
                              r"python -m attnlib\.experiments toy_run"):
@@ -457,9 +463,7 @@ def test_strict_replay_fails_naming_the_run_the_key_and_the_command(
 def test_reader_replay_warns_in_the_page_and_goes_on(
         toy: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTNBOOK_REPLAY", "warn")
-    changed = _toy_run(full=True)
-    changed["loss"][3] *= 1 + 1e-6
-    experiments.save(toy, changed)
+    changed = _tamper(toy, 1e-6)
     with pytest.warns(RuntimeWarning, match=r"'toy_run' differs from it in key 'loss'.*"
                                             r"python -m attnlib\.experiments toy_run"):
         stored, _, check = experiments.replay(toy, keys=["loss"])
@@ -480,9 +484,7 @@ def test_reader_replay_shows_a_warning_box_in_a_notebook(
     monkeypatch.setattr(IPython, "get_ipython", lambda: object())      # as inside a kernel
     monkeypatch.setattr(IPython.display, "display", lambda data, raw: shown.append(data))
     monkeypatch.setenv("ATTNBOOK_REPLAY", "warn")
-    changed = _toy_run(full=True)
-    changed["loss"][3] *= 1 + 1e-6
-    experiments.save(toy, changed)
+    changed = _tamper(toy, 1e-6)
     experiments.replay(toy, keys=["loss"])
     assert len(shown) == 1 and 'class="admonition warning"' in shown[0]["text/html"]
     assert "python -m attnlib.experiments toy_run" in shown[0]["text/plain"]
@@ -492,9 +494,7 @@ def test_replay_log_records_the_fraction_of_the_tolerance_used(
         toy: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     log = tmp_path / "replays.jsonl"
     monkeypatch.setenv("ATTNBOOK_REPLAY_LOG", str(log))
-    changed = _toy_run(full=True)
-    changed["loss"][3] *= 1 + 1e-9
-    experiments.save(toy, changed)
+    _tamper(toy, 1e-9)
     experiments.replay(toy, keys=["loss", "at_round_off"], absolute={"at_": 1e-12})
     entry = json.loads(log.read_text())
     assert entry["name"] == "toy_run"
