@@ -22,10 +22,11 @@ echo "$settings"
 #  - vit.forward / vit.predict_fields with huge inputs: on baseline SIMD the logits become inf/NaN
 #    and row_softmax reports the NaN instead of the overflow naming the argument;
 #  - chapter 9's grid cell: on the width-16 and rank-3 instances (more parameters than samples)
-#    the stationary point is not pinned even up to the GL(r) orbit, so its crossover moves.
+#    the stationary point is not pinned even up to the GL(r) orbit, so its crossover moves
+#    (cell 13 goes with it: it uses the module cell 12 imports).
 known=(--deselect "tests/test_bad_input.py::test_bad_input_is_rejected_by_name[vit.forward-patches-huge]"
        --deselect "tests/test_bad_input.py::test_bad_input_is_rejected_by_name[vit.predict_fields-fields-huge]"
-       --deselect "notebooks/ch09_lora.ipynb::Cell 12")
+       --deselect "notebooks/ch09_lora.ipynb::Cell 12" --deselect "notebooks/ch09_lora.ipynb::Cell 13")
 echo "== known failures left out here (issue 42): ${known[*]}"
 ( eval "$settings"; ATTNBOOK_STEPS=1 ATTNBOOK_PYTEST_ARGS="${known[*]@Q}" bash scripts/test.sh ) \
   || failed+=("A (older CPU settings)")
