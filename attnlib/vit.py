@@ -169,12 +169,30 @@ def _check_patches(name: str, value: object, params: Mapping[str, np.ndarray]) -
 
 def forward(params: Mapping[str, np.ndarray], patches: np.ndarray) -> tuple[np.ndarray, dict]:
     """Return the output patches ``Y`` (``B x N x p^2``) and the cache used by the backward pass."""
-    patches = _check_patches("patches", patches, params)
+    return _forward(params, _check_patches("patches", patches, params), "patches")
+
+
+def _forward(params: Mapping[str, np.ndarray], patches: np.ndarray,
+             source: str) -> tuple[np.ndarray, dict]:
+    """:func:`forward` on checked patches; ``source`` names the argument they came from.
+
+    Patches near the top of float64 make the logits ``q k^T / sqrt(d_k)`` overflow. Whether
+    they become ``+-inf`` or NaN depends on the order the CPU's BLAS kernel sums them in, so
+    any non-finite logit is reported as a ``ValueError`` naming ``source``.
+    """
     x = patches @ params["E"] + params["b_E"] + params["pos"]
     dk = params["W_Q"].shape[1]
     q = x @ params["W_Q"]
     k = x @ params["W_K"]
-    attn = row_softmax(q @ k.transpose(0, 2, 1) * float(dk) ** -0.5)
+    with np.errstate(over="ignore", invalid="ignore"):
+        logits = q @ k.transpose(0, 2, 1) * float(dk) ** -0.5
+    if not np.isfinite(logits).all():
+        raise ValueError(
+            f"{source} is out of range: its attention logits q k^T / sqrt(d_k) overflow "
+            f"float64 (largest |entry| of {source}: {np.abs(patches).max():.3g}, of W_Q: "
+            f"{np.abs(params['W_Q']).max():.3g}, of W_K: {np.abs(params['W_K']).max():.3g}); "
+            f"rescale the inputs, or lower the learning rate if training diverged")
+    attn = row_softmax(logits)
     v = x @ params["W_V"]
     h = x + attn @ v
     cache = {"patches": patches, "x": x, "q": q, "k": k, "attn": attn, "v": v, "h": h}
@@ -241,8 +259,8 @@ def predict_fields(params: Mapping[str, np.ndarray], fields: np.ndarray, *, patc
                    batch_size: int = 256) -> np.ndarray:
     """Apply the regressor to ``(B, s, s)`` input fields and return ``(B, s, s)`` outputs."""
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    patches = patchify(fields, patch)
-    outputs = [forward(params, patches[i:i + batch_size])[0]
+    patches = _check_patches("fields", patchify(fields, patch), params)
+    outputs = [_forward(params, patches[i:i + batch_size], "fields")[0]
                for i in range(0, patches.shape[0], batch_size)]
     return unpatchify(np.concatenate(outputs), patch)
 

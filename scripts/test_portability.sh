@@ -18,17 +18,7 @@ echo "== A. step 1 with baseline SIMD, OpenBLAS Nehalem kernels, two BLAS thread
 bash scripts/setup.sh > /dev/null || { echo "error: setting up .venv failed" >&2; exit 1; }
 settings="$(.venv/bin/python scripts/cpu_env.py baseline --threads 2)" || exit 1
 echo "$settings"
-# Known failures on these settings, open in issue 42 (listed, not hidden; everything else gates):
-#  - vit.forward / vit.predict_fields with huge inputs: on baseline SIMD the logits become inf/NaN
-#    and row_softmax reports the NaN instead of the overflow naming the argument;
-#  - chapter 9's grid cell: on the width-16 and rank-3 instances (more parameters than samples)
-#    the stationary point is not pinned even up to the GL(r) orbit, so its crossover moves
-#    (cell 13 goes with it: it uses the module cell 12 imports).
-known=(--deselect "tests/test_bad_input.py::test_bad_input_is_rejected_by_name[vit.forward-patches-huge]"
-       --deselect "tests/test_bad_input.py::test_bad_input_is_rejected_by_name[vit.predict_fields-fields-huge]"
-       --deselect "notebooks/ch09_lora.ipynb::Cell 12" --deselect "notebooks/ch09_lora.ipynb::Cell 13")
-echo "== known failures left out here (issue 42): ${known[*]}"
-( eval "$settings"; ATTNBOOK_STEPS=1 ATTNBOOK_PYTEST_ARGS="${known[*]@Q}" bash scripts/test.sh ) \
+( eval "$settings"; ATTNBOOK_STEPS=1 bash scripts/test.sh ) \
   || failed+=("A (older CPU settings)")
 
 echo "== B. unit tests on the system python3 ($system_python)"

@@ -401,15 +401,43 @@ def test_lora_instances_stationary_points_and_grid_evidence():
         regularizers, 1.0, grid=part2.LORA_INSTANCE_GRID[:1] + (dict(n=20, d=5, width=8, rank=2,
                                                                       law="gaussian"),))
     label = "n=20 d=3 m=8 r=2 gaussian"
-    assert list(evidence) == [label] and grad_norms[label] == grad_norm
+    assert grad_norms[label] == grad_norm
     assert evidence[label] == part2.villani_evidence(base, theta_star, regularizers, 1.0)
     # chapter 9's orbit, through the balanced point (where the polish stops along the flat orbit
     # depends on round-off; the balanced point does not: 13.42 on every CPU setting tried)
     assert evidence[label]["log"][0] == pytest.approx(13.42, abs=0.01)
     u_star, v_star = base.unpack(theta_star)
     np.testing.assert_allclose(u_star.T @ u_star, v_star @ v_star.T, atol=1e-10)
-    assert list(untested) == ["n=20 d=5 m=8 r=2 gaussian"]
-    assert "no stationary point" in untested["n=20 d=5 m=8 r=2 gaussian"]
+    # d = 5: 2 (8 + 5 - 2) = 22 degrees of freedom > n = 20, an interpolating global minimum
+    # (BFGS alone stalls there; the least-squares fit from the teacher reaches it)
+    interpolating = "n=20 d=5 m=8 r=2 gaussian (interpolates)"
+    assert untested == {} and list(evidence) == [label, interpolating]
+    assert grad_norms[interpolating] < 1e-7
+    assert 0 < evidence[interpolating]["log"][0] < 300
+
+
+def test_lora_interpolation_counts_the_degrees_of_freedom_of_a_rank_r_update():
+    from attnlib.experiments import part2
+
+    def interpolates(**change) -> bool:
+        return part2.lora_interpolates(part2.lora_instance(
+            **dict(dict(n=20, d=3, width=8, rank=2, law="gaussian"), **change)))
+    # r (m + d - r) against n: 18, 20 (equal: no), 22, 34, 24 and 18 < 40
+    assert [interpolates(), interpolates(d=4), interpolates(d=5), interpolates(width=16),
+            interpolates(rank=3), interpolates(n=40)] == [False, False, True, True, True, False]
+
+
+def test_lora_stationary_point_names_every_solver_path_when_none_finds_one(monkeypatch):
+    from attnlib.experiments import part2
+
+    def stall(problem, theta0, **kwargs):
+        if problem.regularizer.name != "none":
+            return theta0, 0.0                 # the warm start
+        raise RuntimeError("no stationary point found")
+    monkeypatch.setattr(part2, "minimize_data_loss", stall)
+    with pytest.raises(RuntimeError, match="least squares from the warm start.*BFGS from the "
+                                           "warm start.*least squares from the teacher"):
+        part2.lora_stationary_point(part2.lora_instance(**part2.LORA_INSTANCE_GRID[0]))
 
 
 def _toy_run(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:

@@ -546,28 +546,53 @@ def lora_instance(*, n: int, d: int, width: int, rank: int, law: str,
                             theta_teacher=problem.theta_teacher)
 
 
+def lora_interpolates(problem: lora.LoRAProblem) -> bool:
+    """True when the rank-``r`` updates have more degrees of freedom than there are samples,
+    ``r (m + d - r) > n``: generic data are then fit exactly, and the global minima of the
+    data loss form a continuum (not one ``GL(r)`` orbit), so which one a solver reaches depends
+    on its path (and round-off moves the path)."""
+    width, d = problem.a.size, problem.x.shape[1]
+    return problem.rank * (width + d - problem.rank) > problem.n
+
+
 def lora_stationary_point(problem: lora.LoRAProblem) -> tuple[np.ndarray, float]:
-    """Chapter 9's stationary point of the LoRA data loss: BFGS with a tiny weight decay
-    (``LORA_WARM_DECAY``) from the teacher, a balanced and well-conditioned start, then BFGS
-    without it (the polish); if the polish stalls, a trust-region least-squares fit of the
-    residuals from the warm start, then BFGS. The point returned is the balanced point of the
-    polished point's ``GL(r)`` orbit, ``(P S^(1/2), S^(1/2) Q^T)`` from the SVD
-    ``U V = P S Q^T`` (:meth:`attnlib.lora.LoRAProblem.svd_factorization`): where the polish
-    stops along the flat orbit depends on round-off (another CPU moves it, and every quantity
-    of the representative with it), the balanced point only on the product ``U V``, which the
-    stationarity pins. Returns ``(theta*, ||grad L(theta*)||)``; raises ``RuntimeError`` (from
-    :func:`attnlib.villani.minimize_data_loss`) when no stationary point is found."""
+    """Chapter 9's stationary point of the LoRA data loss, by the first of three solver paths
+    that reaches one. The warm start is BFGS with a tiny weight decay (``LORA_WARM_DECAY``)
+    from the teacher, a balanced and well-conditioned start; then (1) a trust-region
+    least-squares fit of the residuals from the warm start, then BFGS without the decay (the
+    polish); (2) BFGS alone from the warm start; (3) the fit from the teacher, then BFGS.
+    Path (1) first: its few Gauss-Newton-like steps reach the same stationary point on every
+    CPU setting tried, where BFGS alone, over hundreds of iterations, can reach another one
+    (the data loss has several) when round-off differs. The point returned is the
+    balanced point of the stationary point's ``GL(r)`` orbit, ``(P S^(1/2), S^(1/2) Q^T)``
+    from the SVD ``U V = P S Q^T`` (:meth:`attnlib.lora.LoRAProblem.svd_factorization`):
+    where the polish stops along the flat orbit depends on round-off, the balanced point only
+    on the product ``U V``, which the stationarity pins (unless the instance interpolates,
+    :func:`lora_interpolates`). Returns ``(theta*, ||grad L(theta*)||)``; raises
+    ``RuntimeError`` naming each path's failure when none finds a stationary point."""
     warm, _ = minimize_data_loss(
         problem.with_regularizer(Regularizer("weight_decay", LORA_WARM_DECAY)),
         problem.theta_teacher, gtol=1e-9)
-    try:
-        polished, _ = minimize_data_loss(problem, warm)
-    except RuntimeError:   # BFGS drifted along the orbit: a trust-region least-squares fit first
-        fit = least_squares(lambda theta: problem.predict(theta) - problem.y, warm,
-                            method="trf", xtol=1e-15, ftol=1e-15, gtol=1e-15)
-        polished, _ = minimize_data_loss(problem, fit.x)
-    balanced = problem.svd_factorization(polished, 0.5)
-    return balanced, float(np.linalg.norm(problem.gradient(balanced)))
+
+    def fit_residuals(start: np.ndarray) -> np.ndarray:
+        return least_squares(lambda theta: problem.predict(theta) - problem.y, start,
+                             method="trf", xtol=1e-15, ftol=1e-15, gtol=1e-15).x
+
+    paths = {"least squares from the warm start, then BFGS": lambda: fit_residuals(warm),
+             "BFGS from the warm start": lambda: warm,
+             "least squares from the teacher, then BFGS": lambda: fit_residuals(
+                 problem.theta_teacher)}
+    failures = []
+    for path, start in paths.items():
+        try:
+            polished, _ = minimize_data_loss(problem, start())
+        except RuntimeError:
+            failures.append(path)
+            continue
+        balanced = problem.svd_factorization(polished, 0.5)
+        return balanced, float(np.linalg.norm(problem.gradient(balanced)))
+    raise RuntimeError("no stationary point found (the gradient norm stays above the bound "
+                       "1e-7) by any of: " + "; ".join(failures))
 
 
 def villani_evidence(problem: FactorizedLoss, theta_star: np.ndarray,
@@ -605,15 +630,17 @@ def lora_grid_evidence(regularizers: Mapping[str, Regularizer], s: float, *,
                                   dict[str, str]]:
     """:func:`villani_evidence` on every LoRA instance of ``grid`` (:func:`lora_instance`) at
     the stationary point of :func:`lora_stationary_point`. Returns ``(evidence, grad_norms,
-    untested)``, keyed by an instance label: the evidence and ``||grad L(theta*)||`` where a
-    stationary point was found, and the reason where none was (that instance is not tested)."""
+    untested)``, keyed by an instance label (which ends in ``(interpolates)`` where
+    :func:`lora_interpolates`: there the orbit crossover depends on which global minimum the
+    solver reached): the evidence and ``||grad L(theta*)||`` where a stationary point was
+    found, and the reason where none was (that instance is not tested)."""
     evidence: dict[str, dict[str, tuple[float, float]]] = {}
     grad_norms: dict[str, float] = {}
     untested: dict[str, str] = {}
     for sizes in grid:
-        label = (f"n={sizes['n']} d={sizes['d']} m={sizes['width']} r={sizes['rank']} "
-                 f"{sizes['law']}")
         problem = lora_instance(**sizes)
+        label = (f"n={sizes['n']} d={sizes['d']} m={sizes['width']} r={sizes['rank']} "
+                 f"{sizes['law']}" + (" (interpolates)" if lora_interpolates(problem) else ""))
         try:
             theta_star, grad_norms[label] = lora_stationary_point(problem)
         except RuntimeError as error:

@@ -38,6 +38,8 @@ import numpy as np
 
 from attnlib import lora
 from attnlib import villani
+from attnlib.claims import ch09
+from attnlib.experiments import part2
 from attnlib.experiments import format_deviation
 from attnlib.plotting import SERIES, figure, legend_below, plot_series, use_book_style
 from attnlib.regularizers import Regularizer
@@ -398,41 +400,47 @@ for s in (100.0, 1.0, 0.1):
 # ($n = 40$; $d = 4$; $d = 5$; $m = 16$; $r = 1$; $r = 3$), and two that change the law of the inputs to
 # a heavy-tailed Student $t_3$ and to a uniform law (both of unit variance), with the same seed. On
 # each, with the log and power forms at $\lambda = 0.01$ and $s = 1$: the decisive crossover on the
-# orbit through a stationary point of the data loss (found as above: weight-decay warm start, then
-# the polish; if the polish stalls, a trust-region least-squares fit first), and the radius beyond
+# orbit through a stationary point of the data loss, and the radius beyond
 # which the every-direction bound $B$ is positive, with that instance's constants $C$ and $C'$ and its
-# larger block. **Rule [choice]**, Chapter 8's: every crossover at most $10^{300}$ and every bound
+# larger block. The stationary point is found from the weight-decay warm start by a trust-region
+# least-squares fit of the residuals followed by the BFGS polish; where that stalls, by the polish
+# alone, then by the fit from the teacher (`part2.lora_stationary_point`): the least-squares step
+# first, because its few Gauss-Newton-like steps reach the same point on every CPU tried, while
+# hundreds of BFGS iterations can end at another stationary point when round-off differs.
+# Three instances **interpolate**: a rank-$r$ update of an $m \times d$ matrix has
+# $r(m + d - r)$ degrees of freedom, more than the $n = 20$ samples at $d = 5$ (22), $m = 16$ (34)
+# and $r = 3$ (24). There the data are fit exactly, the global minima form a continuum rather than
+# one $GL(r)$ orbit, and the crossover depends on which minimum the solver reaches; it is printed
+# with one decimal and a "~". **Rule [choice]**, Chapter 8's: every crossover at most $10^{300}$ and every bound
 # radius finite (at most $10^{10^5}$). An instance where no stationary point is found is not tested,
 # and the verdict then cannot be more than "partly".
 
 # %%
-from attnlib.claims import ch09
-from attnlib.experiments import part2
-
 mild_forms = {"log": regs["log"], "power": regs["power"]}
 lora_evidence, lora_grad_norms, lora_untested = part2.lora_grid_evidence(mild_forms, 1.0)
 for label, values in lora_evidence.items():
-    print(f"{label:28s} ||grad L(theta*)|| {format_deviation(lora_grad_norms[label], resolution=1e-7)}; " + "; ".join(
-        f"{name}: orbit 10^{orbit:.2f}, bound > 0 beyond 10^{bound:.1f}"
+    # an interpolating instance's crossover depends on which global minimum was reached:
+    # one decimal, with "~" (the tests do not compare it digit for digit)
+    orbit_format = "~10^{:.1f}" if label.endswith("(interpolates)") else "10^{:.2f}"
+    print(f"{label:42s} ||grad L(theta*)|| {format_deviation(lora_grad_norms[label], resolution=1e-7)}; " + "; ".join(
+        f"{name}: orbit {orbit_format.format(orbit)}, bound > 0 beyond 10^{bound:.1f}"
         for name, (orbit, bound) in values.items()))
 for label, reason in lora_untested.items():
-    print(f"{label:28s} not tested: {reason}")
+    print(f"{label:42s} not tested: {reason}")
 lora_any, lora_any_parts = ch09.lora_any_data_and_size(lora_evidence, lora_untested)
 print(f"{'[seed]':11s} {lora_any}")
 for part in lora_any_parts:
     print(f"{'':14s}{part}")
 
 # %% [markdown]
-# On the eight instances where a stationary point was found, both pieces of evidence hold: the
-# log form's decisive crossovers lie between $10^{4.91}$ ($d = 4$) and $10^{14.99}$ (Student $t_3$
-# inputs), the power form's between $10^{2.04}$ and $10^{3.08}$, and the every-direction bound turns
-# positive at a finite radius on every instance ($10^{322.9}$ to $10^{561.1}$ for the log form, near
-# $10^{6.5}$ for the power form). The Student $t_3$ instance needed the least-squares step before the
-# polish. At $d = 5$ ($n = 20$) neither route found a stationary point of the data loss (the printed
-# gradient norm is far from zero), so that instance is not tested and the verdict is "partly": the
-# grid found no counterexample, and one of its nine instances could not be examined by this
-# method (the $d = 4$ instance was added to the grid after the $d = 5$ one failed, so that the grid
-# still changes $d$; the $d = 5$ instance stays in it). As in Chapter 8, nine instances are examples, not "any" data and size.
+# A stationary point was found on all nine instances, and on each both pieces of evidence hold:
+# the log form's decisive crossovers lie between $10^{4.91}$ ($d = 4$) and $10^{14.99}$ (Student
+# $t_3$ inputs), the power form's between about $10^{1.9}$ ($d = 5$, an interpolating instance) and
+# $10^{3.08}$, and the every-direction bound turns positive at a finite radius on every instance
+# ($10^{322.9}$ to $10^{561.1}$ for the log form, near $10^{6.5}$ for the power form). On the three
+# interpolating instances the printed crossover belongs to the minimum the solver reached; on other
+# CPUs the $d = 5$ one lands between $10^{5.6}$ and $10^{5.8}$ (log form), far inside the rule, so the
+# verdict does not turn on it. As in Chapter 8, nine instances are examples, not "any" data and size.
 
 # %% [markdown]
 # ## Theorem 3.2 and this chapter's evidence
