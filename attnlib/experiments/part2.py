@@ -586,13 +586,13 @@ def lora_stationary_point(problem: lora.LoRAProblem) -> tuple[np.ndarray, float]
     for path, start in paths.items():
         try:
             polished, _ = minimize_data_loss(problem, start())
-        except RuntimeError:
-            failures.append(path)
+        except RuntimeError as exc:
+            failures.append(f"{path}: {exc}")
             continue
         balanced = problem.svd_factorization(polished, 0.5)
         return balanced, float(np.linalg.norm(problem.gradient(balanced)))
-    raise RuntimeError("no stationary point found (the gradient norm stays above the bound "
-                       "1e-7) by any of: " + "; ".join(failures))
+    raise RuntimeError("no stationary point of the LoRA data loss found by any solver path; "
+                       + "; ".join(failures))
 
 
 def villani_evidence(problem: FactorizedLoss, theta_star: np.ndarray,
