@@ -12,9 +12,9 @@ Profiles ``g`` (registry :data:`REGULARIZER_NAMES`):
 
 * ``"none"``: g = 0 (the unregularized loss);
 * ``"weight_decay"``: g(t) = t;
-* ``"log"``: g(t) = t log(1 + t), the source's log-amplified form [seed];
+* ``"log"``: g(t) = t log(1 + t), the source's log-amplified form [summary];
 * ``"power"``: g(t) = (1 + t)^(1 + eps/2) - 1 [choice], a smooth version of the source's
-  super-quadratic form lambda ||W||_F^(2 + eps) [seed]. The source's form
+  super-quadratic form lambda ||W||_F^(2 + eps) [summary]. The source's form
   ``t^(1 + eps/2)`` is C^2 but not C^infinity at W = 0 when eps is not an even integer (its
   third derivatives grow like ||W||^(eps - 1)), and condition 1 of the Villani definition asks
   for a smooth function. The shifted form is C^infinity, vanishes at 0 and has the same growth

@@ -5,17 +5,17 @@ book build)::
 
     python scripts/build_ledger.py [--check]
 
-It reads ``book/claims.yml`` (every checkable [seed]/[abstract] claim of the two papers, the
+It reads ``book/claims.yml`` (every checkable [summary]/[abstract] claim of the two papers, the
 chapter and section that tests it) and the stored outputs of the chapter notebooks, finds the
 verdict lines that the chapters print (``str(attnlib.verdicts.Verdict)``: ``"<claim>: <status>
-(<reason>)"``, optionally after a label such as ``[seed]``) and writes ``book/ledger.md``: one
+(<reason>)"``, optionally after a label such as ``[summary]``) and writes ``book/ledger.md``: one
 row per claim with the measured numbers, the thresholds and the verdict, all re-parsed from the
 printed reason. Nothing on the page is typed: a chapter that changes a number changes the row.
 
 It fails (exit status 1, one message per problem, nothing written) when a claim has no printed
 verdict and the claims file does not say why it is not yet tested, when a verdict is printed
 outside the section the claims file names or twice there with different text, when a
-labelled [seed]/[abstract] verdict is printed in a section where the claims file does not list
+labelled [summary]/[abstract] verdict is printed in a section where the claims file does not list
 it (one claim tested two ways, in two sections, is two entries), or when a printed
 status disagrees with the numbers and thresholds of its own reason. ``--check`` does all of
 this and writes nothing. The notebooks' stored outputs are what the tests compare against a
@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "book" / "claims.yml"
 LEDGER = ROOT / "book" / "ledger.md"
 NOT_YET_TESTED = "not yet tested"
-SOURCE_LABELS = ("[seed]", "[abstract]")
+SOURCE_LABELS = ("[summary]", "[abstract]")
 CHOICE = "[choice]"      # a row with the book's stricter reading of a source claim
 
 _STATUS = "|".join(re.escape(s) for s in sorted(STATUSES, key=len, reverse=True))
@@ -441,7 +441,7 @@ def render(rows: list[Row], notes: list[dict] = ()) -> str:
     lines = [
         "# What the papers claim and what this book measured",
         "",
-        "Every checkable **[seed]** and **[abstract]** statement about the two papers (the "
+        "Every checkable **[summary]** and **[abstract]** statement about the two papers (the "
         "labels of the design notes and the chapters), the chapter section that tests it, the "
         "measured numbers, the thresholds and the verdict. Nothing here is typed: "
         "`scripts/build_ledger.py` writes this page before each book build from "

@@ -78,7 +78,7 @@ _values = st.lists(st.floats(-1e4, 1e4, allow_nan=False).filter(lambda x: abs(x)
 
 @settings(deadline=None, max_examples=150)
 @given(values=_values, threshold=st.floats(-1e3, 1e3), direction=st.sampled_from(["<", "<=", ">", ">="]),
-       slack=st.one_of(st.none(), st.floats(0.1, 100.0)), label=st.sampled_from([None, "[seed]"]))
+       slack=st.one_of(st.none(), st.floats(0.1, 100.0)), label=st.sampled_from([None, "[summary]"]))
 def test_parser_reads_back_what_verdicts_prints(values, threshold, direction, slack, label):
     partial = None if slack is None else threshold + (slack if direction in ("<", "<=") else -slack)
     verdict = verdicts.verdict("a claim: with a colon", values, threshold, direction=direction,
@@ -134,11 +134,11 @@ def test_generator_reports_missing_misplaced_and_unlisted_verdicts(tmp_path):
     (tmp_path / "notebooks").mkdir()
     chapter = _notebook([("md", "# Chapter 9: Test\n## Setup"), ("code", "x = 1"),
                          ("md", "## Claims"),
-                         ("code", "[seed]      a: reproduced (v = 1 <= 2)\n"
+                         ("code", "[summary]      a: reproduced (v = 1 <= 2)\n"
                                   "[abstract]  unlisted: not reproduced (v = 3: fails <= 2)"),
                          ("md", "## Later"), ("code", "b: reproduced (v = 1 <= 2)")])
     (tmp_path / "notebooks" / "ch09_test.ipynb").write_text(json.dumps(chapter))
-    base = {"paper": 1, "label": "[seed]", "notebook": "notebooks/ch09_test.ipynb",
+    base = {"paper": 1, "label": "[summary]", "notebook": "notebooks/ch09_test.ipynb",
             "section": "Claims", "evidence": "Setup"}
     data = {"claims": [{**base, "id": "a", "claim": "a"}, {**base, "id": "b", "claim": "b"},
                        {**base, "id": "c", "claim": "c"},
@@ -193,7 +193,7 @@ def test_design_note_claims_are_all_in_the_claims_file():
 
 def test_verify_fails_when_fresh_outputs_differ_from_the_stored(tmp_path):
     stored, fresh = tmp_path / "stored", tmp_path / "fresh"
-    claims = {"claims": [{"id": "a", "claim": "a", "paper": 1, "label": "[seed]",
+    claims = {"claims": [{"id": "a", "claim": "a", "paper": 1, "label": "[summary]",
                           "notebook": "notebooks/ch09_test.ipynb", "section": "Claims",
                           "evidence": "Claims"}],
               "design_notes": [{"note": "n.md", "line": 1, "text": "t", "claims": ["a"]}]}
@@ -201,7 +201,7 @@ def test_verify_fails_when_fresh_outputs_differ_from_the_stored(tmp_path):
     for root, value in ((stored, "1"), (fresh, "1.5")):
         (root / "notebooks").mkdir(parents=True)
         chapter = _notebook([("md", "# Chapter 9: Test\n## Claims"),
-                             ("code", f"[seed]      a: reproduced (v = {value} <= 2)")])
+                             ("code", f"[summary]      a: reproduced (v = {value} <= 2)")])
         (root / "notebooks" / "ch09_test.ipynb").write_text(json.dumps(chapter))
     page = tmp_path / "ledger.md"
     options = ["--claims", str(tmp_path / "claims.yml"), "--out", str(page), "--root"]
@@ -214,14 +214,14 @@ def test_verify_fails_when_fresh_outputs_differ_from_the_stored(tmp_path):
 def test_a_choice_row_and_a_shared_cause_are_rendered_with_a_link(tmp_path):
     (tmp_path / "notebooks").mkdir()
     chapter = _notebook([("md", "# Chapter 9: Test\n## Claims"),
-                         ("code", "[seed]      a: reproduced (v = 1 <= 2)\n"
+                         ("code", "[summary]      a: reproduced (v = 1 <= 2)\n"
                                   "[choice]    a strictly: not reproduced (v = 3: fails <= 2)"),
                          ("md", "## Why")])
     (tmp_path / "notebooks" / "ch09_test.ipynb").write_text(json.dumps(chapter))
     base = {"paper": 1, "notebook": "notebooks/ch09_test.ipynb", "section": "Claims",
             "evidence": "Claims"}
     cause = {"text": "one reason", "notebook": "notebooks/ch09_test.ipynb", "section": "Why"}
-    data = {"claims": [{**base, "id": "a", "claim": "a", "label": "[seed]"},
+    data = {"claims": [{**base, "id": "a", "claim": "a", "label": "[summary]"},
                        {**base, "id": "b", "claim": "a strictly", "label": "[choice]",
                         "cause": cause}]}
     rows, problems = ledger.ledger_rows(data, root=tmp_path)

@@ -16,11 +16,11 @@
 # # Chapter 1: The model
 #
 # Part I follows Goel, Soltanolkotabi and Bartlett {cite}`goel2026`: a single softmax
-# self-attention layer is trained to perform linear regression **[seed]**. This chapter fixes the
+# self-attention layer is trained to perform linear regression **[summary]**. This chapter fixes the
 # model the rest of Part I studies: the data, the layer, its two masks, the loss and its gradient,
 # and one failure mode that decides which mask the book uses.
 #
-# Labels used throughout: **[seed]** stated in the seed summaries of the paper, **[abstract]**
+# Labels used throughout: **[summary]** stated in the seed summaries of the paper, **[abstract]**
 # stated in its public abstracts, **[derived]** a consequence this book derives and checks,
 # **[choice]** a decision of this book where the sources are silent. The full text of the paper
 # is not available to this project; where a detail of the paper is unknown, the book says so and
@@ -51,9 +51,9 @@ print(f"d = {problem.d}, p = {problem.p}, noise std = {problem.noise_std}, "
 # %% [markdown]
 # ## The data
 #
-# The task is random (synthetic) linear regression **[seed]**, here with a Gaussian design
+# The task is random (synthetic) linear regression **[summary]**, here with a Gaussian design
 # **[choice]**: the seeds do not name the distribution of $x$ (the experiments of the paper
-# use $p = 20$, $d = 10$, $n = 500$ **[seed]**):
+# use $p = 20$, $d = 10$, $n = 500$ **[summary]**):
 #
 # $$
 # x \sim \mathcal N(0, \Sigma) \in \mathbb R^d, \qquad

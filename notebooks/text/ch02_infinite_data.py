@@ -24,7 +24,7 @@
 # $$ (eq-ch02-1)
 #
 # This chapter takes $n \to \infty$. The sources state the outcome in one sentence
-# {cite}`goel2026`: **[seed]** *in the limit of infinitely many samples the regression problem
+# {cite}`goel2026`: **[summary]** *in the limit of infinitely many samples the regression problem
 # solved by the layer is equivalent to a nonconvex weighted matrix factorization problem.* The
 # seeds do not give the formula, so this book derives it **[derived]**, step by step, with sympy:
 # every derivation below ends in an exact check (`expand(lhs - rhs) == 0`, through
@@ -32,7 +32,7 @@
 # result is then compared with the numerical code in `attnlib.population`.
 #
 # What you need: chapter 1, Gaussian vectors, the chain rule for matrix functions.
-# Labels: **[seed]** stated in the seed summaries of {cite}`goel2026`, **[abstract]** stated in its
+# Labels: **[summary]** stated in the seed summaries of {cite}`goel2026`, **[abstract]** stated in its
 # public abstracts, **[derived]** derived and checked here, **[choice]** a decision of this book.
 
 # %% [markdown]
@@ -274,7 +274,7 @@ print(f"d = 10: 1/2||UV^T - X*||^2 + L* = {factor_value:.10f}, L(A, B) = {direct
 from attnlib.claims import ch02 as judge
 
 checked = list(loss_identities.values()) + list(symbolic.factorization_identities(3, 2))
-print(f"{'[seed]':11s} {judge.factorization(sum(not i.holds() for i in checked), len(checked))}")
+print(f"{'[summary]':11s} {judge.factorization(sum(not i.holds() for i in checked), len(checked))}")
 
 # %% [markdown]
 # ### The GL(d) symmetry
@@ -305,7 +305,7 @@ print(f"d = 10: L before {direct_value:.10f}, after the GL(d) move {moved_value:
 # %% [markdown]
 # ## Gradients and the preconditioned step
 #
-# The sources' algorithm multiplies the gradient of $B$ by $\hat\Sigma^{-1}$ **[seed]** (the
+# The sources' algorithm multiplies the gradient of $B$ by $\hat\Sigma^{-1}$ **[summary]** (the
 # Chinese seed; the exact placement is not given). Here is what holds exactly **[derived]**. Let
 # $Q = L + \mathcal{R}$ with the balancing regularizer
 # $\mathcal{R} = \tfrac{\lambda}{8}\|U^\top U - V^\top V\|_F^2$ **[choice]**, the term of Procrustes
@@ -432,7 +432,7 @@ plt.show()
 # over only at larger $n$).
 #
 # ```{important}
-# This is **not** the quantity of the sources' Theorem 2 **[seed]**, which bounds the excess risk
+# This is **not** the quantity of the sources' Theorem 2 **[summary]**, which bounds the excess risk
 # $L(\theta_m) - L^\star$ of *trained* parameters after $m$ steps on $n$ samples by
 # $n^{-2}\log^6 n + \mu^m$. Here $\theta$ is fixed and we measure how well a finite context
 # reproduces the limit. Chapter 6 measures the excess risk of trained parameters against $n$;
@@ -536,7 +536,7 @@ draw_limit(log2_n=8, scale=2.5)
 #   population loss is $\tfrac12\|(A\Sigma B^\top - M)\Sigma^{1/2}\|_F^2 + p\sigma^2/2$, and in
 #   $U = A\Sigma^{1/2}$, $V = \Sigma^{1/2}B\Sigma^{1/2}$ it is the factorization
 #   $\tfrac12\|UV^\top - X^\star\|_F^2 + L^\star$, invariant under $GL(d)$. This matches the
-#   seeds' **[seed]** "weighted matrix factorization"; the formula itself is this book's
+#   seeds' **[summary]** "weighted matrix factorization"; the formula itself is this book's
 #   derivation.
 # * What is checked: exactly by sympy, the MGF for $d = 2, 3, 10$, the tilting identity for
 #   $d = 2, 3$ (and $d = 10$ by chaining with the symbolic-$d$ gradient step), the population loss

@@ -24,7 +24,7 @@
 #
 # This chapter looks at the shape of that function: its symmetries, its global minima, its
 # other stationary points, and the two local conditions the sources use to prove fast
-# convergence. The sources state **[seed]** that *the global minima of the regularized population
+# convergence. The sources state **[summary]** that *the global minima of the regularized population
 # loss form a smooth connected manifold $S$; near $S$ the loss is one-point strongly convex and
 # one-point smooth in a geometry weighted by the data covariance (a "P-norm")*
 # {cite}`goel2026`. They give neither the regularizer's exact form nor any constant; this
@@ -139,9 +139,9 @@ from attnlib.claims import ch03 as judge
 from attnlib.experiments import ablations
 
 components = np.unique(np.sign(dets)).size
-print(f"{'[seed]':11s} {judge.connected_manifold(components, len(dets))}")
+print(f"{'[summary]':11s} {judge.connected_manifold(components, len(dets))}")
 kept = ablations.regularizer_on_manifold(0, rotations=8)   # seed 0's default (Sigma, M)
-print(f"{'[seed]':11s} {judge.regularizer_keeps_manifold(**kept, rotations=8)}")
+print(f"{'[summary]':11s} {judge.regularizer_keeps_manifold(**kept, rotations=8)}")
 
 # %% [markdown]
 # Random starts end on both components, four on each. The spectral initialization of chapter 4
@@ -189,7 +189,7 @@ for row in table:
 # * **The origin and the balanced saddles** stay stationary for $Q$ with negative eigenvalues:
 #   the regularizer does not remove them **[derived]**. Dropping the smallest singular value gives
 #   the mildest saddle, with one negative eigenvalue $-s_{\min}$; the origin has 100 negative
-#   directions. The seeds' "helps avoid spurious stationary points" **[seed]** is therefore, in this
+#   directions. The seeds' "helps avoid spurious stationary points" **[summary]** is therefore, in this
 #   reconstruction, about the non-compact flat directions, not about saddles; strict saddles are
 #   escaped by gradient descent from generic starts, not removed.
 #
@@ -305,7 +305,7 @@ sampled = {kind: scans[kind, 1.0] for kind in ("random", "symmetry")}
     {kind: scan.beta("P")[small].max() for kind, scan in sampled.items()}, (2 * s[0]) ** 2)
 for part in parts:
     print(f"{'':11s} {part}")
-print(f"{'[seed]':11s} {combined}")
+print(f"{'[summary]':11s} {combined}")
 
 # %% [markdown]
 # {numref}`fig-ch03-one-point` shows the result. What the sampling shows (numbers from the printed tables, P-geometry, $r = 10^{-3}$ unless

@@ -17,7 +17,7 @@
 #
 # Goel, Soltanolkotabi and Bartlett {cite}`goel2026` train the attention layer of chapter 1 with a
 # "structure-aware" first-order method, Algorithm 1. The seed summaries name three ingredients
-# **[seed]**: a *spectral initialization* computed from the SVD of $\hat M \hat\Sigma^{1/2}$, a
+# **[summary]**: a *spectral initialization* computed from the SVD of $\hat M \hat\Sigma^{1/2}$, a
 # *regularizer* $\hat R$ that helps avoid spurious stationary points, and a *preconditioner* that
 # multiplies the gradient of $B$ by $\hat\Sigma^{-1}$. The later version of the paper adds
 # **[abstract]** that the preconditioner is data-dependent, that the regularizer is
@@ -99,9 +99,9 @@
 #
 # | line | ingredient | status |
 # | --- | --- | --- |
-# | 2 | spectral initialization from the SVD of $\hat M\hat\Sigma^{1/2}$ | **[seed]**; the split $\hat\Gamma^{1/2}$, $\hat\Gamma^{1/2}$ between the factors is a **[choice]** |
-# | 6 | regularizer $\hat R$, {eq}`eq-ch04-regularizer` | **[seed]** that there is one; the balancing term of Procrustes flow {cite}`tu2016` is a **[choice]**; the paper's later regularizer is "scale-invariant" **[abstract]**, and its form is unknown |
-# | 7 | preconditioner, {eq}`eq-ch04-step` | **[seed]** for $B$ ("the gradient of $B$ times $\hat\Sigma^{-1}$", Chinese seed); the two-sided form and the $A$ side are a **[choice]** that makes the step exactly gradient descent on $(U, V)$ **[derived]** |
+# | 2 | spectral initialization from the SVD of $\hat M\hat\Sigma^{1/2}$ | **[summary]**; the split $\hat\Gamma^{1/2}$, $\hat\Gamma^{1/2}$ between the factors is a **[choice]** |
+# | 6 | regularizer $\hat R$, {eq}`eq-ch04-regularizer` | **[summary]** that there is one; the balancing term of Procrustes flow {cite}`tu2016` is a **[choice]**; the paper's later regularizer is "scale-invariant" **[abstract]**, and its form is unknown |
+# | 7 | preconditioner, {eq}`eq-ch04-step` | **[summary]** for $B$ ("the gradient of $B$ times $\hat\Sigma^{-1}$", Chinese seed); the two-sided form and the $A$ side are a **[choice]** that makes the step exactly gradient descent on $(U, V)$ **[derived]** |
 # | 8 | renormalization, {eq}`eq-ch04-renormalize` | exists **[abstract]**; this form, which leaves $A\hat\Sigma B^\top$ unchanged, is a **[choice]**; off by default |
 # | 4 | step size, {eq}`eq-ch04-eta` | **[choice]**: a curvature bound that covers the starting point (see the docstring of `attnlib.algorithm`) |
 # | 1, 5 | full-batch steps on the empirical loss, leave-one-out mask | **[choice]** |
@@ -386,7 +386,7 @@ plt.show()
 # %% [markdown]
 # ### Saddles
 #
-# The seeds say the regularizer "helps avoid spurious stationary points" **[seed]**. In this
+# The seeds say the regularizer "helps avoid spurious stationary points" **[summary]**. In this
 # reconstruction it removes one kind and not another **[derived, chapter 3]**: unbalanced points of
 # the orbit stop being stationary (above), but the balanced partial-SVD points
 # $(\hat\Phi\hat\Gamma_J^{1/2}, \hat\Psi\hat\Gamma_J^{1/2})$, which keep only the singular values in a subset
@@ -545,13 +545,13 @@ print(f"spectral start vs the one-point-convexity ball sqrt(2 s_min(X*)) over {l
 *regularizer_parts, regularizer_verdict = judge.regularizer(regularized[-1] / regularized[0],
                                                             saddle_gradient[1.0])
 rows = [
-    ("[seed]", judge.spectral_start(
+    ("[summary]", judge.spectral_start(
         [initial[s, "spectral"][0] / initial[s, "random"][0] for s in SEEDS], SEEDS)),
-    ("[seed]", judge.spectral_start_ball(inside, len(BALL_SEEDS))),
-    ("[seed]", judge.preconditioner(runs_cond[True].history["excess_risk"][100]
+    ("[summary]", judge.spectral_start_ball(inside, len(BALL_SEEDS))),
+    ("[summary]", judge.preconditioner(runs_cond[True].history["excess_risk"][100]
                                     / runs_cond[False].history["excess_risk"][100])),
     *(("", part) for part in regularizer_parts),
-    ("[seed]", regularizer_verdict),
+    ("[summary]", regularizer_verdict),
     ("[abstract]", judge.scale_invariant_regularizer()),
     ("[abstract]", judge.renormalization(renormalized_scale)),
 ]

@@ -16,8 +16,8 @@
 # # Chapter 5: Rerunning the experiment
 #
 # The seeds describe one experiment of Goel, Soltanolkotabi and Bartlett {cite}`goel2026`
-# **[seed]**: synthetic linear regression with $p = 20$, $d = 10$, $n = 500$, Algorithm 1 against
-# SGD from a random initialization. They report three observations **[seed]**:
+# **[summary]**: synthetic linear regression with $p = 20$, $d = 10$, $n = 500$, Algorithm 1 against
+# SGD from a random initialization. They report three observations **[summary]**:
 #
 # 1. spectral initialization starts close to the optimal population loss, while random-init SGD
 #    starts about three orders of magnitude higher;
@@ -35,7 +35,7 @@
 #
 # Each observation is judged twice. First under the seed's own wording: seed 004 says Algorithm 1
 # "converges to the optimal loss" within 2000 iterations, a statement about the population loss
-# **[seed]**. Then under this book's stricter reading **[choice]**: a claim of convergence is a
+# **[summary]**. Then under this book's stricter reading **[choice]**: a claim of convergence is a
 # statement about the objective being trained, so every method is also measured against the
 # **best local minimum found** of the objective it trains (gradient norm $\le 10^{-8}$, positive
 # definite Hessian; its *optimization gap* $\hat Q(\theta_k) - \hat Q^\star$). Both verdicts are
@@ -166,7 +166,7 @@ for i, s in enumerate(SEEDS):
 # minima differ too (0.00923 to 0.0143 for seed 0, not ordered by $\hat Q$): they are
 # statistically equivalent fits of the same data, and which one a method reaches is this book's
 # question **[choice]**, not the paper's, whose Theorem 2 is a statement about the population
-# risk **[seed]**. The unregularized loss $\hat L$ is far worse
+# risk **[summary]**. The unregularized loss $\hat L$ is far worse
 # conditioned (smallest eigenvalues $10^{-6}$ to $10^{-5}$), and its minima have larger excess risks
 # (0.010 to 0.052): without $\hat R$ nothing holds the factors balanced. Below, each method's gap
 # is measured to the lowest known minimum of its objective; the distances are to the spectral
@@ -179,7 +179,7 @@ for i, s in enumerate(SEEDS):
 # best certified minimum of *its own* objective, $\hat Q(\theta_k) - \hat Q^\star$ for the
 # $\lambda = 1$ methods and $\hat L(\theta_k) - \hat L^\star$ for the others, on a log axis. The bottom
 # panel is the excess population risk $L(\theta) - L^\star$ with the true $\Sigma$ and $M$, the
-# quantity of Theorem 2 **[seed]**. Lines are medians over the three seeds, bands the range; the
+# quantity of Theorem 2 **[summary]**. Lines are medians over the three seeds, bands the range; the
 # dashed line is the excess risk of the least-squares fit on the same data (median over seeds).
 
 # %%
@@ -239,7 +239,7 @@ plt.show()
 # ### Observation 1: the initial gap
 #
 # The seeds say random-init SGD starts about three orders of magnitude above spectral
-# initialization in loss **[seed]**. At our defaults the loss at the optimum is dominated by the
+# initialization in loss **[summary]**. At our defaults the loss at the optimum is dominated by the
 # noise, $L^\star = p\sigma^2/2$, so a ratio of *losses* cannot be large; the ratio of *excess
 # risks* can. We report both and do not tune $M$ or $\sigma$ to match the seed.
 
@@ -308,7 +308,7 @@ print("(c, sigma) where (1) and (2) are both reproduced: "
 # ### Observations 2 and 3: converged or not at 2000 iterations
 #
 # "Converged" needs a definition. The seed's own wording is "converges to the optimal loss"
-# **[seed]**: we read it like observation 1, the population loss within 10% of $L^\star$ after 2000
+# **[summary]**: we read it like observation 1, the population loss within 10% of $L^\star$ after 2000
 # iterations (and "SGD has not converged" as: it is not). The book's stricter reading **[choice]** is
 # the optimization gap: a run has converged when $\hat Q(\theta_k) - \hat Q^\star$ is below $10^{-3}$ of
 # its initial value (each method against the lowest known local minimum of its own objective,
@@ -372,7 +372,7 @@ for key in ("alg1_loss", "alg1", "sgd_loss", "sgd", "random_loss", "random"):
 # ## Where the headline holds: population, closed form, finite sample
 #
 # Why does Algorithm 1 converge fast in the theory and slowly here? Theorem 2's optimization term
-# is about the population objective **[seed]**, and chapter 4 derived its rate: near $S$ the step
+# is about the population objective **[summary]**, and chapter 4 derived its rate: near $S$ the step
 # is gradient descent in $(U, V)$, and the slowest direction that the loss curves contracts the gap
 # by $(1 - \eta s_d)^2$ per iteration, with $s_d$ the smallest singular value of
 # $X^\star = M\Sigma^{1/2}$ **[derived]**. The next cell runs Algorithm 1 from the *same* spectral
@@ -447,7 +447,7 @@ plt.show()
 # %% [markdown]
 # ## Rates of the optimization gap
 #
-# Theorem 2's optimization term is $\mu^m$ **[seed]**. Each method's geometric rate is fitted to its
+# Theorem 2's optimization term is $\mu^m$ **[summary]**. Each method's geometric rate is fitted to its
 # gap over iterations 1000 to 2000 (least squares of $\log$ gap on $k$, per seed;
 # `attnlib.fitting.fit_geometric_rate`, with its standard error). For the preconditioned methods
 # the rate near the minimizer can be predicted **[derived]**: Algorithm 1's step is gradient descent
@@ -729,7 +729,7 @@ show_explorer(log10_kappa=2.0, n=200, step_scale=0.5, regularize=True)
 # ### Where the claims are testable: a map over $\lVert M\rVert$ and $\sigma$
 #
 # The seeds' "three orders of magnitude" compares the random start's loss with the spectral
-# start's **[seed]**. Both depend on the scale of the task: the random start's loss grows with
+# start's **[summary]**. Both depend on the scale of the task: the random start's loss grows with
 # $\lVert X^\star\rVert^2$, the spectral start's is the noise floor $L^\star = p\sigma^2/2$ plus its
 # own excess risk. The next cell evaluates claims (1) and (2) at the start over a grid of scales of
 # $M$ (the book's $M$ times 0.25 to 2) and noise levels (live: no training is needed).
@@ -1002,7 +1002,7 @@ plt.show()
 #
 # Every verdict below is decided by `attnlib.claims.ch05` from the numbers printed above, with its
 # threshold in the printed reason; this cell only collects them. Each observation appears first
-# under the seed's own wording **[seed]**, then, where the book reads it more strictly, under that
+# under the seed's own wording **[summary]**, then, where the book reads it more strictly, under that
 # reading **[choice]**. The thresholds are this book's **[choice]**: "close" and "converges to the
 # optimal loss" are a population loss within 10% of $L^\star$; "about three orders of magnitude" is
 # a log10 ratio of at least 2.5 (1.5 earns "partly"), judged at the book's random start and, as a
@@ -1026,10 +1026,10 @@ claims["global"], claims["global_basin"] = judge.global_optimum(
 claims["kappa"] = judge.preconditioner_kappa(
     first[:, -1, METHODS.index("random+precond+reg"), list(thresholds).index(1e-2)].max()
     / first[:, 0, METHODS.index("random+precond+reg"), list(thresholds).index(1e-2)].max())
-for key, label in (("start", "[seed]"), ("orders", "[seed]"), ("orders_scale", "[seed]"),
-                   ("alg1_loss", "[seed]"), ("alg1", "[choice]"), ("global", "[seed]"),
-                   ("global_basin", "[choice]"), ("sgd_loss", "[seed]"), ("sgd", "[choice]"),
-                   ("random_loss", "[seed]"), ("random", "[choice]"), ("gd_power", "[abstract]"),
+for key, label in (("start", "[summary]"), ("orders", "[summary]"), ("orders_scale", "[summary]"),
+                   ("alg1_loss", "[summary]"), ("alg1", "[choice]"), ("global", "[summary]"),
+                   ("global_basin", "[choice]"), ("sgd_loss", "[summary]"), ("sgd", "[choice]"),
+                   ("random_loss", "[summary]"), ("random", "[choice]"), ("gd_power", "[abstract]"),
                    ("kappa", "[derived]")):
     print(f"{label:11s} {claims[key]}")
 

@@ -20,7 +20,7 @@
 #
 # | statement | source |
 # | --- | --- |
-# | Theorem 2: $L(\theta_m) - L^\star \lesssim n^{-2}\log^6 n + \mu^m$ with $\mu < 1$, for Algorithm 1 | **[seed]** |
+# | Theorem 2: $L(\theta_m) - L^\star \lesssim n^{-2}\log^6 n + \mu^m$ with $\mu < 1$, for Algorithm 1 | **[summary]** |
 # | the later version: the error term decreases as $1/n$ | **[abstract]** |
 # | the trained layer matches the minimax rate of ordinary least squares | **[abstract]** (talk) |
 #
@@ -236,7 +236,7 @@ plt.show()
 # range and $-1.01$, $-1.02$ for $n \ge 1600$: plainly $1/n$, with $n \times$ excess risk levelling
 # off near 3.1 ($\sigma = 0.1$) and 2.1 ($\sigma = 0$). Even with $\sigma = 0$ the error is $1/n$
 # (exercise 3 derives why **[derived]**). So in this reconstruction the $n^{-2}\log^6 n$ term of
-# Theorem 2 **[seed]** is not reproduced at $\sigma = 0$ either, for a reason unrelated to the noise.
+# Theorem 2 **[summary]** is not reproduced at $\sigma = 0$ either, for a reason unrelated to the noise.
 # The dotted curve shows how little the bound's shape can be told apart from $1/n$ at moderate
 # $n$; the next cell prints its local slope.
 
@@ -364,7 +364,7 @@ plt.show()
 # removes: the rate then depends on $\kappa(X^\star)$ only.
 
 # %% [markdown]
-# Seeds 000 and 001 add that the rate does not depend on the embedding dimension **[seed]**. At
+# Seeds 000 and 001 add that the rate does not depend on the embedding dimension **[summary]**. At
 # fixed $\kappa(X^\star)$ the prediction says so exactly: the nonzero Hessian eigenvalues at $S$ lie
 # in $[s_d, 2s_1]$ whatever $d$ is (chapter 3). The next cell measures it: $d = 5, 10, 20$ with
 # $p = 2d$, singular values of $X^\star$ from 1 to $1/8$, the theory's step $\eta = 0.5/(2 s_1)$,
@@ -547,7 +547,7 @@ plt.show()
 # data and the attention context (the first reconstruction, **[choice]**). With noise, that
 # reading cannot beat $1/n$ (the OLS rate is minimax), so the seeds' $n^{-2}\log^6 n$ cannot be
 # its error. The seeds call that term a *statistical bias*: the gap between the finite objective
-# and its infinite-data limit **[seed]**. This section measures it in a second reconstruction
+# and its infinite-data limit **[summary]**. This section measures it in a second reconstruction
 # **[choice]**: $n$ is the *context length*; $N$ prompts of $n$ tokens are drawn from one task
 # $(\Sigma, M)$; query $j$ of prompt $k$ attends over the other tokens of prompt $k$ only, and the
 # loss is averaged over all $Nn$ queries (`attnlib.algorithm.prompts_loss`,
@@ -703,7 +703,7 @@ for k, scale in enumerate(bias_scales):
                  np.diff(np.log(curve["first_order"])) / np.diff(np.log(n_fine)),
                  "-", color=colours[k], lw=1)
 axes[1].axhline(-1, color="0.4", lw=1, ls="--", label="$n^{-1}$")
-axes[1].plot(n_fine, -2 + 6 / np.log(n_fine), color="k", lw=1, label="$n^{-2}\\log^6 n$ [seed]")
+axes[1].plot(n_fine, -2 + 6 / np.log(n_fine), color="k", lw=1, label="$n^{-2}\\log^6 n$ [summary]")
 axes[1].axhline(-2, color="0.4", lw=1, ls=":", label="$n^{-2}$")
 axes[0].set(xscale="log", yscale="log", xlabel="context length $n$",
             ylabel=r"bias $L(\hat\theta^\star_n) - L^\star$ ($\sigma = 0$)")
@@ -860,7 +860,7 @@ bound_verdict, one_over_n = judge.prompts_bias(large_fit.ci, large_fit.exponent,
                                               span, *slope_pairs.values())
 delta_labels = [j for j in range(n_bias.size) if (half_scale, j) in estimates and n_bias[j] >= 40]
 bias_rows = [
-    ("[seed]", bound_verdict),
+    ("[summary]", bound_verdict),
     ("[abstract]", one_over_n),
     ("[derived]", judge.delta_method(
         [abs(np.log(estimates[half_scale, j].bias / first_order[half_scale, j])) for j in delta_labels],
@@ -883,7 +883,7 @@ for label, claim in bias_rows:
 # %% [markdown]
 # ### Bias, variance and optimization: the decomposition
 #
-# Theorem 2 adds a statistical term and an optimization term **[seed]**. In the prompts reading the
+# Theorem 2 adds a statistical term and an optimization term **[summary]**. In the prompts reading the
 # statistical term splits in two: the finite-context **bias** (above: it depends on $n$, not on the
 # number of prompts) and, with noise, the **variance** of the fit, which falls with the total
 # number of tokens $Nn$. The stored run `paper1_prompts_variance` fixes $n = 40$ and $\sigma = 0.1$
@@ -1104,16 +1104,16 @@ rate_n = n_values >= 200             # the range where the constant is read off,
 rate_fits = {name: fitting.fit_power_law(n_values[rate_n], values[0][rate_n]).exponent
              for name, values in (("alg1", final), ("ols", ols_fit))}
 rows = [
-    ("[seed]", judge.statistical_term(slope_late[0.0], bound_slope, int(closed_n[-1]))),
+    ("[summary]", judge.statistical_term(slope_late[0.0], bound_slope, int(closed_n[-1]))),
     ("[abstract]", judge.error_one_over_n(slope_late, {s: fits[s, "alg1"].exponent
                                                         for s in noise_levels})),
     ("[abstract]", judge.minimax_rate(rate_fits["alg1"], rate_fits["ols"],
                                       float(np.median(alg1_over_ols[rate_n])))),
-    ("[seed]", judge.geometric_rate(np.abs(measured[pre] - predicted[pre]),
+    ("[summary]", judge.geometric_rate(np.abs(measured[pre] - predicted[pre]),
                                     [f"kX={a:g}, kS={b:g}" for a, b in zip(kx[pre], ks[pre])])),
-    ("[seed]", judge.geometric_finite_n(iterations_1e3[list(n_curv).index(500)],
+    ("[summary]", judge.geometric_finite_n(iterations_1e3[list(n_curv).index(500)],
                                         range(iterations_1e3.shape[1]))),
-    ("[seed]", judge.dimension_free_rate(dimension["d"], dimension["mu_measured"],
+    ("[summary]", judge.dimension_free_rate(dimension["d"], dimension["mu_measured"],
                                          dimension["mu_predicted"])),
     ("[derived]", judge.kappa_free_rate(np.ptp(measured[pre & (kx == config["kappa_x_fixed"])]))),
 ]

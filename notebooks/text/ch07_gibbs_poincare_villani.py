@@ -24,14 +24,14 @@
 # on a grid and compared with thousands of simulated Langevin chains. Chapters 8 and 9 check the
 # Villani condition for the paper's two models; Chapter 10 runs the Langevin dynamics on them.
 #
-# **[seed]** The source's proofs rest on bounds on the gradients and Laplacians of the
+# **[summary]** The source's proofs rest on bounds on the gradients and Laplacians of the
 # factorized losses, including the Jacobian and Hessian of the row softmax, and on the scale
 # invariance of factorized losses; Chapter 8 writes such an argument out. The source states its
 # own limits: single attention layers and depth-2 networks only; full Transformer layers (joint
 # training of $W_Q$, $W_K$, $W_V$ and the feed-forward blocks) and more advanced architectures
 # (FlashAttention, Mamba) remain open.
 #
-# Labels: **[seed]** the project's summary of the paper says it; **[abstract]** only the public
+# Labels: **[summary]** the project's summary of the paper says it; **[abstract]** only the public
 # abstract says it; **[derived]** this book derives it; **[choice]** this book chooses it (the
 # full text of the paper is not available to this project, so every definition below is a
 # choice that follows the design notes, not a quotation).
@@ -61,7 +61,7 @@ SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bi
 #
 # ### Langevin dynamics and the Gibbs measure
 #
-# **[seed]** Training is modelled by the SDE
+# **[summary]** Training is modelled by the SDE
 #
 # $$
 # d\theta_t = -\nabla f(\theta_t)\,dt + \sqrt{s}\,dB_t ,
@@ -84,7 +84,7 @@ SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bi
 # \mu_s(d\theta) = Z_s^{-1} e^{-2 f(\theta)/s}\,d\theta
 # $$ (eq-ch07-3)
 #
-# is a stationary law: the **Gibbs measure** at temperature $s$. **[seed]** writes it as
+# is a stationary law: the **Gibbs measure** at temperature $s$. **[summary]** writes it as
 # $\mu\propto e^{-\gamma \tilde V}$; for the SDE above $\gamma = 2/s$ **[derived]**.
 #
 # ### The Poincare inequality
@@ -121,7 +121,7 @@ SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bi
 # 3. $\int e^{-2f/s} < \infty$ for every $s>0$;
 # 4. $\|\nabla f\|^2/s - \Delta f \to +\infty$ as $\|\theta\|\to\infty$, for every $s>0$.
 #
-# **[seed]** A Villani function has a Gibbs measure that satisfies a Poincare inequality, for
+# **[summary]** A Villani function has a Gibbs measure that satisfies a Poincare inequality, for
 # every $s>0$. The source's Theorems 3.1 and 3.2 establish the condition for its regularized
 # attention and LoRA losses (Chapters 8 and 9); Theorem 3.3 turns it into a convergence time
 # (the last section of this chapter). Condition 4 is the one with content: it asks the drift
@@ -474,7 +474,7 @@ plt.show()
 # %% [markdown]
 # ## Theorem 3.3 of the source, and what this chapter can show
 #
-# **[seed]** *Theorem 3.3.* Combining Theorems 3.1 and 3.2 (the regularized attention and LoRA
+# **[summary]** *Theorem 3.3.* Combining Theorems 3.1 and 3.2 (the regularized attention and LoRA
 # losses are Villani functions), the SDE for the weights converges to within $\epsilon$ of the
 # global minimum of the training loss, in expectation, in time $O(\log(1/\epsilon))$. The seed
 # attributes the step from the Villani condition to this rate to Shi, Su and Jordan
@@ -537,7 +537,7 @@ for s_i in (0.05, 0.1, 0.2, 0.4, 0.7):
 # %%
 from attnlib.claims import ch07
 poincare, examples = ch07.poincare(rate_1d, gap_1d, rate_2d, gap_2d, gap_well_big / gap_1d - 1)
-print(f"{'[seed]':11s} {poincare}")
+print(f"{'[summary]':11s} {poincare}")
 print(f"{'':14s}{examples}")
 
 # %% [markdown]

@@ -32,7 +32,7 @@
 #    every direction for the two mild regularizers, with constants far too crude to say where it
 #    starts to hold.
 #
-# Labels: **[seed]** the project's summary of the paper says it; **[abstract]** the public abstract
+# Labels: **[summary]** the project's summary of the paper says it; **[abstract]** the public abstract
 # says it and the summary does not; **[derived]** this book derives it; **[choice]** this book
 # chooses it. The paper's full text is not available to this project, so its definitions are
 # replaced by the book's, marked [choice].
@@ -85,8 +85,8 @@ BOUND_SEED = 5        # random parameters for the inequalities of the argument
 # $$ (eq-ch08-2)
 #
 # The regularizer profiles are weight decay $g(t) = t$, the log-amplified form
-# $g(t) = t\log(1+t)$ [seed] and the super-quadratic form, which the source writes
-# $\lambda\lVert W\rVert_F^{2+\varepsilon}$ [seed]. This book uses
+# $g(t) = t\log(1+t)$ [summary] and the super-quadratic form, which the source writes
+# $\lambda\lVert W\rVert_F^{2+\varepsilon}$ [summary]. This book uses
 # $g(t) = (1+t)^{1+\varepsilon/2} - 1$ [choice]. That form is infinitely differentiable, while
 # $t^{1+\varepsilon/2}$ is only twice differentiable at $W = 0$, and the Villani definition asks
 # for a smooth function. The two forms grow alike at infinity, which is all that matters below.
@@ -137,7 +137,7 @@ group_changes = [abs(problem.data_loss(problem.act(theta, rng_check.standard_nor
                      - problem.data_loss(theta)) / problem.data_loss(theta) for _ in range(4)]
 orbit_change = np.ptp(problem.data_loss(orbit)) / problem.data_loss(theta)
 symmetry = ch08.symmetry(group_changes, orbit_change)
-print(f"{'[seed]':11s} {symmetry}")
+print(f"{'[summary]':11s} {symmetry}")
 
 # %% [markdown]
 # ## Without a regularizer the Gibbs measure is not normalizable
@@ -231,7 +231,7 @@ growth = {name: values[60] - values[30] for name, values in log_z.items()}
 print("growth of log Z_R from R = 6 to 12: " + ", ".join(f"{SERIES[name]['label']} {g:.2f}" for name, g in growth.items())
       + f"; D log 2 = {D * math.log(2):.2f}")
 normalizable = ch08.not_normalizable(growth["none"] / (D * math.log(2)), dim=D)
-print(f"{'[seed]':11s} {normalizable}")
+print(f"{'[summary]':11s} {normalizable}")
 
 # %% [markdown]
 # ## The Villani quantity on the orbit through a stationary point
@@ -480,7 +480,7 @@ for s in (100.0, 1.0, 0.1):
 # every direction, and a short argument covers them all [derived]. It uses the proof
 # ingredients the seed names: bounds on the gradients and Laplacians of the factorized losses,
 # including the Jacobian and Hessian of the row softmax, and the scale invariance of factorized
-# losses [seed]. The source's own proof is not available; what follows is this book's version,
+# losses [summary]. The source's own proof is not available; what follows is this book's version,
 # with every inequality checked numerically on random parameters below.
 #
 # **Step 1: the softmax.** For $s = \operatorname{softmax}(z)$ the Jacobian is
@@ -616,7 +616,7 @@ print(f"weight decay, lambda = {lam_strong:g}: the estimate proves it for s < "
 # %% [markdown]
 # ## Other data and sizes
 #
-# The seed says the results hold "for any data distribution and any network size" [seed]. One
+# The seed says the results hold "for any data distribution and any network size" [summary]. One
 # instance cannot show that; a grid of instances can look for a counterexample. **[choice]** Seven
 # instances: this chapter's ($n = 6$ inputs of $N = 5$ tokens, $d = 3$, $d_k = 2$, Gaussian inputs), four
 # that each change one size ($n = 12$; $N = 8$; $d = 4$ with $d_k = 3$; $d_k = 1$), and two that change the law
@@ -636,7 +636,7 @@ for sizes in part2.INSTANCE_GRID:
     print(f"{label:34s} " + "; ".join(f"{name}: orbit 10^{orbit:.2f}, bound > 0 beyond 10^{bound:.1f}"
                                       for name, (orbit, bound) in evidence[label].items()))
 any_data, any_data_parts = ch08.any_data_and_size(evidence)
-print(f"{'[seed]':11s} {any_data}")
+print(f"{'[summary]':11s} {any_data}")
 for part in any_data_parts:
     print(f"{'':14s}{part}")
 
@@ -653,13 +653,13 @@ for part in any_data_parts:
 # %% [markdown]
 # ## Theorem 3.1 and this chapter's evidence
 #
-# **Theorem 3.1** [seed]: the regularized attention regression losses (the source's Definitions 2.4
+# **Theorem 3.1** [summary]: the regularized attention regression losses (the source's Definitions 2.4
 # and 2.5) satisfy the Villani condition. The seed names two mild regularizers, the log-amplified
 # $\lambda\lVert W\rVert_F^2\log(1 + \lVert W\rVert_F^2)$ and the super-quadratic $\lambda\lVert W\rVert_F^{2+\varepsilon}$.
 # The design notes attribute the wording "any mild regularization" to the public abstract, which
 # this book has not been able to check; the seed itself says "un tipo specifico" of mild regularization
-# (a specific type) [seed]. The claim holds with no assumption on the
-# data or the size of the architecture [seed]. Combined with the result of {cite}`shi2023`, it gives
+# (a specific type) [summary]. The claim holds with no assumption on the
+# data or the size of the architecture [summary]. Combined with the result of {cite}`shi2023`, it gives
 # convergence of the Langevin dynamics in time $O(\log(1/\epsilon))$ (Theorem 3.3, Chapter 10).
 #
 # What this chapter shows numerically, for one synthetic instance of the book's model [choice]:
@@ -686,7 +686,7 @@ for part in any_data_parts:
 # where the condition starts to hold. Both show how weak "mild" is: the condition holds, but only
 # at distances no training run visits.
 #
-# The source's own stated limits [seed]: the results cover single attention layers and depth-2
+# The source's own stated limits [summary]: the results cover single attention layers and depth-2
 # networks; full Transformer layers (joint training of $W_Q$, $W_K$, $W_V$ and the feed-forward
 # blocks) and more advanced architectures (FlashAttention, Mamba) are left open. This chapter's
 # model trains only $W_Q, W_K$ of one layer, inside that scope.
@@ -705,7 +705,7 @@ mild = [(name, s) for name in ("log", "power") for s in temperatures]
 theorem_31, parts_31 = ch08.theorem_31(
     {f"{name} s = {s:g}": crossovers[(name, s)].decisive / math.log(10) for name, s in mild},
     {name: worst[name] for name in ("log", "power")})
-print(f"{'[seed]':11s} {theorem_31}")
+print(f"{'[summary]':11s} {theorem_31}")
 for part in parts_31:
     print(f"{'':14s}{part}")
 

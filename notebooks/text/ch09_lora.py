@@ -19,7 +19,7 @@
 # update, as in LoRA {cite}`hu2022lora`. This chapter repeats the steps of Chapter 8 for it: the
 # symmetry, the divergent partition function, the Villani quantity on the orbit through a
 # stationary point, and the crossover radii of the mild regularizers. It adds one object the
-# attention model does not have, the flat set $V = 0$. Labels as in Chapter 8: **[seed]**,
+# attention model does not have, the flat set $V = 0$. Labels as in Chapter 8: **[summary]**,
 # **[abstract]**, **[derived]**, **[choice]**.
 
 # %% [markdown]
@@ -56,7 +56,7 @@ BOUND_SEED = 5        # random parameters for the inequalities of the argument
 #
 # LoRA adapts a pretrained weight matrix by a low-rank product. The seed writes
 # $W' = W_{\mathrm{pre}} + \alpha BA$ and notes the invariance $A \to cA$, $B \to B/c$, which makes the
-# landscape "flat" [seed]. The book's model [choice] (the source's Definitions 2.6 and 2.7 are not
+# landscape "flat" [summary]. The book's model [choice] (the source's Definitions 2.6 and 2.7 are not
 # available) is
 #
 # $$
@@ -96,7 +96,7 @@ for _ in range(4):
 # Because $\tanh$ is bounded, $\lvert\hat y\rvert \le \lVert a\rVert_1$ and the data loss is bounded by
 # $\frac{1}{2n}\sum_i(\lVert a\rVert_1 + \lvert y_i\rvert)^2$. As in Chapter 8, $e^{-2L/s}$ is bounded below by a
 # positive constant, so $\int e^{-2L/s} = \infty$ and the unregularized Gibbs measure does not exist
-# [seed]. The radial estimate of $Z_R = \int_{\lVert\theta\rVert\le R} e^{-2f/s}$ (200 directions,
+# [summary]. The radial estimate of $Z_R = \int_{\lVert\theta\rVert\le R} e^{-2f/s}$ (200 directions,
 # $s = 1$, $\lambda = 0.1$ for the regularizers) shows it ({numref}`fig-ch09-partition`): without a
 # regularizer $\log Z_R$ keeps growing, with any of the three it levels off.
 
@@ -393,7 +393,7 @@ for s in (100.0, 1.0, 0.1):
 # %% [markdown]
 # ## Other data and sizes
 #
-# The seed says the results hold "for any data distribution and any network size" [seed]. As for
+# The seed says the results hold "for any data distribution and any network size" [summary]. As for
 # attention in Chapter 8, one instance cannot show that; a grid of instances can look for a
 # counterexample. **[choice]** Nine LoRA instances (`attnlib.experiments.part2.LORA_INSTANCE_GRID`):
 # this chapter's ($n = 20$, $d = 3$, $m = 8$, $r = 2$, Gaussian inputs), six that each change one size
@@ -428,7 +428,7 @@ for label, values in lora_evidence.items():
 for label, reason in lora_untested.items():
     print(f"{label:42s} not tested: {reason}")
 lora_any, lora_any_parts = ch09.lora_any_data_and_size(lora_evidence, lora_untested)
-print(f"{'[seed]':11s} {lora_any}")
+print(f"{'[summary]':11s} {lora_any}")
 for part in lora_any_parts:
     print(f"{'':14s}{part}")
 
@@ -445,13 +445,13 @@ for part in lora_any_parts:
 # %% [markdown]
 # ## Theorem 3.2 and this chapter's evidence
 #
-# **Theorem 3.2** [seed]: the regularized losses of a depth-2 neural network under the LoRA
+# **Theorem 3.2** [summary]: the regularized losses of a depth-2 neural network under the LoRA
 # parametrization (the source's Definitions 2.6 and 2.7) satisfy the Villani condition, with the
-# log-amplified or super-quadratic regularizer [seed], a "specific type" of mild regularization [seed] (the wording "any mild
+# log-amplified or super-quadratic regularizer [summary], a "specific type" of mild regularization [summary] (the wording "any mild
 # regularization" that the design notes attribute to the abstract could not be checked),
-# and with no assumption on the data or the width [seed]. The seed presents this as the
+# and with no assumption on the data or the width [summary]. The seed presents this as the
 # explanation of why LoRA trains despite its flat, scale-redundant landscape: mild regularization
-# breaks the redundancy and makes the loss confining [seed].
+# breaks the redundancy and makes the loss confining [summary].
 #
 # What this chapter shows, for one synthetic instance of the book's model [choice]:
 #
@@ -473,7 +473,7 @@ for part in lora_any_parts:
 # statement about all directions (the argument of Chapter 8 carries over, as sketched above, and its inequalities hold at
 # the 40 random points checked; the grid of data laws and sizes of Chapter 8 covers attention only); the model is the book's
 # reading of the source's definitions; the source states its results for depth-2 networks only
-# [seed];
+# [summary];
 # and, as in Chapter 8, the crossover radii show that the Villani condition is decided at
 # distances no training run visits, while the Poincare inequality itself already holds with weight
 # decay by the bounded-perturbation argument.
@@ -491,7 +491,7 @@ mild = [(name, s) for name in ("log", "power") for s in temperatures]
 theorem_32, parts_32 = ch09.theorem_32(
     {f"{name} s = {s:g}": crossovers[(name, s)].decisive / math.log(10) for name, s in mild},
     {name: check.worst_margin[name] for name in ("log", "power")})
-print(f"{'[seed]':11s} {theorem_32}")
+print(f"{'[summary]':11s} {theorem_32}")
 for part in parts_32:
     print(f"{'':14s}{part}")
 

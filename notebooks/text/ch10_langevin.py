@@ -33,7 +33,7 @@
 # * what happens to the parameters without a regularizer, when the Gibbs measure does not
 #   exist?
 #
-# Labels as in Chapter 7: **[seed]**, **[abstract]**, **[derived]**, **[choice]**.
+# Labels as in Chapter 7: **[summary]**, **[abstract]**, **[derived]**, **[choice]**.
 
 # %% [markdown]
 # :::{admonition} Learning objectives
@@ -201,7 +201,7 @@ plt.show()
 # %% [markdown]
 # ## Without a regularizer the parameters drift along the symmetry orbit
 #
-# **[seed]** Without regularization the Gibbs measure is not normalisable, because the loss is
+# **[summary]** Without regularization the Gibbs measure is not normalisable, because the loss is
 # constant along the non-compact orbits of the symmetry $(W_Q G, W_K G^{-\top})$ (attention) or
 # $(U G, G^{-1} V)$ (LoRA) (Chapters 8 and 9). **[derived]** A Langevin chain then has no
 # stationary law to approach: along the orbit directions it diffuses. The stored runs use
@@ -238,7 +238,7 @@ plt.show()
 # while $\|V\|_F$ grows more slowly (1.38 to 1.85). With any of the three regularizers, weight
 # decay included, the norms level off within about $t = 50$ and stay flat to $t = 400$ (between
 # 1.7 and 2.6). This is the Langevin counterpart of the source's finding that unregularized
-# $\|W_Q\|_F, \|W_K\|_F$ grow without bound while both regularizers contain them **[seed]**
+# $\|W_Q\|_F, \|W_K\|_F$ grow without bound while both regularizers contain them **[summary]**
 # (Chapter 11 shows the Darcy-flow version). Note that the unregularized chains' mean loss
 # settles too (Exercise 2); their recorded loss is also lower (1.617 against 1.675 to 1.704 for
 # attention, 0.087 against 0.128 to 0.159 for LoRA) partly because the recorded loss of a
@@ -336,7 +336,7 @@ for j, s in enumerate(temperatures):
 # %% [markdown]
 # ## Theorem 3.3 as stated: three readings
 #
-# **[seed]** The SDE "converges within $\epsilon$ of the global minimum in expected time
+# **[summary]** The SDE "converges within $\epsilon$ of the global minimum in expected time
 # $O(\log(1/\epsilon))$". At a fixed temperature $s$ the expected loss cannot go below the Gibbs mean
 # $F_s$, an offset $F_s - f^* \approx sD_{\mathrm{eff}}/4$ above the minimum (first section), so at fixed
 # $s$ the statement can only hold for $\epsilon$ above that offset, with a constant that depends on $s$.
@@ -393,7 +393,7 @@ for k, (eps_run, s_run) in enumerate(zip(acfg["epsilons"], acfg["temperatures"])
           + ", ".join(f"{e:.3f}: {t:.2f}" for e, t in zip(eps, mean_tau))
           + f"; p_hat = {hitting[f'lora s = {s_run:.4f}']:.2f}")
 theorem_33, readings_33 = ch10.fixed_temperature(fixed_mean, hitting)
-print(f"{'[seed]':11s} {theorem_33}")
+print(f"{'[summary]':11s} {theorem_33}")
 for reading in readings_33:
     print(f"{'':14s}{reading}")
 
@@ -442,7 +442,7 @@ print(f"{'[choice]':11s} {annealed}")
 # %% [markdown]
 # ## Theorem 3.3 of the source
 #
-# **[seed]** *Theorem 3.3.* Combining Theorems 3.1 and 3.2 (the regularized attention and LoRA
+# **[summary]** *Theorem 3.3.* Combining Theorems 3.1 and 3.2 (the regularized attention and LoRA
 # losses satisfy the Villani condition), the SDE for the weights converges to within
 # $\epsilon$ of the global minimum of the training loss, in expectation, in time
 # $O(\log(1/\epsilon))$. The seed attributes the rate to Shi, Su and Jordan {cite}`shi2023`

@@ -18,14 +18,14 @@
 # The experiment of Frangi et al. {cite}`frangi2026` puts the theory of chapters 7 to 10 on a
 # scientific machine-learning benchmark: two-dimensional Darcy flow {cite}`li2021fno`, learned by a
 # Vision-Transformer-like regressor {cite}`dosovitskiy2021` with **one** attention layer
-# **[seed]**. Training has two phases **[seed]**:
+# **[summary]**. Training has two phases **[summary]**:
 #
 # * **Phase 1**: every parameter is trained (full pretraining);
 # * **Phase 2**: only the query and key matrices $W_Q, W_K$ are trained, under three losses:
 #   unregularized, log-regularized $\lambda\lVert W\rVert_F^2\log(1+\lVert W\rVert_F^2)$, and
-#   power-regularized $\lambda\lVert W\rVert_F^{2+\epsilon}$ **[seed]** (the seed gives no run length).
+#   power-regularized $\lambda\lVert W\rVert_F^{2+\epsilon}$ **[summary]** (the seed gives no run length).
 #
-# The source reports four findings **[seed]**, which this chapter checks one by one against its own
+# The source reports four findings **[summary]**, which this chapter checks one by one against its own
 # measurements:
 #
 # 1. in the low-regularization regime the three conditions reach nearly the same test RMSE and
@@ -266,7 +266,7 @@ print(f"for comparison, the ViT's test relative L2 error after Phase 1: {final['
 # $L + R(W_Q) + R(W_K)$ with $R = \lambda g(\lVert W\rVert_F^2)$ (`attnlib.regularizers`, chapter 8):
 #
 # * **none**: $g = 0$;
-# * **log**: $g(t) = t\log(1+t)$ **[seed]**;
+# * **log**: $g(t) = t\log(1+t)$ **[summary]**;
 # * **power**: $g(t) = (1+t)^{1+\epsilon/2} - 1$, the smooth version of the source's
 #   $\lVert W\rVert_F^{2+\epsilon}$ used throughout the book **[choice]** (same growth, $C^\infty$ at 0).
 #

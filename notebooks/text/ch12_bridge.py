@@ -24,7 +24,7 @@
 # by four Langevin variants (Part II's dynamics, Chapter 10), on the same data and seeds. It asks
 # what each ingredient buys, at what cost, and which method a reader should use when.
 #
-# Labels as in the rest of the book: **[seed]** and **[abstract]** for the sources' statements,
+# Labels as in the rest of the book: **[summary]** and **[abstract]** for the sources' statements,
 # **[derived]** for consequences this book derives, **[choice]** for this book's decisions.
 
 # %% [markdown]
@@ -74,7 +74,7 @@ print(f"mild regularizer: log form, lambda_m = {config['mild']['lam']:g}")
 #   $\lambda = 1$. The deterministic methods train $\hat Q$ exactly. The Langevin chains sample
 #   $\mu_s \propto e^{-2f/s}$ (Part II's convention, Chapter 7) for
 #   $f = \hat Q + R_m(A) + R_m(B)$, where $R_m(W) = \lambda_m\|W\|_F^2\log(1+\|W\|_F^2)$ is Part II's
-#   log-amplified regularizer **[seed]** on the trained weights, at $\lambda_m = 10^{-6}$. The
+#   log-amplified regularizer **[summary]** on the trained weights, at $\lambda_m = 10^{-6}$. The
 #   balancing term alone removes the scale symmetry of $\hat L$; the mild term makes the
 #   Gibbs measure normalizable **[derived]**: $\hat Q \ge 0$, so
 #   $e^{-2f/s} \le e^{-2R_m(A)/s}e^{-2R_m(B)/s}$, which is integrable because $R_m$ grows faster than
@@ -342,7 +342,7 @@ for k, name in enumerate(METHODS):
 # %% [markdown]
 # ## Does the preconditioner remove the condition number for Langevin?
 #
-# **[seed]** Algorithm 1 multiplies the gradient of $B$ by $\hat\Sigma^{-1}$. **[derived]** With the
+# **[summary]** Algorithm 1 multiplies the gradient of $B$ by $\hat\Sigma^{-1}$. **[derived]** With the
 # $A$ side completed (Chapter 4) the step is exactly gradient descent on $(U, V)$, whose conditioning
 # does not depend on $\kappa(\Sigma)$ when $X^\star = M\Sigma^{1/2}$ is held fixed (Chapter 5 measured
 # this). **[derived]** Preconditioned Langevin is plain Langevin in
@@ -581,14 +581,14 @@ for k, name in enumerate(METHODS):
 #
 # Two claims of the sources, tested here on the other paper's problem.
 #
-# * Paper 1 says the preconditioner speeds up gradient descent **[seed]**; whether it does the
+# * Paper 1 says the preconditioner speeds up gradient descent **[summary]**; whether it does the
 #   same for Langevin is this book's question, not a claim of either paper **[choice]** (so it is
 #   not in the claims ledger). Tested across the condition-number sweep. Rule: at each $\kappa$, the speed-up is the plain chains'
 #   time to target divided by the preconditioned chains' (a run that does not reach the target
 #   counts as the run length, which makes a plain run's speed-up a lower bound; a diverged
 #   preconditioned run counts as never reaching it, speed-up 0); reproduced if the speed-up is
 #   at least 2 at every $\kappa$, partly if at least 1.
-# * **[seed]** Paper 2, Theorem 3.3: with a mild regularizer the SDE comes within $\epsilon$ of the
+# * **[summary]** Paper 2, Theorem 3.3: with a mild regularizer the SDE comes within $\epsilon$ of the
 #   global minimum in expectation. **[choice]** Tested with the annealed chains from the random
 #   start (no structure but the preconditioner's metric) and, separately, the plain Langevin
 #   chains (no structure at all): the final chain-mean gap must be at most
@@ -614,7 +614,7 @@ for name, s_final in final_s.items():
           f"{mean_gap[k, -1]:.2e}; final temperature {s_final:.2e}, Gibbs offset s D / 4 = "
           f"{s_final * DIM / 4:.2e} = {offset_over_eps[name]:.3g} eps")
 theorem, theorem_parts = ch12.theorem_33_on_part1(gap_over_eps, offset_over_eps)
-print(f"{'[seed]':11s} {theorem}")
+print(f"{'[summary]':11s} {theorem}")
 for part in theorem_parts:
     print(f"{'':14s}{part}")
 
