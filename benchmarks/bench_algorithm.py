@@ -1,4 +1,4 @@
-"""Algorithm 1's cost per iteration against one loss-and-gradient call (issues 3 and 29).
+"""Algorithm 1's cost per iteration against one loss-and-gradient call (appendix "Benchmarks").
 
 Usage (from the repository root)::
 
@@ -42,8 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-#: issue 29's target for an iteration of Algorithm 1 [choice]: at most this many loss_and_grad
-#: calls (stored with the run, so the README and the appendix judge by it)
+#: the target for an iteration of Algorithm 1 [choice]: at most this many loss_and_grad
+#: calls (stored with the run, so the appendix judges by it)
 TARGET = 1.15
 
 

@@ -1,4 +1,4 @@
-"""attnlib against the PyTorch a user would write: interleaved, repeated (appendix, README).
+"""attnlib against the PyTorch a user would write: interleaved, repeated (appendix "Benchmarks").
 
 Usage (from the repository root, with torch installed: ``pip install -e ".[bench]"``)::
 

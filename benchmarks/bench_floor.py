@@ -1,4 +1,4 @@
-"""attnlib's loss and gradient against this machine's floor (issue 29; appendix, README).
+"""attnlib's loss and gradient against this machine's floor (appendix "Benchmarks").
 
 Usage (from the repository root)::
 
@@ -56,8 +56,8 @@ _POOL = ThreadPoolExecutor(max_workers=max(THREADS))
 
 
 def target(n: int) -> float:
-    """Issue 29's target for attnlib / floor [choice]: at most 2 below n = 2000, at most 1.5
-    from n = 2000 on (stored with each row, so the README and the appendix judge by it)."""
+    """The target for attnlib / floor [choice]: at most 2 below n = 2000, at most 1.5 from
+    n = 2000 on (stored with each row, so the appendix judges by it)."""
     return 2.0 if n < 2000 else 1.5
 
 

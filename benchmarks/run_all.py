@@ -1,4 +1,4 @@
-"""Run every benchmark the README and the appendix quote, then rewrite the README's tables.
+"""Run every benchmark the appendix "Benchmarks" prints, storing each one's results.
 
 Usage (from the repository root, on an otherwise idle machine; torch from the ``bench`` extra)::
 
@@ -8,10 +8,11 @@ In order, each in its own process, with the 1-minute load average printed before
 ``bench_floor.py`` (attnlib / floor), ``bench_algorithm.py`` (Algorithm 1 per iteration),
 ``bench_attention.py`` (memory, block sizes, float32, Langevin), ``bench_competitors.py`` (the
 PyTorch a user would write; default threads, then PyTorch on one thread) and ``bench_rerun.py``
-(serial against 2 Dask workers); then ``readme_tables.py`` writes the README's tables from the
-stored results. The PyTorch benchmarks need a Python with torch (``--torch-python``, default:
-this one if it has torch); without one they are skipped with a note and their stored results
-are kept. Each benchmark stores its results in ``attnlib/experiments/stored/benchmark_*.json``.
+(serial against 2 Dask workers). The PyTorch benchmarks need a Python with torch
+(``--torch-python``, default: this one if it has torch); without one they are skipped with a
+note and their stored results are kept. Each benchmark stores its results in
+``attnlib/experiments/stored/benchmark_*.json``, which ``notebooks/appendix_benchmarks.ipynb``
+prints: re-execute it afterwards.
 """
 
 from __future__ import annotations
@@ -74,7 +75,6 @@ def main() -> None:
               f"(load average {os.getloadavg()[0]:.2f})", flush=True)
         if done.returncode != 0:
             failed.append(name)
-    subprocess.run([sys.executable, "readme_tables.py"], cwd=HERE, check=True)
     if failed:
         sys.exit(f"failed: {', '.join(failed)}")
 

@@ -309,7 +309,7 @@ plt.show()
 # it had timed them at each $n$'s size ($n^2$ entries in all, split between the threads), which at
 # small $n$ is mostly the hand-over between threads, and two threads had measured no faster than
 # one up to $n = 2000$, so that in the previous stored run `attnlib` came out *faster* than its
-# two-thread floor there (the README gives the figures). A floor that is beaten is not a floor. The ratio under the earlier rule is printed beside the
+# two-thread floor there (`CONTRIBUTING.md` gives the figures). A floor that is beaten is not a floor. The ratio under the earlier rule is printed beside the
 # new one, with its own verdict.
 #
 
@@ -366,14 +366,14 @@ for row in algo["rows"]:
 # **What these runs show.** Both were made on the otherwise idle machine (the load averages are
 # printed beside every line). The target lines above judge each configuration's wall-clock
 # median, under the floor rule and under the earlier one. Medians move between runs by more than
-# the margins to the targets (the README gives three runs of the same day), so a configuration
+# the margins to the targets (`CONTRIBUTING.md` lists four runs of one day), so a configuration
 # near its target can change verdict from one run to the next; the bracketed ranges show how far.
 # The fixed cost of a call weighs most at $n = 500$, and most in float32, where the exponentials
 # are cheaper. With one thread the ratio is also printed in CPU seconds of the process (the work
 # done, whatever share of the cores the run got). A one-thread call now runs every product on one
 # BLAS thread: the products outside the blocks ($XB$, the sums over rows) used to wake OpenBLAS's
 # worker thread, which then waited busily beside the block threads and made the process's CPU
-# time exceed the wall-clock time of a one-thread call (the README gives the figures); in the run
+# time exceed the wall-clock time of a one-thread call (`CONTRIBUTING.md` gives the figures); in the run
 # above the one-thread CPU-time ratios are the wall-clock ones.
 #
 # The floor's two parts are printed per configuration: the GEMM rate and the exponentials per
