@@ -20,6 +20,7 @@ reason, thresholds included.
 
 from __future__ import annotations
 
+import html
 import operator
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -29,7 +30,8 @@ import numpy as np
 from ._validation import check_finite, check_positive
 
 __all__ = ["REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "STATUSES",
-           "Verdict", "verdict", "interval_verdict", "not_testable", "combine"]
+           "Verdict", "verdict", "interval_verdict", "not_testable", "combine",
+           "VerdictTable", "verdict_table"]
 
 #: Status when every measured value passes its threshold.
 REPRODUCED = "reproduced"
@@ -198,3 +200,65 @@ def combine(claim: str, parts: Sequence[Verdict]) -> Verdict:
         status = PARTLY
     summary = ", ".join(f"{p.claim}: {p.status}" for p in testable)
     return Verdict(claim, status, summary + note)
+
+
+#: Width of the label column of a printed verdict line (``"[summary]   claim: ..."``).
+LABEL_WIDTH = 11
+
+
+@dataclass(frozen=True)
+class VerdictTable:
+    """Verdicts on several claims, shown one row per claim.
+
+    ``rows`` holds ``(label, verdict, parts)``: the provenance label (``"[summary]"``,
+    ``"[choice]"``, ...), the claim's verdict and the verdicts of its sub-claims (may be
+    empty). The book renders the HTML form (``_repr_html_``): a table with the claim, its
+    status and the numbers and thresholds that decided it, whose cells wrap inside the text
+    column. Plain text (``str``, ``repr``, nbval's ``text/plain``, the ledger's input) is one
+    line per verdict, ``label`` padded to :data:`LABEL_WIDTH` then ``str(verdict)``, each
+    sub-claim on its own line indented under it.
+    """
+
+    rows: tuple[tuple[str, Verdict, tuple[Verdict, ...]], ...]
+
+    def __str__(self) -> str:
+        lines = []
+        for label, main, parts in self.rows:
+            lines.append(f"{label:{LABEL_WIDTH}s} {main}")
+            lines += [f"{'':{LABEL_WIDTH + 3}s}{part}" for part in parts]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        def reason(item: Verdict) -> str:                  # one measured value a line
+            return "<br>".join(html.escape(value) for value in item.reason.split("; "))
+
+        body = []
+        for label, main, parts in self.rows:
+            detail = reason(main)
+            if parts:
+                detail += "<ul>" + "".join(
+                    f"<li>{html.escape(p.claim)}: <em>{html.escape(p.status)}</em> "
+                    f"({reason(p)})</li>" for p in parts) + "</ul>"
+            body.append(f"<tr><td>{html.escape(label)}</td><td>{html.escape(main.claim)}</td>"
+                        f"<td><strong>{html.escape(main.status)}</strong></td>"
+                        f"<td>{detail}</td></tr>")
+        return ('<table class="attn-result-table attn-verdict-table"><thead><tr><th>label</th>'
+                "<th>claim</th><th>verdict</th><th>measured against the threshold</th></tr>"
+                f"</thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def verdict_table(*rows: tuple[str, Verdict] | tuple[str, Verdict, Sequence[Verdict]]
+                  ) -> VerdictTable:
+    """A :class:`VerdictTable` from rows ``(label, verdict)`` or ``(label, verdict, parts)``;
+    a ``TypeError`` names a row that is not of that shape."""
+    table = []
+    for i, row in enumerate(rows):
+        if not (isinstance(row, tuple) and len(row) in (2, 3) and isinstance(row[0], str)
+                and isinstance(row[1], Verdict)
+                and all(isinstance(p, Verdict) for p in (row[2] if len(row) == 3 else ()))):
+            raise TypeError(f"rows[{i}]: expected (label, Verdict) or (label, Verdict, "
+                            f"[Verdict, ...]), got {row!r}")
+        table.append((row[0], row[1], tuple(row[2]) if len(row) == 3 else ()))
+    return VerdictTable(tuple(table))
