@@ -8,9 +8,19 @@ book build)::
 It reads ``book/claims.yml`` (every checkable [summary]/[abstract] claim of the two papers, the
 chapter and section that tests it) and the stored outputs of the chapter notebooks, finds the
 verdict lines that the chapters print (``str(attnlib.verdicts.Verdict)``: ``"<claim>: <status>
-(<reason>)"``, optionally after a label such as ``[summary]``) and writes ``book/ledger.md``: one
-row per claim with the measured numbers, the thresholds and the verdict, all re-parsed from the
-printed reason. Nothing on the page is typed: a chapter that changes a number changes the row.
+(<reason>)"``, optionally after a label such as ``[summary]``) and writes ``book/ledger.md``:
+
+* a prose summary, computed from the rows: how many claims of each paper, how many of them
+  have each verdict, and the headline claims (``headline: true`` in the claims file) named
+  by verdict;
+* "Headline claims": one compact table of the headline rows (claim, paper, verdict, link to
+  the chapter section and to the full row);
+* one full table per paper: one row per claim with the measured numbers, the thresholds and
+  the verdict, all re-parsed from the printed reason, headline rows marked with a badge;
+* the statements of the sources that make no checkable claim, and why.
+
+Nothing on the page is typed: a chapter that changes a number changes the row, the counts
+and the summary.
 
 It fails (exit status 1, one message per problem, nothing written) when a claim has no printed
 verdict and the claims file does not say why it is not yet tested, when a verdict is printed
@@ -236,9 +246,25 @@ def load_claims(path: Path = CLAIMS) -> dict:
         if cause is not None and not all(cause.get(k) for k in ("text", "notebook", "section")):
             raise ValueError(f"{path.name}: claim {claim['id']}: cause needs text, notebook "
                              "and section")
+        if claim.get("headline", False) not in (True, False):
+            raise ValueError(f"{path.name}: claim {claim['id']}: headline must be true or "
+                             "absent")
+        if claim.get("headline") and not claim.get("short"):
+            raise ValueError(f"{path.name}: claim {claim['id']}: a headline claim needs a "
+                             "short name (short)")
         if claim["id"] in ids:
             raise ValueError(f"{path.name}: claim id {claim['id']} appears twice")
         ids.add(claim["id"])
+    source = None
+    for claim in data["claims"]:
+        # a [choice] row is the stricter reading of the source row before it: both are
+        # headline rows or neither is, so the headline list never shows one reading alone
+        if claim["label"] != CHOICE:
+            source = claim
+        elif source is None or bool(claim.get("headline")) != bool(source.get("headline")):
+            raise ValueError(f"{path.name}: claim {claim['id']} ([choice]) and the source row "
+                             f"before it ({source['id'] if source else 'none'}) must both be "
+                             "headline rows or neither")
     for bullet in data.get("design_notes", []):
         unknown = set(bullet.get("claims", [])) - ids
         if unknown or not (bullet.get("claims") or bullet.get("not_checkable")):
@@ -377,8 +403,65 @@ def _claim_anchor(claim_id: str) -> str:
             f'title="Link to this claim">#</a></small>')
 
 
+HEADLINE_BADGE = "{bdg-primary}`headline`"
+PAPERS = {1: ("Part I: fast global convergence via preconditioning", "goel2026"),
+          2: ("Part II: the Villani condition, Langevin training, LoRA", "frangi2026")}
+ORDER = (*STATUSES, NOT_YET_TESTED)
+HEADLINES_TITLE = "Headline claims"
+
+
 def _badge(status: str) -> str:
     return f"{{bdg-{BADGES[status]}}}`{status}`"
+
+
+def status_of(row: Row) -> str:
+    """The row's verdict: the printed status, or "not yet tested"."""
+    return row.printed.verdict.status if row.printed else NOT_YET_TESTED
+
+
+def status_counts(rows: list[Row]) -> dict[str, int]:
+    """How many of ``rows`` have each verdict, in the order of ``ORDER`` (zeros left out)."""
+    statuses = [status_of(row) for row in rows]
+    return {s: statuses.count(s) for s in ORDER if s in statuses}
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _counted(counts: dict[str, int], names: dict[str, str] | None = None) -> str:
+    """"19 are reproduced, 9 partly reproduced and 4 not testable here", each count followed
+    by ``names[status]`` in parentheses when given."""
+    parts = [f"{n} {s}" + (f" ({names[s]})" if names else "") for s, n in counts.items()]
+    parts[0] = parts[0].replace(" ", " is " if next(iter(counts.values())) == 1 else " are ", 1)
+    return _and(parts)
+
+
+def summary(rows: list[Row]) -> str:
+    """The page's opening paragraph, every number and name computed from ``rows``: the
+    claims per paper, the verdicts of all of them, and the headline claims named by verdict."""
+    per_paper = [f"{sum(r.claim['paper'] == paper for r in rows)} of {{cite}}`{key}` "
+                 f"(Part {numeral})" for (paper, (_, key)), numeral
+                 in zip(PAPERS.items(), ("I", "II"))]
+    choices = sum(r.claim["label"] == CHOICE for r in rows)
+    counts = status_counts(rows)
+    headline = [r for r in rows if r.claim.get("headline")]
+    text = [f"This page checks {len(rows)} claims about the two papers: {_and(per_paper)}"
+            + (f"; {choices} of them are a stricter reading chosen by this book "
+               f"(**[choice]**) of the source claim listed just before"
+               if choices else "") + ".",
+            f"Of all {len(rows)}, {_counted(counts)}."]
+    if headline:
+        names = {s: "; ".join(f"*{escape(r.claim['short'])}*" for r in headline
+                              if status_of(r) == s) for s in ORDER}
+        text += [f"The {len(headline)} headline claims, each paper's main theorems and the main "
+                 f"findings of its experiments, are listed first below and carry a "
+                 f"{HEADLINE_BADGE} badge in the full tables.",
+                 f"Of these, {_counted(status_counts(headline), names)}.",
+                 f"The other {len(rows) - len(headline)} rows are the technical claims: "
+                 "intermediate results, side observations and second readings of a headline "
+                 "statement."]
+    return " ".join(text)
 
 
 def _cells(row: Row) -> list[str | list[str]]:
@@ -393,7 +476,8 @@ def _cells(row: Row) -> list[str | list[str]]:
     cause = claim.get("cause")
     shared = ("" if cause is None else f" <br> <small>one cause of several rows: "
               f"{_link(escape(cause['text']), cause['notebook'], cause['section'])}</small>")
-    title = (f"**{claim['label']}** {escape(claim.get('statement') or claim['claim'])}"
+    title = ((HEADLINE_BADGE + " " if claim.get("headline") else "")
+             + f"**{claim['label']}** {escape(claim.get('statement') or claim['claim'])}"
              f"{printed_as}{shared} <br> {where} <br> {_claim_anchor(claim['id'])}")
     if printed is None:
         return [title, escape(claim.get("not_yet_tested", "no verdict printed")), "",
@@ -435,34 +519,62 @@ def _cell_markdown(cell: str | list[str], first: bool) -> list[str]:
     return [lead + "- " + cell[0], *("    - " + item for item in cell[1:])]
 
 
+def _headline_table(rows: list[Row]) -> list[str]:
+    """The "Headline claims" table: one compact row per headline claim (its short name,
+    linked to its full row; the paper; the verdict; the chapter section that tests it)."""
+    lines = ["```{list-table}", ":header-rows: 1", ":widths: 46 16 18 20",
+             ":class: ledger-headlines", "",
+             "* - Claim", "  - Paper", "  - Verdict", "  - Tested in"]
+    for row in rows:
+        claim = row.claim
+        verdict = _badge(status_of(row))
+        if row.printed is not None and parse_comparisons(row.printed.verdict.reason) is None \
+                and status_of(row) != NOT_TESTABLE:
+            verdict += " (combined)"
+        lines += [f"* - **{claim['label']}** <a href=\"#{claim_anchor_id(claim['id'])}\">"
+                  f"{escape(claim['short'])}</a>",
+                  f"  - {{cite}}`{PAPERS[claim['paper']][1]}`",
+                  f"  - {verdict}",
+                  f"  - {row.chapter}: "
+                  f"{_link(escape(claim['section']), claim['notebook'], claim['section'])}"]
+    return lines + ["```", ""]
+
+
 def render(rows: list[Row], notes: list[dict] = ()) -> str:
-    """The ledger page (MyST Markdown): a summary and one table per paper, then what the
-    design-note bullets ``notes`` state that makes no checkable claim, and why."""
+    """The ledger page (MyST Markdown): the summary (:func:`summary`) and how the page is
+    made; the headline claims in one compact table; one full table per paper, headline rows
+    marked; then what the claims-file bullets ``notes`` state that makes no checkable claim,
+    and why."""
     lines = [
         "# What the papers claim and what this book measured",
         "",
-        "Every checkable **[summary]** and **[abstract]** statement about the two papers (the "
-        "labels of the design notes and the chapters), the chapter section that tests it, the "
-        "measured numbers, the thresholds and the verdict. Nothing here is typed: "
-        "`scripts/build_ledger.py` writes this page before each book build from "
-        "`book/claims.yml` and the verdict lines the chapters print (computed by "
-        "`attnlib.verdicts` from the numbers, thresholds in the printed reason). The thresholds "
-        "are the book's **[choice]**; each chapter section says why. A claim whose chapter "
-        "prints no verdict yet is marked *not yet tested*, with the reason from the claims "
-        "file.",
+        summary(rows),
+        "",
+        "Each row of the full tables gives a claim, labelled by where the book found it "
+        "(**[summary]**: a summary of the paper; **[abstract]**: a public abstract), the "
+        "chapter section that tests it, the measured numbers, the thresholds and the verdict. "
+        "The thresholds are the book's **[choice]**; each chapter section says why. Nothing "
+        "here is typed: `scripts/build_ledger.py` writes this page before each book build "
+        "from `book/claims.yml` and the verdict lines the chapters print (computed by "
+        "`attnlib.verdicts` from the numbers, thresholds in the printed reason). A claim whose "
+        "chapter prints no verdict yet is marked *not yet tested*, with the reason from the "
+        "claims file.",
         "",
     ]
-    papers = {1: ("Part I: fast global convergence via preconditioning", "goel2026"),
-              2: ("Part II: the Villani condition, Langevin training, LoRA", "frangi2026")}
-    for paper, (part, key) in papers.items():
+    headline = [r for r in rows if r.claim.get("headline")]
+    if headline:
+        lines += [f"## {HEADLINES_TITLE}", "",
+                  "Each paper's main theorems and the main findings of its experiments; a claim's "
+                  "name links to its full row below.", ""]
+        lines += _headline_table(headline)
+    for paper, (part, key) in PAPERS.items():
         mine = [r for r in rows if r.claim["paper"] == paper]
-        counts = {}
-        for row in mine:
-            status = row.printed.verdict.status if row.printed else NOT_YET_TESTED
-            counts[status] = counts.get(status, 0) + 1
-        summary = ", ".join(f"{counts[s]} {s}" for s in (*STATUSES, NOT_YET_TESTED) if s in counts)
+        counts = status_counts(mine)
+        marked = sum(bool(r.claim.get("headline")) for r in mine)
         lines += [f"## {part}", "",
-                  f"{len(mine)} claims of {{cite}}`{key}`: {summary}.", "",
+                  f"{len(mine)} claims of {{cite}}`{key}`: "
+                  + ", ".join(f"{n} {s}" for s, n in counts.items())
+                  + (f"; {marked} of them headline claims" if marked else "") + ".", "",
                   "```{list-table}", ":header-rows: 1", ":widths: 40 30 12 18",
                   ":class: ledger-table", "",
                   "* - Claim, where it is tested, evidence", "  - Measured", "  - Threshold",

@@ -6,7 +6,10 @@
 * the parser reads back exactly what attnlib.verdicts prints (property test), and catches a
   status that disagrees with its numbers;
 * every [seed]/[abstract] bullet of the design notes is in the claims file, at the line the
-  file names (only where the notes are available, ../shared/design; a clean clone skips it).
+  file names (only where the notes are available, ../shared/design; a clean clone skips it);
+* the page's "Headline claims" table lists exactly the claims marked ``headline: true``, the
+  full tables mark exactly those rows, and the opening summary's counts are the counts of the
+  verdicts in the tables.
 """
 
 from __future__ import annotations
@@ -60,7 +63,99 @@ def test_every_claim_has_a_row_whose_verdict_a_chapter_cell_printed():
             assert ledger.escape(f"{c.name} = {c.texts[0]}") in page, (row.claim["id"], c)
     tested = [row for row in rows if row.printed is not None]
     statuses = [row.printed.verdict.status for row in tested]
-    assert page.count("{bdg-") == len(rows) and all(f"`{s}`" in page for s in statuses)
+    full = [row for part in ("Part I:", "Part II:") for row in _table_rows(_section(page, part))]
+    assert len(full) == len(rows) and all(f"`{s}`" in page for s in statuses)
+    assert [len(VERDICT_BADGE.findall(row)) for row in full] == [1] * len(rows)
+
+
+VERDICT_BADGE = re.compile(r"\{bdg-(?:success|warning|danger|dark|light)\}`([^`]+)`")
+HEADLINE = "{bdg-primary}`headline`"
+
+
+def _section(page: str, title: str) -> str:
+    """The text of the page's ``## title...`` section, up to the next ``## `` heading."""
+    parts = re.split(r"^## ", page, flags=re.M)
+    found = [p for p in parts[1:] if p.startswith(title)]
+    assert len(found) == 1, f"{len(found)} sections titled {title!r}"
+    return found[0]
+
+
+def _table_rows(section: str) -> list[str]:
+    """The body rows of the section's list-table(s), each as its text (header row dropped)."""
+    rows = []
+    for table in re.findall(r"```\{list-table\}\n(.*?)\n```", section, flags=re.S):
+        rows += ["* - " + r for r in re.split(r"^\* - ", table, flags=re.M)[1:]][1:]
+    return rows
+
+
+def _counts(text: str) -> dict[str, int]:
+    """``{status: n}`` from text such as "19 are reproduced, 9 partly reproduced and ..."."""
+    statuses = sorted((*verdicts.STATUSES, ledger.NOT_YET_TESTED), key=len, reverse=True)
+    pattern = rf"(\d+) (?:are |is )?({'|'.join(map(re.escape, statuses))})"
+    return {s: int(n) for n, s in re.findall(pattern, text)}
+
+
+def _page() -> tuple[list, str]:
+    rows, problems = ledger.ledger_rows(CLAIMS)
+    assert problems == [], "\n".join(problems)
+    return rows, ledger.render(rows, CLAIMS["design_notes"])
+
+
+def test_headline_section_lists_exactly_the_headline_claims_and_marks_their_rows():
+    rows, page = _page()
+    marked = [c["id"] for c in CLAIMS["claims"] if c.get("headline") is True]
+    assert 10 <= len(marked) <= 14 and {1, 2} <= {c["paper"] for c in CLAIMS["claims"]
+                                                  if c.get("headline")}
+    listed = _table_rows(_section(page, "Headline claims"))
+    assert [re.search(r'href="#claim-([^"]+)"', r)[1] for r in listed] == marked
+    status = {row.claim["id"]: ledger.status_of(row) for row in rows}
+    assert [VERDICT_BADGE.findall(r) for r in listed] == [[status[i]] for i in marked]
+    full = [row for part in ("Part I:", "Part II:") for row in _table_rows(_section(page, part))]
+    badged = [re.search(r'id="claim-([^"]+)"', r)[1] for r in full if HEADLINE in r]
+    assert badged == marked
+    # the badge is on the headline rows of the full tables, and named once in the summary
+    assert page.count(HEADLINE) == len(marked) + 1
+
+
+def test_summary_counts_are_the_counts_of_the_verdicts_in_the_tables():
+    rows, page = _page()
+    summary = page.split("\n\n")[1]
+    assert summary == ledger.summary(rows) and 3 <= summary.count(". ") + 1 <= 6
+    full = {part: _table_rows(_section(page, part)) for part in ("Part I:", "Part II:")}
+    in_tables = [VERDICT_BADGE.search(r)[1] for part in full.values() for r in part]
+    overall = summary.split("Of all ")[1].split(". ")[0]
+    assert _counts(overall) == {s: in_tables.count(s) for s in set(in_tables)}
+    assert f"This page checks {len(in_tables)} claims" in summary
+    for part, key in (("Part I", "goel2026"), ("Part II", "frangi2026")):
+        assert f"{len(full[part + ':'])} of {{cite}}`{key}` ({part})" in summary
+    listed = _table_rows(_section(page, "Headline claims"))
+    headline = summary.split("Of these, ")[1].split(". ")[0]
+    badges = [VERDICT_BADGE.search(r)[1] for r in listed]
+    assert _counts(headline) == {s: badges.count(s) for s in set(badges)}
+    assert f"The {len(listed)} headline claims" in summary
+    for row, badge in zip(listed, badges):    # each headline claim named under its verdict
+        name = re.search(r'">(.*?)</a>', row)[1]
+        group = re.search(rf"\d+ (?:are |is )?{re.escape(badge)} \(((?:[^()]|\([^()]*\))*)\)",
+                          headline)
+        assert group and f"*{name}*" in group[1].split("; "), (name, badge)
+
+
+def test_headline_marks_are_checked(tmp_path):
+    base = {"paper": 1, "notebook": "notebooks/ch09_test.ipynb", "section": "S", "evidence": "S"}
+    source = {**base, "id": "a", "claim": "a", "label": "[summary]", "headline": True,
+              "short": "a"}
+    choice = {**base, "id": "b", "claim": "b", "label": "[choice]"}
+    cases = {"must both be headline rows or neither": [source, choice],
+             "needs a short name": [{**source, "short": ""}],
+             "headline must be true or absent": [{**source, "headline": "yes"}]}
+    for message, claims in cases.items():
+        path = tmp_path / "claims.yml"
+        path.write_text(yaml.safe_dump({"claims": claims}))
+        with pytest.raises(ValueError, match=message):
+            ledger.load_claims(path)
+    path.write_text(yaml.safe_dump({"claims": [source, {**choice, "headline": True,
+                                                        "short": "b"}]}))
+    assert [c["id"] for c in ledger.load_claims(path)["claims"] if c.get("headline")] == ["a", "b"]
 
 
 def test_printed_verdicts_agree_with_their_numbers_and_thresholds():
