@@ -24,7 +24,8 @@ Part III and shared
     ``experiments`` (named, seeded runs and their stored histories; the distributed runner
     needs the ``distributed`` extra), ``plotting`` (the book's figure style), ``tables``
     (result tables as HTML and aligned text), ``slider`` (interactive figures that work
-    without a kernel; the live control needs ipywidgets).
+    without a kernel; the live control needs ipywidgets), ``report`` (a Reproduction report
+    page reruns its chapter first).
 """
 
 __version__ = "0.1.0"

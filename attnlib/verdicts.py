@@ -249,10 +249,14 @@ class VerdictTable:
                 f"</thead><tbody>{''.join(body)}</tbody></table>")
 
 
-def verdict_table(*rows: tuple[str, Verdict] | tuple[str, Verdict, Sequence[Verdict]]
+def verdict_table(rows: Sequence[tuple[str, Verdict] | tuple[str, Verdict, Sequence[Verdict]]]
                   ) -> VerdictTable:
     """A :class:`VerdictTable` from rows ``(label, verdict)`` or ``(label, verdict, parts)``;
     a ``TypeError`` names a row that is not of that shape."""
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
+        raise TypeError(f"rows: expected a list of (label, Verdict) rows, got {rows!r:.80}")
+    if not rows:
+        raise ValueError("rows: expected at least one (label, Verdict) row, got none")
     table = []
     for i, row in enumerate(rows):
         if not (isinstance(row, tuple) and len(row) in (2, 3) and isinstance(row[0], str)

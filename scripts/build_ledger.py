@@ -223,6 +223,13 @@ def inconsistencies(verdict: Verdict) -> list[str]:
     return []
 
 
+def evidence_notebook(claim: dict) -> str:
+    """The notebook whose section ``evidence`` shows the measurement: ``evidence_notebook``
+    when the claim gives one (a chapter, when the verdict is printed on its Reproduction
+    report page), else the claim's ``notebook``."""
+    return claim.get("evidence_notebook") or claim["notebook"]
+
+
 def load_claims(path: Path = CLAIMS) -> dict:
     """The claims file, checked for its required fields."""
     data = yaml.safe_load(path.read_text())
@@ -330,10 +337,15 @@ def ledger_rows(data: dict, root: Path = ROOT) -> tuple[list[Row], list[str]]:
             problems.append(f"claim {claim['id']}: no notebook {claim['notebook']}")
             continue
         notebook = json.loads(notebooks[name].read_text())
-        titles = {t for _, _, t in headings(notebook)}
-        for key in ("section", "evidence"):
-            if claim[key] not in titles:
-                problems.append(f"claim {claim['id']}: {name} has no heading {claim[key]!r}")
+        evidence_name = Path(evidence_notebook(claim)).name
+        if evidence_name not in notebooks:
+            problems.append(f"claim {claim['id']}: no notebook {evidence_notebook(claim)}")
+            continue
+        evidence = json.loads(notebooks[evidence_name].read_text())
+        for key, where, page in (("section", name, notebook),
+                                 ("evidence", evidence_name, evidence)):
+            if claim[key] not in {t for _, _, t in headings(page)}:
+                problems.append(f"claim {claim['id']}: {where} has no heading {claim[key]!r}")
         cause = claim.get("cause")
         if cause is not None and (Path(cause["notebook"]).name not in notebooks or cause[
                 "section"] not in {t for _, _, t in headings(json.loads(
@@ -365,7 +377,7 @@ def ledger_rows(data: dict, root: Path = ROOT) -> tuple[list[Row], list[str]]:
             and p.verdict.claim in {m["claim"] for m in SUB_VERDICT.finditer(
                 chosen.verdict.reason.split("; not testable: ")[0])})
         rows.append(Row(claim, chosen, chapter_title(notebook),
-                        section_figure(notebook, claim["evidence"]), parts))
+                        section_figure(evidence, claim["evidence"]), parts))
     return rows, problems
 
 
@@ -470,7 +482,8 @@ def _cells(row: Row) -> list[str | list[str]]:
     chapter = f"{{doc}}`{row.chapter} <../{Path(claim['notebook']).with_suffix('')}>`"
     where = (f"{chapter}, {_link(claim['section'], claim['notebook'], claim['section'])}"
              + "; evidence: " + _link("section" if row.figure is None else "figure",
-                                      claim["notebook"], claim["evidence"], anchor=row.figure))
+                                      evidence_notebook(claim), claim["evidence"],
+                                      anchor=row.figure))
     printed_as = (f" <br> <small>verdict printed as: {escape(claim['claim'])}</small>"
                   if claim.get("statement") else "")
     cause = claim.get("cause")

@@ -113,7 +113,8 @@ def student_notebook(notebook: dict) -> tuple[dict, int]:
 
 
 def chapter_notebooks() -> list[Path]:
-    """The book's notebooks (chapters and appendix), in file-name order."""
+    """The book's notebooks (the main-results page, the chapters, their Reproduction report
+    pages and the appendix), in file-name order."""
     return sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 

@@ -1,6 +1,9 @@
 """Draw the README's figure from the stored run ``paper1_defaults`` (chapter 5's experiment).
 
-Usage: ``python scripts/readme_figure.py`` writes ``book/figures/paper1_defaults.png``.
+Usage: ``python scripts/readme_figure.py`` writes ``book/figures/paper1_defaults.png``, at two
+image pixels per CSS pixel and with the book's figure records (``attnlib.plotting.figure_png``):
+the introduction shows it at its CSS width, half its pixel width (652 px, set there), and the
+book's browser checks read the records.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 
 from attnlib import experiments  # noqa: E402
-from attnlib.plotting import METHOD_COLOURS, figure, plot_series  # noqa: E402
+from attnlib.plotting import METHOD_COLOURS, figure, figure_png, plot_series  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "book" / "figures" / "paper1_defaults.png"
 
@@ -45,7 +48,7 @@ def main() -> None:
     axes[1].set_ylim(bottom=float(stored["ols_formula"]) / 3)
     axes[0].legend(ncols=2, loc="lower left")
     axes[1].legend(handles=[axes[1].lines[-1]], loc="upper right")
-    fig.savefig(OUT)
+    OUT.write_bytes(figure_png(fig))
     print(f"wrote {OUT}")
 
 

@@ -9,7 +9,9 @@
   file names (only where the notes are available, ../shared/design; a clean clone skips it);
 * the page's "Headline claims" table lists exactly the claims marked ``headline: true``, the
   full tables mark exactly those rows, and the opening summary's counts are the counts of the
-  verdicts in the tables.
+  verdicts in the tables;
+* a chapter whose checks are on a Reproduction report page lists, in its section "The papers'
+  claims", exactly the claims tested there or in the chapter, each with the ledger's verdict.
 """
 
 from __future__ import annotations
@@ -99,6 +101,31 @@ def _page() -> tuple[list, str]:
     rows, problems = ledger.ledger_rows(CLAIMS)
     assert problems == [], "\n".join(problems)
     return rows, ledger.render(rows, CLAIMS["design_notes"])
+
+
+def _claims_section(notebook: Path) -> list[str] | None:
+    """The bullets of the chapter's section "The papers' claims" (None when it has none)."""
+    for cell in json.loads(notebook.read_text())["cells"]:
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and text.startswith("## The papers' claims"):
+            return [line[2:] for line in text.splitlines() if line.startswith("- ")]
+    return None
+
+
+def test_each_chapter_names_its_claims_with_the_ledgers_verdict_and_links_its_report():
+    rows, _ = ledger.ledger_rows(CLAIMS)
+    reports = sorted((ROOT / "notebooks").glob("report_*.ipynb"))
+    assert reports, "no Reproduction report pages"
+    for report in reports:
+        chapter = ROOT / "notebooks" / (report.stem.removeprefix("report_") + ".ipynb")
+        bullets = _claims_section(chapter)
+        assert bullets is not None, f"{chapter.name} has no section 'The papers' claims'"
+        expected = [f"{ledger._badge(ledger.status_of(row))} **{row.claim['label']}** "
+                    + ledger.escape(row.claim.get("short") or row.claim["claim"])
+                    for row in rows if Path(row.claim["notebook"]).name in (chapter.name,
+                                                                            report.name)]
+        assert bullets == expected, chapter.name
+        assert f"<{report.stem}>`" in json.dumps(json.loads(chapter.read_text())["cells"])
 
 
 def test_headline_section_lists_exactly_the_headline_claims_and_marks_their_rows():
@@ -251,9 +278,15 @@ def test_generator_reports_missing_misplaced_and_unlisted_verdicts(tmp_path):
 def test_every_claim_comes_from_a_design_note_bullet_and_the_page_is_in_the_toc():
     cited = {cid for bullet in CLAIMS["design_notes"] for cid in bullet.get("claims", [])}
     assert cited == {claim["id"] for claim in CLAIMS["claims"]}
-    back = yaml.safe_load((ROOT / "_toc.yml").read_text())["parts"][-1]["chapters"]
-    files = [entry["file"] for entry in back]
-    assert files.index("book/ledger") == files.index("book/bibliography") - 1
+    parts = {part["caption"]: [entry["file"] for entry in part["chapters"]]
+             for part in yaml.safe_load((ROOT / "_toc.yml").read_text())["parts"]}
+    captions = list(parts)
+    report = parts["Reproduction report"]          # after Part III, before the back matter
+    assert captions.index("Reproduction report") == captions.index("Back matter") - 1
+    assert captions[captions.index("Reproduction report") - 1].startswith("Part III")
+    assert report[0] == "book/ledger"                 # the ledger opens the report
+    assert report[1:] == [f"notebooks/{p.stem}" for p in
+                          sorted((ROOT / "notebooks").glob("report_*.ipynb"))]
 
 
 def design_note_bullets(text: str) -> list[tuple[int, str]]:

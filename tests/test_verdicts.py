@@ -88,7 +88,7 @@ def test_values_below_the_resolution_print_as_a_bound_and_still_decide() -> None
 def test_verdict_table_prints_the_ledger_lines_and_renders_one_row_per_claim() -> None:
     main = verdicts.verdict("claim a", [1.0, 3.0], 2.0, labels=["x", "y"])
     part = verdicts.verdict("sub b", 3.0, 2.0)
-    table = verdicts.verdict_table(("[summary]", main, [part]), ("[choice]", part))
+    table = verdicts.verdict_table([("[summary]", main, [part]), ("[choice]", part)])
     assert str(table).splitlines() == [f"[summary]   {main}", f"              {part}",
                                        f"[choice]    {part}"]
     rendered = table._repr_html_()
@@ -97,4 +97,4 @@ def test_verdict_table_prints_the_ledger_lines_and_renders_one_row_per_claim() -
     assert main.reason.split("; ")[0] in rendered.replace("&lt;", "<")
     assert "<br>" in rendered                          # one measured value a line
     with pytest.raises(TypeError, match=r"rows\[1\]: expected \(label, Verdict\)"):
-        verdicts.verdict_table(("[summary]", main), ("[choice]", "reproduced"))
+        verdicts.verdict_table([("[summary]", main), ("[choice]", "reproduced")])

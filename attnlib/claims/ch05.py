@@ -29,7 +29,7 @@ LOSS_TOLERANCE = 0.1
 #: [choice] "three orders of magnitude": log10 loss ratio >= 2.5, partly from 1.5
 ORDERS, ORDERS_PARTLY = 2.5, 1.5
 
-_LOSS = "seed's reading: population loss within 10% of L* at 2000"
+_LOSS = "summary's reading: population loss within 10% of L* at 2000"
 _GAP = "[choice] reading: optimization gap below 1e-3 of its start"
 CLAIMS = {
     "p1-spectral-start-loss": "spectral start close to the optimal population loss",
@@ -115,7 +115,7 @@ def observation1_region(cells: Mapping[str, tuple[Sequence[float], float]], *,
 
 def converged_loss(claim_id: str, relative_excess: Sequence[float], seeds: Sequence[int], *,
                    tolerance: float = LOSS_TOLERANCE) -> verdicts.Verdict:
-    """The seed's reading of a convergence observation (``claim_id`` one of
+    """The summary's reading of a convergence observation (``claim_id`` one of
     ``p1-algorithm1-2000``, ``p1-random-start-fast``: ``(L(theta_2000) - L*)/L* <= tolerance``;
     ``p1-sgd-2000``, "not converged": ``> tolerance``), per seed."""
     if claim_id not in ("p1-algorithm1-2000", "p1-random-start-fast", "p1-sgd-2000"):
@@ -141,7 +141,7 @@ def converged_gap(claim_id: str, gap_ratios: Sequence[float], seeds: Sequence[in
 def global_optimum(excess_ratios: Sequence[float], basin_gaps: Sequence[float],
                    seeds: Sequence[int], *, converged: float = CONVERGED
                    ) -> list[verdicts.Verdict]:
-    """The seed's reading (Theorem 2, population): Algorithm 1's excess risk at 2000 over the
+    """The summary's reading (Theorem 2, population): Algorithm 1's excess risk at 2000 over the
     largest excess risk of the certified local minima of Q_hat ``<= 1`` (as good, for the
     population, as a minimum of the trained objective). The [choice] reading: (basin minimum -
     best minimum found) / initial gap ``<= converged``. Returns both, in that order."""
@@ -158,12 +158,13 @@ def power_law(residual_ratios: Sequence[float], seeds: Sequence[int], *, margin:
               ) -> list[verdicts.Verdict]:
     """A power law describes GD's gap better than a geometric rate: the ratio of the geometric
     fit's log residual to the power law's ``> margin`` (partly when only ``> 1``). Returns that
-    verdict and, printed beside it, the rule used before the review (``> 1``, no margin)."""
+    verdict and, printed beside it, the verdict under the rule fixed first (``> 1``, no
+    margin): the margin was added after the data were seen, so both outcomes are shown."""
     ratios = list(residual_ratios)
     return [verdicts.verdict(CLAIMS["p1-gd-power-law"], ratios, margin, direction=">",
                              partial=1.0, quantity="geometric / power-law log residual",
                              labels=_seeds(seeds)),
-            verdicts.verdict(CLAIMS["p1-gd-power-law"] + " (earlier rule, no margin)", ratios,
+            verdicts.verdict(CLAIMS["p1-gd-power-law"] + " (first rule, no margin)", ratios,
                              1.0, direction=">", quantity="geometric / power-law log residual",
                              labels=_seeds(seeds))]
 

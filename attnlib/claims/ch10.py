@@ -9,7 +9,7 @@ which is ``a + b log(1/eps)`` at ``p = 0`` and a power law ``a + c eps^(-p)`` fo
 ``p`` is chosen on a grid of ``[0, 2]`` (step 0.01) by least squares, ``a`` and ``b`` by linear
 least squares for each ``p``. A logarithmic time has ``p_hat`` near 0: the reading is
 reproduced when ``p_hat <= 0.25``, partly when ``p_hat <= 0.5`` (the growth ``eps^(-1/2)``
-that the previous rule, a ratio of halving increments <= 2, still accepted), not reproduced
+that the first rule fixed, a ratio of halving increments <= 2, still accepted), not reproduced
 above. A range of ``eps`` narrower than a factor :data:`MIN_RANGE` (or fewer than
 :data:`MIN_POINTS` times) cannot tell the two apart and is reported as not testable.
 """
@@ -77,7 +77,7 @@ def _exponent_verdict(claim: str, exponents: Mapping[str, float], quantity: str)
 
 def fixed_temperature(mean_loss: Mapping[str, float], hitting: Mapping[str, float]
                       ) -> tuple[verdicts.Verdict, list[verdicts.Verdict]]:
-    """Theorem 3.3 read as the seed states it, at each fixed temperature ``s`` for ``eps``
+    """Theorem 3.3 read as the summary states it, at each fixed temperature ``s`` for ``eps``
     above that ``s``'s Gibbs offset: ``mean_loss`` maps a label (model, ``s``) to ``p_hat`` of
     the time the chain-mean loss first stays within ``f* + eps``; ``hitting`` to ``p_hat`` of
     the expected hitting time (mean over chains of each chain's first passage below

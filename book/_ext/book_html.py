@@ -200,10 +200,13 @@ def _drop_fontawesome_js(app, exception) -> None:
 
 
 def chapter_label(docname: str) -> str | None:
-    """``notebooks/ch05_experiment`` -> ``"5"``, the appendix -> ``"A"``, else None."""
+    """``notebooks/ch05_experiment`` -> ``"5"``, ``notebooks/ch06b_finite_sample`` -> ``"6b"``,
+    a Reproduction report page ``notebooks/report_ch05_experiment`` -> ``"R5"``, the appendix ->
+    ``"A"``, else None (the front matter, the introduction and the main results, keeps Sphinx's
+    book-wide numbers 1, 2, 3)."""
     name = Path(docname).name
-    if match := re.match(r"ch(\d+)_", name):
-        return str(int(match[1]))
+    if match := re.match(r"(report_)?ch(\d+)([a-z]?)_", name):
+        return ("R" if match[1] else "") + str(int(match[2])) + match[3]
     return "A" if name.startswith("appendix") else None
 
 

@@ -17,14 +17,33 @@
 #
 # Part I follows Goel, Soltanolkotabi and Bartlett {cite}`goel2026`: a single softmax
 # self-attention layer is trained to perform linear regression **[summary]**. This chapter fixes the
-# model the rest of Part I studies: the data, the layer, its two masks, the loss and its gradient,
-# and one failure mode that decides which mask the book uses.
+# model the rest of Part I studies.
 #
-# Labels used throughout: **[summary]** stated in the seed summaries of the paper, **[abstract]**
+# Labels used throughout: **[summary]** stated in the summaries of the paper, **[abstract]**
 # stated in its public abstracts, **[derived]** a consequence this book derives and checks,
 # **[choice]** a decision of this book where the sources are silent. The full text of the paper
-# is not available to this project; where a detail of the paper is unknown, the book says so and
+# is not available to the book; where a detail of the paper is unknown, the book says so and
 # makes a labelled choice.
+
+# %% [markdown]
+# ## Overview
+#
+# - **What you will learn.** The data, the layer, its two masks, the loss and its gradient: how
+#   a single softmax self-attention layer turns $n$ samples into an in-context regression
+#   predictor, and why the choice of mask (may a token attend to itself?) decides whether the
+#   training loss means what we want it to mean.
+# - **The answer in one sentence.** With every token in its own context, a layer trained on few
+#   samples can make each token copy itself and push its training loss below the noise level
+#   while its error on new points grows; leaving each token out of its own context removes this
+#   escape, so the book trains with leave-one-out.
+# - **What you need.** Linear regression, the softmax, the chain rule for matrices; no earlier
+#   chapter.
+# - **Optional on a first reading.** The subsection "Two population optima, two different
+#   answers" and exercise 3 (the gradient derivation).
+# - **For a researcher.** At $n = 20$ every token's largest logit is its own (fraction 1.000) and
+#   the all-tokens loss falls to an excess of $-0.0440$ over the irreducible loss, while at
+#   $n = 500$ only a fraction 0.498 of the tokens are in that position and the escape along the
+#   whitening direction is gone.
 
 # %% [markdown]
 # :::{admonition} Learning objectives
@@ -33,7 +52,7 @@
 # Estimated student time: about 3 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
-# %%
+# %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
 # %matplotlib inline
 import numpy as np
 import matplotlib.pyplot as plt
@@ -51,9 +70,9 @@ print(f"d = {problem.d}, p = {problem.p}, noise std = {problem.noise_std}, "
 # %% [markdown]
 # ## The data
 #
-# The task is random (synthetic) linear regression **[summary]**, here with a Gaussian design
-# **[choice]**: the seeds do not name the distribution of $x$ (the experiments of the paper
-# use $p = 20$, $d = 10$, $n = 500$ **[summary]**):
+# The task is random (synthetic) linear regression, as in the paper's experiments, which use
+# $p = 20$, $d = 10$, $n = 500$ **[summary]**. The summaries do not name the distribution of $x$;
+# the book uses a Gaussian design **[choice]**:
 #
 # $$
 # x \sim \mathcal N(0, \Sigma) \in \mathbb R^d, \qquad
@@ -71,7 +90,7 @@ print(f"d = {problem.d}, p = {problem.p}, noise std = {problem.noise_std}, "
 # %% [markdown]
 # ## The layer
 #
-# The layer has two parameter matrices **[choice of parametrisation, consistent with the seeds]**:
+# The layer has two parameter matrices (a **[choice]** of parametrisation, consistent with the summaries):
 # a value/output map $A \in \mathbb R^{p\times d}$ and a merged key-query matrix
 # $B \in \mathbb R^{d\times d}$. The $n$ samples are the tokens; each sample $x_j$ queries the
 # others with logits $s_{ji} = x_j^\top B x_i$:
@@ -104,8 +123,7 @@ print(f"d = {problem.d}, p = {problem.p}, noise std = {problem.noise_std}, "
 # $$ (eq-ch01-4)
 #
 # `attention.loss_and_grad` computes both in float64, a block of query rows at a time so that no
-# $n \times n$ array is ever built; the book's tests (`tests/test_attention.py`) check it against
-# central finite differences for both masks and several shapes. The softmax subtracts each row's
+# $n \times n$ array is ever built (the tests compare it with central finite differences). The softmax subtracts each row's
 # maximum before exponentiating, so even logits scaled by $10^6$ give finite results.
 
 # %%
@@ -280,7 +298,24 @@ for name, (A_opt, B_opt) in optima.items():
 # balanced. So the mask matters whenever the softmax is sharp or $n$ is small, and leave-one-out
 # is the one whose loss means what we want it to mean. The rest of Part I uses leave-one-out and
 # $n = 500$ unless a chapter says otherwise.
+
+# %% [markdown]
+# ## Summary
 #
+# * The layer's prediction $\hat y_j = A h_j$ is an attention-weighted average of the context
+#   samples mapped by $A$: an in-context regression estimator in which the key-query matrix $B$
+#   sets how sharply each query selects its neighbours.
+# * A softmax is computed stably by subtracting each row's maximum, and the gradient through it
+#   has the closed form {eq}`eq-ch01-4`.
+# * With all tokens in the context, scaling up $B$ lets every token attend to itself; at small
+#   $n$ this memorising escape drives the training loss below the noise level while the error
+#   on new points grows.
+# * The leave-one-out loss predicts a point that is not in its own context, exactly how the
+#   layer is used, so it tracks the deployed risk at every scale of $B$.
+# * Points that are equally good in the infinite-data limit differ at finite $n$: a sharp
+#   softmax makes the two masks disagree, a flat one makes them agree.
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. Show that if $x_j^\top B x_j > x_j^\top B x_i$ for every $i \neq j$, then with all tokens in

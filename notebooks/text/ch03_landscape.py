@@ -28,11 +28,27 @@
 # loss form a smooth connected manifold $S$; near $S$ the loss is one-point strongly convex and
 # one-point smooth in a geometry weighted by the data covariance (a "P-norm")*
 # {cite}`goel2026`. They give neither the regularizer's exact form nor any constant; this
-# chapter makes the regularizer concrete **[choice]**, derives what it can **[derived]**, and
-# measures the rest numerically. One finding contradicts the seeds: $S$ has two connected
-# components.
+# chapter makes the regularizer concrete, derives what it can, and measures the rest
+# numerically.
+
+# %% [markdown]
+# ## Overview
 #
-# What you need: chapter 2, the singular value decomposition, Hessians and their eigenvalues.
+# - **What you will learn.** The shape of the factorization loss: its symmetry orbits, its
+#   global minima, its saddles, and the two local conditions (one-point strong convexity and
+#   one-point smoothness) that make gradient descent converge fast near the minima, with their
+#   constants read off the Hessian.
+# - **The answer in one sentence.** With a balancing regularizer the global minima form the orbit
+#   $S$ of the orthogonal group, the saddles remain strict saddles, and near $S$ the loss is
+#   one-point strongly convex and smooth in the P-geometry, with constants that do not depend on
+#   the conditioning of $\Sigma$.
+# - **What you need.** Chapter 2, the singular value decomposition, Hessians and their
+#   eigenvalues; orthogonal Procrustes helps.
+# - **Optional on a first reading.** The subsection "Where the condition fails".
+# - **For a researcher.** The summaries call $S$ connected; in this reconstruction it has two
+#   components ($\det O = \pm 1$) and random starts reach both. The one-point constants, which the
+#   summaries do not give, are $\alpha = s_{\min} = 0.0557$ and $\beta = (2 s_{\max})^2 = 0.744$
+#   for the book's default problem.
 
 # %% [markdown]
 # :::{admonition} Learning objectives
@@ -41,7 +57,7 @@
 # Estimated student time: about 3 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
-# %%
+# %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
 import numpy as np
 import matplotlib.pyplot as plt
 
@@ -107,15 +123,14 @@ for name, O in rotations.items():
 # At a random point of $S$ the claim $U^\top U = (X^{\star\top}X^\star)^{1/2}$ is off by 0.521 in
 # Frobenius norm, and by 0.451 even at $O = I$; at $O = \Psi^\top$ it holds to round-off. The outer
 # products $VV^\top = \Psi\Gamma\Psi^\top$, $UU^\top = \Phi\Gamma\Phi^\top$ and the balance
-# $U^\top U = V^\top V = O^\top\Gamma O$ hold at all three points, below the printed resolution
-# $10^{-12}$.
+# $U^\top U = V^\top V = O^\top\Gamma O$ hold at all three points, to $10^{-12}$.
 #
 # $O(d)$ has two connected components, $\det O = +1$ and $\det O = -1$,
 # and so does $S$: $O\mapsto (\Phi\Gamma^{1/2}O, \Psi\Gamma^{1/2}O)$ is a homeomorphism onto $S$, and $\det O$
-# is continuous on $S$ and only takes the values $\pm 1$. **The seeds call $S$ connected; in this
+# is continuous on $S$ and only takes the values $\pm 1$. **The summaries call $S$ connected; in this
 # book's reconstruction it is not.** Either the paper's regularizer or parametrization differs
-# from ours in a way that removes the reflection, or the seeds' word is loose; the sources
-# available to us do not say.
+# from ours in a way that removes the reflection, or the summaries' word is loose; they do not
+# say which.
 #
 # Do both components matter in practice? Train the regularized population objective
 # (preconditioned gradient descent, chapter 4's Algorithm 1 with the true $\Sigma$ and $M$) from
@@ -134,7 +149,7 @@ for seed in range(8):
 print("det O of the limit point:", " ".join(f"{v:+.0f}" for v in dets))
 print(f"largest final dist_P to S: {max(dists):.1e}")
 
-# %%
+# %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 from attnlib.claims import ch03 as judge
 from attnlib.experiments import ablations
 
@@ -187,9 +202,9 @@ for row in table:
 # * **Unbalanced minima of $L$** ($c = 2$) have zero $L$-gradient but a $Q$-gradient of order one:
 #   they are not stationary for $Q$.
 # * **The origin and the balanced saddles** stay stationary for $Q$ with negative eigenvalues:
-#   the regularizer does not remove them **[derived]**. Dropping the smallest singular value gives
+#   the regularizer does not remove them. Dropping the smallest singular value gives
 #   the mildest saddle, with one negative eigenvalue $-s_{\min}$; the origin has 100 negative
-#   directions. The seeds' "helps avoid spurious stationary points" **[summary]** is therefore, in this
+#   directions. The summaries' "helps avoid spurious stationary points" **[summary]** is therefore, in this
 #   reconstruction, about the non-compact flat directions, not about saddles; strict saddles are
 #   escaped by gradient descent from generic starts, not removed.
 #
@@ -216,7 +231,7 @@ plt.show()
 # %% [markdown]
 # ## One-point strong convexity and smoothness
 #
-# The P-geometry **[seed: the name; choice: this form]** is the Frobenius geometry of $(U,V)$:
+# The P-geometry (the name is the summaries' **[summary]**, this form the book's **[choice]**) is the Frobenius geometry of $(U,V)$:
 # $\langle (A,B),(A',B')\rangle_P = \operatorname{tr}(A\Sigma A'^\top) + \operatorname{tr}(\Sigma B\Sigma B'^\top)$.
 # The P-distance to $S$ is an orthogonal Procrustes problem {cite}`schonemann1966`: the nearest
 # $O$ is the polar factor of $U^{\star\top} U + V^{\star\top}V$ (both components of $O(d)$).
@@ -297,7 +312,7 @@ for which in ("alpha", "beta"):
     print(f"Euclidean / P {which}-ratio, median over all radii and scans: {np.median(ratio):.3f}")
 
 
-# %%
+# %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 # the claim is about the regularized loss Q (lambda = 1); small radii r <= 0.03 of the scan
 sampled = {kind: scans[kind, 1.0] for kind in ("random", "symmetry")}
 *parts, combined = judge.one_point_convexity(
@@ -308,8 +323,7 @@ for part in parts:
 print(f"{'[summary]':11s} {combined}")
 
 # %% [markdown]
-# {numref}`fig-ch03-one-point` shows the result. What the sampling shows (numbers from the printed tables, P-geometry, $r = 10^{-3}$ unless
-# stated):
+# {numref}`fig-ch03-one-point` shows the result. What the sampling shows (P-geometry, $r = 10^{-3}$ unless stated):
 #
 # * **Random directions** suggest a healthy landscape with or without the regularizer:
 #   smallest sampled $\alpha$-ratio 0.18 ($\lambda = 0$) and 0.27 ($\lambda = 1$), flat in $r$ up
@@ -324,9 +338,9 @@ print(f"{'[summary]':11s} {combined}")
 #   $\kappa = 10$, by a median factor 0.107 for $\alpha$ and 0.053 for $\beta$; the next section sweeps $\kappa$.
 #
 # Estimated constants. For small $r$ the ratios are Rayleigh quotients of the Hessian of $Q$ at $S$
-# in the normal direction (the test suite checks this), so the best constants as $r \to 0$ are
+# in the normal direction, so the best constants as $r \to 0$ are
 # **[derived]** $\alpha = $ the smallest nonzero Hessian eigenvalue and $\beta = $ the square of the
-# largest. The printed spectrum gives $\alpha = s_{\min} = 0.0557$ and
+# largest. The spectrum gives $\alpha = s_{\min} = 0.0557$ and
 # $\beta = (2 s_{\max})^2 = 0.744$ for this problem with $\lambda = 1$. Sampled directions give
 # larger $\alpha$ (0.27, 0.37) and smaller $\beta$ because they average over many eigenvalues;
 # the worst case sits in the direction that moves $U$ out of the column space of $\Phi$ along
@@ -405,7 +419,27 @@ plt.show()
 # geometries coincide, 0.30) to $4.3\times10^{-5}$ at $\kappa = 1000$, while the P-geometry stays
 # between 0.24 and 0.33. This is the landscape-level reason for the preconditioner, measured; chapter 5 shows
 # the same effect on training curves.
+
+# %% [markdown]
+# ## Summary
 #
+# * The balancing regularizer shrinks the non-compact $GL(d)$ orbit of minimizers to a compact
+#   orbit $S$ of the orthogonal group; since $O(d)$ has two components, so does $S$, and gradient
+#   descent from random starts reaches both.
+# * The regularizer makes unbalanced minima non-stationary but keeps the origin and the balanced
+#   partial-SVD points as strict saddles: gradient descent escapes them, it is not kept away from
+#   them.
+# * Near $S$ the best one-point constants are read off the Hessian at $S$: $\alpha$ is its
+#   smallest nonzero eigenvalue, $\beta$ the square of its largest. Random directions give a
+#   larger $\alpha$ and a smaller $\beta$ than the worst case, because they average over many
+#   eigenvalues.
+# * The conditions hold only on a ball around $S$: on the line to the mildest saddle the
+#   strong-convexity ratio falls to zero, which is why the algorithm needs a good start.
+# * In the P-geometry the figure of merit $\alpha^2/\beta$ does not depend on the conditioning of
+#   $\Sigma$; in the Euclidean geometry it collapses as $\kappa(\Sigma)$ grows, the landscape-level
+#   reason for the preconditioner.
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. **Counting flat directions.** Show that the tangent space of the orbit
@@ -446,18 +480,3 @@ plt.show()
 # dominated by them; the flat family only lowers it (to about 0.18 here), never to zero. To see
 # the failure one has to sample the flat family on purpose.
 # ```
-#
-# ## Summary
-#
-# * **[derived]** With the balancing regularizer, the global minima of $Q$ form
-#   $S = \{(\Phi\Gamma^{1/2}O, \Psi\Gamma^{1/2}O)\}$, two components ($\det O = \pm 1$); random starts reach both.
-#   The seeds' "connected" does not hold in this reconstruction.
-# * **[derived]** The regularizer removes the non-compact $GL(d)$ degeneracy (100 flat Hessian
-#   directions at $S$ become 45) and makes unbalanced minima of $L$ non-stationary; the origin and
-#   the balanced partial-SVD points remain strict saddles.
-# * Measured here (the sources give no constants): in the P-geometry with $\lambda = 1$, sampled
-#   $\alpha$-ratio about 0.27 (random) and 0.37 (symmetry directions) near $S$, worst case
-#   $\alpha = s_{\min} = 0.0557$ and $\beta = (2s_{\max})^2 = 0.744$ from the Hessian; without the
-#   regularizer $\alpha$ collapses along the symmetry directions; the condition fails at the
-#   latest at $r = \sqrt{2 s_{\min}} = 0.334$; the Euclidean figure of merit $\alpha^2/\beta$ falls
-#   from 0.30 at $\kappa = 1$ to $4\times 10^{-5}$ at $\kappa = 1000$, the P one stays near 0.3.

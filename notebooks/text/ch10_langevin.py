@@ -24,7 +24,11 @@
 #
 # on the two losses of the source {cite}`frangi2026`: the attention regression loss in
 # $(W_Q, W_K)$ of Chapter 8 and the LoRA loss in $(U, V)$ of Chapter 9, each with the mild
-# regularizers of those chapters. Three questions, each answered with many chains at once:
+# regularizers of those chapters.
+#
+# ## Overview
+#
+# **What you will learn.** Three questions, each answered with many chains at once:
 #
 # * does the expected loss converge, and to what (the Gibbs mean at temperature $s$, not the
 #   minimum)?
@@ -32,6 +36,22 @@
 #   Theorem 3.3 says $O(\log(1/\epsilon))$)?
 # * what happens to the parameters without a regularizer, when the Gibbs measure does not
 #   exist?
+#
+# **The answer in one sentence.** With a mild regularizer the expected loss settles, fast at first
+# and slowly at the end, at the Gibbs mean, about $sD/4$ above the minimum; without a regularizer
+# the loss settles too, but the parameters keep drifting along the symmetry orbit.
+#
+# **What you need.** Chapter 7 (Euler-Maruyama, the Gibbs measure, the offset $sD/4$) and
+# Chapters 8 and 9 (the two models, the regularizers, and why weight decay already gives a
+# Poincare inequality for these bounded losses).
+#
+# **Optional on a first reading.** "The constants: how slow are the slow directions?",
+# "Removing the step-size bias: MALA" and "Theorem 3.3 as stated: three readings".
+#
+# **For a researcher.** For attention ($D = 12$) the Gibbs offset $F_s - f^*$ is 0.96, 0.94 and 0.98
+# times the equipartition value $sD/4$ at the three temperatures; measured against $f^*$, the time
+# to reach $f^* + \epsilon$ grows faster than $\log(1/\epsilon)$ over the short ranges the runs allow
+# (fitted power-law exponents 0.72 to 1.57).
 #
 # Labels as in Chapter 7: **[summary]**, **[abstract]**, **[derived]**, **[choice]**.
 
@@ -42,7 +62,7 @@
 # Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
-# %%
+# %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
 # %matplotlib inline
 import matplotlib.pyplot as plt
 import numpy as np
@@ -75,11 +95,10 @@ BLOCKS = {"attention": (r"$\|W_Q\|_F$", r"$\|W_K\|_F$"), "lora": (r"$\|U\|_F$", 
 #   i.i.d. $\mathcal N(0, 1.5^2)$ entries (far above the Gibbs mean, so that the approach is
 #   visible); the norm experiment starts at a point with $\mathcal N(0, 0.5^2)$ entries.
 #
-# The runs are stored (`python -m attnlib.experiments NAME`, configurations in
-# `attnlib/experiments/part2.py`). The next cell loads them and replays the first 250 steps of
-# every run live, asserting that the replay agrees with the stored history.
+# The runs are stored with the book (configurations in `attnlib/experiments/part2.py`); the next
+# cell loads them and replays the start of each live as a check.
 
-# %%
+# %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 stored = {}
 for name in [f"langevin_{kind}_{model}" for kind in ("temperatures", "norms") for model in MODELS]:
     stored[name], replay, check = experiments.replay(name, rtol=1e-9, atol=1e-12)
@@ -203,8 +222,8 @@ plt.show()
 #
 # **[summary]** Without regularization the Gibbs measure is not normalisable, because the loss is
 # constant along the non-compact orbits of the symmetry $(W_Q G, W_K G^{-\top})$ (attention) or
-# $(U G, G^{-1} V)$ (LoRA) (Chapters 8 and 9). **[derived]** A Langevin chain then has no
-# stationary law to approach: along the orbit directions it diffuses. The stored runs use
+# $(U G, G^{-1} V)$ (LoRA) (Chapters 8 and 9). A Langevin chain then has no
+# stationary law to approach: along the orbit directions it diffuses. The runs use
 # $s = 0.05$, 64 chains per regularizer, and time 400; the curves are chain means of the block
 # norms.
 
@@ -259,17 +278,17 @@ plt.show()
 # [derived]. Each observable therefore gives an upper bound on the spectral gap,
 # $\lambda_1 \le 2/\tau_g$, and a lower bound on the Poincare constant, $C_P = s/(2\lambda_1) \ge s\,\tau_g/4$.
 #
-# **[choice]** The stored run `langevin_constants_lora` (LoRA model only, to fit the CPU budget):
+# **[choice]** The run `langevin_constants_lora` (LoRA model only, to keep the chapter fast):
 # weight decay, log and power forms at $\lambda = 0.01$, the three temperatures of this chapter,
 # 64 chains started at the regularized minimizer, Euler-Maruyama with $h = 0.02$ to time 400,
 # records every 0.5, the first 20% discarded. The slow observables are the position along the
 # scale orbit, $\log(\lVert U\rVert_F/\lVert V\rVert_F)$, and the imbalance $\lVert U\rVert_F^2 - \lVert V\rVert_F^2$;
 # the loss is a fast one for comparison. `langevin.autocorrelation_time` pools the autocovariance of the 64 chains about their common
 # mean (removing each chain's own mean would hide the slow part of each short chain and bias the
-# time low; the function is checked on AR(1) series of known time at this run length) and uses
+# time low) and uses
 # Sokal's automatic window. The Holley-Stroock upper bound for weight decay, $e^{2\sup L/s}\,s/(4\lambda)$, is printed beside it.
 
-# %%
+# %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 # the chains start at a BFGS minimizer, which other CPUs move by about 1e-9: the orbit
 # coordinates (log-ratio, balance) are compared to 2e-8 absolute, the mean loss to 1e-8 relative
 constants, replay, check = experiments.replay("langevin_constants_lora", rtol=1e-8, atol=1e-12,
@@ -299,20 +318,17 @@ for i, reg in enumerate(cfg["regularizers"]):              # the axes of the sto
 # direction that favours the mild ones here. The loss decorrelates about as slowly as the orbit
 # coordinates: the regularizer term ties it to them. The implied lower bounds on $C_P$ (0.118 to
 # 2.26) sit more than a hundred orders of magnitude below the Holley-Stroock upper bound for weight
-# decay ($10^{120}$ to $10^{1193}$): that bound proves existence, not a usable constant. (An earlier
-# version of this chapter removed each chain's own mean before the autocorrelation and reported times
-# about half as large for weight decay and a third smaller for the mild forms, and runs "at least
-# 15 autocorrelation times long"; that estimator is biased low at this run length.)
+# decay ($10^{120}$ to $10^{1193}$): that bound proves existence, not a usable constant.
 
 # %% [markdown]
 # ## Removing the step-size bias: MALA
 #
-# Chapter 7 measured the Euler-Maruyama bias on a double well and removed it with MALA. The stored
+# Chapter 7 measured the Euler-Maruyama bias on a double well and removed it with MALA. The
 # run `langevin_mala_lora` does the same for the log-regularized LoRA loss **[choice]**: 64 chains from
 # the regularized minimizer at each temperature, $h = 0.02$ for both samplers, Gibbs means over
 # $t \in [50, 100]$.
 
-# %%
+# %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 mala_runs, replay, check = experiments.replay("langevin_mala_lora", rtol=1e-9, atol=1e-12,
                                           align=experiments.leading_block)
 em, mh = (list(mala_runs["samplers"]).index(name) for name in ("em", "mala"))
@@ -334,157 +350,29 @@ for j, s in enumerate(temperatures):
 # the same step gave a bias of $0.022$ at a standard error of $0.0015$.
 
 # %% [markdown]
-# ## Theorem 3.3 as stated: three readings
+# ## The papers' claims
 #
-# **[summary]** The SDE "converges within $\epsilon$ of the global minimum in expected time
-# $O(\log(1/\epsilon))$". At a fixed temperature $s$ the expected loss cannot go below the Gibbs mean
-# $F_s$, an offset $F_s - f^* \approx sD_{\mathrm{eff}}/4$ above the minimum (first section), so at fixed
-# $s$ the statement can only hold for $\epsilon$ above that offset, with a constant that depends on $s$.
-# This section reads the theorem three ways:
+# The measurements of this chapter bear on these claims; {doc}`the Reproduction report's page for Chapter 10 <report_ch10_langevin>` judges each from the numbers, with its threshold, the choices it varies and the replays of the stored runs:
 #
-# 1. **fixed $s$, mean loss [seed reading]**: on the temperature runs of both models, $t_\epsilon$ is
-#    the first recorded time after which the chain-mean loss stays below $f^* + \epsilon$, for eight
-#    values of $\epsilon$ from half the starting excess down to twice the offset $F_s - f^*$ **[choice]**;
-# 2. **fixed $s$, expected hitting time [seed reading]** ("in expected time"): the mean over chains of
-#    the first time a single chain comes within $\epsilon$ of $f^*$, $\mathbb E[\tau_\epsilon]$. The stored run
-#    `langevin_anneal_lora` records every chain's first passage for seven $\epsilon$ from 0.4 to 0.05 at
-#    each of its four temperatures; at each temperature the $\epsilon$ at least twice its offset are used,
-#    and an $\epsilon$ some chain never reaches is dropped (its mean would be censored);
-# 3. **annealed [choice reading]**: the temperature is lowered with $\epsilon$, $s_\epsilon = 2\epsilon/D$
-#    for $\epsilon \in \{0.4, 0.2, 0.1, 0.05\}$ (so the Gibbs excess $sD_{\mathrm{eff}}/4 \le \epsilon/2$), 64 chains from
-#    the far start of the temperature runs, time 100; $f^*$ is the lowest of eight BFGS runs. This
-#    reading asks for one constant across temperatures, which the seed does not state; it is
-#    reported as this book's row, with how the time per halving of $\epsilon$ grows as $s$ falls.
-#
-# **Rule [choice]** (`attnlib.claims.ch10`, fixed before looking at these fits): each set of times is
-# fitted by $t = a + b\,h_p(\epsilon)$ with $h_p(\epsilon) = (\epsilon^{-p} - 1)/p$, which is $a + b\log(1/\epsilon)$ at
-# $p = 0$ and a power law for $p > 0$; the least-squares exponent $\hat p$ on $[0, 2]$ must be at most
-# 0.25 (reproduced; partly up to 0.5, the growth $\epsilon^{-1/2}$). A set spanning less than a factor 3 in
-# $\epsilon$, or with fewer than four times, is not testable. The previous rule of this chapter (the last
-# increment of $t_\epsilon$ per halving at most twice the first, on the annealed run) asked for a constant
-# uniform in $s$ and still accepted growth like $\epsilon^{-1/2}$; its ratio is printed for comparison.
-
-# %%
-anneal, replay, check = experiments.replay("langevin_anneal_lora", rtol=1e-9, atol=1e-12,
-                                       align=experiments.leading_block)
-acfg = experiments.config(anneal)
-f_star_lora = float(anneal["f_star"])
-print(f"{check}\nf* = {f_star_lora:.4f}")
-print("1. fixed s, mean loss: eps from half the start excess down to 2 (F_s - f*)")
-fixed_mean = {}
-for model in MODELS:
-    h = stored[f"langevin_temperatures_{model}"]
-    for j, s in enumerate(temperatures):
-        offset = h["tail_mean"][j] - float(h["f_star"])
-        eps, t_eps = part2.reach_times(h["times"], h["loss_mean"][:, j] - float(h["f_star"]), offset)
-        fixed_mean[f"{model} s = {s:g}"] = ch10.growth_exponent(eps, t_eps) if eps.size else np.nan
-        print(f"  {model:9s} s = {s:4.2f}: offset {offset:.4f}; " + (
-            f"eps {eps[0]:.3f} to {eps[-1]:.3f}, t_eps {t_eps[0]:.1f} to {t_eps[-1]:.1f}, "
-            f"p_hat = {fixed_mean[f'{model} s = {s:g}']:.2f}" if eps.size else "start not above 2 x offset"))
-print("2. fixed s, expected hitting time E[tau_eps] (64 chains each)")
-hitting, offsets_anneal = {}, {}
-for k, (eps_run, s_run) in enumerate(zip(acfg["epsilons"], acfg["temperatures"])):
-    loss = anneal["loss_mean"][k]
-    offsets_anneal[s_run] = loss[loss.size // 2:].mean() - f_star_lora
-    eps, mean_tau = part2.expected_hitting_times(anneal["first_passage"][k],
-                                                 acfg["passage_epsilons"], offsets_anneal[s_run])
-    hitting[f"lora s = {s_run:.4f}"] = ch10.growth_exponent(eps, mean_tau)
-    print(f"  s = {s_run:.4f}: offset {offsets_anneal[s_run]:.4f}; E[tau_eps] at eps = "
-          + ", ".join(f"{e:.3f}: {t:.2f}" for e, t in zip(eps, mean_tau))
-          + f"; p_hat = {hitting[f'lora s = {s_run:.4f}']:.2f}")
-theorem_33, readings_33 = ch10.fixed_temperature(fixed_mean, hitting)
-print(f"{'[summary]':11s} {theorem_33}")
-for reading in readings_33:
-    print(f"{'':14s}{reading}")
-
-# %%
-print("3. annealed, s = 2 eps / D")
-t_reach, tau_own = [], []
-for k, (eps, s_eps) in enumerate(zip(acfg["epsilons"], acfg["temperatures"])):
-    excess = anneal["loss_mean"][k] - f_star_lora
-    t_reach.append(langevin.hitting_times(anneal["times"], np.maximum(excess, 0.0), [eps])[0])
-    passages = anneal["first_passage"][k][np.isclose(acfg["passage_epsilons"], eps)][0]
-    tau_own.append(passages.mean() if np.isfinite(passages).all() else np.nan)
-    print(f"  eps = {eps:5.3f}: s = {s_eps:.4f}, final excess {excess[-1]:.4f} "
-          f"+- {anneal['loss_sem'][k, -1]:.4f}, t_eps = {t_reach[-1]:.1f}, "
-          f"E[tau_eps] = {tau_own[-1]:.2f}")
-per_halving = np.diff(t_reach) / np.log(2)
-print("time per unit of log(1/eps) between successive eps (the constant b), against the lower s: "
-      + ", ".join(f"s = {s:.4f}: {b:.1f}" for s, b in zip(acfg["temperatures"][1:], per_halving)))
-print(f"previous rule, last / first increment of t_eps = {per_halving[-1] / per_halving[0]:.2f} (it asked <= 2)")
-annealed = ch10.annealed(ch10.growth_exponent(acfg["epsilons"], t_reach),
-                         ch10.growth_exponent(acfg["epsilons"], tau_own))
-print(f"{'[choice]':11s} {annealed}")
+# - {bdg-danger}`not reproduced` **[summary]** Theorem 3.3: Langevin within eps in time O(log 1/eps)
 
 # %% [markdown]
-# **At a fixed temperature** the time to come within $\epsilon$ of $f^*$ does not grow like
-# $\log(1/\epsilon)$ by the rule: the fitted exponents are $\hat p = 0.72$ and $1.35$ (attention,
-# $s = 0.02$ and $0.05$) and $1.57$ (LoRA, $s = 0.02$) for the chain-mean loss, and $1.37$ and $0.93$
-# (LoRA, $s = 0.0182$ and $0.0091$) for the expected hitting time; the other temperatures start too
-# close to their offset to span a factor 3 in $\epsilon$. Two things bend these curves upward, and both
-# are part of the seed's claim as stated rather than of the runs: the far start gives a fast descent
-# first (the first $\epsilon$ are reached in a fraction of a time unit), and as $\epsilon$ approaches the Gibbs
-# offset the time grows like $\log(1/(\epsilon - (F_s - f^*)))$, faster than $\log(1/\epsilon)$. Down to twice the
-# offset the latter adds at most $\log 2$ times the relaxation time. The rule asks the whole range to
-# look logarithmic; an $O(\log(1/\epsilon))$ *bound* with an $s$-dependent constant is weaker, and a finite
-# range cannot refute a bound.
+# ## Summary
 #
-# **Annealed [choice]**: with $s_\epsilon = 2\epsilon/D$ every target is reached within the run, the final
-# excess over $f^*$ about half of $\epsilon$ (0.143, 0.086, 0.047, 0.024), but the time per unit of
-# $\log(1/\epsilon)$ grows as $s$ falls (3.5, 8.4, 11.7 at $s = 0.0364, 0.0182, 0.0091$), and the fitted
-# exponents are $\hat p = 0.74$ (mean loss) and $0.76$ (expected hitting time): not logarithmic by the
-# rule. The previous rule gives the same outcome (last to first increment 3.38 against 2). The
-# reason the constant hides is visible above: at lower temperature the slow orbit directions relax
-# more slowly (the autocorrelation times grow as $s$ falls), so the rate is not one number across
-# the $\epsilon$ range. Four to eight values of $\epsilon$ over at most one decade are a short range; the
-# measurements say only that over this range the times grow faster than logarithmically.
-
-# %% [markdown]
-# ## Theorem 3.3 of the source
+# * At a fixed temperature Langevin training converges to the Gibbs mean, not to the minimum: each
+#   quadratically confined direction adds about $s/4$ to the expected loss, and a direction confined
+#   more steeply than quadratically adds less.
+# * The approach is fast, then slow: the descent into the data valley is quick, and the orbit
+#   directions, confined only by the mild regularizer, set the late rate.
+# * Without a regularizer the loss still settles while the parameters diffuse along the symmetry
+#   orbit, so a settled loss is no evidence that a Gibbs measure exists.
+# * Regularizers that all give a Poincare inequality can still differ in their constants; the
+#   autocorrelation time of a slow observable bounds the spectral gap from above and the Poincare
+#   constant from below.
+# * Coming within $\epsilon$ of the minimum, rather than of the Gibbs mean, needs a temperature that
+#   falls with $\epsilon$, and the slow directions then relax more slowly: that is the constant an
+#   $O(\log(1/\epsilon))$ statement hides.
 #
-# **[summary]** *Theorem 3.3.* Combining Theorems 3.1 and 3.2 (the regularized attention and LoRA
-# losses satisfy the Villani condition), the SDE for the weights converges to within
-# $\epsilon$ of the global minimum of the training loss, in expectation, in time
-# $O(\log(1/\epsilon))$. The seed attributes the rate to Shi, Su and Jordan {cite}`shi2023`
-# (key SSJ23 in the seed).
-#
-# What this chapter shows, for the book's small problems ($D = 12$ and $D = 11$):
-#
-# * with the log-amplified regularizer, the expected loss of 128 independent Langevin chains
-#   settles, at each of three temperatures, at a long-time level $F_s$ with a standard error
-#   between $5\times10^{-4}$ and $8\times10^{-3}$;
-# * the approach to $F_s$ is fast at first and slow at the end, with the time to reach
-#   $\epsilon$ growing roughly linearly in $\log(1/\epsilon)$ over the last stretch measured;
-# * read as the seed states it, at fixed $s$ and for $\epsilon$ above twice the Gibbs offset, the time
-#   to reach $f^* + \epsilon$ (chain-mean loss, and the expected hitting time of single chains) is fitted
-#   better by a power law than by $a + b\log(1/\epsilon)$ (exponents 0.72 to 1.57): by the printed rule the
-#   logarithmic rate is not reproduced over these short ranges;
-# * with the temperature lowered as $s = 2\epsilon/D$ ([choice] reading), every $\epsilon$ from 0.4 to 0.05
-#   is reached, but the time per unit of $\log(1/\epsilon)$ grows as $s$ falls (3.5, 8.4, 11.7);
-# * the slow orbit directions decorrelate in 31 to 47 time units with weight decay (runs only 7 to 8
-#   of those times long) and 11 to 25 with the mild regularizers (LoRA, $\lambda = 0.01$): the constants
-#   differ, in favour of the mild forms;
-# * without a regularizer the parameters drift along the symmetry orbit with no sign of a
-#   limit, while all three regularizers keep them bounded.
-#
-# What it cannot show, and where the measurements differ from a literal reading of the
-# theorem:
-#
-# * **Fixed $s$ gives the Gibbs mean, not the global minimum.** $F_s - f^*$ is close to
-#   $sD/4$ (attention) or $sD_{\mathrm{eff}}/4$ with $D_{\mathrm{eff}}\approx 8.5$ (LoRA), so
-#   "within $\epsilon$ of the global minimum" needs $s$ of order $4\epsilon/D$, and at lower
-#   $s$ the spectral gap can shrink (exponentially in $1/s$ across barriers, Chapter 7). The
-#   theorem's $O(\log(1/\epsilon))$ hides that constant; the first measurement of $t_\epsilon$ is
-#   relative to $F_s$, the annealed one relative to $f^*$.
-# * **$f^*$ is the lowest of eight BFGS runs**, not a certified global minimum.
-# * **No constants from the source.** The full text is not available to the project, so the rate
-#   the theorem guarantees cannot be compared with the measured autocorrelation times.
-# * **The scheme, not the SDE.** The runs use Euler-Maruyama at $h = 0.02$; on the LoRA model MALA
-#   finds no bias of its Gibbs means at that step within the standard errors printed above.
-# * **Small models, finite time.** One data set per model, $D\le 12$, time 100 (400 for the
-#   norms): the unregularized drift could, in principle, stop later; it cannot, since the
-#   unregularized Gibbs measure is not normalisable (Chapter 8), but the runs show only its
-#   start.
 
 # %% [markdown]
 # ## Exercises
