@@ -215,7 +215,7 @@ class VerdictTable:
     empty). The book renders the HTML form (``_repr_html_``): a table with the claim, its
     status and the numbers and thresholds that decided it, whose cells wrap inside the text
     column. Plain text (``str``, ``repr``, nbval's ``text/plain``, the ledger's input) is one
-    line per verdict, ``label`` padded to :data:`LABEL_WIDTH` then ``str(verdict)``, each
+    line per verdict, ``label`` padded to ``LABEL_WIDTH`` characters then ``str(verdict)``, each
     sub-claim on its own line indented under it.
     """
 

@@ -6,9 +6,10 @@ rule's (the tests run it).
 
 The rule, from each cell's source and stored outputs:
 
-* the first code cell of a chapter, the Main results page or a report page (imports,
-  settings, the load of a stored run) is folded to one line, "Imports and settings" (its
-  code; its output, when it prints one, stays visible unless it is a check);
+* the first code cell of a chapter or of the Main results page (imports, settings, the load
+  of a stored run) is folded to one line, "Imports and settings" (its code; its output, when
+  it prints one, stays visible unless it is a check); a report page's first cell, which
+  reruns its chapter, is folded the same way;
 * in a chapter, a code cell whose printed output is a check (a verdict on a source's claim,
   a replay of a stored run, certified minima) and which draws no figure is folded whole,
   "Reproduction check". A cell that draws a figure stays open: its figure teaches.
@@ -34,6 +35,7 @@ FOLD_TAGS = ("hide-input", "hide-cell")
 CHECK = re.compile(r": (reproduced|partly reproduced|not reproduced|not testable here)\b"
                    r"|\breplayed\b|\bcertified minima\b")
 FIRST_PROMPT = "Imports and settings: show {type}"
+RERUN_PROMPT = "The chapter's code, rerun: show {type}"
 CHECK_PROMPT = "Reproduction check: show {type}"
 
 
@@ -61,9 +63,14 @@ def wanted_fold(path: Path, index: int, cell: nbformat.NotebookNode, first_code:
     chapter = path.name.startswith("ch")
     if chapter and index != first_code and is_check(cell):
         return "hide-cell", CHECK_PROMPT
-    if index == first_code and (chapter or path.name.startswith(("report_", "main_results"))):
-        return ("hide-cell", CHECK_PROMPT) if chapter and is_check(cell) else \
-            ("hide-input", FIRST_PROMPT)
+    if index != first_code:
+        return None
+    if path.name.startswith("report_"):
+        return "hide-input", RERUN_PROMPT
+    if chapter and is_check(cell):
+        return "hide-cell", CHECK_PROMPT
+    if chapter or path.name.startswith("main_results"):
+        return "hide-input", FIRST_PROMPT
     return None
 
 
@@ -78,7 +85,7 @@ def fold(path: Path, write: bool) -> list[str]:
         prompt = cell.metadata.get("mystnb", {}).get("code_prompt_show")
         if want is None:
             if any(tag in tags for tag in FOLD_TAGS) and prompt is not None and \
-                    prompt.startswith((FIRST_PROMPT[:10], CHECK_PROMPT[:10])):
+                    prompt in (FIRST_PROMPT, RERUN_PROMPT, CHECK_PROMPT):
                 changed.append(f"{path.name} cell {index}: unfold")
                 cell.metadata["tags"] = [t for t in tags if t not in FOLD_TAGS]
                 cell.metadata["mystnb"].pop("code_prompt_show")

@@ -98,4 +98,7 @@ def test_fold_rule_folds_checks_and_first_cells_and_leaves_teaching_cells_open()
     assert fold_checks.wanted_fold(chapter, 5, figure, 2) is None
     assert fold_checks.wanted_fold(chapter, 2, teaching, 2) == (
         "hide-input", fold_checks.FIRST_PROMPT)
-    assert fold_checks.wanted_fold(Path("report_ch05_experiment.ipynb"), 5, verdict, 2) is None
+    report_page = Path("report_ch05_experiment.ipynb")
+    assert fold_checks.wanted_fold(report_page, 5, verdict, 2) is None   # the report shows checks
+    assert fold_checks.wanted_fold(report_page, 2, teaching, 2) == (
+        "hide-input", fold_checks.RERUN_PROMPT)

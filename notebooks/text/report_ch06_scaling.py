@@ -17,7 +17,7 @@
 #
 # This page of the Reproduction report checks what {doc}`Chapter 6 <ch06_scaling>` measures against what the papers claim. Every verdict is computed by `attnlib.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 6 (its output is not shown), so the objects the chapter built are here.
 
-# %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
+# %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
 from attnlib.report import rerun_chapter
 
 cells = rerun_chapter("ch06_scaling", globals())
