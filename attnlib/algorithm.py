@@ -974,8 +974,11 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
             rows = rng.choice(data.n_queries, size=batch_size, replace=False)
             _, _, grad_a, grad_b = objective(a, b, rows)
         # Precondition and step: (A, B) <- (A, B) - eta P(grad) for Algorithm 1.
-        updates, state = optimizer.update((grad_a, grad_b), state)
-        a, b = apply_updates((a, b), updates)
+        try:                                # a non-finite gradient, or a step that overflows
+            updates, state = optimizer.update((grad_a, grad_b), state)
+            a, b = apply_updates((a, b), updates)
+        except ValueError as exc:
+            raise diverged(k + 1, str(exc)) from exc
         if tau is not None:                 # renormalization (A, B) -> (c A, B / c)
             a, b = _renormalize(a, b, data.manifold.half, tau)
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):

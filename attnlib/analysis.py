@@ -136,10 +136,10 @@ def format_iterations(value: float, cap: int) -> str:
     """Format an :func:`iterations_to_threshold` result: ``"123"`` or ``"not reached (> cap)"``."""
     cap = check_int("cap", cap, minimum=0)
     value = check_real("value", value)
-    if np.isinf(value):
+    if value == np.inf:
         return f"not reached (> {cap})"
     if not np.isfinite(value) or value < 0 or value != int(value):
-        raise ValueError(f"value must be a non-negative integer or inf, got {value!r}")
+        raise ValueError(f"value must be a non-negative integer or +inf, got {value!r}")
     return f"{int(value)}"
 
 

@@ -13,7 +13,9 @@ never changes in place, so replaying an update from the same state gives the sam
 An optimizer is a :func:`chain` of transformations applied in order, e.g.
 ``chain(scale_by_adam(), scale(-lr))``; the parameters then move by ``params + updates``.
 Each transformation checks that it was handed its own kind of state, so a state made by a
-different chain raises instead of silently skipping a transformation.
+different chain raises instead of silently skipping a transformation, and that parameters and
+updates are tuples of finite float32/float64 arrays (``TypeError`` / ``ValueError`` naming the
+entry; float16 is refused: Adam's second moment underflows there).
 """
 
 from __future__ import annotations
@@ -57,10 +59,20 @@ class ScaleByAdamState(NamedTuple):
     nu: Params
 
 
-def _check_updates(updates: object) -> Params:
+def _check_updates(updates: object, name: str = "updates") -> Params:
+    """``updates`` as a tuple, after checking it is a non-empty tuple (or list) of finite
+    float32 or float64 arrays. The arrays are returned as given (no copy, no conversion), so
+    good input gives bit for bit the same result as without the check."""
     if not isinstance(updates, (tuple, list)) or not updates:
-        raise TypeError(f"updates must be a non-empty tuple of arrays, got "
+        raise TypeError(f"{name} must be a non-empty tuple of arrays, got "
                         f"{type(updates).__name__}")
+    for i, array in enumerate(updates):
+        dtype = getattr(array, "dtype", None)
+        if dtype is None or dtype not in (np.float32, np.float64):
+            raise TypeError(f"{name}[{i}] must be a float32 or float64 array, got "
+                            f"{type(array).__name__} of dtype {dtype}")
+        if not np.all(np.isfinite(array)):
+            raise ValueError(f"{name}[{i}] contains NaN or inf")
     return tuple(updates)
 
 
@@ -145,7 +157,11 @@ def scale(factor: float) -> Transform:
         _check_state("scale", state, EmptyState, updates)
         return tuple(factor * u for u in updates), state
 
-    return Transform(lambda params: EmptyState(), update)
+    def init(params: Params) -> EmptyState:
+        _check_updates(params, "params")
+        return EmptyState()
+
+    return Transform(init, update)
 
 
 def trace(*, decay: float, nesterov: bool = False) -> Transform:
@@ -154,7 +170,7 @@ def trace(*, decay: float, nesterov: bool = False) -> Transform:
     decay = check_in_range("decay", decay, 0.0, 1.0, closed=(True, False))
 
     def init(params: Params) -> TraceState:
-        return TraceState(tuple(np.zeros_like(p) for p in params))
+        return TraceState(tuple(np.zeros_like(p) for p in _check_updates(params, "params")))
 
     def update(updates: Params, state: TraceState) -> tuple[Params, TraceState]:
         updates = _check_updates(updates)
@@ -185,7 +201,7 @@ def scale_by_adam(*, betas: tuple[float, float] = (0.9, 0.999),
     eps = check_positive("eps", eps, allow_zero=True)
 
     def init(params: Params) -> ScaleByAdamState:
-        zeros = tuple(np.zeros_like(p) for p in params)
+        zeros = tuple(np.zeros_like(p) for p in _check_updates(params, "params"))
         return ScaleByAdamState(0, zeros, zeros)
 
     def update(updates: Params, state: ScaleByAdamState) -> tuple[Params, ScaleByAdamState]:
@@ -202,8 +218,16 @@ def scale_by_adam(*, betas: tuple[float, float] = (0.9, 0.999),
 
 
 def apply_updates(params: Params, updates: Params) -> Params:
-    """``params + updates``, entry by entry (new arrays; the inputs are not changed)."""
-    params, updates = _check_updates(params), _check_updates(updates)
-    if len(params) != len(updates):
-        raise ValueError(f"params has {len(params)} arrays but updates has {len(updates)}")
-    return tuple(p + u for p, u in zip(params, updates))
+    """``params + updates``, entry by entry (new arrays; the inputs are not changed). Both
+    must be tuples of finite float32/float64 arrays of matching shapes; a sum that overflows
+    raises ``ValueError`` instead of returning inf."""
+    params, updates = _check_updates(params, "params"), _check_updates(updates)
+    if len(params) != len(updates) or any(np.shape(p) != np.shape(u)
+                                          for p, u in zip(params, updates)):
+        raise ValueError(f"params has shapes {[np.shape(p) for p in params]} but updates has "
+                         f"{[np.shape(u) for u in updates]}")
+    with np.errstate(over="ignore"):
+        moved = tuple(p + u for p, u in zip(params, updates))
+    if not all(np.all(np.isfinite(m)) for m in moved):
+        raise ValueError("updates: params + updates overflows (inf): the step is too large")
+    return moved

@@ -404,7 +404,12 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
             check_not_diverged(f"vit.train, epoch {epoch}, step {step}", loss,
                                *(grads[name] for name in names), history=so_far())
             updates, state = transform.update(tuple(grads[name] for name in names), state)
-            moved = apply_updates(tuple(params[name] for name in names), updates)
+            try:
+                moved = apply_updates(tuple(params[name] for name in names), updates)
+            except ValueError as exc:       # the step overflows float32/float64
+                raise DivergenceError(f"vit.train, epoch {epoch}, step {step}: the run diverged "
+                                      f"({exc}); reduce the learning rate",
+                                      history=so_far()) from exc
             for name, value in zip(names, moved):
                 params[name] = value
                 if noise_std:

@@ -52,6 +52,8 @@ def test_iterations_to_threshold_first_crossing_and_not_reached():
                                   [2.0, np.inf, 0.0])
     assert analysis.format_iterations(np.inf, 2000) == "not reached (> 2000)"
     assert analysis.format_iterations(12.0, 2000) == "12"
+    with pytest.raises(ValueError, match=r"value must be a non-negative integer or \+inf"):
+        analysis.format_iterations(-np.inf, 2000)            # not "not reached"
     with pytest.raises(ValueError, match="threshold"):
         analysis.iterations_to_threshold(curve, -1.0)
 

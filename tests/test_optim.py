@@ -122,5 +122,40 @@ def test_a_new_update_rule_needs_no_change_to_method():
 
 
 def test_apply_updates_names_a_length_mismatch(params):
-    with pytest.raises(ValueError, match="params has 2 arrays but updates has 1"):
+    with pytest.raises(ValueError, match=r"params has shapes \[.*\] but updates has"):
         optim.apply_updates(params, params[:1])
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (np.array([[np.nan, 0.0]]), ValueError, r"updates\[0\] contains NaN or inf"),
+    (np.array([[-np.inf, 0.0]]), ValueError, r"updates\[0\] contains NaN or inf"),
+    (np.array([[1j, 0.0]]), TypeError, r"updates\[0\] must be a float32 or float64 array"),
+    (np.array([[1.0, 0.0]], dtype=np.float16), TypeError, r"updates\[0\] must be a float32"),
+    (np.array([[1.0, 0.0]], dtype=object), TypeError, r"updates\[0\] must be a float32"),
+])
+def test_transforms_refuse_non_finite_and_non_float_updates(bad, error, message):
+    params = (np.zeros((1, 2)),)
+    for transform in (optim.scale(-0.1), optim.trace(decay=0.9), optim.scale_by_adam()):
+        state = transform.init(params)
+        with pytest.raises(error, match=message):
+            transform.update((bad,), state)
+        with pytest.raises(error, match=message.replace("updates", "params")):
+            transform.init((bad,))
+
+
+def test_apply_updates_refuses_a_step_that_overflows():
+    with pytest.raises(ValueError, match=r"params \+ updates overflows"):
+        optim.apply_updates((np.full((2, 2), 1e308),), (np.full((2, 2), 1e308),))
+
+
+def test_checked_transforms_change_nothing_on_good_input():
+    rng = np.random.default_rng(0)
+    params = (rng.standard_normal((3, 4)), rng.standard_normal((4, 2)).astype(np.float32))
+    grads = tuple(rng.standard_normal(p.shape).astype(p.dtype) for p in params)
+    adam = optim.chain(optim.scale_by_adam(), optim.scale(-1e-3))
+    updates, _ = adam.update(grads, adam.init(params))
+    beta1, beta2, eps = 0.9, 0.999, 1e-8                 # Adam's first step, by hand
+    for g, u in zip(grads, updates):
+        m, v = (1 - beta1) * g, (1 - beta2) * g ** 2
+        expected = -1e-3 * ((m / (1 - beta1)) / (np.sqrt(v / (1 - beta2)) + eps))
+        np.testing.assert_array_equal(u, expected)
