@@ -158,6 +158,7 @@ def flux_residual(a: np.ndarray, u: np.ndarray, f: np.ndarray | float = 1.0) -> 
     return -div / h2 - f_interior
 
 
+@finite_result
 def solve(a: np.ndarray, f: np.ndarray | float = 1.0) -> np.ndarray:
     """Solve ``-div(a grad u) = f``, ``u = 0`` on the boundary; return ``u`` on all ``s x s`` nodes.
 

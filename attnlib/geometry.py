@@ -317,6 +317,7 @@ def factor_hessian(U: np.ndarray, V: np.ndarray, Xstar: np.ndarray, *,
     return 0.5 * (hessian + hessian.T)
 
 
+@finite_result
 def minimum_hessian_eigenvalues(singular_values: np.ndarray, p: int, *,
                                 lam: float = 1.0) -> np.ndarray:
     """Closed-form spectrum of the Hessian of Q (in (U, V)) at any point of S, sorted.

@@ -662,6 +662,7 @@ class TiltingMonteCarlo:
     tilted_mean: np.ndarray
     tilted_mean_se: np.ndarray
 
+    @finite_result
     def z_scores(self, *, mgf: float, tilted_mean: np.ndarray) -> np.ndarray:
         """``(estimate - claim) / standard error``: the MGF first, then the d mean entries."""
         claim = as_matrix("tilted_mean", tilted_mean, shape=(self.u.size,), ndim=1)

@@ -637,6 +637,7 @@ def orbit_crossovers(consts: OrbitConstants, regularizer: Regularizer, s: float,
                                                      **options))
 
 
+@finite_result
 def asymptotic_crossover_log_radius(consts: OrbitConstants, regularizer: Regularizer,
                                     s: float) -> float:
     """Leading-order closed forms for ``log rho*`` (derived with sympy in chapter 8).

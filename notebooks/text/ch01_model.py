@@ -19,11 +19,13 @@
 # self-attention layer is trained to perform linear regression **[summary]**. This chapter fixes the
 # model the rest of Part I studies.
 #
-# Labels used throughout: **[summary]** stated in the summaries of the paper, **[abstract]**
-# stated in its public abstracts, **[derived]** a consequence this book derives and checks,
-# **[choice]** a decision of this book where the sources are silent. The full text of the paper
-# is not available to the book; where a detail of the paper is unknown, the book says so and
-# makes a labelled choice.
+# ```{admonition} How to read the labels
+# A few statements carry a label saying where they come from: **[summary]** stated in the
+# summaries of the paper, **[abstract]** stated in its public abstracts, **[derived]** a
+# consequence this book derives and checks, **[choice]** a decision of this book where the
+# sources are silent. The full text of the paper is not available to the book; where a detail of
+# the paper is unknown, the book says so and makes a labelled choice.
+# ```
 
 # %% [markdown]
 # ## Overview
@@ -81,16 +83,16 @@ print(f"d = {problem.d}, p = {problem.p}, noise std = {problem.noise_std}, "
 # $$ (eq-ch01-1)
 #
 # The covariance, the true map and the noise level are not given by the sources; the book's
-# defaults are **[choice]**: $\Sigma = O_\Sigma \operatorname{diag}(1, \dots, 1/\kappa) O_\Sigma^\top$ with a
+# defaults are: $\Sigma = O_\Sigma \operatorname{diag}(1, \dots, 1/\kappa) O_\Sigma^\top$ with a
 # geometric spectrum, condition number $\kappa = 10$ and a Haar-random rotation $O_\Sigma$; $M$ with
 # i.i.d. $\mathcal N(0, 1/(pd))$ entries; $\sigma = 0.1$. No predictor can beat the noise: every
-# loss below is compared with the irreducible loss $L^\star = p\sigma^2/2$ (printed above).
+# loss below is compared with the irreducible loss $L^\star = p\sigma^2/2$.
 # `attnlib.data.default_problem` draws this task from one seeded generator.
 
 # %% [markdown]
 # ## The layer
 #
-# The layer has two parameter matrices (a **[choice]** of parametrisation, consistent with the summaries):
+# The layer has two parameter matrices (the book's parametrisation, consistent with the paper's summaries):
 # a value/output map $A \in \mathbb R^{p\times d}$ and a merged key-query matrix
 # $B \in \mathbb R^{d\times d}$. The $n$ samples are the tokens; each sample $x_j$ queries the
 # others with logits $s_{ji} = x_j^\top B x_i$:
@@ -114,7 +116,7 @@ print(f"d = {problem.d}, p = {problem.p}, noise std = {problem.noise_std}, "
 # $\hat y(x) = A \sum_{i=1}^n \operatorname{softmax}_i(x^\top B x_i)\, x_i$
 # (`attention.predict_new`); its error on fresh points is the **deployed test risk**.
 #
-# **Gradient [derived].** With residuals $r_j = A h_j - y_j$, $g_j = A^\top r_j / n$ and
+# **Gradient.** With residuals $r_j = A h_j - y_j$, $g_j = A^\top r_j / n$ and
 # $c_j = g_j^\top h_j$, reverse-mode differentiation through the softmax gives
 #
 # $$
@@ -141,7 +143,7 @@ print(f"deployed test risk at the same (A, B): "
       f"{attention.deployed_risk(A0, B0, X, X_test, Y_test):.4f}")
 
 # %% [markdown]
-# At a random start of the book's scale (entries $\mathcal N(0, 0.3^2/d)$, **[choice]**) the two
+# At a random start of the book's scale (entries $\mathcal N(0, 0.3^2/d)$) the two
 # masks give nearly the same loss and the deployed risk is close to both: with 500 tokens, one
 # token's weight on itself is a small part of its average.
 #
@@ -263,7 +265,7 @@ plt.show()
 # Whether some $B$ makes *every* token attend most to itself is a linear feasibility problem in
 # $B$ (the margins $x_j^\top B (x_j - x_i) > 0$ for all $i \neq j$), and it becomes infeasible
 # once some sample lies close enough to a multiple $t x_j$, $t > 1$, of another. This chapter does not solve that problem,
-# so it states no threshold $n$: the measurement above shows only that at $n = 500$ the ray
+# so it does not say at which $n$ the escape disappears: the measurement above shows only that at $n = 500$ the ray
 # $c\hat\Sigma^{-1}$ no longer escapes.
 #
 # ### Two population optima, two different answers

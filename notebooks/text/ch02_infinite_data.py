@@ -30,8 +30,10 @@
 # sympy: every derivation below ends in an exact check (`expand(lhs - rhs) == 0`), and each
 # symbolic result is then compared with the numerical code in `attnlib.population`.
 #
-# Labels: **[summary]** stated in the summaries of {cite}`goel2026`, **[abstract]** stated in its
+# ```{admonition} Labels
+# **[summary]** stated in the summaries of {cite}`goel2026`, **[abstract]** stated in its
 # public abstracts, **[derived]** derived and checked here, **[choice]** a decision of this book.
+# ```
 
 # %% [markdown]
 # ## Overview
@@ -92,7 +94,7 @@ print(f"d = {problem.d}, p = {problem.p}, noise_std = {problem.noise_std}, "
 # $$ (eq-ch02-2)
 #
 # by the law of large numbers in the numerator and the denominator (leaving out one sample, or
-# keeping it, does not change the limit). **[derived]** So the whole limit rests on one
+# keeping it, does not change the limit). So the whole limit rests on one
 # Gaussian ratio: the mean of $x$ under the *exponentially tilted* law $e^{u\cdot x}\,N(0,\Sigma)$.
 #
 # ## The Gaussian moment generating function
@@ -160,7 +162,7 @@ print("tilting identity exact for d = 2, 3 (from the derived MGF); for symbolic 
 # $10^6$ times and estimate the MGF $\mathbb E\, e^{u\cdot x}$ (sample mean of $w_k = e^{u\cdot x_k}$)
 # and the tilted mean $\sum_k w_k x_k / \sum_k w_k$, each with its standard error (delta method for
 # the ratio; `symbolic.tilting_monte_carlo`), for three random directions $u$ scaled to
-# $u^\top\Sigma u = 0.25$, $1$, $2$ **[choice]**. Against the closed forms $e^{u^\top\Sigma u/2}$ and
+# $u^\top\Sigma u = 0.25$, $1$, $2$. Against the closed forms $e^{u^\top\Sigma u/2}$ and
 # $\Sigma u$, the $z$-scores (error over standard error) of the 11 numbers per direction should look
 # like standard normal draws. As a control of the check's power, the same estimates are scored
 # against the wrong claim $\Sigma = I$ ($e^{\lVert u\rVert^2/2}$ and $u$):
@@ -197,7 +199,7 @@ print(f"all {tilt_z.size} |z| below {z_max:g}: {bool(np.all(np.abs(tilt_z) < z_m
 # %% [markdown]
 # With $u = B^\top x_j$ the attention output therefore tends to
 # $h(x) = \Sigma B^\top x$: **in the infinite-data limit the softmax layer is the linear map
-# $x \mapsto A \Sigma B^\top x$** **[derived]**. The softmax has not disappeared: it is what turns
+# $x \mapsto A \Sigma B^\top x$**. The softmax has not disappeared: it is what turns
 # the key-query matrix $B$ into the product $\Sigma B^\top$ (a linear attention layer would give
 # $\mathbb{E}[x x^\top] B^\top x$, the same map, but through a different computation at finite $n$).
 #
@@ -248,12 +250,12 @@ for (p_sym, d_sym), loss_identity in loss_identities.items():
 
 # %% [markdown]
 # The minimum over $(A, B)$ is $L^\star = p\sigma^2/2$, reached exactly when
-# $A\Sigma B^\top = M$ **[derived]**: the limit of the layer can represent the Bayes predictor
+# $A\Sigma B^\top = M$: the limit of the layer can represent the Bayes predictor
 # $Mx$ when $d \le p$ and $M$ has full column rank (take $A$ of full column rank).
 #
 # ## A matrix factorization
 #
-# Change variables **[derived]**:
+# Change variables:
 #
 # $$
 # \begin{aligned}
@@ -298,8 +300,7 @@ print(f"{'[summary]':11s} {judge.factorization(sum(not i.holds() for i in checke
 #
 # For any invertible $G$, $(U, V) \mapsto (UG, VG^{-\top})$ leaves $UV^\top$, hence $L$,
 # unchanged. In the layer's own coordinates this is
-# $(A, B) \mapsto (AK,\; B\Sigma K^{-\top}\Sigma^{-1})$ with $K = \Sigma^{1/2} G\Sigma^{-1/2}$
-# **[derived]**. The minimizers of $L$ are therefore never isolated: they form whole orbits of
+# $(A, B) \mapsto (AK,\; B\Sigma K^{-\top}\Sigma^{-1})$ with $K = \Sigma^{1/2} G\Sigma^{-1/2}$. The minimizers of $L$ are therefore never isolated: they form whole orbits of
 # the non-compact group $GL(d)$, along which the parameters can grow without bound. Chapter 3
 # studies this landscape. sympy checks both forms with symbolic $G$, $K$ and a general symmetric
 # $\Sigma$ (multiplied through by determinants, so that both sides are polynomials):
@@ -348,7 +349,7 @@ print(f"d = 10: L before {direct_value:.10f}, after the GL(d) move {moved_value:
 #
 # The plain step $A - \eta\nabla_A Q$ corresponds to $U - \eta \nabla_U Q\, \Sigma$, which is not
 # a gradient step in $(U,V)$ unless $\Sigma = I$. (The $A$-side preconditioner is this book's
-# completion of the summaries' idea **[choice]**.) sympy derives every gradient by differentiating
+# completion of the summaries' idea.) sympy derives every gradient by differentiating
 # entry by entry, $p = d = 2$:
 
 # %%
@@ -392,7 +393,7 @@ print(f"plain step vs (U, V) gradient step:          max difference {plain_gap:.
 #   $n = 4096$; its cost grows like $n^2$).
 #
 # The ratio-of-averages form above predicts the output error to shrink like $n^{-1/2}$ (a
-# self-normalized average) **[derived]**.
+# self-normalized average).
 
 # %%
 A_star, B_star = geometry.minimizer_manifold(problem.Sigma, problem.M).point()
@@ -439,7 +440,7 @@ plt.show()
 # self-normalized average, which is the asymptotic rate for each fixed query. Our reading (not
 # checked further): the tilting weights $e^{u\cdot x_i}$ are heavy-tailed. For one query the
 # variance factor is $e^{u^\top\Sigma u}$ (exercise 2), and averaged over Gaussian queries with
-# $u = B^\top x$ it equals $\det(I - 2VV^\top)^{-1/2}$ **[derived]**, finite only when twice the
+# $u = B^\top x$ it equals $\det(I - 2VV^\top)^{-1/2}$, finite only when twice the
 # largest singular value of $X^\star$ is below 1. Here it is 0.667: finite, but the per-query
 # factor has a heavy tail over the queries, so the queries with large $\|B^\top x\|$ reach the
 # asymptotic regime only at much larger $n$.

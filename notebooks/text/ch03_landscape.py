@@ -88,7 +88,7 @@ print(f"d = {problem.d}, p = {problem.p}; singular values of X*: "
 #
 # which is invariant only under the orthogonal subgroup $G = O \in O(d)$ (chapter 2 checks both
 # facts with sympy). With the thin SVD $X^\star = \Phi \Gamma \Psi^\top$ and $\lambda > 0$, the global minima of
-# $Q$ are exactly **[derived]**
+# $Q$ are exactly
 #
 # $$
 # S = \left\{ \left(\Phi \Gamma^{1/2} O,\; \Psi \Gamma^{1/2} O\right) : O \in O(d) \right\}
@@ -165,7 +165,7 @@ print(f"{'[summary]':11s} {judge.regularizer_keeps_manifold(**kept, rotations=8)
 # ## Stationary points
 #
 # Which other points have zero gradient? For the factorization the answer is classical
-# **[derived]** (each statement below is checked in the table that follows):
+# (each statement below is checked in the table that follows):
 #
 # * the origin and every *balanced partial-SVD point* $(\Phi \Gamma_J^{1/2}, \Psi \Gamma_J^{1/2})$, where $\Gamma_J$
 #   keeps a proper subset $J$ of the singular values: stationary for $L$ and for $Q$ (the
@@ -198,13 +198,13 @@ for row in table:
 #
 # * **On $S$** the Hessian of $L$ has $d^2 = 100$ zero eigenvalues, the dimension of the $GL(d)$
 #   orbit; the Hessian of $Q$ has $d(d-1)/2 = 45$, the dimension of the $O(d)$ orbit, which is
-#   $S$ itself. The regularizer removes exactly the non-compact degeneracy **[derived]**.
+#   $S$ itself. The regularizer removes exactly the non-compact degeneracy.
 # * **Unbalanced minima of $L$** ($c = 2$) have zero $L$-gradient but a $Q$-gradient of order one:
 #   they are not stationary for $Q$.
 # * **The origin and the balanced saddles** stay stationary for $Q$ with negative eigenvalues:
 #   the regularizer does not remove them. Dropping the smallest singular value gives
 #   the mildest saddle, with one negative eigenvalue $-s_{\min}$; the origin has 100 negative
-#   directions. The summaries' "helps avoid spurious stationary points" **[summary]** is therefore, in this
+#   directions. The summaries' "helps avoid spurious stationary points" is therefore, in this
 #   reconstruction, about the non-compact flat directions, not about saddles; strict saddles are
 #   escaped by gradient descent from generic starts, not removed.
 #
@@ -231,7 +231,7 @@ plt.show()
 # %% [markdown]
 # ## One-point strong convexity and smoothness
 #
-# The P-geometry (the name is the summaries' **[summary]**, this form the book's **[choice]**) is the Frobenius geometry of $(U,V)$:
+# The P-geometry (the name comes from the paper's summaries, this form is the book's) is the Frobenius geometry of $(U,V)$:
 # $\langle (A,B),(A',B')\rangle_P = \operatorname{tr}(A\Sigma A'^\top) + \operatorname{tr}(\Sigma B\Sigma B'^\top)$.
 # The P-distance to $S$ is an orthogonal Procrustes problem {cite}`schonemann1966`: the nearest
 # $O$ is the polar factor of $U^{\star\top} U + V^{\star\top}V$ (both components of $O(d)$).
@@ -339,7 +339,7 @@ print(f"{'[summary]':11s} {combined}")
 #
 # Estimated constants. For small $r$ the ratios are Rayleigh quotients of the Hessian of $Q$ at $S$
 # in the normal direction, so the best constants as $r \to 0$ are
-# **[derived]** $\alpha = $ the smallest nonzero Hessian eigenvalue and $\beta = $ the square of the
+# $\alpha = $ the smallest nonzero Hessian eigenvalue and $\beta = $ the square of the
 # largest. The spectrum gives $\alpha = s_{\min} = 0.0557$ and
 # $\beta = (2 s_{\max})^2 = 0.744$ for this problem with $\lambda = 1$. Sampled directions give
 # larger $\alpha$ (0.27, 0.37) and smaller $\beta$ because they average over many eigenvalues;
@@ -384,7 +384,7 @@ plt.show()
 #
 # Gradient descent with step $\eta$ contracts the squared distance by at least
 # $1 - 2\eta\alpha + \eta^2\beta$ when both conditions hold, at best $1 - \alpha^2/\beta$ (take
-# $\eta = \alpha/\beta$) **[derived]**, so $\alpha^2/\beta$ is the figure of merit. The P-geometry
+# $\eta = \alpha/\beta$), so $\alpha^2/\beta$ is the figure of merit. The P-geometry
 # is the geometry in which the preconditioned step of chapter 2 is plain gradient descent; in
 # the Euclidean geometry of $(A,B)$, plain gradient descent sees the same landscape through
 # $\Sigma$. Sweep the condition number $\kappa$ of $\Sigma$ while holding $X^\star$ fixed

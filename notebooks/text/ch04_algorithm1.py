@@ -184,7 +184,7 @@ print(f"after {ITER_BY_HAND} steps, largest entry of |(A, B) by hand - (A, B) by
 # ## Spectral initialization
 #
 # The spectral start $(A_0, B_0)$ satisfies $A_0\hat\Sigma B_0^\top = \hat M$ and lies on the
-# empirical manifold $\hat S$ (distance $0$ up to rounding) **[derived]**. How far is it from the
+# empirical manifold $\hat S$ (distance $0$ up to rounding). How far is it from the
 # true manifold $S$, compared with a random start? The table reports, for the three seeds of
 # chapter 5, the $P$-distance (chapter 3) to $S$ and to $\hat S$, the population loss $L$ and the
 # excess risk $L - L^\star$ at iteration 0. For scale: every point of $S$ has
@@ -230,7 +230,7 @@ for seed in SEEDS:
 # ## The preconditioner
 #
 # Line 7 ({eq}`eq-ch04-step`) multiplies the gradients by $\hat\Sigma^{-1}$. In the coordinates $(U, V)$ this is plain
-# gradient descent on $\frac12\lVert UV^\top - \hat M\hat\Sigma^{1/2}\rVert_F^2 + \hat R$ **[derived]**,
+# gradient descent on $\frac12\lVert UV^\top - \hat M\hat\Sigma^{1/2}\rVert_F^2 + \hat R$,
 # a problem whose conditioning depends on $\hat M\hat\Sigma^{1/2}$ only. Without it, gradient
 # descent on $(A, B)$ sees the same landscape through the linear map
 # $(U, V) = (A\hat\Sigma^{1/2}, \hat\Sigma^{1/2}B\hat\Sigma^{1/2})$: curvature along the
@@ -241,7 +241,7 @@ for seed in SEEDS:
 # To see it we take the default problem of seed 0 with its condition number raised from 10 to
 # 1000 while $X^\star = M\Sigma^{1/2}$ is held fixed ($\Sigma_\kappa = W\operatorname{diag}(1,
 # \dots, 1/\kappa)W^\top$ with the eigenvectors $W$ of the default $\Sigma$, and
-# $M_\kappa = X^\star\Sigma_\kappa^{-1/2}$, `ablations.fixed_target_problem` **[choice]**), so that
+# $M_\kappa = X^\star\Sigma_\kappa^{-1/2}$, `ablations.fixed_target_problem`), so that
 # only the conditioning of $\Sigma$ changes. Both runs start from the same random point, use the
 # regularizer, and run on the closed-form objective (the population loss with $\hat\Sigma, \hat M$
 # plugged in, chapter 2), which is fast and isolates the optimization. Chapter 5 sweeps
@@ -401,7 +401,7 @@ plt.show()
 # %% [markdown]
 # ### Saddles
 #
-# The summaries say the regularizer "helps avoid spurious stationary points" **[summary]**. In this
+# The paper's summaries describe the regularizer as helping "avoid spurious stationary points". In this
 # reconstruction it removes one kind and not another (chapter 3): unbalanced points of
 # the orbit stop being stationary (above), but the balanced partial-SVD points
 # $(\hat\Phi\hat\Gamma_J^{1/2}, \hat\Psi\hat\Gamma_J^{1/2})$, which keep only the singular values in a subset
@@ -583,7 +583,7 @@ print(f"excess risk at 2000: with tau {ablation['excess_risk'][-1, j_on]:.4g}, "
 # ```
 #
 # 3. The unbalanced minimiser of the regularizer section has the same loss as $\hat S$. Predict,
-#    from the Hessian spectra printed there, how the number of gradient-descent iterations needed
+#    from the Hessian spectra reported there, how the number of gradient-descent iterations needed
 #    to reduce a small perturbation by a fixed factor compares between the two points, for
 #    the largest stable step at each. Then check it with `algorithm.train(algorithm.closed_form_loss(Sigma_hat, M_hat),
 #    algorithm.Method(lam=0.0), init=...)` from a perturbed start.

@@ -15,6 +15,7 @@
 # %% [markdown]
 # # Chapter 5: Rerunning the experiment
 #
+# ```{admonition} What the paper claims
 # The summaries describe one experiment of Goel, Soltanolkotabi and Bartlett {cite}`goel2026`
 # **[summary]**: synthetic linear regression with $p = 20$, $d = 10$, $n = 500$, Algorithm 1 against
 # SGD from a random initialization. They report three observations:
@@ -24,6 +25,7 @@
 # 2. Algorithm 1 converges within 2000 iterations;
 # 3. SGD has not converged after 2000 iterations; and from a random initialization, adding the
 #    preconditioner and the regularizer still converges fast.
+# ```
 #
 # The paper's covariance, target map, noise level, initialization scale, step sizes and batch
 # size are not in the summaries. This chapter reruns the experiment with the book's defaults
@@ -106,9 +108,9 @@ print(f"L* = {L_STAR:.3g}; expected OLS excess risk p sigma^2 d / (2 (n - d - 1)
 
 # %% [markdown]
 # The full run (three seeds, five methods, 2000 iterations each, plus the local minima below)
-# takes several minutes, so the notebook loads a stored copy
-# (`python -m attnlib.experiments paper1_defaults` reruns it) and replays its first 20 iterations
-# live as a check.
+# takes several minutes, so the notebook loads precomputed results
+# (`python -m attnlib.experiments paper1_defaults` reruns it); the next cell recomputes the first 20
+# iterations live and compares them with the loaded results.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 print(f"replayed iterations 0..{replay['iteration'][-1]} of seed 0 for all five methods.\n{check}")
@@ -123,10 +125,10 @@ print(f"seed 0: Q_hat* (spectral basin) = {float(replay['basin_value'][0]):.6f},
 # reference minimizer with `scipy.optimize` {cite}`nocedal2006`: L-BFGS with the exact gradient,
 # then a trust-region Newton-CG polish whose Hessian-vector products are central finite differences
 # of the exact gradient, then the full Hessian spectrum in the factorization coordinates
-# $(U, V)$ of $\hat\Sigma$. "Certified" means **[choice]**: gradient norm below $10^{-8}$ and a
-# positive definite Hessian (a strict local minimum), and no lower value found from the other
-# starts tried. The objective is nonconvex, so this certifies a local minimum and the best value
-# found, not global optimality. The starts for $\hat Q$: the spectral point (the minimizer found
+# $(U, V)$ of $\hat\Sigma$. A minimum counts as found when its gradient norm is below $10^{-8}$ and its
+# Hessian is positive definite (a strict local minimum), and it is the best when no lower value is
+# found from the other starts tried. The objective is nonconvex, so this establishes a local
+# minimum and the best value found, not global optimality. The starts for $\hat Q$: the spectral point (the minimizer found
 # from there is the one Algorithm 1 heads to, its *basin* minimizer), six other points of $\hat S$
 # at random rotations (three with $\det O = -1$), and the final iterates of the two $\lambda = 1$
 # methods; for $\hat L$: the final iterates of GD and Adam.
@@ -182,7 +184,7 @@ for i, s in enumerate(SEEDS):
 # minima differ too (0.00923 to 0.0143 for seed 0, not ordered by $\hat Q$): they are
 # statistically equivalent fits of the same data, and which one a method reaches is this book's
 # question, not the paper's, whose Theorem 2 is a statement about the population
-# risk **[summary]**. The unregularized loss $\hat L$ is far worse
+# risk. The unregularized loss $\hat L$ is far worse
 # conditioned (smallest eigenvalues $10^{-6}$ to $10^{-5}$), and its minima have larger excess risks
 # (0.010 to 0.052): without $\hat R$ nothing holds the factors balanced. Below, each method's gap
 # is measured to the lowest known minimum of its objective; the distances are to the spectral
@@ -192,10 +194,10 @@ for i, s in enumerate(SEEDS):
 # ## Optimization gap and excess risk against iterations
 #
 # The top panel is what "fast global convergence" is about: each method's optimization gap to the
-# best certified minimum of *its own* objective, $\hat Q(\theta_k) - \hat Q^\star$ for the
+# lowest known minimum of *its own* objective, $\hat Q(\theta_k) - \hat Q^\star$ for the
 # $\lambda = 1$ methods and $\hat L(\theta_k) - \hat L^\star$ for the others, on a log axis. The bottom
 # panel is the excess population risk $L(\theta) - L^\star$ with the true $\Sigma$ and $M$, the
-# quantity of Theorem 2 **[summary]**. Lines are medians over the three seeds, bands the range; the
+# quantity of Theorem 2. Lines are medians over the three seeds, bands the range; the
 # dashed line is the excess risk of the least-squares fit on the same data (median over seeds).
 
 # %%
@@ -254,8 +256,8 @@ plt.show()
 #
 # ### Observation 1: the initial gap
 #
-# The summaries say random-init SGD starts about three orders of magnitude above spectral
-# initialization in loss **[summary]**. At our defaults the loss at the optimum is dominated by the
+# Observation 1 says random-init SGD starts about three orders of magnitude above spectral
+# initialization in loss. At our defaults the loss at the optimum is dominated by the
 # noise, $L^\star = p\sigma^2/2$, so a ratio of *losses* cannot be large; the ratio of *excess
 # risks* can. We report both and do not tune $M$ or $\sigma$ to match the summary.
 
@@ -283,9 +285,9 @@ print(claims["orders"])
 
 # %% [markdown]
 # The spectral start is within 10% of $L^\star$ for all three seeds (its excess risk is 3.9% to
-# 6.7% of $L^\star$), as the summaries say. The initial loss ratio
+# 6.7% of $L^\star$), as observation 1 states. The initial loss ratio
 # is 2.87 (median; $10^{0.46}$) and the excess-risk ratio 37.2 ($10^{1.57}$): neither is three
-# orders of magnitude at the book's random start, entries $\mathcal N(0, 0.3^2/d)$ **[choice]**.
+# orders of magnitude at the book's random start, entries $\mathcal N(0, 0.3^2/d)$.
 # The sources do not give the paper's initialization scale, and the loss ratio depends on it
 # strongly: the random start's excess risk grows like $c^4$ in the scale $c$ (both factors scale
 # by $c$), so the answer is a *region* of $c$, not a number. The next cell scans $c$ and the noise
@@ -322,9 +324,9 @@ print("(c, sigma) where (1) and (2) are both reproduced: "
 # %% [markdown]
 # ### Observations 2 and 3: converged or not at 2000 iterations
 #
-# "Converged" needs a definition. The summary's own wording is "converges to the optimal loss"
-# **[summary]**: we read it like observation 1, the population loss within 10% of $L^\star$ after 2000
-# iterations (and "SGD has not converged" as: it is not). The book's stricter reading **[choice]** is
+# "Converged" needs a definition. Observation 2 says Algorithm 1 "converges to the optimal loss":
+# we read it like observation 1, the population loss within 10% of $L^\star$ after 2000
+# iterations (and "SGD has not converged" as: it is not). The book's stricter reading is
 # the optimization gap: a run has converged when $\hat Q(\theta_k) - \hat Q^\star$ is below $10^{-3}$ of
 # its initial value (each method against the lowest known local minimum of its own objective,
 # per seed). The table gives
@@ -385,17 +387,17 @@ for key in ("alg1_loss", "alg1", "sgd_loss", "sgd", "random_loss", "random"):
 # ## Where the headline holds: population, closed form, finite sample
 #
 # Why does Algorithm 1 converge fast in the theory and slowly here? Theorem 2's optimization term
-# is about the population objective **[summary]**, and chapter 4 derived its rate: near $S$ the step
+# is about the population objective, and chapter 4 derived its rate: near $S$ the step
 # is gradient descent in $(U, V)$, and the slowest direction that the loss curves contracts the gap
 # by $(1 - \eta s_d)^2$ per iteration, with $s_d$ the smallest singular value of
-# $X^\star = M\Sigma^{1/2}$ **[derived]**. The next cell runs Algorithm 1 from the *same* spectral
+# $X^\star = M\Sigma^{1/2}$. The next cell runs Algorithm 1 from the *same* spectral
 # start (computed from $\hat\Sigma, \hat M$) on three objectives: the population objective (true
 # $\Sigma$, $M$), the closed form with $(\hat\Sigma, \hat M)$ plugged in (from the random start, since
 # the spectral start lies on its minimizing manifold $\hat S$), and the finite-sample $\hat Q$ that
 # the experiment trains. The minima of the first two are known exactly (the
 # points of $S$ and $\hat S$); the third is measured against its basin minimizer. The fitted rate is
 # a least-squares fit of $\log$ gap on $k$ where the relative gap is between $10^{-10}$ and
-# $10^{-3}$ **[choice]** (for $\hat Q$, which never gets there, over $k \ge 1000$).
+# $10^{-3}$ (for $\hat Q$, which never gets there, over $k \ge 1000$).
 
 # %%
 headline = ablations.headline_comparison(0)       # live: two infinite-data objectives, seed 0
@@ -459,14 +461,14 @@ plt.show()
 # %% [markdown]
 # ## Rates of the optimization gap
 #
-# Theorem 2's optimization term is $\mu^m$ **[summary]**. Each method's geometric rate is fitted to its
+# Theorem 2's optimization term is $\mu^m$. Each method's geometric rate is fitted to its
 # gap over iterations 1000 to 2000 (least squares of $\log$ gap on $k$, per seed;
 # `attnlib.fitting.fit_geometric_rate`, with its standard error). For the preconditioned methods
-# the rate near the minimizer can be predicted **[derived]**: Algorithm 1's step is gradient descent
+# the rate near the minimizer can be predicted: Algorithm 1's step is gradient descent
 # in $(U, V)$ (chapter 4), so near the minimizer the offset contracts by $|1 - \eta h|$ along each
 # Hessian eigenvector and the gap by $\mu = \max_h (1 - \eta h)^2$, set by the smallest eigenvalue
-# $h_{\min}$ (`fitting.spectrum_gap_rate`, with the stored spectrum above). Plain GD from a random
-# start is, by the talk abstract, slow with a power-law rate **[abstract]**: the cell also fits a
+# $h_{\min}$ (`fitting.spectrum_gap_rate`, with the Hessian spectrum above). Plain GD from a random
+# start is, by the talk abstract, slow with a power-law rate: the cell also fits a
 # power law $k^{-b}$ to its gap over the same window and compares the two fits' residuals.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
@@ -509,7 +511,7 @@ print(earlier_rule)
 # the optimization term $\mu^m$ of Theorem 2 has $\mu$ within $3\times10^{-4}$ of 1 on the finite
 # objective. For plain GD a power law fits the gap better than a geometric rate in all three seeds
 # (log residuals 0.004 to 0.026 against 0.012 to 0.035, exponents $-0.54$ to $-0.88$), as the talk
-# abstract says **[abstract]**. Over a window of one decade in $k$ this is a description, not a
+# abstract says. Over a window of one decade in $k$ this is a description, not a
 # proof of the functional form: in seeds 0 and 2 the geometric fit's residual is more than three
 # times the power law's (3.47, 3.49), in seed 1 only 1.36 times.
 
@@ -520,8 +522,8 @@ print(earlier_rule)
 # They belong to the directions along the orbit of $\hat S$ under rotations $O$, which the balancing
 # regularizer leaves flat and the finite sample tilts only weakly (chapter 3; chapter 6 measures
 # how their curvature scales with $n$). A reader who needs the optimum itself has options. A longer
-# run (seed 0; 12,000 iterations) compares Algorithm 1 with three remedies, each a **[choice]** of
-# this book, not the paper's:
+# run (seed 0; 12,000 iterations) compares Algorithm 1 with three remedies, each chosen by
+# this book, not taken from the paper:
 #
 # * **curvature step**: the same preconditioned gradient descent with $\eta = 1/h_{\max}$, where
 #   $h_{\max}$ is the largest Hessian eigenvalue at the start, measured by power iteration with
@@ -599,7 +601,7 @@ plt.show()
 # So "fast convergence to the optimum" is within reach on this objective, but not with plain
 # preconditioned gradient descent at a step set by a curvature bound: a reader who needs the
 # minimizer should add momentum or finish with a second-order polish, and check the gap against a
-# certified local minimum. None of these reaches the lowest known minimum;
+# minimum whose gradient and Hessian confirm it is a strict local minimum. None of these reaches the lowest known minimum;
 # they reach the spectral start's basin minimum.
 
 # %% [markdown]
@@ -613,8 +615,8 @@ plt.show()
 # $M = X^\star\Sigma^{-1/2}$ (so the factorization problem, and the statistical difficulty, stay
 # the same; only the conditioning of the inputs changes). Every method runs on the empirical loss
 # with $n = 500$ for at most 2000 iterations from the same random start, and the run records the
-# first iteration at which the excess risk reaches $2\times10^{-2}$ and $10^{-2}$ **[choice of
-# thresholds: about 3 and 1.5 times the excess risk Algorithm 1 settles at]**, stopping there.
+# first iteration at which the excess risk reaches $2\times10^{-2}$ and $10^{-2}$ (two target levels
+# chosen at about 3 and 1.5 times the excess risk Algorithm 1 settles at), stopping there.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 sweep, replay_sweep, check = experiments.replay(
@@ -670,7 +672,7 @@ plt.show()
 # for $\kappa = 100$ and $1000$; SGD matches GD. Adam is the fastest at $\kappa = 1$ (49
 # iterations), and its per-coordinate scaling partly compensates the conditioning (1189 and 387
 # at $\kappa = 100$), but it does not reach $10^{-2}$ at $\kappa = 1000$. Algorithm 1 starts below
-# both thresholds at every $\kappa$ (0 iterations).
+# both levels at every $\kappa$ (0 iterations).
 
 # %% [markdown]
 # ## Explorer
@@ -758,7 +760,7 @@ show_explorer(log10_kappa=2.0, n=200, step_scale=0.5, regularize=True)
 # 1. At the defaults the loss ratio between random and spectral starts is small while the
 #    excess-risk ratio is large. Write the loss ratio in terms of the excess risks $e_r$, $e_s$ and
 #    $L^\star$. Can a smaller noise level $\sigma$ make it reach 1000? Use the $\sigma = 0$ numbers
-#    printed under Observation 1.
+#    given under Observation 1.
 #
 # ```{admonition} Solution
 # :class: dropdown
@@ -798,16 +800,16 @@ show_explorer(log10_kappa=2.0, n=200, step_scale=0.5, regularize=True)
 # objective overflows, `TrainResult.diverged`); the value depends on the seed and $n$.
 # ```
 #
-# 3. The sweep stops each run at excess risk $10^{-2}$. Why would a threshold below the excess risk
+# 3. The sweep stops each run at excess risk $10^{-2}$. Why would a target level below the excess risk
 #    Algorithm 1 settles at (about $7\times10^{-3}$ at the defaults) make the table meaningless for
 #    every method, and what sets that level?
 #
 # ```{admonition} Solution
 # :class: dropdown
 # The excess risk measures the distance of the trained layer from the *true* map; training only
-# sees $n = 500$ noisy samples, so even the certified minimizer of the trained objective has an
-# excess risk that is a statistical error: the certified minima of $\hat Q$ found from different
-# starts have the excess risks printed in the section on the best local minima found, of the order of
+# sees $n = 500$ noisy samples, so even the best minimizer found of the trained objective has an
+# excess risk that is a statistical error: the local minima of $\hat Q$ found from different
+# starts have the excess risks reported in the section on the best local minima found, of the order of
 # the OLS error $p\sigma^2 d/(2(n-d-1))$ plus the finite-$n$ softmax error of chapter 2. A threshold
 # below that level is never reached by any method, so every entry would read "not reached" and the
 # table would measure the data, not the optimizer. Chapter 6 measures how this floor falls with $n$.

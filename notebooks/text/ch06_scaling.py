@@ -18,13 +18,15 @@
 # How fast does the trained layer approach the best predictor, as the sample grows and as the
 # iterations go on? The sources of Part I {cite}`goel2026` make three statements about rates:
 #
+# ```{admonition} What the paper claims
 # | statement | source |
 # | --- | --- |
 # | Theorem 2: $L(\theta_m) - L^\star \lesssim n^{-2}\log^6 n + \mu^m$ with $\mu < 1$, for Algorithm 1 | **[summary]** |
 # | the later version: the error term decreases as $1/n$ | **[abstract]** |
 # | the trained layer matches the minimax rate of ordinary least squares | **[abstract]** (talk) |
+# ```
 #
-# The yardstick in $n$ is exact **[derived]**: for a Gaussian
+# The yardstick in $n$ is exact: for a Gaussian
 # design the least-squares fit $\hat M = Y^\top X (X^\top X)^{-1}$ has expected excess risk
 #
 # $$
@@ -47,9 +49,9 @@
 # reports the **deployed test risk**, the error on fresh points of the layer that uses the $n$
 # training samples as its context.
 #
-# The runs take about 10 minutes on one core, so the notebook loads them from a stored run
-# (`python -m attnlib.experiments scaling` reruns it in full) and replays its first iterations
-# live as a check.
+# The runs take about 10 minutes on one core, so the notebook loads precomputed results
+# (`python -m attnlib.experiments scaling` reruns them in full); the next cell recomputes a reduced
+# configuration live and compares it with the loaded results.
 
 # %% [markdown]
 # ## Overview
@@ -113,7 +115,7 @@ print(f"d = {d}, p = {p}, cond(Sigma) = {config['kappa']:g}, noise levels "
 # closed-form objective (the population loss with $\hat\Sigma, \hat M$ plugged in, chapter 4);
 # and the OLS fit on the same data. Slopes are least-squares fits of $\log$(excess risk) on
 # $\log n$ over all seeds (`attnlib.fitting.fit_power_law`), with the classical standard error
-# and a bootstrap over seeds **[choice]**.
+# and a bootstrap over seeds.
 
 # %%
 rng_boot = np.random.default_rng(SEED_BOOT)
@@ -179,7 +181,7 @@ plt.show()
 # point with $-1.25 \pm 0.06$: consistent with $1/n$ plus a pre-asymptotic excess at the smallest $n$,
 # and **not faster than OLS in level**: it stays a factor of about 4 above the OLS formula at every
 # $n \ge 200$. So the measured exponent is close to the $1/n$ of the later abstract, and the
-# claim that the layer "matches the minimax rate of OLS" **[abstract]** has to be read with care:
+# claim that the layer "matches the minimax rate of OLS" has to be read with care:
 # as an exponent it does, with a constant of about 4 times OLS at $\sigma = 0.1$ in this
 # reconstruction. The deployed predictor, which also pays for
 # its finite context, decays more slowly (slope $-0.84 \pm 0.03$).
@@ -244,8 +246,8 @@ plt.show()
 # goes to $n = 51200$ (eight seeds). Both noise levels give slope $-1.10$ and $-1.09$ over the whole
 # range and $-1.01$, $-1.02$ for $n \ge 1600$: plainly $1/n$, with $n \times$ excess risk levelling
 # off near 3.1 ($\sigma = 0.1$) and 2.1 ($\sigma = 0$). Even with $\sigma = 0$ the error is $1/n$
-# (exercise 3 derives why **[derived]**). So in this reconstruction the error does not follow the $n^{-2}\log^6 n$
-# term of Theorem 2 **[summary]** at $\sigma = 0$ either, for a reason unrelated to the noise.
+# (exercise 3 derives why). So in this reconstruction the error does not follow the $n^{-2}\log^6 n$
+# term of Theorem 2 at $\sigma = 0$ either, for a reason unrelated to the noise.
 # The dotted curve shows how little the bound's shape can be told apart from $1/n$ at moderate
 # $n$; the next cell prints its local slope.
 
@@ -308,7 +310,7 @@ for n in (50, 400, 1600, 51200, 10**6, 10**9):
 # ### Measured on the closed-form objective
 #
 # The third part of the run isolates optimization: the closed-form objective with the
-# true moments (so its certified optimum is known exactly: $\hat Q^\star = L^\star$, attained on $S$,
+# true moments (so its optimum is known exactly: $\hat Q^\star = L^\star$, attained on $S$,
 # where $R = 0$; the
 # excess risk fitted below is the optimization gap up to the regularizer's value, which vanishes at
 # the same rate), $X^\star = \Phi\,{\rm diag}(1, \dots, 1/\kappa(X^\star))\,\Psi^\top$ with fixed random
@@ -361,7 +363,7 @@ plt.show()
 # doubles ($0.170, 0.087, 0.044, 0.022, 0.011, 0.0055$): $1 - \mu \propto 1/\kappa(X^\star)$, exactly
 # as derived (here $\eta = 0.0888$ is set by the start's size, $N_0 = c/((1+\lambda)\eta) \approx 2.8 > s_1 = 1$,
 # the same in every run). With $X^\star$ held fixed, changing $\kappa(\Sigma)$ from 1 to 1000 leaves the rate and
-# the iteration count (2117) unchanged to every printed digit.
+# the iteration count (2117) unchanged to every digit shown.
 #
 # Without the preconditioner the same objective is minimised by plain gradient descent with the same
 # step. At $\kappa(\Sigma) = 1$ both methods coincide. At $\kappa(\Sigma) = 10, 100, 1000$ none of
@@ -373,7 +375,7 @@ plt.show()
 # removes: the rate then depends on $\kappa(X^\star)$ only.
 
 # %% [markdown]
-# Two of the summaries add that the rate does not depend on the embedding dimension **[summary]**. At
+# Two of the paper's summaries add that the rate does not depend on the embedding dimension. At
 # fixed $\kappa(X^\star)$ the prediction says so exactly: the nonzero Hessian eigenvalues at $S$ lie
 # in $[s_d, 2s_1]$ whatever $d$ is (chapter 3). The next cell measures it: $d = 5, 10, 20$ with
 # $p = 2d$, singular values of $X^\star$ from 1 to $1/8$, the theory's step $\eta = 0.5/(2 s_1)$,
@@ -436,7 +438,7 @@ plt.show()
 # ### The slow directions at finite n
 #
 # The slow tail comes from the Hessian of the finite-$n$ objective $\hat Q = \hat L + \hat R$ at its
-# minimizer. A stored run computes the minimizer reached from
+# minimizer. A precomputed run gives the minimizer reached from
 # the spectral start (`attnlib.reference`, chapter 5) and its full Hessian spectrum in $(U, V)$
 # coordinates for $n = 125$ to $2000$ (two seeds), together with Algorithm 1's step at that $n$. On
 # the closed form, $d(d-1)/2 = 45$ eigenvalues are exactly zero (the rotations along $S$); at finite
@@ -444,7 +446,7 @@ plt.show()
 # vanishes as $n$ grows, their curvature should shrink with $n$; the cell fits a power law to the
 # smallest eigenvalue and to the geometric mean of the 45 smallest, and turns $h_{\min}$ into the
 # iterations Algorithm 1 needs to shrink the gap by $10^{3}$ in its slowest direction,
-# $\ln 10^3 / (-\ln (1 - \eta h_{\min})^2)$ **[derived]**.
+# $\ln 10^3 / (-\ln (1 - \eta h_{\min})^2)$.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 # n = 125, seed 0; the Hessian is central differences of the gradient: compared to its

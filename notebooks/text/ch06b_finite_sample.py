@@ -24,12 +24,12 @@
 # book's own result, not a reproduction of the papers: every statement in it is **[derived]**
 # (shown here), **[choice]** (a decision of this book) or measured by a cell below.
 #
-# The runs are two grids of tasks, loaded from stored runs (rerunning them in full takes 51 and
+# The runs are two grids of tasks, loaded from precomputed runs (rerunning them in full takes 51 and
 # 22 minutes on two cores:
 # `python -m attnlib.experiments finite_sample_methods finite_sample_spectra --workers 2`).
 # Their data are chapter 5's (the defaults of chapter 1: $d = 10$, $p = 20$,
 # $\kappa(\Sigma) = 10$, $\sigma = 0.1$, leave-one-out mask, $\lambda = 1$) at
-# $n = 125, 250, \dots, 4000$, two data seeds each **[choice]**: two seeds is what the time
+# $n = 125, 250, \dots, 4000$, two data seeds each: two seeds is what the time
 # budget allows at $n = 4000$, where one gradient costs about 0.2 s on a shared core.
 
 # %% [markdown]
@@ -94,7 +94,7 @@ print(f"the two grids reached the same minimizers at sigma = 0.1 (equal values a
 # %% [markdown]
 # ## The orbit is flat at infinite n and tilted at finite n
 #
-# **[derived]** Write the layer's output for query $j$ as its infinite-context limit plus an error,
+# Write the layer's output for query $j$ as its infinite-context limit plus an error,
 # $h_j = m_j + e_j$ with $m_j = \Sigma B^\top x_j$ (chapter 2: the softmax weights
 # $w_{ji} \propto e^{x_j^\top B x_i}$ tilt the Gaussian keys, and the tilted mean is
 # $\Sigma B^\top x_j$). $e_j$ is the error of a self-normalized importance-sampling estimate
@@ -197,7 +197,7 @@ for mask in ("loo", "all"):
 # %% [markdown]
 # ## The orbit curvature against n, measured
 #
-# Each task of the stored grid `finite_sample_spectra` finds the minimizer of $\hat Q$ reached from
+# Each task of the precomputed grid `finite_sample_spectra` finds the minimizer of $\hat Q$ reached from
 # the spectral start (L-BFGS and a Newton polish to a gradient norm of $10^{-8}$,
 # `attnlib.reference`) and measures, there, the full Hessian spectrum in $(U, V)$ coordinates
 # (300 eigenvalues, as in chapter 6) and the Hessian restricted to two 45-dimensional orbit
@@ -284,7 +284,7 @@ plt.show()
 # Every method starts at Algorithm 1's spectral start on the same $\hat Q$ and is charged for
 # every gradient evaluation it makes, including what it spends before it starts (a power
 # iteration for the largest curvature $h_{\max}$: 202 evaluations); the budget is 2000 evaluations
-# (1000 iterations for Algorithm 1) **[choice]**:
+# (1000 iterations for Algorithm 1):
 #
 # | method | what it is |
 # | --- | --- |
@@ -292,7 +292,7 @@ plt.show()
 # | Nesterov | chapter 5's remedy: the curvature step $1/h_{\max}$ with Nesterov momentum 0.9 |
 # | Newton polish | 200 Algorithm 1 iterations, then trust-region Newton-CG with Hessian-vector products by central differences (two evaluations each) |
 # | L-BFGS | 30 correction pairs, exact gradients, scipy's line search |
-# | orbit Nesterov | this book's orbit-aware method [choice]: Nesterov with the curvature step across the orbit and a Newton step along it, the Hessian restricted to the orbit tangent re-measured every 100 iterations (90 evaluations each) after 300 warm-up iterations, the orbit step at most 0.01 long |
+# | orbit Nesterov | this book's orbit-aware method: Nesterov with the curvature step across the orbit and a Newton step along it, the Hessian restricted to the orbit tangent re-measured every 100 iterations (90 evaluations each) after 300 warm-up iterations, the orbit step at most 0.01 long |
 #
 # The orbit method's settings were chosen on one case (chapter 5's data, $n = 500$, seed 0)
 # before this grid was run; there, an orbit step of unbounded length (0.1 instead of 0.01)
@@ -360,7 +360,7 @@ for j, method in enumerate(methods):
 # $L(\theta) - L^\star$ on new data. The cell compares, at every $n$, the excess risk of the
 # reference minimizer, of the lowest known minimum's method, of Algorithm 1 after 1000
 # iterations, and of Algorithm 1 **stopped early** at the first iteration where its excess risk
-# comes within 10% of the reference minimizer's **[choice]**, with the least-squares fit on the
+# comes within 10% of the reference minimizer's (a rule this book fixes), with the least-squares fit on the
 # same data (the OLS floor of chapter 6).
 
 # %%

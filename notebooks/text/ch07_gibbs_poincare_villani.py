@@ -47,12 +47,14 @@
 # Villani potential through a Poincare inequality to exponential convergence holds quantitatively
 # here. The catch is the size of the gap, which shrinks exponentially at low temperature.
 #
-# **What the source states.** **[summary]** The source's proofs rest on bounds on the gradients and Laplacians of the
+# ```{admonition} What the paper claims
+# **[summary]** The source's proofs rest on bounds on the gradients and Laplacians of the
 # factorized losses, including the Jacobian and Hessian of the row softmax, and on the scale
 # invariance of factorized losses; Chapter 8 writes such an argument out. The source states its
 # own limits: single attention layers and depth-2 networks only; full Transformer layers (joint
 # training of $W_Q$, $W_K$, $W_V$ and the feed-forward blocks) and more advanced architectures
 # (FlashAttention, Mamba) remain open.
+# ```
 #
 # Labels: **[summary]** the project's summary of the paper says it; **[abstract]** only the public
 # abstract says it; **[derived]** this book derives it; **[choice]** this book chooses it (the
@@ -112,7 +114,7 @@ SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bi
 #
 # ### The Poincare inequality
 #
-# **[choice]** $\mu_s$ satisfies a Poincare inequality with constant $C_P$ if, for every smooth
+# $\mu_s$ satisfies a Poincare inequality with constant $C_P$ if, for every smooth
 # $g$,
 #
 # $$
@@ -135,7 +137,7 @@ SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bi
 #
 # ### The Villani condition
 #
-# **[choice]** (Villani {cite}`villani2009`, as used by Shi, Su and Jordan {cite}`shi2023` and by
+# (Villani {cite}`villani2009`, as used by Shi, Su and Jordan {cite}`shi2023` and by
 # Gopalani and Mukherjee {cite}`gopalani2022`) A function $f:\mathbb{R}^D\to\mathbb{R}$ is a
 # **Villani function** if
 #
@@ -153,7 +155,7 @@ SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bi
 # %% [markdown]
 # ## The integrator
 #
-# **[choice]** Every Langevin simulation in Part II uses the Euler-Maruyama scheme with step $h$,
+# Every Langevin simulation in Part II uses the Euler-Maruyama scheme with step $h$,
 #
 # $$
 # \theta_{k+1} = \theta_k - h\,\nabla f(\theta_k) + \sqrt{s h}\,\xi_k ,\qquad
@@ -210,7 +212,7 @@ plt.show()
 # %% [markdown]
 # ## A worked example in one dimension
 #
-# **[choice]** The tilted double well $f(x) = (x^2-1)^2 + 0.2\,x$ at $s = 0.7$. It is a Villani
+# Our first example is the tilted double well $f(x) = (x^2-1)^2 + 0.2\,x$ at $s = 0.7$. It is a Villani
 # function: $f\sim x^4$, $e^{-2f/s}$ is integrable, and
 # $f'(x)^2/s - f''(x) \sim 16x^6/s\to\infty$. Its wells at $x\approx\pm1$ are separated by a
 # barrier, so the spectral gap $\lambda_1$ is set by the rate of hopping between them.
@@ -289,7 +291,7 @@ plt.show()
 # %% [markdown]
 # ## A worked example in two dimensions
 #
-# **[choice]** The curved double well
+# The second example is the curved double well
 # $f(x,y) = (x^2-1)^2 + 0.2\,x + (y - 0.5\,x^2)^2$ at $s = 0.7$: the valley $y = x^2/2$ bends
 # the path between the wells at $(\pm 1, 0.5)$, so the Gibbs density does not factorise. It is
 # Villani for the same reasons as the 1-D well (the quartic term in $x$ and the quadratic term
@@ -359,7 +361,7 @@ plt.show()
 # $t \in [5, 25]$, with the standard error over chains. The Metropolis-adjusted Langevin algorithm
 # (MALA, `langevin.mala`) uses the same Euler-Maruyama step as a proposal and accepts it with the
 # Metropolis-Hastings probability, which makes $\mu_s$ exactly stationary at every $h$
-# {cite}`roberts1996` **[choice]**; it is run at the largest step.
+# {cite}`roberts1996`; it is run at the largest step.
 
 # %%
 bias_axes = [np.linspace(-2.5, 2.5, 501), np.linspace(-2.0, 4.0, 601)]
@@ -400,7 +402,7 @@ print(f"Euler-Maruyama bias / h: " + ", ".join(f"{b / h:.2f}" for b, h in zip(em
 #   ($e^{-2f/s}\to e^{-2/s}>0$ and $Z_s = \infty$): there is no Gibbs measure at all. This is
 #   the situation of the unregularized attention loss in Chapter 8, which is bounded.
 # * **Slowly growing:** $f(x) = \log(1 + x^2)$. It tends to infinity, and
-#   $e^{-2f/s} = (1+x^2)^{-2/s}$ is integrable when $s < 4$ **[derived]**, so a Gibbs measure
+#   $e^{-2f/s} = (1+x^2)^{-2/s}$ is integrable when $s < 4$ (Exercise 2), so a Gibbs measure
 #   exists at $s = 0.7$; but $f'^2/s - f'' \to 0$, so condition 4 fails, the Gibbs measure has
 #   polynomial tails, and no Poincare inequality holds (a Poincare inequality forces
 #   exponential tails).

@@ -27,7 +27,7 @@
 # 1. the loss has a $GL(d_k)$ symmetry, so it is constant along non-compact orbits;
 # 2. so without a regularizer the Gibbs measure $\mu_s \propto e^{-2f/s}$ cannot be normalized;
 # 3. on the orbit through a stationary point, the Villani quantity $\lVert\nabla \tilde f\rVert^2/s - \Delta \tilde f$
-#    has a closed form, and weight decay fails there above a threshold temperature while the
+#    has a closed form, and weight decay fails there above a critical temperature while the
 #    source's two mild regularizers win, but only beyond a crossover radius that can be
 #    astronomically large;
 # 4. along generic rays every regularizer passes, so rays decide nothing;
@@ -55,8 +55,7 @@
 #
 # Labels: **[summary]** the project's summary of the paper says it; **[abstract]** the public abstract
 # says it and the summary does not; **[derived]** this book derives it; **[choice]** this book
-# chooses it. The paper's full text is not available to this project, so its definitions are
-# replaced by the book's, marked [choice].
+# chooses it. The paper's full text is not available to us, so the definitions below are the book's own.
 
 # %% [markdown]
 # :::{admonition} Learning objectives
@@ -90,7 +89,7 @@ BOUND_SEED = 5        # random parameters for the inequalities of the argument
 # %% [markdown]
 # ## The model and its symmetry
 #
-# The model [choice] (the source's Definitions 2.4 and 2.5 are not available): an input is a
+# The model is our choice, since the source's Definitions 2.4 and 2.5 are not available: an input is a
 # token matrix $X_i \in \mathbb{R}^{N\times d}$, the output is
 #
 # $$
@@ -108,11 +107,11 @@ BOUND_SEED = 5        # random parameters for the inequalities of the argument
 # The regularizer profiles are weight decay $g(t) = t$ and the source's two mild forms [summary]:
 # the log-amplified $g(t) = t\log(1+t)$ and the super-quadratic form, which the source writes
 # $\lambda\lVert W\rVert_F^{2+\varepsilon}$. This book uses
-# $g(t) = (1+t)^{1+\varepsilon/2} - 1$ [choice]. That form is infinitely differentiable, while
+# $g(t) = (1+t)^{1+\varepsilon/2} - 1$. That form is infinitely differentiable, while
 # $t^{1+\varepsilon/2}$ is only twice differentiable at $W = 0$, and the Villani definition asks
 # for a smooth function. The two forms grow alike at infinity, which is all that matters below.
 #
-# A small synthetic problem [choice]: $n = 6$ inputs of $N = 5$ tokens in dimension $d = 3$,
+# We work with a small synthetic problem: $n = 6$ inputs of $N = 5$ tokens in dimension $d = 3$,
 # $d_k = 2$, so $D = 2 d d_k = 12$ trained parameters. The targets come from a random teacher
 # attention layer plus noise.
 
@@ -146,8 +145,7 @@ print("L along (rho W_Q, W_K / rho), rho = 1e-6 ... 1e6:",
 
 # %% [markdown]
 # The data loss does not move, to rounding level, under any of the four random $G$ or along twelve
-# decades of the scale orbit; the check below asks each relative change to be at most $10^{-12}$
-# **[choice]**.
+# decades of the scale orbit; the check below asks each relative change to be at most $10^{-12}$.
 #
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
@@ -165,7 +163,7 @@ print(f"{'[summary]':11s} {symmetry}")
 # Every output row is a convex combination of the rows of $X_i W_V$, so $L$ is bounded:
 # $0 \le L \le \sup L < \infty$. Then $e^{-2L/s} \ge e^{-2\sup L/s} > 0$ everywhere and
 # $\int_{\mathbb{R}^D} e^{-2L/s} = \infty$ for every $s > 0$: the partition function diverges
-# because the loss is constant along non-compact orbits [summary]. So condition 3 of the Villani
+# because the loss is constant along non-compact orbits. So condition 3 of the Villani
 # definition fails, and $\mu_s$ does not exist.
 #
 # ### A reduced example with sympy
@@ -244,7 +242,7 @@ plt.show()
 # with any of the three it levels off. A finite ball cannot show a divergence (the proof is the
 # bound $L \le \sup L$); what it can show is that $\log Z_R$ has not levelled off. The check below
 # asks it to grow from $R = 6$ to $R = 12$ by at least half of $D\log 2$, the growth of
-# $\log\operatorname{vol}(B_R)$ **[choice]**.
+# $\log\operatorname{vol}(B_R)$.
 #
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
@@ -261,7 +259,7 @@ print(f"{'[summary]':11s} {normalizable}")
 # from the teacher. Along its orbit $(\rho W_Q^\star, W_K^\star/\rho)$ the loss is constant and its
 # gradient vanishes: $\nabla_{W_Q} L$ is divided by $\rho$ and $\nabla_{W_K} L$ multiplied by $\rho$. The
 # Hessian block in $W_K$ sees $W_Q$ twice, so its trace scales like $\rho^2$, and the $W_Q$ block scales
-# like $1/\rho^2$ [derived]:
+# like $1/\rho^2$:
 #
 # $$
 # \Delta L(\rho W_Q^\star, W_K^\star/\rho) = a\rho^2 + \frac{b}{\rho^2},\qquad
@@ -291,7 +289,7 @@ print(f"fit over rho in [1e-2, 1e2]: a = {a_fit:.6f}, b = {b_fit:.6f}, "
 # %% [markdown]
 # So on this orbit $\nabla \tilde f = \nabla R$ and the Villani quantity is a closed form in
 # $\rho$, with $t_Q = q\rho^2$, $t_K = k/\rho^2$, $q = \lVert W_Q^\star\rVert_F^2$, $k = \lVert W_K^\star\rVert_F^2$
-# and $D_Q = D_K = d d_k$ [derived]:
+# and $D_Q = D_K = d d_k$:
 #
 # $$
 # \begin{aligned}
@@ -327,7 +325,7 @@ for name, reg in regs.items():
 # ### The crossover radius, derived with sympy
 #
 # For large $\rho$ only $4\lambda^2 t_Q g'(t_Q)^2/s$ and $a\rho^2$ matter. Dividing by $\rho^2$,
-# the sign of $\mathcal V_s$ is that of $4\lambda^2 q\, g'(q\rho^2)^2/s - a$ [derived]:
+# the sign of $\mathcal V_s$ is that of $4\lambda^2 q\, g'(q\rho^2)^2/s - a$:
 #
 # * weight decay, $g' = 1$: the limit $4\lambda^2 q/s - a$ is a constant, so the quantity tends to
 #   $-\infty$ exactly when $s > 4\lambda^2 q / a$;
@@ -355,7 +353,7 @@ print("weight decay fails for s >", wd_threshold[0])
 # and $\rho^\star \approx \big[sa / (4\lambda^2(1+\varepsilon/2)^2 q^{1+\varepsilon})\big]^{1/(2\varepsilon)}$ for the
 # power form. `villani.crossover_log_radius` finds the exact largest root of $\mathcal V_s$ (a scan in
 # $\log\rho$, then bisection in mpmath), and we compare it with these formulas. The weight-decay
-# rows give the threshold $4\lambda^2 q / a$.
+# rows give the critical temperature $4\lambda^2 q / a$.
 
 # %%
 temperatures = [0.01, 1.0, 100.0]
@@ -416,11 +414,11 @@ plt.show()
 # %% [markdown]
 # ### Weight decay: a threshold temperature
 #
-# At $\lambda = 0.01$ the weight-decay threshold is tiny. With $\lambda = 1$ it is of order one, and
-# the two sides of the threshold can be compared directly. As $\rho \to \infty$,
-# $\mathcal V_s/\rho^2 \to 4\lambda^2 q/s - a$, positive below the threshold and negative above it. On the
-# other end of the orbit ($\rho \to 0$) the roles of the blocks swap and the threshold is
-# $4\lambda^2 k/b$, so weight decay passes on this orbit only for $s < 4\lambda^2\min(q/a, k/b)$ [derived].
+# At $\lambda = 0.01$ this threshold, the critical temperature $4\lambda^2 q/a$ of weight decay, is tiny. With $\lambda = 1$ it is of order one, and
+# the two sides of it can be compared directly. As $\rho \to \infty$,
+# $\mathcal V_s/\rho^2 \to 4\lambda^2 q/s - a$, positive below the critical temperature and negative above it. On the
+# other end of the orbit ($\rho \to 0$) the roles of the blocks swap and the critical temperature is
+# $4\lambda^2 k/b$, so weight decay passes on this orbit only for $s < 4\lambda^2\min(q/a, k/b)$.
 
 # %%
 strong = Regularizer("weight_decay", 1.0)
@@ -473,7 +471,7 @@ for rho_ray in (1, 4, 16, 64, 256, 1024):
 # ## Villani is sufficient, not necessary
 #
 # The Villani condition is one route to a Poincare inequality {cite}`villani2009`. Here another
-# route is available [derived]. With weight decay,
+# route is available. With weight decay,
 # $\tilde f = L + \lambda\lVert\theta\rVert^2$, and $L$ is bounded with oscillation
 # $\operatorname{osc} L = \sup L - \inf L \le \sup L$. So $\mu_s \propto e^{-2\tilde f/s}$ is the Gaussian
 # $\mathcal N(0, \tfrac{s}{4\lambda} I)$, whose Poincare constant is $s/(4\lambda)$, tilted by the bounded factor
@@ -651,7 +649,7 @@ print(f"weight decay, lambda = {lam_strong:g}: the estimate proves it for s < "
 #   along non-compact $GL(d_k)$ orbits; being bounded as well, it has no normalizable Gibbs measure.
 # * On the orbit through a stationary point the Villani quantity has a closed form: the loss
 #   Laplacian grows like $\rho^2$, weight decay's push only keeps pace with it, so weight decay fails
-#   above a threshold temperature, while the mild regularizers outgrow it beyond a crossover radius.
+#   above a critical temperature, while the mild regularizers outgrow it beyond a crossover radius.
 # * Along generic rays the softmax saturates and only the regularizer is left, so rays test the
 #   regularizer, not the loss; the orbits through stationary points are where the condition is decided.
 # * The Villani condition is sufficient for a Poincare inequality, not necessary: with a bounded loss,
@@ -682,7 +680,7 @@ print(f"weight decay, lambda = {lam_strong:g}: the estimate proves it for s < "
 # ```
 #
 # 2. Using the leading-order formula for the power form, what happens to $\rho^\star$ as
-#    $\varepsilon \to 0$? Relate the answer to the weight-decay threshold.
+#    $\varepsilon \to 0$? Relate the answer to the critical temperature of weight decay.
 #
 # ```{admonition} Solution
 # :class: dropdown
@@ -693,15 +691,15 @@ print(f"weight decay, lambda = {lam_strong:g}: the estimate proves it for s < "
 # this side of the orbit.
 # ```
 #
-# 3. Compute the weight-decay threshold for the other end of the orbit ($\rho \to 0$) at $\lambda = 0.01$
+# 3. Compute the critical temperature of weight decay for the other end of the orbit ($\rho \to 0$) at $\lambda = 0.01$
 #    with `villani.weight_decay_threshold(consts.swapped(), 0.01)`, and the log form's crossover with
 #    `villani.crossover_log_radius(consts.swapped(), Regularizer("log", 0.01), 1.0)`. Which end decides?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# `consts.swapped()` exchanges the roles $(a, q) \leftrightarrow (b, k)$, so the threshold on the
+# `consts.swapped()` exchanges the roles $(a, q) \leftrightarrow (b, k)$, so the critical temperature on the
 # $\rho \to 0$ side is $4\lambda^2 k/b$, and the crossover is read in $\log(1/\rho)$. Weight decay must pass
-# at both ends, so the smaller threshold, $4\lambda^2\min(q/a, k/b)$, decides. For the mild regularizers
+# at both ends, so the smaller critical temperature, $4\lambda^2\min(q/a, k/b)$, decides. For the mild regularizers
 # the quantity tends to $+\infty$ at both ends, and the larger of the two crossover radii tells how
 # far out one must go.
 # ```

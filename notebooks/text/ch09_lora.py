@@ -80,8 +80,8 @@ BOUND_SEED = 5        # random parameters for the inequalities of the argument
 #
 # LoRA adapts a pretrained weight matrix by a low-rank product. The summary writes
 # $W' = W_{\mathrm{pre}} + \alpha BA$ and notes the invariance $A \to cA$, $B \to B/c$, which makes the
-# landscape "flat" [summary]. The book's model [choice] (the source's Definitions 2.6 and 2.7 are not
-# available) is
+# landscape "flat" [summary]. The book's model (the source's Definitions 2.6 and 2.7 are not
+# available to us) is
 #
 # $$
 # \begin{aligned}
@@ -96,7 +96,7 @@ BOUND_SEED = 5        # random parameters for the inequalities of the argument
 # loss in {eq}`eq-ch09-model` depends on $UV$ only, so $L(UG, G^{-1}V) = L(U, V)$ for every $G \in GL(r)$: the loss is constant on the orbits of
 # the general linear group. We write $\rho$ for the scale of the orbit $(\rho U, V/\rho)$, because $r$ is the rank.
 #
-# A small synthetic problem [choice]: $n = 20$ samples in $d = 3$, width $m = 8$, rank $r = 2$
+# We work with a small synthetic problem: $n = 20$ samples in $d = 3$, width $m = 8$, rank $r = 2$
 # ($D = r(m + d) = 22$ parameters). The targets come from a teacher rank-2 update plus noise.
 
 # %%
@@ -119,8 +119,7 @@ for _ in range(4):
 #
 # Because $\tanh$ is bounded, $\lvert\hat y\rvert \le \lVert a\rVert_1$ and the data loss is bounded by
 # $\frac{1}{2n}\sum_i(\lVert a\rVert_1 + \lvert y_i\rvert)^2$. As in Chapter 8, $e^{-2L/s}$ is bounded below by a
-# positive constant, so $\int e^{-2L/s} = \infty$ and the unregularized Gibbs measure does not exist
-# [summary]. The radial estimate of $Z_R = \int_{\lVert\theta\rVert\le R} e^{-2f/s}$ (200 directions,
+# positive constant, so $\int e^{-2L/s} = \infty$ and the unregularized Gibbs measure does not exist. The radial estimate of $Z_R = \int_{\lVert\theta\rVert\le R} e^{-2f/s}$ (200 directions,
 # $s = 1$, $\lambda = 0.1$ for the regularizers) shows it ({numref}`fig-ch09-partition`): without a
 # regularizer $\log Z_R$ keeps growing, with any of the three it levels off.
 
@@ -154,7 +153,7 @@ plt.show()
 # On $V = 0$ the network is the pretrained one, whatever $U$ is: the data loss is constant on
 # the whole $mr$-dimensional subspace $\{V = 0\}$. There $\nabla_U L = 0$, but
 # $\nabla_V L = U^\top \nabla_W L(W_{\mathrm{pre}})$ is not zero. Along $U = \rho U_0$, $V = 0$, the $V$-block of the
-# Hessian sees $U$ twice and the $U$-block vanishes, so [derived]
+# Hessian sees $U$ twice and the $U$-block vanishes, so
 #
 # $$
 # \begin{aligned}
@@ -195,7 +194,7 @@ for s in (0.5 * c1 / c2, 2 * c1 / c2):
           + ", ".join(f"{v:.4g}" for v in values))
 
 # %% [markdown]
-# Here $c_1/c_2 \approx 174.5$. The printed columns are constant over five decades of $\rho$,
+# Here $c_1/c_2 \approx 174.5$. The columns of the table are constant over five decades of $\rho$,
 # as the scaling {eq}`eq-ch09-flat` says. At $\rho = 10^3$ the sign of $\mathcal V_s$ flips between $s = c_1/(2c_2)$ and
 # $s = 2c_1/c_2$ for all three losses, because at $\lambda = 0.01$ the regularizer terms are still small
 # there.
@@ -207,11 +206,11 @@ for s in (0.5 * c1 / c2, 2 * c1 / c2):
 # data loss. The redundancy makes this point hard for BFGS to find: for some random seeds the iterates
 # drift along the orbit and BFGS stops on precision loss. So we first minimize with a tiny weight
 # decay ($\lambda = 10^{-3}$), which gives a well-conditioned, balanced start, and then polish without
-# it. The polish is not a small correction: it moves the product $UV$ (printed below) and
+# it. The polish is not a small correction: it moves the product $UV$ (see the output below) and
 # ends at an unbalanced point whose place along the flat orbit depends on round-off. Every point of the orbit is an equally good
 # stationary point, so we take the one the product alone fixes: the balanced point
 # $\theta^\star = (PS^{1/2}, S^{1/2}Q^\top)$ of the SVD $UV = PSQ^\top$, where
-# $U^{\star\top} U^\star = V^\star V^{\star\top}$ [choice].
+# $U^{\star\top} U^\star = V^\star V^{\star\top}$.
 # On the orbit $(\rho U^\star, V^\star/\rho)$ the data Laplacian is $a\rho^2 + b/\rho^2$, now with
 # $a = \Delta_V L$, $b = \Delta_U L$, $q = \lVert U^\star\rVert_F^2$, $k = \lVert V^\star\rVert_F^2$. The
 # same closed form and the same crossover formulas apply.
@@ -252,7 +251,7 @@ print(f"closed form vs direct evaluation at rho = 0.1, 1, 10, 100 (s = 1, every 
       f"max relative gap {format_deviation(max(gaps), resolution=1e-9)}")
 
 # %% [markdown]
-# The warm start is balanced, exactly [derived]. Write $G = \nabla_W L$ at $W = W_{\mathrm{pre}} + UV$.
+# The warm start is balanced, exactly. Write $G = \nabla_W L$ at $W = W_{\mathrm{pre}} + UV$.
 # With weight decay the gradients are $\nabla_U f = GV^\top + 2\lambda U$ and
 # $\nabla_V f = U^\top G + 2\lambda V$, so
 #
@@ -343,10 +342,10 @@ print(f"range {low:.2f} to {high:.2f} (balanced alpha = 0.5, theta*: {by_factori
 # %% [markdown]
 # At $s = 0.01$ both mild regularizers are already positive close to $\rho = 1$ on the $\rho \to \infty$
 # side, and the leading-order formulas, which assume $\rho^\star \gg 1$, are off there. At $s = 1$ and
-# $s = 100$ they agree with the exact roots to the printed digits at both ends.
+# $s = 100$ they agree with the exact roots to all the digits shown, at both ends.
 #
 # Here the $\rho \to 0$ end decides at every temperature: $b/k$ is about seven times $a/q$ (constants
-# printed above), and the log form's crossover grows like $\sqrt{s\,b/k}/(4\lambda)$ on that side. For the log
+# in the output above), and the log form's crossover grows like $\sqrt{s\,b/k}/(4\lambda)$ on that side. For the log
 # form at $s = 1$ the LoRA crossover on the orbit through $\theta^\star$ is therefore $10^{13.42}$ (that is,
 # $\rho_\star = 10^{-13.42}$), not the $10^{4.56}$ of the other end; at $s = 100$ it is $10^{140.13}$.
 #
@@ -363,14 +362,14 @@ print(f"range {low:.2f} to {high:.2f} (balanced alpha = 0.5, theta*: {by_factori
 # %% [markdown]
 # ## Villani is sufficient, not necessary
 #
-# The argument of Chapter 8 carries over [derived]. The LoRA data loss is bounded because $\tanh$ is,
+# The argument of Chapter 8 carries over. The LoRA data loss is bounded because $\tanh$ is,
 # so with weight decay $\mu_s$ is a Gaussian tilted by the bounded factor $e^{-2L/s}$. The
 # Holley-Stroock lemma {cite}`holley1987` then gives
 # $C_P(\mu_s) \le e^{2\operatorname{osc}L/s}\, s/(4\lambda)$ for every $s > 0$, with or without the Villani
 # condition. With an unbounded activation (softplus, ReLU) the loss is no longer bounded and
 # this shortcut fails. The Villani route does not need boundedness.
 #
-# The argument in every direction of Chapter 8 carries over [derived], and the next cell checks its
+# The argument in every direction of Chapter 8 carries over, and the next cell checks its
 # inequalities numerically for LoRA as Chapter 8 does for attention: with $G = \nabla_W L$ bounded ($\tanh' \le 1$ and $\lvert\hat y\rvert \le \lVert a\rVert_1$),
 # $\nabla_U L = GV^\top$ and $\nabla_V L = U^\top G$ give $\lVert\nabla_U L\rVert \le C\lVert V\rVert$ and
 # $\lVert\nabla_V L\rVert \le C\lVert U\rVert$, and the bounded second derivative of $\tanh$ gives

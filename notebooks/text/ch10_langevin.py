@@ -81,7 +81,7 @@ BLOCKS = {"attention": (r"$\|W_Q\|_F$", r"$\|W_K\|_F$"), "lora": (r"$\|U\|_F$", 
 # ## The set-up
 #
 # **[choice]** Everything here is the book's choice; the source's own Langevin experiments (if
-# any beyond the Darcy-flow training of Chapter 11) are not available to this project.
+# any beyond the Darcy-flow training of Chapter 11) are not available to us.
 #
 # * Models: `qk_attention.make_problem` ($n = 6$ inputs of $N = 5$ tokens in $d = 3$
 #   dimensions, $d_k = 2$, so $D = 12$ trained parameters) and `lora.make_problem` (width 8,
@@ -95,8 +95,8 @@ BLOCKS = {"attention": (r"$\|W_Q\|_F$", r"$\|W_K\|_F$"), "lora": (r"$\|U\|_F$", 
 #   i.i.d. $\mathcal N(0, 1.5^2)$ entries (far above the Gibbs mean, so that the approach is
 #   visible); the norm experiment starts at a point with $\mathcal N(0, 0.5^2)$ entries.
 #
-# The runs are stored with the book (configurations in `attnlib/experiments/part2.py`); the next
-# cell loads them and replays the start of each live as a check.
+# The runs are precomputed (configurations in `attnlib/experiments/part2.py`); the next
+# cell loads them and reruns the start of each live to confirm that they match.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 stored = {}
@@ -151,7 +151,7 @@ for model in MODELS:
 # %% [markdown]
 # {numref}`fig-ch10-loss` shows the result. The limit is not the minimum. At every temperature the expected loss settles at a level
 # $F_s$ above $f^*$, and the excess grows in proportion to $s$. For attention it is within 6%
-# of the equipartition value $sD/4$ **[derived]** (Chapter 7 and Exercise 1) at all three
+# of the equipartition value $sD/4$ (Chapter 7 and Exercise 1) at all three
 # temperatures (ratios 0.96, 0.94, 0.98). For LoRA the ratio is 0.92 at $s = 0.02$ but 0.77
 # at $s = 0.05$ and $0.2$: the Gibbs measure is not close to a Gaussian there, so the
 # quadratic (Laplace) count of $D = 11$ directions overstates the excess; an effective
@@ -164,7 +164,7 @@ for model in MODELS:
 # %% [markdown]
 # ## Time to reach epsilon
 #
-# **[choice]** $\epsilon$ is measured relative to the Gibbs mean at the same temperature: the
+# We measure $\epsilon$ relative to the Gibbs mean at the same temperature: the
 # gap is $g(t) = |\bar f(t) - F_s|$, with $\bar f(t)$ the mean loss over the chains and $F_s$
 # the long-time average above (so the gap is not relative to $f^*$; see the last section).
 # $t_\epsilon$ is the first recorded time after which $g$ stays below $\epsilon$
@@ -220,7 +220,7 @@ plt.show()
 # %% [markdown]
 # ## Without a regularizer the parameters drift along the symmetry orbit
 #
-# **[summary]** Without regularization the Gibbs measure is not normalisable, because the loss is
+# Without regularization the Gibbs measure is not normalisable, because the loss is
 # constant along the non-compact orbits of the symmetry $(W_Q G, W_K G^{-\top})$ (attention) or
 # $(U G, G^{-1} V)$ (LoRA) (Chapters 8 and 9). A Langevin chain then has no
 # stationary law to approach: along the orbit directions it diffuses. The runs use
@@ -274,11 +274,10 @@ plt.show()
 # Poincare inequality, so the regularizers differ only in constants. This section measures
 # constants. For a reversible diffusion the autocorrelation of an observable $g$ is a mixture of
 # decaying exponentials $e^{-\lambda_k t}$ with $\lambda_k \ge \lambda_1$, so its integrated
-# autocorrelation time $\tau_g = \int_{-\infty}^{\infty}\rho_g(t)\,dt$ satisfies $\tau_g \le 2/\lambda_1$
-# [derived]. Each observable therefore gives an upper bound on the spectral gap,
+# autocorrelation time $\tau_g = \int_{-\infty}^{\infty}\rho_g(t)\,dt$ satisfies $\tau_g \le 2/\lambda_1$. Each observable therefore gives an upper bound on the spectral gap,
 # $\lambda_1 \le 2/\tau_g$, and a lower bound on the Poincare constant, $C_P = s/(2\lambda_1) \ge s\,\tau_g/4$.
 #
-# **[choice]** The run `langevin_constants_lora` (LoRA model only, to keep the chapter fast):
+# We use the run `langevin_constants_lora` (LoRA model only, to keep the chapter fast):
 # weight decay, log and power forms at $\lambda = 0.01$, the three temperatures of this chapter,
 # 64 chains started at the regularized minimizer, Euler-Maruyama with $h = 0.02$ to time 400,
 # records every 0.5, the first 20% discarded. The slow observables are the position along the
@@ -286,7 +285,7 @@ plt.show()
 # the loss is a fast one for comparison. `langevin.autocorrelation_time` pools the autocovariance of the 64 chains about their common
 # mean (removing each chain's own mean would hide the slow part of each short chain and bias the
 # time low) and uses
-# Sokal's automatic window. The Holley-Stroock upper bound for weight decay, $e^{2\sup L/s}\,s/(4\lambda)$, is printed beside it.
+# Sokal's automatic window. The table shows the Holley-Stroock upper bound for weight decay, $e^{2\sup L/s}\,s/(4\lambda)$, beside it.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 # the chains start at a BFGS minimizer, which other CPUs move by about 1e-9: the orbit
@@ -324,7 +323,7 @@ for i, reg in enumerate(cfg["regularizers"]):              # the axes of the sto
 # ## Removing the step-size bias: MALA
 #
 # Chapter 7 measured the Euler-Maruyama bias on a double well and removed it with MALA. The
-# run `langevin_mala_lora` does the same for the log-regularized LoRA loss **[choice]**: 64 chains from
+# run `langevin_mala_lora` does the same for the log-regularized LoRA loss: 64 chains from
 # the regularized minimizer at each temperature, $h = 0.02$ for both samplers, Gibbs means over
 # $t \in [50, 100]$.
 
@@ -410,7 +409,7 @@ for j, s in enumerate(temperatures):
 # ```
 #
 # 3. Rerun the LoRA temperature experiment with weight decay instead of the log regularizer at
-#    $s = 0.05$ (with the stored run's settings `settings = part2.TEMPERATURES["lora"]`:
+#    $s = 0.05$ (with the settings of the run above, `settings = part2.TEMPERATURES["lora"]`:
 #    `part2.problem("lora", "weight_decay", lam=settings.lam, seed=settings.problem_seed)` and
 #    `langevin.euler_maruyama`), and compare $F_s - f^*$ with the log-regularized value.
 #

@@ -17,8 +17,7 @@
 #
 # The experiment of Frangi et al. {cite}`frangi2026` puts the theory of chapters 7 to 10 on a
 # scientific machine-learning benchmark: two-dimensional Darcy flow {cite}`li2021fno`, learned by a
-# Vision-Transformer-like regressor {cite}`dosovitskiy2021` with **one** attention layer
-# **[summary]**.
+# Vision-Transformer-like regressor {cite}`dosovitskiy2021` with **one** attention layer.
 #
 # ## Overview
 #
@@ -43,6 +42,7 @@
 # Phase 2, but at $\lambda = 10^{-5}$ the regularized runs grow just as much (to 7.47 and 7.50): at this
 # strength and run length the regularizers do not contain the norms.
 #
+# ```{admonition} What the paper claims
 # **The experiment as the source describes it.** Training has two phases:
 #
 # * **Phase 1**: every parameter is trained (full pretraining);
@@ -59,9 +59,10 @@
 # 3. both regularizers keep these norms bounded;
 # 4. the generalization gap of the unregularized model grows gradually, while the regularized ones
 #    stay stable and lower.
+# ```
 #
 # The sources give no sizes, optimiser, epochs or strengths: every one of them below is a
-# **[choice]** of this book, collected in one place (`attnlib.experiments.darcy_runs.BOOK`) and printed
+# **[choice]** of this book, collected in one place (`attnlib.experiments.darcy_runs.BOOK`) and shown
 # by the first code cell.
 
 # %% [markdown]
@@ -104,7 +105,7 @@ task = darcy_runs.make_task(setup)   # regenerates the data from data_seed (abou
 # $$ (eq-ch11-1)
 #
 # and the task is to learn the map $a \mapsto u$ {cite}`li2021fno`. The coefficient is a
-# thresholded Gaussian field: $g \sim \mathcal N\big(0, (-\Delta + \tau^2 I)^{-\alpha}\big)$ with zero
+# Gaussian field cut at level zero: $g \sim \mathcal N\big(0, (-\Delta + \tau^2 I)^{-\alpha}\big)$ with zero
 # Neumann conditions, $\alpha = 2$, $\tau = 3$, and $a = 12$ where $g \ge 0$, $a = 3$ elsewhere.
 # On an $n_{\text{grid}} \times n_{\text{grid}}$ grid, $g$ is the orthonormal inverse DCT-II of
 # $n_{\text{grid}}\, c_{k}\, \xi_k$ with $\xi_k$ i.i.d. standard normal,
@@ -132,12 +133,12 @@ task = darcy_runs.make_task(setup)   # regenerates the data from data_seed (abou
 # Solving $-a\Delta u = f$ instead of the flux form is a real bug seen elsewhere; a test checks the
 # two differ on these discontinuous coefficients.
 #
-# **Differences from the public generator** **[choice]**: the public MATLAB script of the benchmark
-# thresholds its demo field to 12 and 4, while the paper and the released data use 12 and 3 (this
+# **Differences from the public generator**: the public MATLAB script of the benchmark
+# sets the two values of its demo field to 12 and 4, while the paper and the released data use 12 and 3 (this
 # book uses 12 and 3); it also interpolates the cell-centred coefficient to the nodes and the
 # solution back with splines, which this book replaces by solving directly on the node grid; and the
 # released data are on a $421 \times 421$ grid (usually subsampled to $85 \times 85$, 1000 training
-# and 100 test samples), while the book uses the small grid printed above.
+# and 100 test samples), while the book uses the small grid shown above.
 #
 # See {numref}`fig-ch11-samples`.
 
@@ -208,8 +209,8 @@ print(f"total {sum(int(np.prod(v)) for v in shapes.values())} parameters, of whi
 # ## Phase 1: full pretraining
 #
 # Adam {cite}`kingma2015` on every parameter, with the learning rate, batch size and epoch count
-# printed at the top **[choice]**. The full run is stored with the book; the next cell loads it and
-# reruns its first epochs live as a check.
+# shown by the first code cell. The full run is precomputed; the next cell loads it and
+# reruns its first epochs live to confirm that they match.
 #
 # See {numref}`fig-ch11-phase1` and {numref}`fig-ch11-predictions`.
 
@@ -264,7 +265,7 @@ plt.show()
 # solution), but the data's coefficient jumps between 3 and 12, and a grid of 32 nodes resolves
 # those interfaces coarsely. The benchmark itself solves on a fine grid and subsamples the solution
 # {cite}`li2021fno`. To see what the book's shortcut costs, the next cell draws five coefficient fields
-# on a $249 \times 249$ grid with the same recipe **[choice]**, solves there, and compares with the
+# on a $249 \times 249$ grid with the same recipe, solves there, and compares with the
 # $32 \times 32$ solve of the same field subsampled every 8th node (`darcy.subsampled_solve_error`).
 
 # %%
@@ -277,7 +278,7 @@ print(f"for comparison, the ViT's test relative L2 error after Phase 1: {final['
 # %% [markdown]
 # The $32 \times 32$ labels are off by 1.15% to 6.03% (mean 2.53%) against the fine reference,
 # a large fraction of the ViT's 6.15% test error: part of what the model's error is measured
-# against is the discretisation of its own labels, not the PDE. **[choice]** The book keeps the
+# against is the discretisation of its own labels, not the PDE. The book keeps the
 # direct $32 \times 32$ solve for CPU time; generating on a fine grid and subsampling, as the
 # benchmark does (421 to 85 nodes), would remove most of this error, at the price of one fine solve
 # per sample.
@@ -289,13 +290,13 @@ print(f"for comparison, the ViT's test relative L2 error after Phase 1: {final['
 # $L + R(W_Q) + R(W_K)$ with $R = \lambda g(\lVert W\rVert_F^2)$ (`attnlib.regularizers`, chapter 8):
 #
 # * **none**: $g = 0$;
-# * **log**: $g(t) = t\log(1+t)$ **[summary]**;
+# * **log**: $g(t) = t\log(1+t)$;
 # * **power**: $g(t) = (1+t)^{1+\epsilon/2} - 1$, the smooth version of the source's
-#   $\lVert W\rVert_F^{2+\epsilon}$ used throughout the book **[choice]** (same growth, $C^\infty$ at 0).
+#   $\lVert W\rVert_F^{2+\epsilon}$ used throughout the book (same growth, $C^\infty$ at 0).
 #
-# The strength $\lambda$ and exponent $\epsilon$ are printed at the top. Because the
+# The strength $\lambda$ and exponent $\epsilon$ are shown by the first code cell. Because the
 # loss is flat along the orbits $(W_Q G, W_K G^{-\top})$, what happens to the norms is decided by
-# the optimiser, not by the data (chapter 8), so the chapter runs three of them **[choice]**:
+# the optimiser, not by the data (chapter 8), so the chapter runs three of them:
 #
 # * **Adam** (the usual choice for ViTs; it does not follow the gradient direction, so it does not
 #   conserve $\lVert W_Q\rVert_F^2 - \lVert W_K\rVert_F^2$);
@@ -309,7 +310,7 @@ print(f"for comparison, the ViT's test relative L2 error after Phase 1: {final['
 # number below comes with a standard error over seeds ("+-": standard deviation over the three
 # seeds divided by $\sqrt 3$).
 #
-# The next cell replays the first epoch of each stored run as a check, and prints a useful
+# The next cell reruns the first epoch of each run and computes a useful
 # yardstick: on the orbit $(W_Q G, W_K G^{-\top})$ through the Phase-1 weights,
 # $\lVert W_Q G\rVert_F^2 + \lVert W_K G^{-\top}\rVert_F^2$ is smallest at the balanced SVD
 # factorisation of $W_Q W_K^\top$, where both norms equal $\sqrt{\lVert W_Q W_K^\top\rVert_*}$
@@ -436,7 +437,7 @@ print(f"pure diffusion over {steps} steps: ||W_Q||_F^2 grows by steps * sigma^2 
 # run `darcy_phase2_lambda_sweep` locates it for Adam: log and power forms at
 # $\lambda = 10^{-4}, 10^{-3}, 10^{-2}$, three seeds each, 40 epochs (half the other runs, to fit the
 # CPU budget). It is compared with the first 40 epochs of the $\lambda = 10^{-5}$ Adam runs above
-# (the same seeds, so the same minibatch order). **[choice]** A strength is in the low regime when
+# (the same seeds, so the same minibatch order). We say a strength is in the low regime when
 # both regularized test relative $L^2$ errors are within 2% (relative) of the unregularized one;
 # the regime is the range of $\lambda$ from the smallest one up to the first that fails.
 
@@ -487,7 +488,7 @@ print(f"low-regularization regime (both within {ch11.ACCURACY_TOL:.0%} of none):
 #     darcy_phase2_noisy_strong darcy_phase2_lambda_sweep
 # ```
 #
-# rerun them in full (Phase 2 starts from the stored Phase-1 weights, so Phase 1 comes first), and
+# rerun them in full (Phase 2 starts from the saved Phase-1 weights, so Phase 1 comes first), and
 #
 # ```bash
 # OPENBLAS_NUM_THREADS=1 python -m attnlib.experiments darcy_large

@@ -98,13 +98,13 @@ print(f"mild regularizer: log form, lambda_m = {config['mild']['lam']:g}")
 #   $\lambda = 1$. The deterministic methods train $\hat Q$ exactly. The Langevin chains sample
 #   $\mu_s \propto e^{-2f/s}$ (Part II's convention, Chapter 7) for
 #   $f = \hat Q + R_m(A) + R_m(B)$, where $R_m(W) = \lambda_m\|W\|_F^2\log(1+\|W\|_F^2)$ is Part II's
-#   log-amplified regularizer **[summary]** on the trained weights, at $\lambda_m = 10^{-6}$. The
+#   log-amplified regularizer on the trained weights, at $\lambda_m = 10^{-6}$. The
 #   balancing term alone removes the scale symmetry of $\hat L$; the mild term makes the
 #   Gibbs measure normalizable: $\hat Q \ge 0$, so
 #   $e^{-2f/s} \le e^{-2R_m(A)/s}e^{-2R_m(B)/s}$, which is integrable because $R_m$ grows faster than
 #   quadratically (Chapter 8 shows the same mechanism for a different model, attention in
 #   $(W_Q, W_K)$), and at this strength it moves the minimizer
-#   of $\hat Q$ by the tiny amount printed below.
+#   of $\hat Q$ by the tiny amount shown below.
 # * Temperature unit: $s_0 = 4\,\varepsilon_{\mathrm{OLS}}/D$, where $\varepsilon_{\mathrm{OLS}} =
 #   p\sigma^2 d/(2(n-d-1))$ is the exact expected excess risk of least squares (the minimax rate,
 #   Chapter 6) and $D = pd + d^2 = 300$. At $s_0$ the Laplace offset $s_0 D/4$ of the Gibbs mean
@@ -114,12 +114,12 @@ print(f"mild regularizer: log form, lambda_m = {config['mild']['lam']:g}")
 #   preconditioning; a Langevin chain uses the step of its noise-free twin, so noise is the only
 #   difference. Random starts are the draw that Chapter 5 uses for seed 0; four chains per Langevin
 #   method.
-# * The gap is measured against the lowest certified minimum of $\hat Q$ found: from Chapter 5's
+# * The gap is measured against the lowest local minimum of $\hat Q$ found: from Chapter 5's
 #   starts (the spectral point and six points of $\hat S$ at random rotations) and from the final
 #   iterate of every trajectory of this chapter.
 #
-# The runs are stored with the book (configurations in `attnlib/experiments/bridge_runs.py`); the
-# next cell replays the first iterations of a few trajectories live as a check.
+# The runs are precomputed (configurations in `attnlib/experiments/bridge_runs.py`); the
+# next cell loads them and reruns the first iterations of a few trajectories live to confirm that they match.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 ATOL = {"objective": 1e-12, "excess_risk": 1e-8}   # excess risks are differences of nearly equal
@@ -146,7 +146,7 @@ for name in ("bridge_side_by_side", "bridge_kappa", "bridge_floors"):
 # $$ (eq-ch12-1)
 #
 # the Euler-Maruyama scheme of $d\theta = -\mathcal P\nabla f\,dt + \sqrt s\,\mathcal P^{1/2}dB_t$
-# (`langevin.euler_maruyama(..., preconditioner=P)`). **[derived]** For every constant SPD
+# (`langevin.euler_maruyama(..., preconditioner=P)`). For every constant SPD
 # $\mathcal P$ the stationary law of the SDE is the same $\mu_s\propto e^{-2f/s}$ (Exercise 1): the
 # preconditioner changes the speed, not the target. It is plain Langevin in the coordinates
 # $(U, V) = (A\hat\Sigma^{1/2}, \hat\Sigma^{1/2}B\hat\Sigma^{1/2})$, exactly as Algorithm 1's step is
@@ -206,7 +206,7 @@ for label, (s_run, matrix, h, steps) in cases.items():
 # | annealed (random) | random | yes | $s_0 \to s_0/100$ |
 #
 # All train $\hat Q$ with $\lambda = 1$; "GD ($\lambda = 1$)" is plain gradient descent on the same
-# objective (Chapter 5's GD baseline trains $\hat L$ alone). First the certified minima that set the
+# objective (Chapter 5's GD baseline trains $\hat L$ alone). First the local minima that set the
 # gap.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
@@ -233,7 +233,7 @@ print(f"the spectral basin lies {side['ref_value'][0] - q_star:.2e} above it; th
       f"moves the basin minimizer's Q_hat by {float(side['mild_shift']):.1e}")
 
 # %% [markdown]
-# The seven reference starts give seven certified local minima with $\hat Q^\star$ from 0.098010 to
+# The seven reference starts give seven local minima with $\hat Q^\star$ from 0.098010 to
 # 0.098438 and excess risks from 0.0092 to 0.0143: one sample set breaks the $O(d)$ orbit into
 # several minima whose population risks differ (Chapter 5). Polishing the 23 final iterates of
 # the next section finds lower ones. The lowest, $\hat Q^\star = 0.097780$, is reached from the
@@ -243,11 +243,11 @@ print(f"the spectral basin lies {side['ref_value'][0] - q_star:.2e} above it; th
 # $\hat Q$ is not a lower excess risk: several minima with higher values have lower risks. The mild
 # term moves $\hat Q$ at the basin minimizer by $3.0\times10^{-7}$, far below every gap reported here.
 #
-# **[choice]** The two targets of the comparison, computed on the chain mean for the Langevin
+# The comparison uses two targets, computed on the chain mean for the Langevin
 # methods (four chains) and on the single trajectory otherwise, and counted only when the curve
 # *stays* below the target to the end of the run (`langevin.hitting_times`):
 #
-# * (a) an excess risk within 10% of the certified optimum's: $\mathcal R(\theta_k) \le 1.1\,\mathcal R^\star$;
+# * (a) an excess risk within 10% of the reference minimum's: $\mathcal R(\theta_k) \le 1.1\,\mathcal R^\star$;
 # * (b) an optimization gap $\hat Q(\theta_k) - \hat Q^\star$ at most $10^{-3}$ of the method's initial gap.
 
 # %%
@@ -318,8 +318,8 @@ plt.show()
 # ### Cost: gradient evaluations and wall time
 #
 # Every method pays one gradient of the layer per iteration and chain, so the machine-independent
-# cost of a target is iterations times chains. The wall time of one iteration, measured when the
-# runs were made, is printed next; it varies from machine to machine and from run to run.
+# cost of a target is iterations times chains. The next cell shows the wall time of one iteration, measured when the
+# runs were made; it varies from machine to machine and from run to run.
 
 # %% tags=["nbval-ignore-output"]
 seconds = np.nanmean(side["seconds"], axis=1) / cap        # per iteration and chain
@@ -335,7 +335,7 @@ for k, name in enumerate(METHODS):
 # With one sample set the minima of $\hat Q$ are not one orbit but several local minima along the
 # broken $O(d)$ orbit (Chapter 5). The iterate's own coordinates say where it is: the rotation $O$
 # of its projection on $\hat S$ relative to the spectral point ($\det O$ and $\|O - I\|_F$), and the
-# certified local minimum reached from the final iterate by the reference minimizer (its value
+# local minimum reached from the final iterate by the reference minimizer (its value
 # above $\hat Q^\star$ names the basin; its excess risk is what a short polish would deploy).
 
 # %%
@@ -356,7 +356,7 @@ for k, name in enumerate(METHODS):
 # $5.81\times10^{-4}$ to $9.27\times10^{-4}$ above it, on both sides of Algorithm 1's. Plain gradient
 # descent from the random start happens to reach a lower basin ($1.98\times10^{-4}$) than any run from
 # the spectral start. None of this decides the risk: the excess risks of the basins reached run from
-# 0.0074 to 0.0132 with no order by value. **[derived]** Over 4000 iterations where an iterate sits on
+# 0.0074 to 0.0132 with no order by value. Over 4000 iterations where an iterate sits on
 # the orbit is set by its start and its noise, not by convergence; noise helps the objective when it
 # is annealed and is neutral for the risk here.
 
@@ -371,12 +371,12 @@ for k, name in enumerate(METHODS):
 # $\kappa$-free in $(U, V)$*. The mild term $R_m$ on the raw weights is not: in $(U, V)$ its
 # curvature in $V$ grows like $\lambda_m\,\kappa(\hat\Sigma)^2$ (Exercise 3).
 #
-# **[choice]** The run `bridge_kappa` uses a smaller sample, $n = 100$, to keep the chapter fast:
+# The run `bridge_kappa` uses a smaller sample, $n = 100$, to keep the chapter fast:
 # seed 0's problem with $X^\star$ fixed and $\Sigma$'s eigenvalues $\operatorname{geomspace}(1, 1/\kappa, d)$
 # for $\kappa\in\{1, 10, 100, 1000\}$ (Chapter 5's sweep), all methods from the same random start,
 # 3000 iterations, Langevin at $s_0(n = 100)$ with four chains; a fifth method puts the mild term
 # on $(U, V)$ instead of $(A, B)$. The time to target is the first iteration after which the
-# (chain-mean) gap to the certified minimum reached from the spectral start stays below
+# (chain-mean) gap to the local minimum reached from the spectral start stays below
 # $2 s_0 D/4$, twice the Laplace offset.
 
 # %%
@@ -440,12 +440,12 @@ plt.show()
 #
 # At fixed temperature Langevin does not converge to the minimum but to the Gibbs mean, about
 # $\hat Q^\star + sD_{\mathrm{eff}}/4$ (Chapter 10). How does that offset compare with what the finite
-# sample costs anyway? **[choice]** The run `bridge_floors`: for $n\in\{125, 250, 500\}$
+# sample costs anyway? We use the run `bridge_floors`: for $n\in\{125, 250, 500\}$
 # (seed 0's problem) and $s\in\{10^{-6}, 10^{-5}, 10^{-4}\}$, four preconditioned Langevin chains
-# started at the certified minimizer reached from the spectral start, Algorithm 1's step,
+# started at the minimizer reached from the spectral start, Algorithm 1's step,
 # 3000 iterations; averages over the second half.
 #
-# Two yardsticks. **[derived]** In the quadratic (Laplace) model with Hessian eigenvalues
+# Two yardsticks. In the quadratic (Laplace) model with Hessian eigenvalues
 # $\lambda_i$ in $(U, V)$ (the coordinates where the preconditioned chain is plain Langevin), a
 # chain started at the minimizer has, after $k$ Euler steps of size $h$, the mean offset
 #
@@ -455,7 +455,7 @@ plt.show()
 #
 # which tends to $\frac s4\sum_i (1 - h\lambda_i/2)^{-1}\approx sD/4$ (Exercise 2). The slow orbit
 # directions ($\lambda_i$ near $10^{-3}$) take $1/(2h\lambda_i)$, several thousand iterations, to fill.
-# The statistical floor is the excess risk of the certified minimizer $\mathcal R^\star(n)$, with the
+# The statistical floor is the excess risk of that minimizer, $\mathcal R^\star(n)$, with the
 # OLS value $\varepsilon_{\mathrm{OLS}}(n)$ beside it. Noise "stops mattering" here when the Gibbs
 # offset of the *excess risk* is below 10% of the floor.
 
@@ -526,8 +526,8 @@ plt.show()
 # $n = 125$), and not resolved at $s = 10^{-6}$. Extrapolated linearly in $s$, the offset equals 10%
 # of the statistical floor $\mathcal R^\star(n)$ at $s = 9.9\times10^{-5}$, $3.2\times10^{-5}$ and
 # $2.4\times10^{-5}$ for $n = 125, 250, 500$: **below these temperatures the noise stops
-# mattering**, and the threshold falls with $n$ as the floor does. The chapter's base temperature
-# $s_0(n)$ ($1.2\times10^{-4}$, $5.6\times10^{-5}$, $2.7\times10^{-5}$) sits right at the threshold for
+# mattering**, and this critical temperature falls with $n$ as the floor does. The chapter's base temperature
+# $s_0(n)$ ($1.2\times10^{-4}$, $5.6\times10^{-5}$, $2.7\times10^{-5}$) sits right at this critical temperature for
 # $n = 500$ and above it for smaller $n$. The floor itself is not the OLS value:
 # $\mathcal R^\star(n) = 0.0486, 0.0178, 0.0102$ against 0.0088, 0.0042, 0.0020, four to six times
 # higher. One caveat: after 3000 iterations the slowest orbit directions are not yet filled
@@ -579,7 +579,7 @@ for k, name in enumerate(METHODS):
     print(f"{name:28s} {ev:>10s} {it_b:>9s} {mean_risk[k, -1]:8.4f} {basin:13.2e}  {ka}")
 
 # %% [markdown]
-# **Which method when** ({numref}`fig-ch12-slide` and the table above; **[derived]** from the numbers of this chapter, for this problem):
+# **Which method when** ({numref}`fig-ch12-slide` and the table above; derived from the numbers of this chapter, for this problem):
 #
 # * **Spectral start available (you know $\hat\Sigma$, $\hat M$): Algorithm 1.** It meets the risk
 #   target at iteration 0 and stays there; what is left of its gap sits in the flat orbit directions,
@@ -590,11 +590,11 @@ for k, name in enumerate(METHODS):
 #   only if the regularizer is written in $(U, V)$.
 # * **Noise: anneal it, and only to explore the orbit.** Annealed chains reached lower minima of
 #   $\hat Q$ than Algorithm 1 (and the lowest one found), but a lower $\hat Q$ did not mean a lower
-#   risk. At a fixed temperature keep $s$ below the threshold of the floors section
+#   risk. At a fixed temperature keep $s$ below the critical temperature of the floors section
 #   ($2.4\times10^{-5}$ at $n = 500$), or the noise costs risk.
 # * **Plain Langevin, no structure (Part II's setting)** gets there, but is the most expensive option
 #   and the only one besides plain gradient descent that slows down with $\kappa$.
-# * **A certified optimum** ($10^{-3}$ of the initial gap) was reached by nothing within 4000
+# * **Target (b), an optimum to $10^{-3}$ of the initial gap,** was reached by nothing within 4000
 #   iterations: polish with a Newton method (Chapter 5).
 
 # %% [markdown]
