@@ -19,13 +19,13 @@
 # self-attention layer is trained to perform linear regression **[summary]**. This chapter fixes the
 # model the rest of Part I studies.
 #
-# ```{admonition} How to read the labels
+# ::::{admonition} How to read the labels
 # A few statements carry a label saying where they come from: **[summary]** stated in the
 # summaries of the paper, **[abstract]** stated in its public abstracts, **[derived]** a
 # consequence this book derives and checks, **[choice]** a decision of this book where the
 # sources are silent. The full text of the paper is not available to the book; where a detail of
 # the paper is unknown, the book says so and makes a labelled choice.
-# ```
+# ::::
 
 # %% [markdown]
 # ## Overview

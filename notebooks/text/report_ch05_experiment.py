@@ -268,7 +268,7 @@ stored_region = judge.observation1_region({
 print("cells where (1) holds and (2) is at least partly reproduced (random start c = 0.3): "
       f"{len(stored_region['both']) + len(stored_region['partly'])}")
 
-# %% mystnb={"figure": {"caption": "Verdicts on the seeds' claims (1) to (4) at each cell of the map over the scale of $M$ and the noise level $\\sigma$ (prompts: $N = 4$, $n = 500$, seed 0, 2000 iterations); the colour is the status computed from the number printed in the cell (grey: the certified lower bound cannot decide claim (4)), with the thresholds printed above.", "name": "fig-ch05-claims-map"}, "image": {"alt": "Four small heat maps in a two by two grid, one per claim, each three scales of M by three noise levels; every cell coloured by verdict (reproduced, partly, not reproduced) and labelled with its measured number."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Verdicts on the summaries' claims (1) to (4) at each cell of the map over the scale of $M$ and the noise level $\\sigma$ (prompts: $N = 4$, $n = 500$, seed 0, 2000 iterations); the colour is the status computed from the number printed in the cell (grey: the certified lower bound cannot decide claim (4)), with the thresholds printed above.", "name": "fig-ch05-claims-map"}, "image": {"alt": "Four small heat maps in a two by two grid, one per claim, each three scales of M by three noise levels; every cell coloured by verdict (reproduced, partly, not reproduced) and labelled with its measured number."}} tags=["hide-input"]
 from matplotlib.colors import to_rgb
 from matplotlib.patches import Patch
 
