@@ -60,6 +60,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from attnlib import attention, data, geometry
+from attnlib.tables import result_table
 from attnlib.plotting import OKABE_ITO, figure, use_book_style
 from attnlib.slider import frame_slider
 
@@ -219,15 +220,16 @@ results = {20: attention.memorising_escape(X_small, Y_small, X_test, Y_test, sca
            500: attention.memorising_escape(X, Y, X_test, Y_test, scales)}
 excess = {size: {"all": r.loss_all - problem.L_star, "loo": r.loss_loo - problem.L_star,
                  "deployed": r.deployed - problem.L_star} for size, r in results.items()}
+rows = []
 for size, curves in excess.items():
     print(f"n = {size}: fraction of tokens whose largest logit is their own: "
           f"{results[size].self_top_fraction:.3f}")
-    for key, label in (("all", "L_hat all   "), ("loo", "L_hat loo   "),
-                       ("deployed", "deployed    ")):
+    for key, label in (("all", "L_hat all"), ("loo", "L_hat loo"), ("deployed", "deployed")):
         best = np.argmin(curves[key])
-        print(f"  {label} - L*: min {curves[key][best]:+.4f} at c = {scales[best]:.3g}; "
-              f"at c = 0.01, 1, 1000: {curves[key][0]:+.4f}, {curves[key][8]:+.4f}, "
-              f"{curves[key][-1]:+.4f}")
+        rows.append((size, label, curves[key][best], f"{scales[best]:.3g}",
+                     curves[key][0], curves[key][8], curves[key][-1]))
+result_table(["n", "excess over L*", "min", "at c", "c = 0.01", "c = 1", "c = 1000"], rows,
+             number_format="+.4f")
 
 
 # %% mystnb={"figure": {"caption": "The memorising escape: along $B = c\\,\\hat\\Sigma^{-1}$ the all-tokens loss keeps falling while the deployed test risk rises; the leave-one-out loss tracks the deployed risk. Left $n = 20$, right $n = 500$; all as excess over $L^\\star$.", "name": "fig-ch01-escape"}, "image": {"alt": "Two panels against the scale c on a log axis: excess loss with all tokens, with leave-one-out, and the deployed test risk, for n = 20 and n = 500."}} tags=["hide-input"]
@@ -279,6 +281,7 @@ plt.show()
 # equivalent:
 
 # %%
+rows = []
 optima = {"unbalanced": (problem.M, np.linalg.inv(problem.Sigma)),
           "balanced": geometry.minimizer_manifold(problem.Sigma, problem.M).point()}
 for name, (A_opt, B_opt) in optima.items():
@@ -287,8 +290,10 @@ for name, (A_opt, B_opt) in optima.items():
                      for m in ("all", "loo"))
         deployed = attention.deployed_risk(A_opt, B_opt, X_train, X_test, Y_test) - problem.L_star
         self_weight = np.diag(attention.attention_weights(B_opt, X_train, mask="all")).mean()
-        print(f"{name:10s} n = {size:3d}: mean self-weight {self_weight:.3f}; excess L_hat: "
-              f"all {all_:+.4f}, loo {loo:+.4f}; deployed {deployed:+.4f}")
+        rows.append((name, size, f"{self_weight:.3f}", all_, loo, deployed))
+result_table(["optimum", "n", "self-weight", "L_hat all - L*", "L_hat loo - L*",
+              "deployed - L*"], rows,
+             number_format="+.4f")
 
 # %% [markdown]
 # At the unbalanced point the softmax is peaked: a token puts on average 0.370 of its weight on

@@ -69,6 +69,7 @@ from IPython.display import Math, display
 
 from attnlib import attention, data, fitting, geometry, plotting, population
 from attnlib import symbolic
+from attnlib.tables import result_table
 
 plotting.use_book_style()
 rng = np.random.default_rng(2)            # the default problem of this chapter
@@ -105,7 +106,7 @@ print(f"d = {problem.d}, p = {problem.p}, noise_std = {problem.noise_std}, "
 # %%
 mgf_1d = symbolic.standard_normal_mgf().assert_holds()
 display(Math(r"\mathbb{E}\, e^{t z} = " + sp.latex(mgf_1d.lhs)))
-print("moments E z^k, k = 0..8, from derivatives of the MGF:",
+print("moments E z^k, k = 0..8, from derivatives of the MGF:\n ",
       [int(symbolic.gaussian_moment(k)) for k in range(9)])
 
 # %% [markdown]
@@ -154,8 +155,9 @@ general = symbolic.tilting_identity_general_d().assert_holds()
 display(Math(r"\nabla_u \tfrac12 u^\top L L^\top u = " + sp.latex(general.lhs)))
 display(Math(r"d = 2:\quad \frac{\mathbb{E}[x e^{u\cdot x}]}{\mathbb{E}[e^{u\cdot x}]} = "
              + sp.latex(symbolic.tilting_identity(2).lhs)))
-print("tilting identity exact for d = 2, 3 (from the derived MGF); for symbolic d, "
-      "grad of the exponent u^T Sigma u / 2 = Sigma u (the MGF taken as given)")
+print("tilting identity exact for d = 2, 3 (from the derived MGF)")
+print("for symbolic d (the MGF taken as given):\n"
+      "  grad of the exponent u^T Sigma u / 2 = Sigma u")
 
 # %% [markdown]
 # **Monte Carlo at $d = 10$.** For the default $\Sigma$ ($d = 10$), draw $x_k \sim N(0, \Sigma)$
@@ -170,9 +172,7 @@ print("tilting identity exact for d = 2, 3 (from the derived MGF); for symbolic 
 
 # %%
 n_tilt, z_max = 1_000_000, 4.0   # samples per direction; |z| threshold [choice]
-print(f"{'u^T Sigma u':>11s} | {'MGF: MC +- se':>19s} {'closed form':>11s} | "
-      f"{'rel. error of mean':>18s} {'max |z|':>7s} | {'max |z| if Sigma = I':>20s}")
-tilt_z = []
+tilt_z, rows = [], []
 for size in (0.25, 1.0, 2.0):
     u = tilt_rng.standard_normal(problem.d)
     u *= np.sqrt(size / (u @ problem.Sigma @ u))
@@ -181,8 +181,11 @@ for size in (0.25, 1.0, 2.0):
     z_wrong = tilt.z_scores(mgf=np.exp(u @ u / 2), tilted_mean=u)
     tilt_z.append(z)
     rel = np.linalg.norm(tilt.tilted_mean - problem.Sigma @ u) / np.linalg.norm(problem.Sigma @ u)
-    print(f"{size:11.2f} | {tilt.mgf:.5f} +- {tilt.mgf_se:.5f} {np.exp(size / 2):11.5f} | "
-          f"{rel:18.1e} {np.abs(z).max():7.2f} | {np.abs(z_wrong).max():20.0f}")
+    rows.append((f"{size:.2f}", f"{tilt.mgf:.5f}", f"{tilt.mgf_se:.5f}",
+                 f"{np.exp(size / 2):.5f}", f"{rel:.1e}", f"{np.abs(z).max():.2f}",
+                 round(np.abs(z_wrong).max())))
+display(result_table(["u^T Sigma u", "MGF (MC)", "+- se", "exact", "mean rel. err",
+                      "max |z|", "if Sigma = I"], rows))
 tilt_z = np.concatenate(tilt_z)
 print(f"all {tilt_z.size} |z| below {z_max:g}: {bool(np.all(np.abs(tilt_z) < z_max))} "
       f"(mean {tilt_z.mean():+.2f}, standard deviation {tilt_z.std():.2f})")
@@ -229,8 +232,8 @@ loss_identities = {}
 for p_sym, d_sym in ((3, 2), (4, 3)):
     loss_identities[p_sym, d_sym] = symbolic.population_loss_identity(p_sym, d_sym).assert_holds()
     print(f"p = {p_sym}, d = {d_sym}: derived expectation has "
-          f"{len(sp.Add.make_args(loss_identities[p_sym, d_sym].lhs))} terms; "
-          f"equals 1/2 tr(F Sigma F^T) + p sigma^2/2: {loss_identities[p_sym, d_sym].holds()}")
+          f"{len(sp.Add.make_args(loss_identities[p_sym, d_sym].lhs))} terms;\n"
+          f"  equals 1/2 tr(F Sigma F^T) + p sigma^2/2: {loss_identities[p_sym, d_sym].holds()}")
 
 # the same expressions, evaluated at random numbers, against attnlib.population
 check_rng = np.random.default_rng(7)
@@ -308,7 +311,7 @@ print(f"{'[summary]':11s} {judge.factorization(sum(not i.holds() for i in checke
 # %%
 for identity in symbolic.symmetry_identities(3, 2):
     identity.assert_holds()
-    print(f"{identity.name}: {identity.holds()}")
+    print(identity.name.replace("  [", "\n  [") + f": {identity.holds()}")
 
 half, inv_half = population.spd_sqrt(problem.Sigma)
 G = np.eye(problem.d) + 0.5 * mc_rng.standard_normal((problem.d, problem.d))
@@ -317,8 +320,8 @@ A_moved = A10 @ K
 B_moved = B10 @ problem.Sigma @ np.linalg.inv(K).T @ np.linalg.inv(problem.Sigma)
 moved_value = population.population_loss(A_moved, B_moved, problem.Sigma, problem.M,
                                          noise_std=problem.noise_std)
-print(f"d = 10: L before {direct_value:.10f}, after the GL(d) move {moved_value:.10f}; "
-      f"||A|| grows from {np.linalg.norm(A10):.3g} to {np.linalg.norm(A_moved):.3g}")
+print(f"d = 10: L before {direct_value:.10f}, after the GL(d) move {moved_value:.10f};\n"
+      f"  ||A|| grows from {np.linalg.norm(A10):.3g} to {np.linalg.norm(A_moved):.3g}")
 
 # %% [markdown]
 # ## Gradients and the preconditioned step

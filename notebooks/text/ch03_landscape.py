@@ -62,6 +62,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from attnlib import algorithm, data, fitting, geometry, landscape, plotting, population
+from attnlib.tables import result_table
 
 plotting.use_book_style()
 rng = np.random.default_rng(3)                 # the default problem of this chapter
@@ -70,7 +71,7 @@ point_rng = np.random.default_rng(31)          # a random point of S
 problem = data.default_problem(rng=rng)        # d = 10, p = 20, kappa = 10 [choice]
 manifold = geometry.minimizer_manifold(problem.Sigma, problem.M)
 s = manifold.singular_values
-print(f"d = {problem.d}, p = {problem.p}; singular values of X*: "
+print(f"d = {problem.d}, p = {problem.p}; singular values of X*:\n  "
       + ", ".join(f"{v:.3f}" for v in s))
 
 # %% [markdown]
@@ -109,14 +110,15 @@ root = population.spd_sqrt(manifold.Xstar.T @ manifold.Xstar)[0]   # (X*^T X*)^{
 resolution = 1e-12                                                  # round-off of these products
 rotations = {"O Haar": data.random_rotation(problem.d, rng=point_rng), "O = I": np.eye(problem.d),
              "O = Psi^T": Psi.T}
-print(f"{'Frobenius norm':10s} {'U^T U - root':>13s} {'V V^T - root':>13s} "
-      f"{'U U^T - Phi G Phi^T':>20s} {'U^T U - V^T V':>14s} {'U^T U - O^T G O':>16s}")
+labels = ["U^T U - root", "V V^T - root", "U U^T - Phi G Phi^T", "U^T U - V^T V",
+          "U^T U - O^T G O"]
+columns = {}
 for name, O in rotations.items():
     U, V = manifold.factor(*manifold.point(O))
     sizes = [np.linalg.norm(m) for m in (U.T @ U - root, V @ V.T - root, U @ U.T - Phi @ Gamma @ Phi.T,
                                          U.T @ U - V.T @ V, U.T @ U - O.T @ Gamma @ O)]
-    cells = [f"{v:.3g}" if v >= resolution else f"< {resolution:.0e}" for v in sizes]
-    print(f"{name:10s} {cells[0]:>13s} {cells[1]:>13s} {cells[2]:>20s} {cells[3]:>14s} {cells[4]:>16s}")
+    columns[name] = [f"{v:.3g}" if v >= resolution else f"< {resolution:.0e}" for v in sizes]
+result_table(["Frobenius norm of", *columns], list(zip(labels, *columns.values())))
 
 
 # %% [markdown]
@@ -187,11 +189,11 @@ def fmt(value: float) -> str:
     return "<1e-12" if abs(value) < 1e-12 else f"{value:.3g}"
 
 
-header = f"{'point':38s} {'|grad L|':>9s} {'|grad Q|':>9s} {'min eig L':>10s} {'min eig Q':>10s} {'#neg Q':>6s} {'#0 L':>5s} {'#0 Q':>5s}"
-print(header)
-for row in table:
-    print(f"{row.name:38s} {fmt(row.grad_L):>9s} {fmt(row.grad_Q):>9s} {fmt(row.hessian_L[0]):>10s} "
-          f"{fmt(row.hessian_Q[0]):>10s} {row.n_negative('Q'):6d} {row.n_zero('L'):5d} {row.n_zero('Q'):5d}")
+display(result_table(["point", "|grad L|", "|grad Q|", "min eig L", "min eig Q"],
+                     [(row.name, fmt(row.grad_L), fmt(row.grad_Q), fmt(row.hessian_L[0]),
+                       fmt(row.hessian_Q[0])) for row in table]))
+result_table(["point", "#neg Q", "#0 L", "#0 Q"],
+             [(row.name, row.n_negative("Q"), row.n_zero("L"), row.n_zero("Q")) for row in table])
 
 # %% [markdown]
 # Reading the table (values at rounding level, below $10^{-12}$, print as `<1e-12`):
@@ -273,9 +275,10 @@ for (kind, lam), scan in scans.items():
 ratio_dist = min(float(np.min(scan.dist_P / scan.radii[:, None])) for scan in scans.values())
 print(f"smallest dist_P / r over all samples: {ratio_dist:.3f}")
 nonzero = on_s.hessian_Q[np.abs(on_s.hessian_Q) > 1e-9 * on_s.hessian_Q.max()]
-print(f"Hessian of Q at S: smallest nonzero eigenvalue {nonzero.min():.4f} (s_min = {s[-1]:.4f}), "
-      f"largest {nonzero.max():.4f} (2 s_max = {2 * s[0]:.4f}); worst-case one-point constants "
-      f"alpha = s_min = {s[-1]:.3g}, beta = (2 s_max)^2 = {(2 * s[0]) ** 2:.3g}")
+print(f"Hessian of Q at S: smallest nonzero eigenvalue {nonzero.min():.4f} (s_min = {s[-1]:.4f}),\n"
+      f"  largest {nonzero.max():.4f} (2 s_max = {2 * s[0]:.4f})")
+print(f"worst-case one-point constants:\n  alpha = s_min = {s[-1]:.3g}, "
+      f"beta = (2 s_max)^2 = {(2 * s[0]) ** 2:.3g}")
 
 # %% mystnb={"figure": {"caption": "One-point strong convexity (smallest $\\alpha$-ratio, left) and smoothness (largest $\\beta$-ratio, right) against the distance $r$ to $S$, in the P-geometry (top) and the Euclidean one (bottom), for random and symmetry directions with and without the regularizer.", "name": "fig-ch03-one-point"}, "image": {"alt": "Four log-log panels of alpha- and beta-ratios against the radius r, with four curves each: random or symmetry directions, lambda 0 dashed or 1 solid."}} tags=["hide-input"]
 styles = {("random", 0.0): ("C0", "--"), ("random", 1.0): ("C0", "-"),
@@ -300,7 +303,7 @@ plt.show()
 for lam in (0.0, 1.0):
     alpha, flat = scans["random", lam].alpha("P"), radii < 1.0
     print(f"random, lambda = {lam:g}: alpha-ratio {alpha[flat].min():.3f} to {alpha[flat].max():.3f} for "
-          f"r <= {radii[flat][-1]:.2f}, then {alpha[~flat][0]:.3f} at r = {radii[~flat][0]:.2f} "
+          f"r <= {radii[flat][-1]:.2f},\n  then {alpha[~flat][0]:.3f} at r = {radii[~flat][0]:.2f} "
           f"and {alpha[-1]:.3f} at r = {radii[-1]:.0f}")
 small = radii <= 0.03
 growth = fitting.fit_power_law(radii[small], scans["symmetry", 0.0].alpha("P")[small])

@@ -136,6 +136,8 @@ import matplotlib.pyplot as plt
 from attnlib import algorithm, analysis, experiments, geometry, population
 from attnlib.experiments import ablations, part1
 from attnlib.plotting import METHOD_COLOURS, OKABE_ITO, figure, legend_below, use_book_style
+from attnlib.tables import result_table
+from IPython.display import display
 
 use_book_style()
 SEEDS = (0, 1, 2)        # the seeds of paper1_defaults: problem and data from default_rng(s)
@@ -145,7 +147,7 @@ Sigma_hat, M_hat = population.empirical_moments(X, Y)
 S = geometry.minimizer_manifold(problem.Sigma, problem.M)     # true manifold of minima
 S_hat = geometry.minimizer_manifold(Sigma_hat, M_hat)         # empirical manifold
 print(f"d = {problem.d}, p = {problem.p}, n = {X.shape[0]}, cond(Sigma) = "
-      f"{np.linalg.cond(problem.Sigma):.3g}, L* = {problem.L_star:.3g}, "
+      f"{np.linalg.cond(problem.Sigma):.3g}, L* = {problem.L_star:.3g},\n"
       f"balanced scale sqrt(trace Gamma_hat) = {S_hat.balanced_scale:.3g}")
 
 # %% [markdown]
@@ -176,8 +178,8 @@ by_train = algorithm.train(algorithm.empirical_loss(X, Y), algorithm.METHODS["al
                            iterations=ITER_BY_HAND)
 difference = max(np.abs(A - by_train.A).max(), np.abs(B - by_train.B).max())
 print(f"step eta: by hand {eta:.6g}, train {by_train.step:.6g}")
-print(f"after {ITER_BY_HAND} steps, largest entry of |(A, B) by hand - (A, B) by train|: "
-      f"{experiments.format_deviation(difference)} (entries of size "
+print(f"after {ITER_BY_HAND} steps, largest entry of |(A, B) by hand - (A, B) by train|:\n"
+      f"  {experiments.format_deviation(difference)} (entries of size "
       f"{max(np.abs(A).max(), np.abs(B).max()):.3g})")
 
 # %% [markdown]
@@ -258,11 +260,11 @@ for precondition in (True, False):
         iterations=ITER_COND, problem=prob_ill, rng=np.random.default_rng(INIT_SEED))
 print(f"cond(Sigma) = {np.linalg.cond(prob_ill.Sigma):.3g}, "
       f"cond(Sigma_hat) = {np.linalg.cond(x_ill.T @ x_ill):.3g}")
-for precondition, result in runs_cond.items():
-    h = result.history
-    print(f"precondition={precondition!s:5s}: step {result.step:.3g}; excess risk at 0/10/100/"
-          f"{ITER_COND}: " + " / ".join(f"{h['excess_risk'][k]:.3g}" for k in (0, 10, 100, -1))
-          + f"; dist_P(S_hat) at {ITER_COND}: {h['dist_P_hat'][-1]:.3g}")
+cond_rows = [(str(precondition), result.step,
+              *(result.history["excess_risk"][k] for k in (0, 10, 100, -1)),
+              result.history["dist_P_hat"][-1]) for precondition, result in runs_cond.items()]
+result_table(["precondition", "step", "risk at 0", "10", "100", f"{ITER_COND}",
+              f"dist_P(S_hat) at {ITER_COND}"], cond_rows)
 
 # %% mystnb={"figure": {"caption": "Preconditioning at $\\kappa(\\Sigma) = 1000$ from the same random start: excess risk (left) and P-distance to the empirical minima (right) against iterations.", "name": "fig-ch04-precondition"}, "image": {"alt": "Two log-log panels against iteration: the preconditioned run (solid) falls quickly in excess risk and distance, the unpreconditioned run (dashed) stays high."}} tags=["hide-input"]
 fig, axes = figure(1, 2, height=3.0)
@@ -316,25 +318,27 @@ A_unbal, B_unbal = S_hat.unfactor(S_hat.U_star @ K, S_hat.V_star @ np.linalg.inv
 gap, scale = analysis.balance(A_unbal, B_unbal, Sigma_hat)
 excess_unbal = population.population_loss(A_unbal, B_unbal, Sigma_hat, M_hat)   # = L_hat - L_hat*
 print(f"unbalanced start: imbalance {gap:.3g}, ||V||_F {scale:.3g}, "
-      f"dist_P(S_hat) {S_hat.distance(A_unbal, B_unbal):.3g}, closed-form loss - L_hat* "
+      f"dist_P(S_hat) {S_hat.distance(A_unbal, B_unbal):.3g},\n  closed-form loss - L_hat* "
       f"{experiments.format_deviation(excess_unbal, resolution=1e-20)}")
 U_unbal, V_unbal = S_hat.factor(A_unbal, B_unbal)
+hessian_rows = []
 for name, (u, v) in {"on S_hat": (S_hat.U_star, S_hat.V_star),
                      "unbalanced": (U_unbal, V_unbal)}.items():
     eig = np.linalg.eigvalsh(geometry.factor_hessian(u, v, S_hat.Xstar, lam=0.0))
     nonzero = eig[eig > 1e-9 * eig[-1]]
-    print(f"Hessian of the loss (lam = 0) {name:10s}: largest {eig[-1]:.3g}, smallest nonzero "
-          f"{nonzero[0]:.3g}, ratio {eig[-1] / nonzero[0]:.3g}, zero eigenvalues "
-          f"{eig.size - nonzero.size}")
+    hessian_rows.append((name, eig[-1], nonzero[0], eig[-1] / nonzero[0], eig.size - nonzero.size))
+display(result_table(["Hessian (lam = 0)", "largest", "smallest nonzero", "ratio", "zero eigs"],
+                     hessian_rows))
 ITER_UNBAL = 300
 for lam in (0.0, 1.0):
     result = algorithm.train(algorithm.closed_form_loss(Sigma_hat, M_hat),
                              algorithm.Method(lam=lam), init=(A_unbal, B_unbal),
                              iterations=ITER_UNBAL)
     d_hat = result.history["dist_P_hat"]
-    print(f"lam = {lam:.0f}: step {result.step:.3g}, dist_P(S_hat) at 0/100/{ITER_UNBAL}: "
-          f"{d_hat[0]:.3g} / {d_hat[100]:.3g} / {d_hat[-1]:.3g}, imbalance at {ITER_UNBAL}: "
-          f"{analysis.balance(result.A, result.B, Sigma_hat)[0]:.3g}")
+    print(f"lam = {lam:.0f}: step {result.step:.3g}, imbalance at {ITER_UNBAL}: "
+          f"{analysis.balance(result.A, result.B, Sigma_hat)[0]:.3g},\n"
+          f"  dist_P(S_hat) at 0/100/{ITER_UNBAL}: "
+          f"{d_hat[0]:.3g} / {d_hat[100]:.3g} / {d_hat[-1]:.3g}")
 
 # %% [markdown]
 # The unbalanced start fits the closed-form objective exactly (its loss is less than $10^{-20}$ above
@@ -413,15 +417,15 @@ keep = np.ones(problem.d, dtype=bool)
 keep[-1] = False
 u_saddle, v_saddle = S_hat.factor(*S_hat.balanced_svd_point(keep))
 print(f"smallest singular value of M_hat Sigma_hat^(1/2): {S_hat.singular_values[-1]:.3g}")
-saddle_gradient = {}
+saddle_gradient, saddle_rows = {}, []
 for lam in (0.0, 1.0):
     _, grad_u, grad_v = population.factor_loss_and_grad(u_saddle, v_saddle, S_hat.Xstar)
     _, reg_u, reg_v = population.factor_regularizer_and_grad(u_saddle, v_saddle, lam=lam)
     grad = saddle_gradient[lam] = np.sqrt(np.sum((grad_u + reg_u) ** 2) + np.sum((grad_v + reg_v) ** 2))
     eig = np.linalg.eigvalsh(geometry.factor_hessian(u_saddle, v_saddle, S_hat.Xstar, lam=lam))
-    print(f"lam = {lam:.0f}: gradient norm {experiments.format_deviation(grad)}, "
-          f"smallest Hessian eigenvalue {eig[0]:.3g}, "
-          f"negative eigenvalues {np.sum(eig < -1e-9)}")
+    saddle_rows.append((f"{lam:.0f}", experiments.format_deviation(grad), eig[0],
+                        int(np.sum(eig < -1e-9))))
+result_table(["lam", "gradient norm", "smallest Hessian eig", "negative eigs"], saddle_rows)
 
 # %% [markdown]
 # At this point the gradient is zero (below $10^{-12}$, i.e. to rounding) with and without the regularizer, and the
@@ -512,8 +516,8 @@ j_on, j_off = variants["renormalized"], variants["algorithm1"]
 difference = np.abs(ablation["excess_risk"][:, j_on] - ablation["excess_risk"][:, j_off])
 relative = difference / ablation["excess_risk"][:, j_off]
 active = ablation["scale"][:, j_off] > float(ablation["tau"]) * (1 + 1e-12)
-print(f"tau = {float(ablation['tau']):.4g}; without renormalization ||V||_F exceeds tau at "
-      f"{np.mean(active):.0%} of the recorded iterations (max {ablation['scale'][:, j_off].max():.4g})")
+print(f"tau = {float(ablation['tau']):.4g}; without renormalization ||V||_F exceeds tau\n"
+      f"  at {np.mean(active):.0%} of the recorded iterations (max {ablation['scale'][:, j_off].max():.4g})")
 print(f"largest relative difference in excess risk over 2000 iterations: {relative.max():.2g}")
 print(f"excess risk at 2000: with tau {ablation['excess_risk'][-1, j_on]:.4g}, "
       f"without {ablation['excess_risk'][-1, j_off]:.4g}")

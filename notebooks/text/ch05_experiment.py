@@ -79,6 +79,8 @@
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
 # %matplotlib inline
+import textwrap
+
 import numpy as np
 import matplotlib.pyplot as plt
 
@@ -88,6 +90,7 @@ from attnlib.experiments import ablations, optimum, part1
 from attnlib.plotting import (
     METHOD_COLOURS, NEUTRAL_GREY, OKABE_ITO, figure, legend_below, plot_series, use_book_style)
 from attnlib.slider import frame_slider
+from attnlib.tables import result_table
 
 use_book_style()
 # rtol 1e-7: the distances to the basin minimizer move by up to 3e-9 relative on other CPUs
@@ -101,7 +104,8 @@ LABELS = {"algorithm1": "Algorithm 1", "random+precond+reg": "random + precond +
           "gd": "GD", "sgd": "SGD", "adam": "Adam"}
 L_STAR = part1.SETTINGS.p * part1.SETTINGS.noise_std ** 2 / 2
 iteration = runs["iteration"]
-print(f"stored run: seeds {SEEDS}, {iteration[-1]} iterations, methods {METHODS}")
+print(f"stored run: seeds {SEEDS}, {iteration[-1]} iterations")
+print(f"methods: {', '.join(METHODS)}")
 CONVERGED = judge.CONVERGED     # [choice] "converged": gap below 1e-3 of the initial gap
 print(f"L* = {L_STAR:.3g}; expected OLS excess risk p sigma^2 d / (2 (n - d - 1)) = "
       f"{float(runs['ols_formula']):.3g}")
@@ -135,36 +139,41 @@ print(f"seed 0: Q_hat* (spectral basin) = {float(replay['basin_value'][0]):.6f},
 
 # %%
 R = (part1.SETTINGS.p * part1.SETTINGS.d + part1.SETTINGS.d ** 2)           # number of parameters
-print(f"Hessian of Q_hat at the basin minimizer, (U, V) coordinates ({R} eigenvalues); "
+print(f"Hessian of Q_hat at the basin minimizer, (U, V) coordinates ({R} eigenvalues);\n"
       f"d(d-1)/2 = {part1.SETTINGS.d * (part1.SETTINGS.d - 1) // 2}")
+hessian_rows = []
 for i, s in enumerate(SEEDS):
     h = runs["basin_hessian"][i]
-    print(f"  seed {s}: Q_hat* = {float(runs['basin_value'][i]):.6f}, smallest eigenvalue "
-          f"{h[0]:.2g}, largest {h[-1]:.3g}, condition number {h[-1] / h[0]:.3g}, "
-          f"{np.sum(h < 0.05)} eigenvalues below 0.05")
+    hessian_rows.append([s, f"{float(runs['basin_value'][i]):.6f}", f"{h[0]:.2g}", f"{h[-1]:.3g}",
+                         f"{h[-1] / h[0]:.3g}", int(np.sum(h < 0.05))])
+display(result_table(["seed", "Q_hat*", "smallest eig.", "largest", "condition number",
+                      "eig. below 0.05"], hessian_rows))
 starts = part1.reference_start_labels()
 best = {}
 for tag, label in (("Q", "Q_hat = L_hat + R_hat"), ("L", "L_hat alone")):
-    print(f"{label}: minima from {len(starts[tag])} starts ({', '.join(starts[tag])})")
+    print(f"{label}: minima from {len(starts[tag])} starts:")
+    # wrap the list between start labels only (no-break spaces inside each label)
+    listed = ", ".join(start.replace(" ", "\xa0") for start in starts[tag])
+    print(textwrap.fill(listed, 78, initial_indent="  ", subsequent_indent="  ").replace("\xa0", " "))
     for i, s in enumerate(SEEDS):
         values = runs[f"ref_{tag}_value"][i]
         excess = runs[f"ref_{tag}_excess_risk"][i]
         best[tag, s] = values.min()
         print(f"  seed {s}: values {values.min():.6f} .. {values.max():.6f}, best from "
-              f"'{starts[tag][int(np.argmin(values))]}'; largest gradient norm "
+              f"'{starts[tag][int(np.argmin(values))]}'\n    largest gradient norm "
               f"{runs[f'ref_{tag}_grad_norm'][i].max():.1e}; smallest Hessian eigenvalue "
-              f"{runs[f'ref_{tag}_min_eigenvalue'][i].min():.1e}; excess risk of the minima "
+              f"{runs[f'ref_{tag}_min_eigenvalue'][i].min():.1e}\n    excess risk of the minima "
               f"{excess.min():.3g} .. {excess.max():.3g}")
 lowest = part1.lowest_known_minima()      # one table for chapters 5, 6 and 12
 print("lowest known minimum of Q_hat per seed (best local minimum found):")
 for s in SEEDS:
     best["Q", s] = lowest[s]["value"]
-    print(f"  seed {s}: {lowest[s]['value']:.6f}, excess risk {lowest[s]['excess_risk']:.3g}; "
-          f"{lowest[s]['source']}")
+    print(f"  seed {s}: {lowest[s]['value']:.6f}, excess risk {lowest[s]['excess_risk']:.3g}\n"
+          f"    {lowest[s]['source']}")
 for i, s in enumerate(SEEDS):
     basin = float(runs["basin_value"][i])
-    print(f"seed {s}: basin minimizer - lowest known Q_hat minimum = {basin - best['Q', s]:.2e} "
-          f"({(basin - best['Q', s]) / (runs['objective'][i, 0, 0] - best['Q', s]):.1%} of "
+    print(f"seed {s}: basin minimizer - lowest known Q_hat minimum = {basin - best['Q', s]:.2e}\n"
+          f"  ({(basin - best['Q', s]) / (runs['objective'][i, 0, 0] - best['Q', s]):.1%} of "
           f"Algorithm 1's initial gap); OLS fit excess risk "
           f"{float(runs['ols_fit_excess_risk'][i]):.3g}")
 
@@ -215,11 +224,13 @@ def gap(method: str) -> np.ndarray:
 
 
 ols_fit = np.median(runs["ols_fit_excess_risk"])
+gap_rows = []
 for method in METHODS:
     g = np.median(gap(method), axis=0)
-    print(f"{LABELS[method]:23s} gap at 0 / 100 / 2000: {g[0]:.2e} / "
-          f"{g[np.searchsorted(iteration, 100)]:.2e} / {g[-1]:.2e}; "
-          f"excess risk at 2000: {np.median(stacked('excess_risk', method)[:, -1]):.3g}")
+    gap_rows.append([LABELS[method], f"{g[0]:.2e}", f"{g[np.searchsorted(iteration, 100)]:.2e}",
+                     f"{g[-1]:.2e}", f"{np.median(stacked('excess_risk', method)[:, -1]):.3g}"])
+display(result_table(["method (median over seeds)", "gap at 0", "at 100", "at 2000",
+                      "excess risk at 2000"], gap_rows))
 print(f"OLS fit excess risk (median over seeds): {ols_fit:.3g}")
 
 # %% mystnb={"figure": {"caption": "The rerun experiment ($p = 20$, $d = 10$, $n = 500$): each method's optimization gap to the lowest known local minimum of its own objective (top) and the excess population risk (bottom) against iterations; lines are medians over three seeds, bands the range, the dashed line the least-squares fit's excess risk.", "name": "fig-ch05-headline"}, "image": {"alt": "Two log-log panels against iteration sharing the horizontal axis, one styled and marked line per method (Algorithm 1, random + precond + reg, GD, SGD, Adam) with shaded seed ranges; the bottom panel has a dashed OLS line."}} tags=["hide-input"]
@@ -415,8 +426,10 @@ steps = {"population": float(headline["step_population"]),
 s_d = {"population": float(headline["s_d_population"]),
        "closed_form": float(headline["s_d_closed_form"]),
        "finite": float(headline["s_d_closed_form"])}       # X_hat* of the same sample
-print("objective (seed 0)                              eta      s_d     first k below 1e-3 / 1e-6"
-      "   gap(2000)/gap(0)   fitted rate   predicted (1 - eta s_d)^2")
+print("objectives (seed 0), the columns of the table:")
+for name in relative:
+    print(f"  {HEADLINE_NAMES[name]}")
+headline_columns = {}
 for name, rel in relative.items():
     firsts = [analysis.format_iterations(its[name][int(k)] if np.isfinite(k) else np.inf,
                                          int(its[name][-1]))
@@ -426,8 +439,13 @@ for name, rel in relative.items():
     band = (1e-10, 1e-3)
     fit = (fitting.fit_geometric_rate(its[name], rel, band=band) if rel.min() < 1e-6
            else fitting.fit_geometric_rate(its[name], rel, start=1000))
-    print(f"{HEADLINE_NAMES[name]:47s} {steps[name]:.4f}   {s_d[name]:.4f}  {' / '.join(firsts):26s}"
-          f"  {rel[-1]:16.3g}   {fit.rate:.6f}      {(1 - steps[name] * s_d[name]) ** 2:.6f}")
+    headline_columns[name] = [f"{steps[name]:.4f}", f"{s_d[name]:.4f}", *firsts, f"{rel[-1]:.3g}",
+                              f"{fit.rate:.6f}", f"{(1 - steps[name] * s_d[name]) ** 2:.6f}"]
+measures = ("eta", "s_d", "first k below 1e-3", "first k below 1e-6", "gap(2000)/gap(0)",
+            "fitted rate", "predicted (1 - eta s_d)^2")
+display(result_table(["measure", "population", "closed form", "finite Q_hat"],
+                     [[m, *(column[r] for column in headline_columns.values())]
+                      for r, m in enumerate(measures)]))
 
 # %% mystnb={"figure": {"caption": "Algorithm 1's optimization gap relative to its start against iterations (seed 0) on the population objective and the closed form, where it is geometric at the predicted rate, and on the finite-sample objective the experiment trains, where half of the gap is left at 2000 iterations.", "name": "fig-ch05-headline-holds"}, "image": {"alt": "Three curves on a log axis: the population curve falls straight to about 4e-8 at k = 2000, the closed-form curve falls faster to round-off by about k = 800, the finite-sample curve stays near 0.5."}} tags=["hide-input"]
 HEADLINE_LEGEND = {"population": r"population ($\Sigma$, $M$), spectral start",
@@ -638,12 +656,13 @@ first = sweep["first_iteration"]                                  # seeds, K, M,
 for t, threshold in enumerate(thresholds):
     print(f"iterations to excess risk <= {threshold:.0e} (seeds {', '.join(map(str, sweep_seeds))};"
           f" cap {cap})")
-    print("method                  " + "".join(f"kappa = {k:<36.0f}" for k in kappas))
+    sweep_rows = []
     for j, method in enumerate(METHODS):
         cells = [" / ".join(analysis.format_iterations(first[s, i, j, t], cap)
+                            .replace("not reached (", "").replace(")", "")     # "> 2000"
                             for s in range(len(sweep_seeds))) for i in range(len(kappas))]
-        print(f"{LABELS[method]:23s} " + "".join(f"{c:44s}" for c in cells))
-    print()
+        sweep_rows.append([LABELS[method], *cells])
+    display(result_table(["method", *(f"kappa = {k:.0f}" for k in kappas)], sweep_rows))
 
 # %% mystnb={"figure": {"caption": "Iterations to reach excess risk $10^{-2}$ (slower of the seeds) against the condition number $\\kappa(\\Sigma)$, for each baseline; points above the dotted line never reached it within the cap.", "name": "fig-ch05-conditioning"}, "image": {"alt": "Log-log plot of iterations to excess risk 0.01 against kappa, one marked line per baseline method, with a dotted cap line near the top."}} tags=["hide-input"]
 fig, ax = figure(width=6.4, height=4.0)
@@ -702,7 +721,7 @@ def show_explorer(log10_kappa: float = 2.0, n: int = 200, step_scale: float = 0.
                  f"regularizer {'on' if regularize else 'off'}")
     ax.legend()
     plt.show()
-    print(f"excess risk after 150 iterations: preconditioned {out['preconditioned'][-1]:.3g}, "
+    print(f"excess risk after 150 iterations:\n  preconditioned {out['preconditioned'][-1]:.3g}, "
           f"plain {out['plain'][-1]:.3g}, OLS fit {float(out['ols']):.3g}")
 
 

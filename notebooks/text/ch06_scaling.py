@@ -90,6 +90,7 @@ from attnlib import experiments, fitting, geometry, population
 from attnlib.claims import ch06 as judge
 from attnlib.experiments import ablations, scaling
 from attnlib.plotting import METHOD_COLOURS, OKABE_ITO, figure, legend_below, use_book_style
+from attnlib.tables import result_table
 
 use_book_style()
 SEED_BOOT = 6                      # generator of the seed bootstraps below
@@ -127,14 +128,14 @@ deployed = stored["finite_test_risk_final"]
 
 def report(label, values, x=n_values):
     fit = fitting.fit_power_law(x, values, rng=rng_boot, n_boot=2000)
-    print(f"  {label:42s} slope {fit.exponent:+.2f} +- {fit.stderr:.2f} "
-          f"(95% seed bootstrap [{fit.ci[0]:+.2f}, {fit.ci[1]:+.2f}])")
+    print(f"  {label:32s} slope {fit.exponent:+.2f} +- {fit.stderr:.2f}, "
+          f"95% CI [{fit.ci[0]:+.2f}, {fit.ci[1]:+.2f}]")
     return fit
 
 
 fits = {}
 for i, sigma in enumerate(noise_levels):
-    print(f"sigma = {sigma:g}:")
+    print(f"sigma = {sigma:g} (CI: bootstrap over seeds):")
     fits[sigma, "alg1"] = report(f"Algorithm 1, finite n, m = {config['iterations']}", final[i])
     fits[sigma, "init"] = report("spectral init (m = 0)", start[i])
     fits[sigma, "deployed"] = report("deployed test risk, m = "
@@ -143,10 +144,10 @@ for i, sigma in enumerate(noise_levels):
         fits[sigma, "ols"] = report("OLS fit on the same data", ols_fit[i])
         alg1_over_ols = np.median(final[i], axis=1) / [
             population.ols_excess_risk(int(n), d, p, sigma) for n in n_values]
-        print("  Algorithm 1 / OLS formula (median): "
+        print("  Algorithm 1 / OLS formula (median):\n    "
               + ", ".join(f"n={n}: {r:.1f}" for n, r in zip(n_values, alg1_over_ols)))
         formula = [population.ols_excess_risk(int(n), d, p, sigma) for n in n_values]
-        print(f"  {'OLS formula p s^2 d / (2(n-d-1))':42s} local slope over this range "
+        print(f"  {'OLS formula p s^2 d / (2(n-d-1))':32s} local slope over this range "
               f"{np.polyfit(np.log(n_values), np.log(formula), 1)[0]:+.2f}")
     else:
         print(f"  OLS fit: largest excess risk {ols_fit[i].max():.1e} (M_hat = M up to rounding)")
@@ -200,11 +201,13 @@ plt.show()
 
 # %%
 SIGMA_SWEEP = (0.03, 0.1, 0.3, 1.0)
+sweep_rows = []
 for sigma in SIGMA_SWEEP:
     starts = [ablations.start_excess_risks(s, noise_std=sigma) for s in range(8)]
     ratios = [r["spectral"] / r["ols_fit"] for r in starts]
-    print(f"sigma = {sigma:4g}: spectral start / OLS fit excess risk, median of 8 seeds "
-          f"{np.median(ratios):.3g} (range {min(ratios):.3g} .. {max(ratios):.3g})")
+    sweep_rows.append([sigma, np.median(ratios), min(ratios), max(ratios)])
+print("spectral start / OLS fit excess risk over 8 seeds")
+display(result_table(["sigma", "median", "smallest", "largest"], sweep_rows))
 
 # %% [markdown]
 # The ratio falls from 20.9 at $\sigma = 0.03$ to 2.81 at $\sigma = 0.1$, 1.18 at $\sigma = 0.3$
@@ -392,22 +395,25 @@ its = stored["finite_iteration"]
 for i, sigma in enumerate(noise_levels):
     rise = np.median(final[i] / start[i], axis=1)
     gn = np.median(stored["finite_grad_norm"][i, :, :, -1], axis=1)
-    print(f"sigma = {sigma:g}: excess risk at m = {config['iterations']} / at m = 0 (median) "
-          + ", ".join(f"{r:.2f}" for r in rise) + "; final gradient norm "
+    print(f"sigma = {sigma:g}, n = {', '.join(map(str, n_values))} (medians over seeds):\n"
+          f"  excess risk at m = {config['iterations']} / at m = 0: "
+          + ", ".join(f"{r:.2f}" for r in rise) + "\n  final gradient norm: "
           + ", ".join(f"{g:.1e}" for g in gn))
 j = int(np.flatnonzero(n_values == 400)[0])
 print(f"finite-n objective, n = {n_values[j]}, sigma = {noise_levels[0]:g}, per seed:")
+tail_rows = []
 for s in range(stored["finite_grad_norm"].shape[2]):
     g = stored["finite_grad_norm"][0, j, s]
     tail = fitting.fit_geometric_rate(its, g, start=config["iterations"] // 2)
-    print(f"  seed {s}: gradient norm {g[0]:.2e} -> {g[-1]:.2e}; tail rate of the gradient "
-          f"norm {tail.rate:.5f} (excess-risk equivalent {tail.rate ** 2:.5f})")
+    tail_rows.append([s, f"{g[0]:.2e}", f"{g[-1]:.2e}", f"{tail.rate:.5f}", f"{tail.rate ** 2:.5f}"])
+display(result_table(["seed", "gradient norm at 0", f"at {config['iterations']}",
+                      "tail rate", "squared (excess risk)"], tail_rows))
 _, m_hat = population.empirical_moments(*scaling.default_task(0.1).sample(
     400, rng=np.random.default_rng([config["problem_seed"], 0, 400])))
 task = scaling.default_task(0.1)
 s_true = geometry.minimizer_manifold(task.Sigma, task.M).singular_values
 eta = stored["finite_step"][0, j, 0]
-print(f"closed-form prediction at the same step eta = {eta:.4f} and the true X* "
+print(f"closed-form prediction at the same step eta = {eta:.4f} and the true X*\n"
       f"(kappa(X*) = {s_true[0] / s_true[-1]:.2f}): "
       f"mu = {fitting.local_gd_rate(eta, task.Sigma, task.M) ** 2:.5f}")
 

@@ -70,6 +70,7 @@ from attnlib import algorithm, analysis, attention, data, experiments, fitting, 
 from attnlib.claims import ch06b as judge
 from attnlib.experiments import finite_sample
 from attnlib.plotting import OKABE_ITO, figure, legend_below, use_book_style
+from attnlib.tables import result_table
 
 use_book_style()
 attention.limit_blas_threads(1)      # as the stored runs' Dask workers
@@ -155,8 +156,8 @@ mean_weight = sp.integrate(sp.exp(b_s * x_s) * density, (x_s, -sp.oo, sp.oo))
 spread = sp.integrate(sp.exp(2 * b_s * x_s) * (x_s - s_s**2 * b_s)**2 * density,
                       (x_s, -sp.oo, sp.oo)) / mean_weight**2
 claimed = sp.exp(b_s**2 * s_s**2) * (s_s**2 + s_s**2 * b_s**2 * s_s**2)
-print(f"E[w^2 (x - m)^2] / E[w]^2 = {sp.simplify(spread)}; minus e^(b^2 s^2)(Sigma + Sigma b b "
-      f"Sigma) in d = 1: {sp.simplify(spread - claimed)}")
+print(f"E[w^2 (x - m)^2] / E[w]^2 = {sp.simplify(spread)}")
+print(f"minus e^(b^2 s^2)(Sigma + Sigma b b Sigma) in d = 1: {sp.simplify(spread - claimed)}")
 
 # %% [markdown]
 # Step 2 is exact, so it can be checked by Monte Carlo: on many independent data sets, the
@@ -176,6 +177,7 @@ r_mat = half @ rotation @ inv_half
 print(f"population loss at the point and at its rotation: "
       f"{experiments.format_deviation(population.population_loss(a_pop, b_pop, mc_problem.Sigma, mc_problem.M), resolution=1e-24)}, "
       f"{experiments.format_deviation(population.population_loss(a_pop @ r_mat, b_pop @ r_mat, mc_problem.Sigma, mc_problem.M), resolution=1e-24)}")
+print("mean of L_hat(AR, BR) - L_hat(A, B):")
 for mask in ("loo", "all"):
     differences = []
     for _ in range(200):
@@ -186,7 +188,7 @@ for mask in ("loo", "all"):
             - attention.prompts_loss_and_grad(a_pop, b_pop, x_mc, y_mc, mask=mask)[0])
     differences = np.asarray(differences)
     stderr = differences.std(ddof=1) / np.sqrt(differences.size)
-    print(f"mask {mask!r}: mean of L_hat(AR, BR) - L_hat(A, B) = {differences.mean():+.2e} "
+    print(f"  mask {mask!r}: {differences.mean():+.2e} "
           f"+- {stderr:.1e} ({differences.mean() / stderr:+.1f} standard errors)")
 
 # %% [markdown]
@@ -322,16 +324,17 @@ counts = {level: evaluations_to(level, lowest) for level in LEVELS}
 below_basin = lowest < stored["basin_value"] - 1e-12 * np.abs(stored["basin_value"])
 print(f"data sets where a method found a minimum below the reference route's: "
       f"{int(below_basin.sum())} of {below_basin.size}")
-print("gradient evaluations to a relative gap of 1e-3 / 1e-6 / 1e-9 (seeds separated by |; "
-      "- = not within the budget)")
+print("gradient evaluations to a relative gap of 1e-3 / 1e-6 / 1e-9\n"
+      "(- = not within the budget), and wall-clock seconds per seed")
+evaluation_rows = []
 for j, method in enumerate(methods):
-    print(f"{method}")
     for i, n in enumerate(n_values):
-        cells = " | ".join(" / ".join("-" if np.isinf(counts[t][i, s, j]) else
-                                      f"{int(counts[t][i, s, j])}" for t in LEVELS)
-                           for s in range(seeds.size))
-        print(f"  n = {n:5d}: {cells:40s} wall-clock "
-              f"{' | '.join(f'{v:.1f} s' for v in stored['seconds'][i, :, j])}")
+        cells = [" / ".join("-" if np.isinf(counts[t][i, s, j]) else
+                            f"{int(counts[t][i, s, j])}" for t in LEVELS)
+                 for s in range(seeds.size)]
+        evaluation_rows.append([method if i == 0 else "", int(n), *cells,
+                                " | ".join(f"{v:.1f}" for v in stored["seconds"][i, :, j])])
+display(result_table(["method", "n", *(f"seed {s}" for s in seeds), "seconds"], evaluation_rows))
 
 # %% [markdown]
 # Where did each method end? A method that stops above the lowest known minimum and far from
@@ -341,12 +344,14 @@ for j, method in enumerate(methods):
 # %%
 final_gap = (np.nanmin(values, axis=-1) - lowest[..., None]) / (
     stored["initial_value"] - lowest)[..., None]
-print("smallest relative gap reached, and distance to the reference route's minimizer at the "
-      "end (seeds separated by |)")
-for j, method in enumerate(methods):
-    print(f"{method:15s} " + "   ".join(
-        f"n={n}: " + " | ".join(f"{final_gap[i, s, j]:.0e}, {stored['final_distance'][i, s, j]:.2g}"
-                                for s in range(seeds.size)) for i, n in enumerate(n_values)))
+print("smallest relative gap reached, and distance to the reference route's\n"
+      "minimizer at the end, per seed")
+end_rows = [[method if i == 0 else "", int(n)]
+            + [text for s in range(seeds.size) for text in
+               (f"{final_gap[i, s, j]:.0e}", f"{stored['final_distance'][i, s, j]:.2g}")]
+            for j, method in enumerate(methods) for i, n in enumerate(n_values)]
+display(result_table(["method", "n"] + [text for s in seeds for text in (f"seed {s} gap", "distance")],
+                     end_rows))
 
 # %% [markdown]
 # ## The papers' claims
@@ -367,29 +372,30 @@ for j, method in enumerate(methods):
 alg1_risk = stored["alg1_excess_risk"]
 basin_risk, ols_risk = stored["basin_excess_risk"], stored["ols_excess_risk"]
 ends = stored["final_excess_risk"]
-print(" n     reference min.   best method's end   Alg. 1 at 1000   early stop (iteration)"
-      "      OLS")
-stops = []
+print("excess risks per data set (two seeds per n): reference minimizer, best method's\n"
+      "end point and its method, Alg. 1 at 1000 iterations, Alg. 1 stopped early\n"
+      "(iteration; never = not within 10% in 1000 iterations), OLS fit")
+stops, risk_rows = [], []
 for i, n in enumerate(n_values):
     for s in range(seeds.size):
         best = int(np.nanargmin(final_gap[i, s]))
         within = np.abs(alg1_risk[i, s] - basin_risk[i, s]) <= 0.1 * basin_risk[i, s]
         stop = int(np.argmax(within)) if within.any() else None
         stops.append(stop)
-        early = (f"{alg1_risk[i, s, stop]:.3g} ({stop})" if stop is not None
-                 else "not within 1000")
-        print(f"{n:5d}  {basin_risk[i, s]:12.3g}   {ends[i, s, best]:12.3g} "
-              f"({methods[best]:>8.8s})   {alg1_risk[i, s, -1]:10.3g}     {early:22s}"
-              f"{ols_risk[i, s]:10.3g}")
+        early = f"{alg1_risk[i, s, stop]:.3g} ({stop})" if stop is not None else "never"
+        risk_rows.append([int(n), basin_risk[i, s], ends[i, s, best], methods[best],
+                          alg1_risk[i, s, -1], early, ols_risk[i, s]])
+display(result_table(["n", "reference", "best end", "by", "Alg. 1 end", "early stop", "OLS"],
+                     risk_rows))
 print(f"reference minimizer's excess risk / OLS: {np.min(basin_risk / ols_risk):.1f} to "
       f"{np.max(basin_risk / ols_risk):.1f}")
-print(f"early stop at iteration 0 (the spectral start is already within 10%): "
-      f"{sum(stop == 0 for stop in stops)} of {len(stops)} runs; later: "
+print(f"early stop at iteration 0 (the spectral start is already within 10%):\n"
+      f"  {sum(stop == 0 for stop in stops)} of {len(stops)} runs; later: "
       f"{sorted(stop for stop in stops if stop)}; never within 1000 iterations: "
       f"{sum(stop is None for stop in stops)}")
-print(f"Algorithm 1's lowest excess risk along its 1000 iterations came at iteration "
-      f"{int(np.max(np.nanargmin(alg1_risk, axis=-1)))} at the latest")
-print(f"excess risks of the five end points on one data set: largest / smallest "
+print(f"Algorithm 1's lowest excess risk along its 1000 iterations came at\n"
+      f"  iteration {int(np.max(np.nanargmin(alg1_risk, axis=-1)))} at the latest")
+print(f"excess risks of the five end points on one data set, largest / smallest:\n  "
       f"{np.min(np.max(ends, -1) / np.min(ends, -1)):.2f} to "
       f"{np.max(np.max(ends, -1) / np.min(ends, -1)):.2f}")
 

@@ -67,6 +67,7 @@
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
 # %matplotlib inline
 import math
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -78,6 +79,7 @@ from attnlib.claims import ch08
 from attnlib.experiments import format_deviation, part2
 from attnlib.plotting import SERIES, figure, legend_below, plot_series, use_book_style
 from attnlib.regularizers import Regularizer
+from attnlib.tables import result_table
 
 use_book_style()
 PROBLEM_SEED = 8      # the synthetic problem
@@ -140,8 +142,8 @@ for _ in range(4):
     print(f"cond(G) = {np.linalg.cond(G):7.2f}: relative change of L {format_deviation(change_L)}, "
           f"of L + weight decay {abs(decay.loss(moved) - decay.loss(theta)):.3g}")
 orbit = villani.orbit_points(problem, theta, np.log(np.logspace(-6, 6, 7)))
-print("L along (rho W_Q, W_K / rho), rho = 1e-6 ... 1e6:",
-      " ".join(f"{v:.10f}" for v in problem.data_loss(orbit)))
+print("L along (rho W_Q, W_K / rho), rho = 1e-6 ... 1e6:")
+print(textwrap.fill(" ".join(f"{v:.10f}" for v in problem.data_loss(orbit)), 80))
 
 # %% [markdown]
 # The data loss does not move, to rounding level, under any of the four random $G$ or along twelve
@@ -283,8 +285,8 @@ laps = np.array([sum(problem.data_laplacian_blocks(x))
 design = np.column_stack([rho**2, rho**-2])
 (a_fit, b_fit), *_ = np.linalg.lstsq(design, laps, rcond=None)
 resid = np.max(np.abs(design @ [a_fit, b_fit] - laps) / np.abs(laps))
-print(f"fit over rho in [1e-2, 1e2]: a = {a_fit:.6f}, b = {b_fit:.6f}, "
-      f"max relative residual {format_deviation(resid)}")
+print(f"fit over rho in [1e-2, 1e2]: a = {a_fit:.6f}, b = {b_fit:.6f}")
+print(f"  max relative residual {format_deviation(resid)}")
 
 # %% [markdown]
 # So on this orbit $\nabla \tilde f = \nabla R$ and the Villani quantity is a closed form in
@@ -309,14 +311,16 @@ regs = {"none": Regularizer(), "weight_decay": Regularizer("weight_decay", lam),
         "log": Regularizer("log", lam), "power": Regularizer("power", lam, eps=0.5)}
 log_rho_check = np.log(np.array([0.1, 1.0, 10.0, 100.0]))
 points = villani.orbit_points(problem, theta_star, log_rho_check)
+rows = []
 for name, reg in regs.items():
     closed = villani.orbit_villani_over_rho2(consts, reg, 1.0, log_rho_check) * np.exp(2 * log_rho_check)
     direct = np.array([villani.villani_quantity(problem.with_regularizer(reg), x, 1.0).value
                        for x in points])
     gap = np.max(np.abs(closed - direct) / np.abs(direct))
-    print(f"{SERIES[name]['label']:>12}: V_1 at rho = 0.1, 1, 10, 100: "
-          + ", ".join(f"{v:.4g}" for v in direct)
-          + f"   (closed form: max relative gap {format_deviation(gap, resolution=1e-9)})")
+    rows.append([SERIES[name]['label'], *direct, format_deviation(gap, resolution=1e-9)])
+print("V_1 on the orbit, and the largest relative gap to the closed form:")
+result_table(["", "rho = 0.1", "rho = 1", "rho = 10", "rho = 100", "closed form"],
+             rows, number_format=".4g")
 
 # %% [markdown]
 # Up to $\rho = 100$ the quantity is negative for every regularizer at $\lambda = 0.01$, $s = 1$:
@@ -345,7 +349,7 @@ pow_root = sp.solve(pow_eq, u)
 wd_threshold = sp.solve(sp.Eq(4 * lam_s**2 * q_s / s_s, a_s), s_s)
 print("log-amplified:  log rho* ~", sp.simplify(sp.expand_log(max(log_root, key=lambda r: r.subs(
     {lam_s: 0.01, s_s: 1, a_s: 1, q_s: 1})), force=True)))
-print("super-quadratic: log rho* ~", sp.simplify(sp.expand_log(pow_root[0], force=True)))
+print("super-quadratic: log rho* ~\n   ", sp.simplify(sp.expand_log(pow_root[0], force=True)))
 print("weight decay fails for s >", wd_threshold[0])
 
 # %% [markdown]
@@ -358,22 +362,22 @@ print("weight decay fails for s >", wd_threshold[0])
 # %%
 temperatures = [0.01, 1.0, 100.0]
 s_star = villani.weight_decay_threshold(consts, lam)
-print(f"weight decay, lambda = {lam}: threshold 4 lambda^2 q / a = {s_star:.3g}; "
-      f"rho* = infinity (never positive) for s = "
+print(f"weight decay, lambda = {lam}: threshold 4 lambda^2 q / a = {s_star:.3g}")
+print(f"rho* = infinity (never positive) for s = "
       + ", ".join(f"{s:g}" for s in temperatures
                   if villani.crossover_log_radius(consts, regs['weight_decay'], s) == math.inf))
-crossovers = {}
-print("  form        s | log10 rho* as rho -> oo (leading order) | log10(1/rho*) as rho -> 0 "
-      "(leading order) | decisive end")
+crossovers, rows = {}, []
+print("log10 rho* as rho -> oo and log10(1/rho*) as rho -> 0, with leading orders:")
 for name in ("log", "power"):
     for s in temperatures:
         both = villani.orbit_crossovers(consts, regs[name], s)
         up = villani.asymptotic_crossover_log_radius(consts, regs[name], s)
         down = villani.asymptotic_crossover_log_radius(consts.swapped(), regs[name], s)
         crossovers[name, s] = both
-        print(f"{name:>6} {s:>8g} | {both.up / math.log(10):8.2f} ({up / math.log(10):8.2f})"
-              f"{'':18s}| {both.down / math.log(10):8.2f} ({down / math.log(10):8.2f})"
-              f"{'':17s}| {both.decisive_end}")
+        rows.append([name, f"{s:g}", both.up / math.log(10), up / math.log(10),
+                     both.down / math.log(10), down / math.log(10), both.decisive_end])
+result_table(["form", "s", "rho -> oo", "leading", "rho -> 0", "leading", "decisive end"],
+             rows, number_format=".2f")
 
 # %% [markdown]
 # The orbit has two ends. As $\rho \to 0$ the blocks swap roles ($t_K = k/\rho^2$ grows, the
@@ -429,8 +433,8 @@ far = np.log(np.array([1e3, 1e30, 1e300]))
 for s in (0.5 * s_up, 2 * s_up):
     values = villani.orbit_villani_over_rho2(consts, strong, s, far)
     print(f"s = {s:.4f}: V_s / rho^2 at rho = 1e3, 1e30, 1e300: "
-          + ", ".join(f"{v:.4f}" for v in values)
-          + f"   limit 4 lam^2 q / s - a = {4 * consts.q / s - consts.a:.4f}")
+          + ", ".join(f"{v:.4f}" for v in values))
+    print(f"  limit 4 lam^2 q / s - a = {4 * consts.q / s - consts.a:.4f}")
 
 # %% [markdown]
 # ## Generic rays decide nothing
@@ -566,8 +570,9 @@ for name, g in profiles.items():
     g1, g2 = sp.diff(g, t_s), sp.diff(g, t_s, 2)
     B_over_t = (2 * lam_b * g1 - C_s) ** 2 / s_b - 2 * C2_s - 4 * lam_b * (D_s * g1 + 2 * t_s * g2) / t_s
     limit = sp.limit(B_over_t.subs(e_s, sp.Rational(1, 2)), t_s, sp.oo)
-    print(f"{SERIES[name]['label']:>12}: d/dt g' = {sp.simplify(g2)},  d/dt (t g'') = "
-          f"{sp.factor(sp.simplify(sp.diff(t_s * g2, t_s)))},  lim B(t)/t = {limit}")
+    print(f"{SERIES[name]['label']}: d/dt g' = {sp.simplify(g2)}")
+    print(f"  d/dt(t g'') = {sp.factor(sp.simplify(sp.diff(t_s * g2, t_s)))}")
+    print(f"  lim B(t)/t = {limit}")
 
 # %%
 # Numerical checks of every inequality on random parameters (each ratio must be <= 1)
@@ -597,28 +602,31 @@ pairs = [(name, regs[name]) for name in ("weight_decay", "log", "power")] + list
 check = villani.every_direction_check(problem, np.array(points), pairs, [0.1, 1.0, 10.0],
                                  grad_constant=C_grad, laplacian_constant=C_lap)
 worst = check.worst_margin
-print(f"over 40 random points: max ||grad_(W_Q) L|| / (C ||W_K||) (and Q <-> K) = {check.grad_ratio:.3f}; "
-      f"max |Delta_(W_Q) L| / (C' ||W_K||^2) = {check.laplacian_ratio:.2e}")
-print("min over points, s in {0.1, 1, 10} and lambda in {0.01, strong} of V_s - B(t): "
-      + ", ".join(f"{SERIES[name]['label']} {value:.3g}" for name, value in worst.items())
-      + f"  (>= 0 required; B > 0 at {check.positive} of the checks)")
+print("over 40 random points:")
+print(f"  max ||grad_(W_Q) L|| / (C ||W_K||) (and Q <-> K) = {check.grad_ratio:.3f}")
+print(f"  max |Delta_(W_Q) L| / (C' ||W_K||^2) = {check.laplacian_ratio:.2e}")
+print("min of V_s - B(t) over points, s in {0.1, 1, 10}, lambda in {0.01, strong}:")
+print("  " + ", ".join(f"{SERIES[name]['label']} {value:.3g}" for name, value in worst.items())
+      + "  (>= 0 required)")
+print(f"B > 0 at {check.positive} of the checks")
 
 # %%
 # Where the estimate turns positive, against the orbit (log10 of ||W||_F = sqrt(t) on the larger block)
 half = problem.dim // 2
+print(f"lambda = {lam}: log10 ||W||_F beyond which B > 0, and the orbit's log10 rho*")
 for name in ("log", "power"):
     for s in temperatures:
         log_t = villani.lower_bound_log_radius(regs[name], s, grad_constant=C_grad,
                                           laplacian_constant=C_lap, block_dim=half)
-        print(f"{name:>6}, lambda = {lam}, s = {s:>6g}: B > 0 once log10 ||W||_F > "
-              f"{log_t / (2 * math.log(10)):9.1f}   (orbit: log10 rho* = "
-              f"{crossovers[name, s].decisive / math.log(10):7.2f})")
+        print(f"{name:>6}, s = {s:>6g}: B > 0 beyond {log_t / (2 * math.log(10)):9.1f}, "
+              f"orbit {crossovers[name, s].decisive / math.log(10):7.2f}")
 lam_strong = 200.0
-print(f"weight decay, lambda = {lam}: 2 lambda = {2 * lam:g} < C = {C_grad:.1f}, so the estimate "
-      f"never proves the condition; the orbit fails for s > {villani.weight_decay_threshold(consts, lam):.3g}")
-print(f"weight decay, lambda = {lam_strong:g}: the estimate proves it for s < "
-      f"(2 lambda - C)^2 / (2 C') = {(2 * lam_strong - C_grad) ** 2 / (2 * C_lap):.3g}; the orbit fails "
-      f"for s > 4 lambda^2 min(q/a, k/b) = "
+print(f"weight decay, lambda = {lam}: 2 lambda = {2 * lam:g} < C = {C_grad:.1f},")
+print("  so the estimate never proves the condition;")
+print(f"  the orbit fails for s > {villani.weight_decay_threshold(consts, lam):.3g}")
+print(f"weight decay, lambda = {lam_strong:g}: the estimate proves it for s <")
+print(f"  (2 lambda - C)^2 / (2 C') = {(2 * lam_strong - C_grad) ** 2 / (2 * C_lap):.3g};")
+print("  the orbit fails for s > 4 lambda^2 min(q/a, k/b) = "
       f"{min(villani.weight_decay_threshold(consts, lam_strong), villani.weight_decay_threshold(consts.swapped(), lam_strong)):.3g}")
 
 # %% [markdown]

@@ -67,6 +67,7 @@ from attnlib.experiments import part2
 from attnlib.experiments import format_deviation
 from attnlib.plotting import SERIES, figure, legend_below, plot_series, use_book_style
 from attnlib.regularizers import Regularizer
+from attnlib.tables import result_table
 
 use_book_style()
 PROBLEM_SEED = 0      # the synthetic problem
@@ -190,8 +191,8 @@ for s in (0.5 * c1 / c2, 2 * c1 / c2):
                                   1e3 * base, s).value / 1e6,
               villani.villani_quantity(problem.with_regularizer(Regularizer("log", 0.01)),
                                   1e3 * base, s).value / 1e6]
-    print(f"s = {s:.4g}: V_s / rho^2 at rho = 1e3 (none, weight decay, log): "
-          + ", ".join(f"{v:.4g}" for v in values))
+    print(f"s = {s:.4g}: V_s / rho^2 at rho = 1e3 (none, weight decay, log):")
+    print("  " + ", ".join(f"{v:.4g}" for v in values))
 
 # %% [markdown]
 # Here $c_1/c_2 \approx 174.5$. The columns of the table are constant over five decades of $\rho$,
@@ -226,16 +227,16 @@ print(f"L(theta*) = {problem.data_loss(theta_star):.3e}, ||grad L(theta*)|| "
       f"{format_deviation(grad_norm, resolution=1e-7)}")
 print(f"a = {consts.a:.4f}, b = {consts.b:.4f}, q = {consts.q:.4f}, k = {consts.k:.4f}")
 (U_warm, V_warm), (U_star, V_star) = problem.unpack(warm), problem.unpack(theta_star)
-print(f"the polish moves U V by {np.linalg.norm(U_star @ V_star - U_warm @ V_warm):.2f} (Frobenius); "
-      f"||U||_F^2, ||V||_F^2: warm start {np.sum(U_warm**2):.2f}, {np.sum(V_warm**2):.2f}; "
+print(f"the polish moves U V by {np.linalg.norm(U_star @ V_star - U_warm @ V_warm):.2f} (Frobenius)")
+print(f"||U||_F^2, ||V||_F^2: warm start {np.sum(U_warm**2):.2f}, {np.sum(V_warm**2):.2f}; "
       f"theta* (balanced) {np.sum(U_star**2):.2f}, {np.sum(V_star**2):.2f}")
 rho = np.logspace(-2, 2, 9)
 laps = np.array([sum(problem.data_laplacian_blocks(x))
                  for x in villani.orbit_points(problem, theta_star, np.log(rho))])
 design = np.column_stack([rho**2, rho**-2])
 (a_fit, b_fit), *_ = np.linalg.lstsq(design, laps, rcond=None)
-print(f"fit over rho in [1e-2, 1e2]: a = {a_fit:.6f}, b = {b_fit:.6f}, max relative residual "
-      f"{format_deviation(np.max(np.abs(design @ [a_fit, b_fit] - laps) / np.abs(laps)))}")
+print(f"fit over rho in [1e-2, 1e2]: a = {a_fit:.6f}, b = {b_fit:.6f}")
+print(f"  max relative residual {format_deviation(np.max(np.abs(design @ [a_fit, b_fit] - laps) / np.abs(laps)))}")
 lam = 0.01
 regs = {"none": Regularizer(), "weight_decay": Regularizer("weight_decay", lam),
         "log": Regularizer("log", lam), "power": Regularizer("power", lam, eps=0.5)}
@@ -247,8 +248,8 @@ for reg in regs.values():
     direct = np.array([villani.villani_quantity(problem.with_regularizer(reg), x, 1.0).value
                        for x in points])
     gaps.append(np.max(np.abs(closed - direct) / np.abs(direct)))
-print(f"closed form vs direct evaluation at rho = 0.1, 1, 10, 100 (s = 1, every regularizer): "
-      f"max relative gap {format_deviation(max(gaps), resolution=1e-9)}")
+print("closed form vs direct evaluation (s = 1, every regularizer):")
+print(f"  at rho = 0.1, 1, 10, 100, max relative gap {format_deviation(max(gaps), resolution=1e-9)}")
 
 # %% [markdown]
 # The warm start is balanced, exactly. Write $G = \nabla_W L$ at $W = W_{\mathrm{pre}} + UV$.
@@ -272,8 +273,8 @@ for lam_balance in (1e-3, 1e-1):
     deviation = np.abs(U_min.T @ U_min - V_min @ V_min.T).max()
     bound = (np.linalg.norm(U_min) * np.linalg.norm(grad_U)
              + np.linalg.norm(V_min) * np.linalg.norm(grad_V)) / (2 * lam_balance)
-    print(f"weight decay lambda = {lam_balance:g}: max |U^T U - V V^T| = {deviation:.1e} "
-          f"(bound from the residual gradient {bound:.1e}; ||U^T U||_max = "
+    print(f"weight decay lambda = {lam_balance:g}: max |U^T U - V V^T| = {deviation:.1e}")
+    print(f"  (bound from the residual gradient {bound:.1e}; ||U^T U||_max = "
           f"{np.abs(U_min.T @ U_min).max():.3f})")
 
 # %% [markdown]
@@ -287,20 +288,20 @@ for lam_balance in (1e-3, 1e-1):
 # %%
 temperatures = [0.01, 1.0, 100.0]
 print(f"weight decay, lambda = {lam}: threshold 4 lambda^2 q / a = "
-      f"{villani.weight_decay_threshold(consts, lam):.3g} (rho -> oo), "
-      f"4 lambda^2 k / b = {villani.weight_decay_threshold(consts.swapped(), lam):.3g} (rho -> 0)")
-crossovers = {}
-print("  form        s | log10 rho* as rho -> oo (leading order) | log10(1/rho*) as rho -> 0 "
-      "(leading order) | decisive end")
+      f"{villani.weight_decay_threshold(consts, lam):.3g} (rho -> oo),")
+print(f"  4 lambda^2 k / b = {villani.weight_decay_threshold(consts.swapped(), lam):.3g} (rho -> 0)")
+crossovers, rows = {}, []
+print("log10 rho* as rho -> oo and log10(1/rho*) as rho -> 0, with leading orders:")
 for name in ("log", "power"):
     for s in temperatures:
         both = villani.orbit_crossovers(consts, regs[name], s)
         up = villani.asymptotic_crossover_log_radius(consts, regs[name], s)
         down = villani.asymptotic_crossover_log_radius(consts.swapped(), regs[name], s)
         crossovers[name, s] = both
-        print(f"{name:>6} {s:>8g} | {both.up / math.log(10):8.2f} ({up / math.log(10):8.2f})"
-              f"{'':18s}| {both.down / math.log(10):8.2f} ({down / math.log(10):8.2f})"
-              f"{'':17s}| {both.decisive_end}")
+        rows.append([name, f"{s:g}", both.up / math.log(10), up / math.log(10),
+                     both.down / math.log(10), down / math.log(10), both.decisive_end])
+result_table(["form", "s", "rho -> oo", "leading", "rho -> 0", "leading", "decisive end"],
+             rows, number_format=".2f")
 
 # %% mystnb={"figure": {"caption": "The Villani quantity $\\mathcal V_s/\\max(\\rho^2, \\rho^{-2})$ along the symmetry orbit against $\\log_{10}\\rho$ at $s = 0.01, 1, 100$ (LoRA), on a symmetric log scale; dotted verticals mark the crossovers of the log and power regularizers at both ends of the orbit.", "name": "fig-ch09-villani-orbit"}, "image": {"alt": "Three panels, one per temperature, of V_s over rho squared against log10 rho for the four regularizers; weight decay stays negative, log and power turn positive after dotted crossover lines."}} tags=["hide-input"]
 fig, axes = figure(1, 3, height=2.9)
@@ -331,12 +332,14 @@ by_factorization = {}
 for label, point in refactored.items():
     by_factorization[label] = villani.orbit_crossovers(villani.orbit_constants(problem, point), regs["log"],
                                                   1.0).decisive / math.log(10)
-print("log form, s = 1: log10 decisive crossover on the rho-orbit through each factorization "
-      "(P S^alpha, S^(1-alpha) Q^T) of U* V*:")
-print(", ".join(f"{label} {value:.2f}" for label, value in by_factorization.items()))
+print("log form, s = 1: log10 decisive crossover on the rho-orbit through each")
+print("factorization (P S^alpha, S^(1-alpha) Q^T) of U* V*:")
+items = [f"{label} {value:.2f}" for label, value in by_factorization.items()]
+for i in range(0, len(items), 4):
+    print(", ".join(items[i:i + 4]))
 low, high = min(by_factorization.values()), max(by_factorization.values())
-print(f"range {low:.2f} to {high:.2f} (balanced alpha = 0.5, theta*: {by_factorization['alpha = 0.5']:.2f}); "
-      f"closer than attention's {ATTENTION_CROSSOVER} by {ATTENTION_CROSSOVER - high:.2f} to "
+print(f"range {low:.2f} to {high:.2f} (balanced alpha = 0.5, theta*: {by_factorization['alpha = 0.5']:.2f});")
+print(f"closer than attention's {ATTENTION_CROSSOVER} by {ATTENTION_CROSSOVER - high:.2f} to "
       f"{ATTENTION_CROSSOVER - low:.2f} decades")
 
 # %% [markdown]
@@ -394,11 +397,13 @@ pairs = [(name, regs[name]) for name in ("weight_decay", "log", "power")] + list
 check = villani.every_direction_check(problem, np.array(points), pairs, [0.1, 1.0, 10.0],
                                  grad_constant=C_grad, laplacian_constant=C_lap)
 print(f"constants of this problem: C = {C_grad:.1f}, C' = {C_lap:.0f}")
-print(f"over 40 random points: max ||grad_U L|| / (C ||V||) (and U <-> V) = {check.grad_ratio:.3f}; "
-      f"max |Delta_U L| / (C' ||V||^2) (and U <-> V) = {check.laplacian_ratio:.2e}")
-print("min over points, s in {0.1, 1, 10} and lambda in {0.01, strong} of V_s - B(t): "
-      + ", ".join(f"{SERIES[name]['label']} {value:.3g}" for name, value in check.worst_margin.items())
-      + f"  (>= 0 required; B > 0 at {check.positive} of the checks)")
+print("over 40 random points:")
+print(f"  max ||grad_U L|| / (C ||V||) (and U <-> V) = {check.grad_ratio:.3f}")
+print(f"  max |Delta_U L| / (C' ||V||^2) (and U <-> V) = {check.laplacian_ratio:.2e}")
+print("min of V_s - B(t) over points, s in {0.1, 1, 10}, lambda in {0.01, strong}:")
+print("  " + ", ".join(f"{SERIES[name]['label']} {value:.3g}"
+                       for name, value in check.worst_margin.items()) + "  (>= 0 required)")
+print(f"B > 0 at {check.positive} of the checks")
 
 # %% [markdown]
 # Every inequality holds at every random point: the ratios are at most 0.109 (gradient) and

@@ -71,6 +71,7 @@ from attnlib import experiments, langevin
 from attnlib.claims import ch10
 from attnlib.experiments import part2
 from attnlib.plotting import SERIES, figure, legend_below, use_book_style
+from attnlib.tables import result_table
 
 use_book_style()
 MODELS = ("attention", "lora")
@@ -144,8 +145,8 @@ for model in MODELS:
     for j, s in enumerate(temperatures):
         excess = h["tail_mean"][j] - f_star
         print(f"  s = {s:4.2f}: F_s = {h['tail_mean'][j]:.4f} +- {h['tail_sem'][j]:.4f}, "
-              f"F_s - f* = {excess:.4f}, s D / 4 = {s * dims[model] / 4:.4f}, "
-              f"ratio {excess / (s * dims[model] / 4):.2f}, D_eff = 4 (F_s - f*) / s = "
+              f"F_s - f* = {excess:.4f}, s D / 4 = {s * dims[model] / 4:.4f}")
+        print(f"            ratio {excess / (s * dims[model] / 4):.2f}, D_eff = 4 (F_s - f*) / s = "
               f"{4 * excess / s:.1f}")
 
 # %% [markdown]
@@ -187,7 +188,8 @@ for model in MODELS:
         first = np.polyfit(np.log(1 / eps[:4]), t_eps[:4], 1)[0]
         late = np.polyfit(np.log(1 / eps[-4:]), t_eps[-4:], 1)[0]
         print(f"{model:9s} s = {s:4.2f}: eps from {eps[0]:.3f} to {eps[-1]:.4f} "
-              f"(noise {noise:.4f}); t_eps from {t_eps[0]:.1f} to {t_eps[-1]:.1f}; "
+              f"(noise {noise:.4f})")
+        print(f"  t_eps from {t_eps[0]:.1f} to {t_eps[-1]:.1f}; "
               f"slope dt/dlog(1/eps): first four {first:.2f}, last four {late:.2f}")
 
 # %% mystnb={"figure": {"caption": "Hitting time $t_\\epsilon$ of the expected loss against $\\log(1/\\epsilon)$, one line per temperature; a straight line is convergence in time $O(\\log(1/\\epsilon))$. Attention (left) and LoRA (right).", "name": "fig-ch10-hitting"}, "image": {"alt": "Two panels of hitting time against log of one over epsilon, one marked line per temperature."}} tags=["hide-input"]
@@ -228,14 +230,15 @@ plt.show()
 # norms.
 
 # %%
+rows = []
 for model in MODELS:
     h = stored[f"langevin_norms_{model}"]
     for j, name in enumerate(experiments.config(h)["regularizers"]):
         first, last = h["norm_mean"][[len(h["times"]) // 4, -1], j]
-        print(f"{model:9s} {SERIES[name]['label']:12s}: block norms at t = 100: "
-              f"{first[0]:.2f}, {first[1]:.2f}; at t = 400: {last[0]:.2f}, {last[1]:.2f}; "
-              f"mean loss over t in [200, 400]: "
-              f"{h['loss_mean'][len(h['times']) // 2:, j].mean():.4f}")
+        rows.append([model, SERIES[name]['label'], f"{first[0]:.2f}, {first[1]:.2f}",
+                     f"{last[0]:.2f}, {last[1]:.2f}", h['loss_mean'][len(h['times']) // 2:, j].mean()])
+result_table(["model", "regularizer", "norms, t = 100", "norms, t = 400",
+              "loss, t in [200, 400]"], rows, number_format=".4f")
 
 # %% mystnb={"figure": {"caption": "Mean block norms of the chains at $s = 0.05$ under each regularizer (solid: first block, dashed: second): they stay bounded, so the regularized chains do not drift along the symmetry orbit.", "name": "fig-ch10-norms"}, "image": {"alt": "Two panels of mean block norm against time for each regularizer, solid and dashed lines per regularizer, all levelling off."}} tags=["hide-input"]
 fig, axes = figure(1, 2, height=3.2)

@@ -84,6 +84,7 @@ from attnlib import darcy, experiments, vit
 from attnlib.claims import ch11
 from attnlib.experiments import darcy_runs
 from attnlib.plotting import SERIES, figure, legend_below, use_book_style
+from attnlib.tables import result_table
 
 use_book_style()
 setup = darcy_runs.BOOK          # every size, seed and optimiser setting of this chapter
@@ -148,8 +149,8 @@ print(f"{len(task.data)} samples on a {task.data.size} x {task.data.size} grid "
       f"({setup.n_train} train, {setup.n_test} test)")
 print(f"fraction of nodes at a = 12: {np.mean(a_all == 12):.3f}   mean of a: {a_all.mean():.3f}")
 residual = max(np.abs(darcy.flux_residual(a, u)).max() for a, u in zip(a_all, u_all))
-print(f"mean of max u: {u_all.max(axis=(1, 2)).mean():.4f}   "
-      f"largest |discrete residual| over all samples below 1e-10: {residual < 1e-10}")
+print(f"mean of max u: {u_all.max(axis=(1, 2)).mean():.4f}")
+print(f"largest |discrete residual| over all samples below 1e-10: {residual < 1e-10}")
 for n_grid in (33, 65):
     x = np.linspace(0, 1, n_grid)
     xx, yy = np.meshgrid(x, x, indexing="ij")
@@ -201,7 +202,9 @@ config = darcy_runs.model_config(setup)
 shapes = {name: value.shape for name, value in vit.init_params(config, rng=np.random.default_rng(0)).items()}
 print(f"tokens N = {config.tokens}, patch {config.patch} x {config.patch}, width D = {config.width}, "
       f"d_k = {config.key_dim}, decoder hidden width {config.hidden}")
-print("parameters:", ", ".join(f"{k} {v}" for k, v in shapes.items()))
+params = [f"{k} {v}" for k, v in shapes.items()]
+print("parameters:", ", ".join(params[:5]))
+print("           ", ", ".join(params[5:]))
 print(f"total {sum(int(np.prod(v)) for v in shapes.values())} parameters, of which W_Q and W_K "
       f"{2 * config.width * config.key_dim}")
 
@@ -271,8 +274,8 @@ plt.show()
 # %%
 fine_a = darcy.threshold(darcy.sample_grf(249, 5, rng=np.random.default_rng(LABEL_SEED)))
 label_errors = np.array([darcy.subsampled_solve_error(a, 8) for a in fine_a])
-print("relative L2 error of the 32 x 32 labels against the 249 x 249 reference (5 fields): "
-      + ", ".join(f"{e:.2%}" for e in label_errors) + f"; mean {label_errors.mean():.2%}")
+print("relative L2 error of the 32 x 32 labels against the 249 x 249 reference")
+print("(5 fields): " + ", ".join(f"{e:.2%}" for e in label_errors) + f"; mean {label_errors.mean():.2%}")
 print(f"for comparison, the ViT's test relative L2 error after Phase 1: {final['test_rel_l2']:.2%}")
 
 # %% [markdown]
@@ -337,15 +340,18 @@ print(f"smallest balanced norm on the Phase-1 orbit, sqrt(||W_Q W_K^T||_*) = "
 
 # %%
 summaries = {label: darcy_runs.summarize_phase2(stored2[label], last=20) for label in RUNS}
-print("run           regime | rel. L2 (+- SE)    | |W_Q| start -> end | |W_K| start -> end | "
-      "test loss, last 20 (+- SE) | gap: start -> last 20 (+- SE)")
-for label in RUNS:
-    for regime, m in summaries[label].items():
-        print(f"{label:>13s} {regime:>5s} | {m['rel_l2']:.2%} +- {m['rel_l2_sem']:.2%} | "
-              f"{m['norm_WQ0']:.2f} -> {m['norm_WQ']:.2f} +- {m['norm_WQ_sem']:.2f} | "
-              f"{m['norm_WK0']:.2f} -> {m['norm_WK']:.2f} +- {m['norm_WK_sem']:.2f} | "
-              f"{m['test_loss']:.3e} +- {m['test_loss_sem']:.1e}  | "
-              f"{m['gap0']:.2e} -> {m['gap']:.2e} +- {m['gap_sem']:.1e}")
+table_rows = [(label, regime, m) for label in RUNS for regime, m in summaries[label].items()]
+display(result_table(["run", "regime", "rel. L2 (+- SE)", "test loss, last 20 (+- SE)"],
+                     [[label, regime, f"{m['rel_l2']:.2%} +- {m['rel_l2_sem']:.2%}",
+                       f"{m['test_loss']:.3e} +- {m['test_loss_sem']:.1e}"]
+                      for label, regime, m in table_rows]))
+display(result_table(["run", "regime", "|W_Q| start -> end", "|W_K| start -> end"],
+                     [[label, regime, f"{m['norm_WQ0']:.2f} -> {m['norm_WQ']:.2f} +- {m['norm_WQ_sem']:.2f}",
+                       f"{m['norm_WK0']:.2f} -> {m['norm_WK']:.2f} +- {m['norm_WK_sem']:.2f}"]
+                      for label, regime, m in table_rows]))
+result_table(["run", "regime", "gap: start -> last 20 (+- SE)"],
+             [[label, regime, f"{m['gap0']:.2e} -> {m['gap']:.2e} +- {m['gap_sem']:.1e}"]
+              for label, regime, m in table_rows])
 
 # %% mystnb={"figure": {"caption": "Phase 2: Frobenius norms of $W_Q$ (solid) and $W_K$ (dashed) against epochs for each seed, under the three regularization regimes, in the four Phase-2 runs.", "name": "fig-ch11-norms"}, "image": {"alt": "Four panels in a two by two grid, one per Phase-2 run, of weight norms against epoch; one colour per regime, solid for W_Q and dashed for W_K."}} tags=["hide-input"]
 COLOURS = {regime: SERIES[regime]["color"] for regime in darcy_runs.REGIMES}
@@ -425,8 +431,9 @@ for lam in (setup.lam, strong_lam):
         print(f"lambda = {lam:.0e}, {regime:>5s}: most likely ||W||_F of a block at s = {s_noisy:.1e}: {radius:.1f}")
 steps = setup.phase2_epochs * -(-setup.n_train // setup.phase2_batch)
 start_sq = float(np.sum(weights["W_Q"].astype(float) ** 2))
-print(f"pure diffusion over {steps} steps: ||W_Q||_F^2 grows by steps * sigma^2 * D d_k = "
-      f"{steps * setup.noise_std**2 * entries:.1f}, i.e. ||W_Q||_F from {np.sqrt(start_sq):.2f} "
+print(f"pure diffusion over {steps} steps:")
+print(f"  ||W_Q||_F^2 grows by steps * sigma^2 * D d_k = {steps * setup.noise_std**2 * entries:.1f},")
+print(f"  i.e. ||W_Q||_F from {np.sqrt(start_sq):.2f} "
       f"to {np.sqrt(start_sq + steps * setup.noise_std**2 * entries):.2f}")
 
 

@@ -68,6 +68,7 @@ from attnlib import experiments
 from attnlib.claims import ch12
 from attnlib.experiments import bridge_runs
 from attnlib.plotting import OKABE_ITO, figure, legend_below, plot_series, use_book_style
+from attnlib.tables import result_table
 
 use_book_style()
 rng = np.random.default_rng(12)          # the live check of the preconditioned sampler below
@@ -80,10 +81,11 @@ DIM = P * D_IN + D_IN ** 2
 METHODS = list(config["methods"])
 floor_ols = population.ols_excess_risk(N, D_IN, P, SIGMA)
 s0 = bridge_runs.base_temperature(N, P, D_IN, SIGMA)
-print(f"D = p d + d^2 = {DIM} parameters; OLS excess risk p sigma^2 d / (2 (n - d - 1)) = "
+print(f"D = p d + d^2 = {DIM} parameters")
+print(f"OLS excess risk p sigma^2 d / (2 (n - d - 1)) = "
       f"{floor_ols:.3g} at n = {N}")
-print(f"s_0 = 4 floor / D = {s0:.3g}: s_0 D / 4 = {s0 * DIM / 4:.3g}; annealed to "
-      f"{s0 * config['anneal']['factor']:.3g} in {config['anneal']['stages']} stages")
+print(f"s_0 = 4 floor / D = {s0:.3g}: s_0 D / 4 = {s0 * DIM / 4:.3g}")
+print(f"annealed to {s0 * config['anneal']['factor']:.3g} in {config['anneal']['stages']} stages")
 print(f"mild regularizer: log form, lambda_m = {config['mild']['lam']:g}")
 
 # %% [markdown]
@@ -268,10 +270,11 @@ def when(value):
 
 
 print(f"targets: (a) excess risk <= 1.1 R* = {1.1 * r_star:.4f}; (b) gap <= 1e-3 x initial gap")
-print(f"{'method':28s} chains  initial gap  (a) iter  (b) iter  final gap  final excess risk")
-for k, name in enumerate(METHODS):
-    print(f"{name:28s} {chains[k]:6d}  {mean_gap[k, 0]:11.2e}  {when(reach_a[k])}   "
-          f"{when(reach_b[k])}  {mean_gap[k, -1]:9.2e}  {mean_risk[k, -1]:.4f}")
+print("iterations to (a) and (b); gap and excess risk R at the start and the end")
+result_table(["method", "chains", "gap start", "(a)", "(b)", "gap end", "R end"],
+             [[name, int(chains[k]), f"{mean_gap[k, 0]:.2e}", when(reach_a[k]).strip(),
+               when(reach_b[k]).strip(), f"{mean_gap[k, -1]:.2e}", f"{mean_risk[k, -1]:.4f}"]
+              for k, name in enumerate(METHODS)])
 
 # %% mystnb={"figure": {"caption": "Optimization gap to the best certified minimum (left) and excess risk (right) against the iteration, for the eight methods on the same data; Langevin curves are means over four chains.", "name": "fig-ch12-side-by-side"}, "image": {"alt": "Two log-scale panels against iteration: eight curves each, deterministic methods falling smoothly, Langevin methods levelling off at a noise floor, annealed ones stepping down."}} tags=["hide-input"]
 # colour, line style and a marker of its own for each method (readable without colour vision)
@@ -323,11 +326,13 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 seconds = np.nanmean(side["seconds"], axis=1) / cap        # per iteration and chain
+cost_rows = []
 for k, name in enumerate(METHODS):
     cost = [f"{v * chains[k]:.0f} evaluations, {v * chains[k] * seconds[k]:.1f} s"
             if np.isfinite(v) else "not reached" for v in (reach_a[k], reach_b[k])]
-    print(f"{name:28s} {1e3 * seconds[k]:.2f} ms per iteration and chain; (a): {cost[0]}; "
-          f"(b): {cost[1]}")
+    cost_rows.append([name, 1e3 * seconds[k], cost[0], cost[1]])
+print("ms per iteration and chain; cost to reach (a) and (b)")
+result_table(["method", "ms", "(a)", "(b)"], cost_rows, number_format=".2f")
 
 # %% [markdown]
 # ## Where each method ends on the orbit
@@ -339,12 +344,13 @@ for k, name in enumerate(METHODS):
 # above $\hat Q^\star$ names the basin; its excess risk is what a short polish would deploy).
 
 # %%
-print(f"{'method':28s} det O  ||O - I||_F  dist_P to S_hat  basin reached: Q - Q*   its excess risk")
-for k, name in enumerate(METHODS):
-    for c in range(chains[k]):
-        print(f"{name if c == 0 else '':28s} {side['end_det'][k, c]:+4.0f}  "
-              f"{side['end_rotation'][k, c]:11.3f}  {side['end_dist_P_hat'][k, c]:15.3f}  "
-              f"{side['end_min_value'][k, c] - q_star:21.2e}   {side['end_min_excess_risk'][k, c]:.4f}")
+print("dist_P: distance to S_hat; basin reached: its Q - Q* and its excess risk R")
+result_table(["method", "det O", "||O - I||_F", "dist_P", "basin Q - Q*", "basin R"],
+             [[name if c == 0 else "", f"{side['end_det'][k, c]:+.0f}",
+               f"{side['end_rotation'][k, c]:.3f}", f"{side['end_dist_P_hat'][k, c]:.3f}",
+               f"{side['end_min_value'][k, c] - q_star:.2e}",
+               f"{side['end_min_excess_risk'][k, c]:.4f}"]
+              for k, name in enumerate(METHODS) for c in range(chains[k])])
 
 # %% [markdown]
 # The runs from the spectral point stay on the $\det O = +1$ component near it
@@ -389,18 +395,21 @@ k_iter = sweep["iteration"]
 k_cap = int(k_iter[-1])
 times = np.full((len(kappas), len(kappa_methods)), np.inf)
 print(f"n = {kappa_config['n']}: s_0 = {s_small:.3g}, target gap 2 s_0 D / 4 = {target:.3g}")
-print(f"{'kappa':>6s} " + " ".join(f"{m:>20s}" for m in kappa_methods))
+kappa_cells = np.empty((len(kappas), len(kappa_methods)), dtype=object)
 for i, kappa in enumerate(kappas):
     row = []
     for j, name in enumerate(kappa_methods):
         diverged = np.nansum(sweep["diverged"][i, j])
         if diverged:
-            row.append(f"{'diverged (' + str(int(diverged)) + ')':>20s}")
+            row.append(f"diverged ({int(diverged)})")
             continue
         curve = np.nanmean(sweep["objective"][i, j], axis=0) - sweep["basin_value"][i]
         times[i, j] = langevin.hitting_times(k_iter, np.maximum(curve, 0.0), [target])[0]
-        row.append(f"{times[i, j]:20.0f}" if np.isfinite(times[i, j]) else f"{'> ' + str(k_cap):>20s}")
-    print(f"{kappa:6.0f} " + " ".join(row))
+        row.append(f"{times[i, j]:.0f}" if np.isfinite(times[i, j]) else f"> {k_cap}")
+    kappa_cells[i] = row
+print("iterations to the target gap, methods against kappa:")
+result_table(["method"] + [f"kappa {kappa:.0f}" for kappa in kappas],
+             [[name, *kappa_cells[:, j]] for j, name in enumerate(kappa_methods)])
 
 # %% mystnb={"figure": {"caption": "Iterations until the gap stays below twice the Laplace offset, against the condition number of Sigma (n = 100, X* fixed); crosses above the line: not reached within the run or diverged.", "name": "fig-ch12-kappa"}, "image": {"alt": "Log-log plot of iterations to target against kappa from 1 to 1000 for five methods; preconditioned curves flat, plain curves rising or missing, one preconditioned Langevin marked diverged at kappa 1000."}} tags=["hide-input"]
 fig, ax = figure(1, 1, width="medium")
@@ -476,20 +485,21 @@ for i, n in enumerate(n_values):
         risk = (floors["excess_risk"][i, j][:, half] - floors["basin_excess_risk"][i]).mean(axis=1)
         risk_offset[i, j] = risk.mean(), risk.std(ddof=1) / np.sqrt(risk.size)
         predicted[i, j] = s / 4 * fill
-print(f"{'n':>4s} {'s':>7s}  {'F_s - Q*':>17s}  {'D_eff':>6s}  {'model':>6s}  "
-      f"{'excess-risk offset':>19s}  {'R*(n)':>7s}  {'OLS(n)':>7s}")
+floor_rows = []
 for i, n in enumerate(n_values):
     ols = population.ols_excess_risk(int(n), D_IN, P, SIGMA)
     for j, s in enumerate(temps):
-        print(f"{n:4d} {s:7.0e}  {offset[i, j, 0]:.2e} +- {offset[i, j, 1]:.0e}  "
-              f"{4 * offset[i, j, 0] / s:6.1f}  {4 * predicted[i, j] / s:6.1f}  "
-              f"{risk_offset[i, j, 0]:+.2e} +- {risk_offset[i, j, 1]:.0e}  "
-              f"{floors['basin_excess_risk'][i]:7.4f}  {ols:7.4f}")
+        floor_rows.append([int(n), f"{s:.0e}", f"{offset[i, j, 0]:.2e} +- {offset[i, j, 1]:.0e}",
+                           4 * offset[i, j, 0] / s, 4 * predicted[i, j] / s,
+                           f"{risk_offset[i, j, 0]:+.2e} +- {risk_offset[i, j, 1]:.0e}",
+                           f"{floors['basin_excess_risk'][i]:.4f}", f"{ols:.4f}"])
+display(result_table(["n", "s", "F_s - Q*", "D_eff", "model", "excess-risk offset", "R*(n)",
+                      "OLS(n)"], floor_rows, number_format=".1f"))
 slope = risk_offset[:, -1, 0] / temps[-1]        # excess-risk offset per unit s, at the largest s
 s_quiet = 0.1 * floors["basin_excess_risk"] / slope
 for i, n in enumerate(n_values):
-    print(f"n = {n}: excess-risk offset / s = {slope[i]:.0f} (at s = {temps[-1]:.0e}); offset = "
-          f"10% of R*(n) at s = {s_quiet[i]:.1e} (linear in s); s_0(n) = "
+    print(f"n = {n}: excess-risk offset / s = {slope[i]:.0f} (at s = {temps[-1]:.0e})")
+    print(f"  offset = 10% of R*(n) at s = {s_quiet[i]:.1e} (linear in s); s_0(n) = "
           f"{bridge_runs.base_temperature(int(n), P, D_IN, SIGMA):.1e}")
 
 # %% mystnb={"figure": {"caption": "Left: Gibbs-mean offset of the objective against the temperature for three sample sizes (dots: measured, dotted: quadratic model at the same iterations, black: sD/4). Right: offset of the excess risk, with 10% of the statistical floor dashed.", "name": "fig-ch12-floors"}, "image": {"alt": "Two log-log panels against temperature: left, measured objective offsets close to the dotted model lines and below the sD/4 line; right, excess-risk offsets rising with s and crossing the dashed 10%-of-floor lines."}} tags=["hide-input"]
@@ -564,8 +574,9 @@ plt.show()
 
 # %%
 k_index = {name: j for j, name in enumerate(kappa_methods)}
-print(f"{'method':28s} {'(a) evals':>10s} {'(b) iter':>9s} {'final R':>8s} {'basin Q - Q*':>13s}"
-      f"  iterations to target at kappa = 1 / 1000 (n = 100)")
+print("(a): gradient evaluations to (a); (b): iterations to (b); basin Q - Q*: median;")
+print("kappa 1 / 1000: iterations to the target at kappa = 1 / 1000 (n = 100)")
+summary_rows = []
 for k, name in enumerate(METHODS):
     basin = np.nanmedian(side["end_min_value"][k, :chains[k]] - q_star)
     ka = "-"
@@ -576,7 +587,8 @@ for k, name in enumerate(METHODS):
                         for i in (0, len(kappas) - 1))
     ev = f"{reach_a[k] * chains[k]:.0f}" if np.isfinite(reach_a[k]) else "never"
     it_b = f"{reach_b[k]:.0f}" if np.isfinite(reach_b[k]) else "never"
-    print(f"{name:28s} {ev:>10s} {it_b:>9s} {mean_risk[k, -1]:8.4f} {basin:13.2e}  {ka}")
+    summary_rows.append([name, ev, it_b, f"{mean_risk[k, -1]:.4f}", f"{basin:.2e}", ka])
+result_table(["method", "(a)", "(b)", "final R", "basin Q - Q*", "kappa 1 / 1000"], summary_rows)
 
 # %% [markdown]
 # **Which method when** ({numref}`fig-ch12-slide` and the table above; derived from the numbers of this chapter, for this problem):

@@ -114,14 +114,14 @@ rows.append(("1", "spectral start: (L(theta_0) - L*) / L*, median",
 scale = experiments.config(defaults)["init_scale"]
 orders = ablations.start_claims_grid((scale, math.sqrt(SETTINGS.d)),
                                      (SETTINGS.noise_std,))["log10_ratio"][:, 0]
-rows.append(("2", f"log10 initial loss, random / spectral; N(0, c^2/d), c = {scale} / sqrt(d)",
+rows.append(("2", f"log10 start loss random/spectral; N(0, c^2/d), c = {scale} / sqrt(d)",
              f"{orders[0]:.2f} / {orders[1]:.2f}"))
 problem, (x, y), _ = ablations.defaults_data(0, kappa=1000.0)     # chapter 4's ill-conditioned case
 closed_form = algorithm.closed_form_loss(*population.empirical_moments(x, y))
 risk = {pre: algorithm.train(closed_form, algorithm.Method(init="random", precondition=pre, lam=1.0),
                              iterations=100, problem=problem, rng=np.random.default_rng(100)
                              ).history["excess_risk"][-1] for pre in (True, False)}
-rows.append(("3", "kappa(Sigma) = 1000, k = 100: excess risk, preconditioned / plain",
+rows.append(("3", "kappa(Sigma) = 1000, k = 100: excess risk, precond. / plain",
              f"{risk[True] / risk[False]:.2g}"))
 headline = ablations.headline_comparison(0)                        # population objective, live
 population_gap = headline["gap_population"] / headline["gap_population"][0]
@@ -138,7 +138,7 @@ closed_n, closed = scaling["closed_n_values"], scaling["closed_spectral_excess_r
 late = closed_n >= 1600
 slope = fitting.fit_power_law(closed_n[late], closed[noise.index(0.0)][late]).exponent
 bound_slope = -2 + 6 / np.log(closed_n[-1])
-rows.append(("6", f"sigma = 0, closed form, n = 1600..{closed_n[-1]}: slope in log n "
+rows.append(("6", f"sigma = 0, closed form, n = 1600..{closed_n[-1]}: slope "
              f"(bound: {bound_slope:.2f})", f"{slope:.2f}"))
 n_values, final = scaling["n_values"], scaling["finite_excess_risk"][..., -1]   # (noise, n, seed)
 noisy, rate_n = noise.index(SETTINGS.noise_std), scaling["n_values"] >= 200
@@ -308,7 +308,7 @@ lora_instance = lora.make_problem(rng=np.random.default_rng(0), n=20, d=3, width
 lora_star, _ = part2.lora_stationary_point(lora_instance)
 crossover = (part2.villani_evidence(instance, theta_star, mild, 1.0)["log"][0],
              part2.villani_evidence(lora_instance, lora_star, mild, 1.0)["log"][0])
-rows.append(("3", "log form, lambda = 0.01, s = 1: log10 crossover, attention / LoRA",
+rows.append(("3", "log form, lambda = 0.01, s = 1: log10 crossover, attn / LoRA",
              f"{crossover[0]:.1f} / {crossover[1]:.1f}"))
 offsets, exponents = [], []
 for model in ("attention", "lora"):
@@ -486,5 +486,4 @@ print(f"lowest certified minimum: from the {origin[int(np.argmin(values))]},\n"
       f"{risks.min():.4f}")
 print(f"eps = 1e-3 x a method's initial gap; methods within eps by iteration "
       f"{side['iteration'][-1]}: {reached}")
-result_table(["method", "iterations to 1.1 R*", "gradient evaluations",
-              "final gap / eps"], rows)
+result_table(["method", "iters to 1.1 R*", "gradient evals", "final gap / eps"], rows)
