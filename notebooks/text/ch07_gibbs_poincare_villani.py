@@ -155,7 +155,8 @@ SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bi
 # %% [markdown]
 # ## The integrator
 #
-# Every Langevin simulation in Part II uses the Euler-Maruyama scheme with step $h$,
+# Part II simulates Langevin dynamics with the Euler-Maruyama scheme with step $h$ (where its
+# step-size bias matters, MALA, introduced below, uses the same step as a proposal),
 #
 # $$
 # \theta_{k+1} = \theta_k - h\,\nabla f(\theta_k) + \sqrt{s h}\,\xi_k ,\qquad

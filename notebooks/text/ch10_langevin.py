@@ -312,7 +312,7 @@ for i, reg in enumerate(cfg["regularizers"]):              # the axes of the sto
 
 # %% [markdown]
 # The runs are long enough for the mild regularizers, 13 to 27 autocorrelation times after the
-# burn-in, but **not for weight decay: only 7 to 8**, so its times are rough and, if anything, low
+# burn-in, but **not for weight decay: only 7 to 8**, so its times are rough: one run each, with few autocorrelation times in it
 # (the automatic window then covers a large part of the run). The slow observables decorrelate in
 # 31 to 47 time units with weight decay, 11 to 20 with the log form and 14 to 25 with the power
 # form: at $\lambda = 0.01$ the mild regularizers mix faster along the orbit than weight decay does, and
