@@ -67,7 +67,7 @@
 
 # %% [markdown]
 # :::{admonition} Learning objectives
-# After this chapter you can build the PDE data set, cut fields into patch tokens, train the one-attention-layer ViT, and check the source's four findings against measurements.
+# After this chapter you can build the PDE data set, cut fields into patch tokens, train the one-attention-layer ViT; compare unregularized, log- and power-regularized training of the query-key weights by test error, weight norms and generalization gap.
 #
 # Estimated student time: about 3.5 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
