@@ -126,6 +126,17 @@ def test_only_the_deploy_job_writes_and_actions_are_pinned():
         "each pinned action names its release tag in a comment"
     assert jobs["build"]["env"]["ATTNBOOK_REPOSITORY_URL"] == \
         "${{ github.server_url }}/${{ github.repository }}"
+    # no job keeps a token on disk: every checkout drops its credentials, and in the deploy
+    # job only the publish step (after pip has run) gets the token
+    checkouts = [step for job in jobs.values() for step in job["steps"]
+                 if step.get("uses", "").startswith("actions/checkout@")]
+    assert checkouts and all(step.get("with", {}).get("persist-credentials") is False
+                             for step in checkouts)
+    steps = jobs["deploy"]["steps"]
+    with_token = [i for i, step in enumerate(steps) if "secrets.GITHUB_TOKEN" in str(step)]
+    installs = [i for i, step in enumerate(steps) if "pip install" in step.get("run", "")]
+    assert len(with_token) == 1 and "publish.sh" in steps[with_token[0]]["run"]
+    assert installs and max(installs) < with_token[0]
 
 
 SAMPLE_URL = "https://github.com/example-org/attnbook-sample"

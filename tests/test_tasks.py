@@ -290,3 +290,34 @@ def test_a_missing_distributed_extra_is_a_clear_error(monkeypatch):
 
 def _square_task(x: int) -> dict:
     return {f"square_{x}": np.array([float(x * x)])}
+
+
+
+def test_a_server_that_is_not_a_dask_scheduler_gives_a_clear_error() -> None:
+    import socket
+    import threading
+
+    from attnlib.experiments._tasks import _connect
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def answer_garbage() -> None:             # a huge "frame length", as another server might
+        try:
+            connection, _ = server.accept()
+            connection.sendall(b"\xff" * 64)
+            time.sleep(2)
+            connection.close()
+        except OSError:
+            pass
+
+    threading.Thread(target=answer_garbage, daemon=True).start()
+    try:
+        with pytest.raises(ConnectionError, match=r"scheduler: no Dask scheduler answered at "
+                                                  r"'tcp://127\.0\.0\.1:\d+'"):
+            _connect(f"tcp://127.0.0.1:{server.getsockname()[1]}", None)
+    finally:
+        server.close()
+    with pytest.raises(ValueError, match="scheduler must be an address such as"):
+        _connect("127.0.0.1", None)

@@ -239,6 +239,28 @@ def _start_local_cluster(workers: int) -> object:
                                    ) from exc
 
 
+#: Seconds to wait for a scheduler to answer before saying none did.
+CONNECT_TIMEOUT = 20
+
+
+def _connect(scheduler: str, security: object) -> "distributed.Client":
+    """A Dask client of the scheduler at ``scheduler``, or a ``ConnectionError`` that names the
+    address and says what was expected. A server that is not a Dask scheduler makes Dask's
+    protocol read garbage (a huge frame length ends in ``MemoryError``, other replies in
+    decoding errors), so every failure to connect is reported the same way."""
+    from distributed import Client
+
+    if "://" not in scheduler or not scheduler.split("://", 1)[1].rpartition(":")[2].isdigit():
+        raise ValueError(f"scheduler must be an address such as 'tcp://127.0.0.1:8786' or "
+                         f"'tls://host:8786' (scheme, host and port), got {scheduler!r}")
+    try:
+        return Client(scheduler, security=security, timeout=CONNECT_TIMEOUT)
+    except Exception as exc:   # noqa: BLE001 - MemoryError, OSError, TimeoutError, decode errors
+        raise ConnectionError(f"scheduler: no Dask scheduler answered at {scheduler!r} "
+                              f"within {CONNECT_TIMEOUT} s ({type(exc).__name__}: {exc}); "
+                              "start one with `dask scheduler` and give its address") from exc
+
+
 def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | None = None,
              security: object | None = None, progress: bool = False) -> History:
     """Run ``grid`` and return its history (module docstring).
@@ -281,7 +303,8 @@ def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | Non
     from distributed import Client
 
     if scheduler is not None:
-        with Client(scheduler, security=security) as client:
+        client = _connect(scheduler, security)
+        with client:
             return grid.assemble(_run_on_client(grid, client, progress))
     cluster = _start_local_cluster(workers)
     try:
