@@ -14,7 +14,10 @@ Algorithm 1's preconditioned step is plain gradient descent:
   gradient (two evaluations per column);
 * :func:`lbfgs`, :func:`newton_polish`, :func:`orbit_nesterov` -- methods that record the
   objective at every iterate against the gradient evaluations spent so far
-  (:class:`Trace`), and stop once the value is at or below ``target``.
+  (:class:`Trace`), and stop once the value is at or below ``target``;
+* :func:`orbit_tilt` -- the slope of the finite-sample loss along the population orbit at a
+  point of S, over independent data sets, with the keys shared by all queries (the model) or
+  drawn afresh for every query (the contrast that isolates the shared-key term).
 
 :func:`orbit_nesterov` is this book's orbit-aware method [choice]: across the orbit, Nesterov
 momentum (:func:`attnlib.optim.trace`) with the curvature step ``eta = 1 / h_max``; along it,
@@ -30,13 +33,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from ._validation import as_matrix, check_in_range, check_int, check_positive, check_real
+from . import attention
+from ._validation import (as_matrix, check_generator, check_in_range, check_int, check_positive,
+                          check_real, check_spd, finite_result)
 from .optim import trace
 from .population import spd_sqrt
 from .reference import ObjectiveFn, _FactorProblem as FactorProblem
 
 __all__ = ["Trace", "factor_problem", "orbit_tangent", "restricted_hessian", "lbfgs", "newton_polish",
-           "orbit_nesterov"]
+           "orbit_nesterov", "OrbitTilt", "orbit_tilt"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -265,3 +270,67 @@ def orbit_nesterov(problem: FactorProblem, z0: np.ndarray, *, step: float, targe
         z = z - update - newton
         iteration += 1
     return recorder.result(z)
+
+
+@dataclass(frozen=True, eq=False)
+class OrbitTilt:
+    """Slopes of ``L_hat`` along the population orbit, one per data set (:func:`orbit_tilt`).
+
+    ``noise_free``: the slope with ``Y = X M^T``; ``noise``: the slope with noisy targets minus
+    the noise-free slope on the same inputs (the slope is linear in ``Y``, so this is the part
+    the label noise adds)."""
+
+    n: int
+    keys: str
+    noise_free: np.ndarray
+    noise: np.ndarray
+
+
+@finite_result
+def orbit_tilt(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M: np.ndarray, n: int, *,
+               draws: int, noise_std: float, rng: np.random.Generator,
+               keys: str = "shared") -> OrbitTilt:
+    """Slope of the leave-one-out loss ``L_hat`` along the population orbit at ``(A, B)``.
+
+    The orbit (chapter 6b, step 2) is ``(A R_t, B R_t)`` with
+    ``R_t = Sigma^{1/2} exp(t K) Sigma^{-1/2}``, K a random skew-symmetric matrix of unit
+    Frobenius norm drawn once from ``rng``; the slope is
+
+        dL_hat/dt at t = 0 = <grad_A L_hat, A D> + <grad_B L_hat, B D>,  D = Sigma^{1/2} K Sigma^{-1/2},
+
+    computed exactly from :func:`attention.prompts_loss_and_grad` on ``draws`` independent data
+    sets of ``n`` samples ``x ~ N(0, Sigma)``, ``y = M x + noise_std z``. With
+    ``keys="shared"`` every query attends over the same ``n - 1`` other samples (the model);
+    with ``keys="independent"`` each of the ``n`` queries attends over its own ``n - 1`` fresh
+    samples (same cost, ``n`` prompts of which only the first query counts). Its expectation is
+    zero at a point of S (chapter 6b, step 2); its spread is the tilt.
+    """
+    a, b = as_matrix("A", A), as_matrix("B", B)
+    sigma = check_spd("Sigma", Sigma)
+    d = sigma.shape[0]
+    a, b = as_matrix("A", a, shape=(None, d)), as_matrix("B", b, shape=(d, d))
+    m = as_matrix("M", M, shape=(a.shape[0], d))
+    n = check_int("n", n, minimum=2, maximum=20_000)
+    draws = check_int("draws", draws, minimum=2, maximum=100_000)
+    noise_std = check_positive("noise_std", noise_std, allow_zero=True)
+    rng = check_generator("rng", rng)
+    if keys not in ("shared", "independent"):
+        raise ValueError(f"keys must be 'shared' or 'independent', got {keys!r}")
+    half, inv_half = spd_sqrt(sigma)
+    skew = rng.standard_normal((d, d))
+    skew = (skew - skew.T) / np.linalg.norm(skew - skew.T)
+    da, db = a @ half @ skew @ inv_half, b @ half @ skew @ inv_half
+    chol = np.linalg.cholesky(sigma)
+    prompts, rows = (1, None) if keys == "shared" else (n, np.arange(n) * n)
+
+    def slope(x: np.ndarray, y: np.ndarray) -> float:
+        _, grad_a, grad_b = attention.prompts_loss_and_grad(a, b, x, y, rows=rows)
+        return float(np.sum(grad_a * da) + np.sum(grad_b * db))
+
+    noise_free, noise = np.empty(draws), np.empty(draws)
+    for k in range(draws):
+        x = rng.standard_normal((prompts, n, d)) @ chol.T
+        clean = x @ m.T
+        noise_free[k] = slope(x, clean)
+        noise[k] = slope(x, clean + noise_std * rng.standard_normal(clean.shape)) - noise_free[k]
+    return OrbitTilt(n=n, keys=keys, noise_free=noise_free, noise=noise)

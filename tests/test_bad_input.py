@@ -61,6 +61,7 @@ RESULT_TYPES = {
     "langevin.MalaRun", "villani.OrbitCrossovers", "villani.EveryDirectionCheck", "slider.Frame",
     "slider.FrameSlider",
     "prompts.FirstOrderMinimizer", "prompts.BiasEstimate", "experiments.Replay", "orbit.Trace",
+    "orbit.OrbitTilt",
     "experiments.ReplayCheck", "experiments.KeyCheck", "verdicts.VerdictTable",
 }
 #: Callables that run only inside a Jupyter kernel; tests/test_report.py checks their input.
@@ -301,6 +302,8 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "orbit.orbit_nesterov": lambda: dict(problem=fp, z0=z, step=0.1, target=0.0,
                                              max_evaluations=4, decay=0.9, warmup=1, refresh=2,
                                              floor=1e-3, radius=0.1, fd_step=1e-5, spent=0),
+        "orbit.orbit_tilt": lambda: dict(A=A, B=B, Sigma=S, M=M, n=6, draws=2, noise_std=0.1,
+                                         rng=_rng(), keys="independent"),
         "symbolic.tilting_monte_carlo": lambda: dict(Sigma=S, u=np.array([0.1, 0.2, 0.3]),
                                                      n_samples=100, rng=_rng(), block_size=50),
         "verdicts.verdict": lambda: dict(claim="claim", value=0.5, threshold=1.0,

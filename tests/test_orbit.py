@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlib import algorithm, data, orbit, reference
+from scipy.linalg import expm
+
+from attnlib import algorithm, attention, data, orbit, population, reference
 
 
 def _finite_problem(n: int = 60, seed: int = 3):
@@ -85,6 +87,40 @@ def test_the_orbit_is_flat_for_the_closed_form_and_tilted_at_finite_n() -> None:
     np.testing.assert_allclose(restricted, tangent.T @ full @ tangent, atol=1e-7)
     assert np.linalg.eigvalsh(restricted)[0] > 1e-6          # the finite sample tilts it
     assert factor_problem.evaluations >= 2 * tangent.shape[1]
+
+
+@pytest.mark.parametrize("keys", ["shared", "independent"])
+def test_orbit_tilt_is_the_derivative_of_the_loss_along_the_orbit(keys: str) -> None:
+    """The slope equals a central difference of L_hat(A R_t, B R_t) on the same data, and the
+    noise part is the noisy slope minus the noise-free one (float64)."""
+    problem = data.default_problem(rng=np.random.default_rng(2), d=3, p=4, kappa=3.0)
+    a, b = algorithm.spectral_init(problem.Sigma, problem.M)
+    n = 7
+    tilt = orbit.orbit_tilt(a, b, problem.Sigma, problem.M, n, draws=2, noise_std=0.1,
+                            rng=np.random.default_rng(5), keys=keys)
+    rng = np.random.default_rng(5)                 # the draws orbit_tilt makes, in its order
+    skew = rng.standard_normal((3, 3))
+    skew = (skew - skew.T) / np.linalg.norm(skew - skew.T)
+    prompts = 1 if keys == "shared" else n
+    x = rng.standard_normal((prompts, n, 3)) @ np.linalg.cholesky(problem.Sigma).T
+    y = x @ problem.M.T + 0.1 * rng.standard_normal((prompts, n, 4))
+    rows = None if keys == "shared" else np.arange(n) * n
+    half, inv_half = population.spd_sqrt(problem.Sigma)
+
+    def loss_at(t: float, targets: np.ndarray) -> float:
+        rotation = half @ expm(t * skew) @ inv_half
+        return attention.prompts_loss_and_grad(a @ rotation, b @ rotation, x, targets,
+                                               rows=rows)[0]
+
+    h = 1e-5
+    clean = x @ problem.M.T
+    central = (loss_at(h, clean) - loss_at(-h, clean)) / (2 * h)
+    noisy = (loss_at(h, y) - loss_at(-h, y)) / (2 * h)
+    assert tilt.noise_free[0] == pytest.approx(central, rel=1e-6, abs=1e-10)
+    assert tilt.noise[0] == pytest.approx(noisy - central, rel=1e-6, abs=1e-10)
+    with pytest.raises(ValueError, match="keys"):
+        orbit.orbit_tilt(a, b, problem.Sigma, problem.M, n, draws=2, noise_std=0.1,
+                         rng=np.random.default_rng(5), keys="fresh")
 
 
 @pytest.mark.parametrize("method", ["lbfgs", "newton_polish", "orbit_nesterov"])

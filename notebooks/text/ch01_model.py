@@ -54,6 +54,29 @@
 # Estimated student time: about 3 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
+# %% [markdown]
+# ::::{admonition} Part I at a glance
+# :class: tip
+# The summaries of {cite}`goel2026` tell Part I's story in four steps **[summary]**: a single
+# softmax self-attention layer is trained to perform linear regression (this chapter); in the
+# limit of infinitely many samples its regression problem is a nonconvex weighted matrix
+# factorization (chapter 2); the global minima of the regularized population loss form a smooth
+# manifold $S$, near which the loss is one-point strongly convex and one-point smooth
+# (chapter 3); and Algorithm 1 (spectral initialization, a regularizer and a preconditioner,
+# chapter 4) converges to them at a geometric rate. Their Theorem 2, as the summaries state it,
+# bounds the excess population loss of the parameters $\theta_m$ after $m$ iterations on $n$
+# samples:
+#
+# $$
+# L(\theta_m) - L^\star \;\lesssim\; n^{-2}\log^6 n \;+\; \mu^m, \qquad \mu < 1 .
+# $$ (eq-ch01-theorem2)
+#
+# The summaries call the first term a statistical bias; the second is the optimization error.
+# They give no constants, no conditions and no value of $\mu$, and the later version's abstract
+# states a $1/n$ term in place of $n^{-2}\log^6 n$ **[abstract]**. Chapters 5 and 6 measure both
+# terms in this book's reconstruction.
+# ::::
+
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
 # %matplotlib inline
 import numpy as np
@@ -61,11 +84,11 @@ import matplotlib.pyplot as plt
 
 from attnlib import attention, data, geometry
 from attnlib.tables import result_table
-from attnlib.plotting import OKABE_ITO, figure, use_book_style
+from attnlib.plotting import NEUTRAL_GREY, OKABE_ITO, figure, use_book_style
 from attnlib.slider import frame_slider
 
 use_book_style()
-SEED_PROBLEM, SEED_TRAIN, SEED_TEST, SEED_INIT = 2026, 1, 2, 3
+SEED_PROBLEM, SEED_TRAIN, SEED_TEST, SEED_INIT, SEED_PROMPT = 2026, 1, 2, 3, 4
 problem = data.default_problem(rng=np.random.default_rng(SEED_PROBLEM))
 print(f"d = {problem.d}, p = {problem.p}, noise std = {problem.noise_std}, "
       f"cond(Sigma) = {np.linalg.cond(problem.Sigma):.3g}, L* = {problem.L_star:.3g}")
@@ -117,6 +140,62 @@ print(f"d = {problem.d}, p = {problem.p}, noise std = {problem.noise_std}, "
 # $\hat y(x) = A \sum_{i=1}^n \operatorname{softmax}_i(x^\top B x_i)\, x_i$
 # (`attention.predict_new`); its error on fresh points is the **deployed test risk**.
 #
+# See {numref}`fig-ch01-schematic` for one query of the layer on a small prompt.
+
+# %% mystnb={"figure": {"caption": "Schematic: one query of the layer on a prompt of six tokens $(x_i, y_i)$. The query token $x_3$ scores every key $x_i$ with the logit $s_{3i}$; the softmax weights $w_{3i}$ (bars, exact values at a point of $S$) differ between the two masks only in the query's own entry.", "name": "fig-ch01-schematic"}, "image": {"alt": "Six token boxes x_i over y_i, the third outlined as the query; below, the logit of each token and paired bars of its softmax weight with all tokens and with leave-one-out, where the third token's bar is replaced by a cross; then the formulas for h_3, the prediction and the loss term."}} tags=["hide-input"]
+from matplotlib.patches import FancyBboxPatch
+
+n_prompt, j = 6, 2                       # a prompt of six tokens; the query is token j + 1 = 3
+X_prompt, _ = problem.sample(n_prompt, rng=np.random.default_rng(SEED_PROMPT))
+B_bal = geometry.minimizer_manifold(problem.Sigma, problem.M).point()[1]   # B at a point of S
+logits = X_prompt[j] @ B_bal @ X_prompt.T
+weights = {m: attention.attention_weights(B_bal, X_prompt, mask=m)[j] for m in ("all", "loo")}
+colours = {"all": OKABE_ITO["vermillion"], "loo": OKABE_ITO["blue"]}
+fig, ax = figure(width="medium", height=4.9)
+ax.set(xlim=(0.35, n_prompt + 0.65), ylim=(-0.2, 10.4))
+ax.axis("off")
+for i in range(n_prompt):
+    query = i == j
+    ax.add_patch(FancyBboxPatch((i + 0.62, 8.35), 0.76, 1.35, boxstyle="round,pad=0.04",
+                                fc="white", ec=OKABE_ITO["orange"] if query else NEUTRAL_GREY,
+                                lw=2.5 if query else 1.2))
+    ax.text(i + 1, 9.3, f"$x_{i + 1}$", ha="center", va="center", fontsize=13)
+    ax.text(i + 1, 8.7, f"$y_{i + 1}$", ha="center", va="center", fontsize=12, color=NEUTRAL_GREY)
+    ax.text(i + 1, 6.95, f"{logits[i]:+.1f}", ha="center", va="center", fontsize=11)
+    for mask, offset in (("all", -0.18), ("loo", 0.18)):
+        w = weights[mask][i]
+        ax.bar(i + 1 + offset, 3.2 * w, width=0.34, bottom=3.2, color=colours[mask],
+               label={"all": "all tokens", "loo": "leave-one-out"}[mask] if i == 0 else None)
+        if mask == "loo" and query:      # the masked entry: the query's own token
+            ax.text(i + 1 + offset, 3.45, "×", ha="center", va="center", fontsize=16,
+                    color=colours[mask])
+        else:
+            ax.text(i + 1 + offset, 3.2 + 3.2 * w + 0.08, f"{w:.2f}", ha="center",
+                    va="bottom", fontsize=9, rotation=90)
+ax.text(0.4, 10.2, "prompt: tokens $(x_i, y_i)$; query token $x_3$", fontsize=11, va="center")
+ax.text(0.4, 7.6, r"logits $s_{3i} = (B^\top x_3)^\top x_i$: query $B^\top x_3$, keys $x_i$",
+        fontsize=11, va="center")
+ax.axhline(3.2, xmin=0.02, xmax=0.98, color="black", lw=0.8)
+ax.text(0.4, 2.7, r"weights $w_{3i}$ (the $\times$: masked)", fontsize=11, va="center")
+ax.text(0.4, 1.5, r"$h_3 = \sum_{i} w_{3i}\,x_i$,  $\hat y_3 = A h_3$", fontsize=12, va="center")
+ax.text(0.4, 0.4, r"loss term $\frac{1}{2}\|y_3 - \hat y_3\|^2$", fontsize=12, va="center")
+ax.legend(loc="lower right", bbox_to_anchor=(1.0, -0.02), fontsize=10, frameon=False)
+plt.show()
+
+# %% [markdown]
+# Read {numref}`fig-ch01-schematic` from the top down. The prompt is six samples
+# $(x_i, y_i)$ of the default task, and the query token is $x_3$. Its query vector $B^\top x_3$
+# meets each key $x_i$ in the logit $s_{3i} = x_3^\top B x_i$ (the numbers under the tokens); the
+# softmax turns the logits of the context $C(3)$ into the weights $w_{3i}$ (the bars); the values
+# $x_i$ averaged with these weights give $h_3$, which $A$ maps to the prediction $\hat y_3$. The
+# targets $y_i$ never enter the attention: they appear only in the loss. The two masks differ in
+# one entry. With all tokens, $x_3$ also attends to itself (the third "all tokens" bar); leave-one-out
+# removes that entry (the cross) and renormalises the others, so every other weight grows by the
+# same factor $1/(1 - w_{33})$. The weights were computed by `attention.attention_weights` at the
+# key-query matrix $B$ of a point of $S$, the balanced optimum that the algorithm of later
+# chapters targets (chapter 3).
+
+# %% [markdown]
 # **Gradient.** With residuals $r_j = A h_j - y_j$, $g_j = A^\top r_j / n$ and
 # $c_j = g_j^\top h_j$, reverse-mode differentiation through the softmax gives
 #
@@ -265,20 +344,32 @@ plt.show()
 # $+0.052$ at $c = 1$, $+0.187$ against $+0.199$ at $c = 1000$).
 #
 # Whether some $B$ makes *every* token attend most to itself is a linear feasibility problem in
-# $B$ (the margins $x_j^\top B (x_j - x_i) > 0$ for all $i \neq j$), and it becomes infeasible
-# once some sample lies close enough to a multiple $t x_j$, $t > 1$, of another. This chapter does not solve that problem,
+# $B$, one strict inequality per ordered pair of tokens:
+#
+# $$
+# x_j^\top B\,(x_j - x_i) > 0 \qquad \text{for every } j \text{ and every } i \neq j .
+# $$ (eq-ch01-5)
+#
+# It becomes infeasible once some sample lies close enough to a multiple $t x_j$, $t > 1$, of another. This chapter does not solve that problem,
 # so it does not say at which $n$ the escape disappears: the measurement above shows only that at $n = 500$ the ray
 # $c\hat\Sigma^{-1}$ no longer escapes.
 #
 # ### Two population optima, two different answers
 #
 # As $n \to \infty$, $h_j \to \Sigma B^\top x_j$ (chapter 2), so every $(A, B)$ with
-# $A \Sigma B^\top = M$ reaches the irreducible loss in the infinite-data limit. Two such points:
-# the *unbalanced* $A = M$, $B = \Sigma^{-1}$, and the *balanced* point that the regularised
-# algorithm of later chapters targets: with the thin SVD $M\Sigma^{1/2} = \Phi \Gamma \Psi^\top$,
-# $A = \Phi \Gamma^{1/2} \Sigma^{-1/2}$ and $B = \Sigma^{-1/2} \Psi \Gamma^{1/2} \Sigma^{-1/2}$
-# **[derived; the balancing is this book's choice, chapter 3]**. At finite $n$ they are not
-# equivalent:
+# $A \Sigma B^\top = M$ reaches the irreducible loss in the infinite-data limit. Two such points, with the thin SVD
+# $M\Sigma^{1/2} = \Phi \Gamma \Psi^\top$, are the *unbalanced* one and the *balanced* one that
+# the regularised algorithm of later chapters targets
+# **[derived; the balancing is this book's choice, chapter 3]**:
+#
+# $$
+# \begin{aligned}
+# \text{unbalanced:}\quad & A = M, & B &= \Sigma^{-1},\\
+# \text{balanced:}\quad & A = \Phi \Gamma^{1/2} \Sigma^{-1/2}, & B &= \Sigma^{-1/2} \Psi \Gamma^{1/2} \Sigma^{-1/2} .
+# \end{aligned}
+# $$ (eq-ch01-6)
+#
+# At finite $n$ they are not equivalent:
 
 # %%
 rows = []

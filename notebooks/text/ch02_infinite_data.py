@@ -118,16 +118,6 @@ print("moments E z^k, k = 0..8, from derivatives of the MGF:\n ",
 # \mathbb{E}\, e^{u\cdot x} = \prod_{i=1}^d \mathbb{E}\, e^{(L^\top u)_i z_i}
 # = \exp\!\left(\tfrac12 u^\top \Sigma u\right).
 # $$ (eq-ch02-3)
-#
-# sympy multiplies the one-dimensional MGFs for a fully symbolic $L$ and compares exponents, at
-# $d = 2$, $3$ and the book's $d = 10$ (for a symbolic $d$ the product step is the argument above,
-# not a sympy computation):
-
-# %%
-for d in (2, 3, 10):
-    identity = symbolic.mgf_identity(d).assert_holds()
-    print(f"d = {d}: log E exp(u.x) = u^T L L^T u / 2 holds: {identity.holds()}")
-display(Math(r"d=2:\quad \log \mathbb{E}\, e^{u\cdot x} = " + sp.latex(symbolic.mgf_identity(2).lhs)))
 
 # %% [markdown]
 # ## Exponential tilting
@@ -140,15 +130,32 @@ display(Math(r"d=2:\quad \log \mathbb{E}\, e^{u\cdot x} = " + sp.latex(symbolic.
 # = \Sigma u . \qquad \textbf{[derived]}
 # $$ (eq-ch02-4)
 #
-# sympy differentiates the MGF it just derived (no density integration) for a general symbolic
-# $2\times 2$ and $3 \times 3$ $\Sigma = LL^\top$, and, for a symbolic dimension $d$, differentiates
-# the exponent $\tfrac12 u^\top L L^\top u$ with matrix calculus. That last step takes the MGF
-# $\exp(\tfrac12 u^\top\Sigma u)$ as given, and sympy derived the MGF only at $d = 2, 3, 10$
-# (previous cell). So the tilting identity is proved exactly for $d = 2$, $3$ and, chaining the
-# two steps, $d = 10$; for other $d$ it rests on the independence argument in the text. A Monte
-# Carlo check that uses none of the derivation follows.
+# With $u = B^\top x_j$ the attention output therefore tends to
+# $h(x) = \Sigma B^\top x$: **in the infinite-data limit the softmax layer is the linear map
+# $x \mapsto A \Sigma B^\top x$**. The softmax has not disappeared: it is what turns
+# the key-query matrix $B$ into the product $\Sigma B^\top$ (a linear attention layer would give
+# $\mathbb{E}[x x^\top] B^\top x$, the same map, but through a different computation at finite $n$).
+#
+# **Checks.** The two folded cells below check these steps without trusting them. sympy
+# multiplies the one-dimensional MGFs for a fully symbolic $L$ and differentiates the result, so
+# the tilting identity is proved exactly at $d = 2$ and $3$ (and, chaining the two steps, at
+# $d = 10$). A Monte Carlo estimate at the book's $d = 10$ uses none of the derivation: all 33 of
+# its $z$-scores against the closed forms are below 4 in absolute value, while the wrong claim
+# $\Sigma = I$ is off by 625 to 1239 standard errors.
 
-# %%
+# %% mystnb={"code_prompt_show": "Checks by sympy: show {type}"} tags=["hide-cell"]
+# the MGF E exp(u.x) = exp(u^T L L^T u / 2): sympy multiplies one-dimensional MGFs for a fully
+# symbolic L at d = 2, 3 and the book's d = 10 (for a symbolic d the product step is the
+# independence argument in the text, not a sympy computation)
+for d in (2, 3, 10):
+    identity = symbolic.mgf_identity(d).assert_holds()
+    print(f"d = {d}: log E exp(u.x) = u^T L L^T u / 2 holds: {identity.holds()}")
+display(Math(r"d=2:\quad \log \mathbb{E}\, e^{u\cdot x} = " + sp.latex(symbolic.mgf_identity(2).lhs)))
+
+# the tilting identity: sympy differentiates the MGF it derived (no density integration) for a
+# general symbolic 2 x 2 and 3 x 3 Sigma = L L^T; for a symbolic d it differentiates the
+# exponent u^T L L^T u / 2 by matrix calculus, taking the MGF as given. So the identity is
+# exact for d = 2, 3 and, chaining the two steps, d = 10; for other d it rests on the text.
 for d in (2, 3):
     symbolic.tilting_identity(d).assert_holds()
 general = symbolic.tilting_identity_general_d().assert_holds()
@@ -159,18 +166,14 @@ print("tilting identity exact for d = 2, 3 (from the derived MGF)")
 print("for symbolic d (the MGF taken as given):\n"
       "  grad of the exponent u^T Sigma u / 2 = Sigma u")
 
-# %% [markdown]
-# **Monte Carlo at $d = 10$.** For the default $\Sigma$ ($d = 10$), draw $x_k \sim N(0, \Sigma)$
-# $10^6$ times and estimate the MGF $\mathbb E\, e^{u\cdot x}$ (sample mean of $w_k = e^{u\cdot x_k}$)
-# and the tilted mean $\sum_k w_k x_k / \sum_k w_k$, each with its standard error (delta method for
-# the ratio; `symbolic.tilting_monte_carlo`), for three random directions $u$ scaled to
-# $u^\top\Sigma u = 0.25$, $1$, $2$. Against the closed forms $e^{u^\top\Sigma u/2}$ and
-# $\Sigma u$, the $z$-scores (error over standard error) of the 11 numbers per direction should look
-# like standard normal draws. As a control of the check's power, the same estimates are scored
-# against the wrong claim $\Sigma = I$ ($e^{\lVert u\rVert^2/2}$ and $u$):
-#
-
-# %%
+# %% mystnb={"code_prompt_show": "Monte Carlo check: show {type}"} tags=["hide-cell"]
+# Monte Carlo at d = 10: for the default Sigma draw x_k ~ N(0, Sigma) 10^6 times and estimate
+# the MGF E exp(u.x) (the mean of w_k = exp(u.x_k)) and the tilted mean sum_k w_k x_k / sum_k w_k,
+# each with its standard error (delta method for the ratio), for three random directions u
+# scaled to u^T Sigma u = 0.25, 1, 2. Against the closed forms exp(u^T Sigma u / 2) and Sigma u
+# the z-scores (error over standard error) of the 11 numbers per direction should look like
+# standard normal draws; scored against the wrong claim Sigma = I (exp(|u|^2 / 2) and u) they
+# show the check's power.
 n_tilt, z_max = 1_000_000, 4.0   # samples per direction; |z| threshold [choice]
 tilt_z, rows = [], []
 for size in (0.25, 1.0, 2.0):
@@ -192,20 +195,6 @@ print(f"all {tilt_z.size} |z| below {z_max:g}: {bool(np.all(np.abs(tilt_z) < z_m
 
 
 # %% [markdown]
-# All 33 $z$-scores are below 4 in absolute value (largest 2.60; mean −0.08 and standard deviation
-# 1.07, as for standard normal draws), and the Monte Carlo tilted mean is within a relative
-# $3.8\times10^{-3}$ to $1.1\times10^{-2}$ of $\Sigma u$. The wrong claim $\Sigma = I$ is off by 625 to
-# 1239 standard errors, so the check would have caught a wrong closed form: at $d = 10$ the MGF
-# and the tilting identity agree with simulation within its error bars.
-#
-
-# %% [markdown]
-# With $u = B^\top x_j$ the attention output therefore tends to
-# $h(x) = \Sigma B^\top x$: **in the infinite-data limit the softmax layer is the linear map
-# $x \mapsto A \Sigma B^\top x$**. The softmax has not disappeared: it is what turns
-# the key-query matrix $B$ into the product $\Sigma B^\top$ (a linear attention layer would give
-# $\mathbb{E}[x x^\top] B^\top x$, the same map, but through a different computation at finite $n$).
-#
 # ## The population loss
 #
 # The population loss is $L(A,B) = \tfrac12 \mathbb{E}\,\|y - A h(x)\|^2$ with $y = Mx + \sigma e$,
@@ -221,35 +210,7 @@ print(f"all {tilt_z.size} |z| below {z_max:g}: {bool(np.all(np.abs(tilt_z) < z_m
 # $$ (eq-ch02-5)
 #
 # The trace form avoids a symbolic square root; the two forms agree because
-# $\Sigma^{1/2}\Sigma^{1/2} = \Sigma$. Symbolic sizes here: $(p, d) = (3, 2)$ and $(4, 3)$ (all
-# entries of $A$, $B$, $M$, $L$ and $\sigma$ symbolic). In both, $h$ is the tilting ratio derived from the
-# one-dimensional MGF in that dimension (`symbolic.attention_limit`) with $u = B^\top x$ substituted,
-# not the closed form $\Sigma B^\top x$ typed in. The identity is proved exactly for these two sizes; for
-# other sizes it rests on the derivation above.
-
-# %%
-loss_identities = {}
-for p_sym, d_sym in ((3, 2), (4, 3)):
-    loss_identities[p_sym, d_sym] = symbolic.population_loss_identity(p_sym, d_sym).assert_holds()
-    print(f"p = {p_sym}, d = {d_sym}: derived expectation has "
-          f"{len(sp.Add.make_args(loss_identities[p_sym, d_sym].lhs))} terms;\n"
-          f"  equals 1/2 tr(F Sigma F^T) + p sigma^2/2: {loss_identities[p_sym, d_sym].holds()}")
-
-# the same expressions, evaluated at random numbers, against attnlib.population
-check_rng = np.random.default_rng(7)
-for (p_sym, d_sym), loss_identity in loss_identities.items():
-    A3, B3, M3 = (check_rng.standard_normal(shape)
-                  for shape in [(p_sym, d_sym), (d_sym, d_sym), (p_sym, d_sym)])
-    Sigma3 = data.covariance(d_sym, kappa=4.0, rng=check_rng)
-    values = [(symbolic.matrix_symbols("a", p_sym, d_sym), A3), (symbolic.matrix_symbols("b", d_sym, d_sym), B3),
-              (symbolic.matrix_symbols("m", p_sym, d_sym), M3),
-              (symbolic.lower_triangular_symbols("l", d_sym), np.linalg.cholesky(Sigma3)),
-              (sp.Symbol("sigma", positive=True), 0.3)]
-    symbolic_value = symbolic.evaluate(loss_identity.lhs, values)
-    numeric_value = population.population_loss(A3, B3, Sigma3, M3, noise_std=0.3)
-    print(f"p = {p_sym}, d = {d_sym}: sympy {symbolic_value:.10f}   "
-          f"attnlib.population {numeric_value:.10f}")
-    assert abs(symbolic_value - numeric_value) <= 1e-12 * abs(numeric_value)
+# $\Sigma^{1/2}\Sigma^{1/2} = \Sigma$.
 
 # %% [markdown]
 # The minimum over $(A, B)$ is $L^\star = p\sigma^2/2$, reached exactly when
@@ -274,14 +235,11 @@ for (p_sym, d_sym), loss_identity in loss_identities.items():
 # $$ (eq-ch02-7)
 #
 # a (nonconvex) matrix factorization of $X^\star$; the weight $\Sigma^{1/2}$ of the summaries'
-# "weighted" factorization has been absorbed into the coordinates. sympy checks this with a
-# symmetric symbolic $R$ standing for $\Sigma^{1/2}$ (so $\Sigma = RR$):
+# "weighted" factorization has been absorbed into the coordinates. At a random
+# $(A, B)$ of the book's defaults the two forms agree to ten digits (the exact sympy checks of
+# {eq}`eq-ch02-5` and {eq}`eq-ch02-7` are folded below):
 
 # %%
-for identity in symbolic.factorization_identities(3, 2):
-    identity.assert_holds()
-    print(f"{identity.name}: {identity.holds()}")
-
 # numerically at the book's defaults, with attnlib.population's coordinates
 A10 = 0.3 * mc_rng.standard_normal((problem.p, problem.d))
 B10 = 0.3 * mc_rng.standard_normal((problem.d, problem.d))
@@ -293,6 +251,38 @@ direct_value = population.population_loss(A10, B10, problem.Sigma, problem.M,
 print(f"d = 10: 1/2||UV^T - X*||^2 + L* = {factor_value:.10f}, L(A, B) = {direct_value:.10f}")
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
+# sympy, exactly, at (p, d) = (3, 2) and (4, 3), every entry of A, B, M, L and sigma symbolic:
+# the expectation, with h the tilting ratio derived from the one-dimensional MGF
+# (symbolic.attention_limit, u = B^T x substituted; not the closed form typed in), equals
+# 1/2 tr(F Sigma F^T) + p sigma^2 / 2; for other sizes it rests on the derivation in the text
+loss_identities = {}
+for p_sym, d_sym in ((3, 2), (4, 3)):
+    loss_identities[p_sym, d_sym] = symbolic.population_loss_identity(p_sym, d_sym).assert_holds()
+    print(f"p = {p_sym}, d = {d_sym}: derived expectation has "
+          f"{len(sp.Add.make_args(loss_identities[p_sym, d_sym].lhs))} terms;\n"
+          f"  equals 1/2 tr(F Sigma F^T) + p sigma^2/2: {loss_identities[p_sym, d_sym].holds()}")
+
+# the same expressions, evaluated at random numbers, against attnlib.population
+check_rng = np.random.default_rng(7)
+for (p_sym, d_sym), loss_identity in loss_identities.items():
+    A3, B3, M3 = (check_rng.standard_normal(shape)
+                  for shape in [(p_sym, d_sym), (d_sym, d_sym), (p_sym, d_sym)])
+    Sigma3 = data.covariance(d_sym, kappa=4.0, rng=check_rng)
+    values = [(symbolic.matrix_symbols("a", p_sym, d_sym), A3), (symbolic.matrix_symbols("b", d_sym, d_sym), B3),
+              (symbolic.matrix_symbols("m", p_sym, d_sym), M3),
+              (symbolic.lower_triangular_symbols("l", d_sym), np.linalg.cholesky(Sigma3)),
+              (sp.Symbol("sigma", positive=True), 0.3)]
+    symbolic_value = symbolic.evaluate(loss_identity.lhs, values)
+    numeric_value = population.population_loss(A3, B3, Sigma3, M3, noise_std=0.3)
+    print(f"p = {p_sym}, d = {d_sym}: sympy {symbolic_value:.10f}   "
+          f"attnlib.population {numeric_value:.10f}")
+    assert abs(symbolic_value - numeric_value) <= 1e-12 * abs(numeric_value)
+
+# the factorization, with a symmetric symbolic R standing for Sigma^{1/2} (Sigma = R R)
+for identity in symbolic.factorization_identities(3, 2):
+    identity.assert_holds()
+    print(f"{identity.name}: {identity.holds()}")
+
 from attnlib.claims import ch02 as judge
 
 checked = list(loss_identities.values()) + list(symbolic.factorization_identities(3, 2))
@@ -305,14 +295,10 @@ print(f"{'[summary]':11s} {judge.factorization(sum(not i.holds() for i in checke
 # unchanged. In the layer's own coordinates this is
 # $(A, B) \mapsto (AK,\; B\Sigma K^{-\top}\Sigma^{-1})$ with $K = \Sigma^{1/2} G\Sigma^{-1/2}$. The minimizers of $L$ are therefore never isolated: they form whole orbits of
 # the non-compact group $GL(d)$, along which the parameters can grow without bound. Chapter 3
-# studies this landscape. sympy checks both forms with symbolic $G$, $K$ and a general symmetric
-# $\Sigma$ (multiplied through by determinants, so that both sides are polynomials):
+# studies this landscape. At the book's
+# defaults, a random $G$ leaves $L$ unchanged while $\lVert A\rVert$ more than doubles:
 
 # %%
-for identity in symbolic.symmetry_identities(3, 2):
-    identity.assert_holds()
-    print(identity.name.replace("  [", "\n  [") + f": {identity.holds()}")
-
 half, inv_half = population.spd_sqrt(problem.Sigma)
 G = np.eye(problem.d) + 0.5 * mc_rng.standard_normal((problem.d, problem.d))
 K = half @ G @ inv_half
@@ -322,6 +308,13 @@ moved_value = population.population_loss(A_moved, B_moved, problem.Sigma, proble
                                          noise_std=problem.noise_std)
 print(f"d = 10: L before {direct_value:.10f}, after the GL(d) move {moved_value:.10f};\n"
       f"  ||A|| grows from {np.linalg.norm(A10):.3g} to {np.linalg.norm(A_moved):.3g}")
+
+# %% mystnb={"code_prompt_show": "Checks by sympy: show {type}"} tags=["hide-cell"]
+# sympy: both forms with symbolic G, K and a general symmetric Sigma (multiplied through
+# by determinants, so that both sides are polynomials)
+for identity in symbolic.symmetry_identities(3, 2):
+    identity.assert_holds()
+    print(identity.name.replace("  [", "\n  [") + f": {identity.holds()}")
 
 # %% [markdown]
 # ## Gradients and the preconditioned step
@@ -352,20 +345,12 @@ print(f"d = 10: L before {direct_value:.10f}, after the GL(d) move {moved_value:
 #
 # The plain step $A - \eta\nabla_A Q$ corresponds to $U - \eta \nabla_U Q\, \Sigma$, which is not
 # a gradient step in $(U,V)$ unless $\Sigma = I$. (The $A$-side preconditioner is this book's
-# completion of the summaries' idea.) sympy derives every gradient by differentiating
-# entry by entry, $p = d = 2$:
-
-# %%
-gradient_checks = symbolic.gradient_identities(2, 2)
-for identity in gradient_checks:
-    print(f"{identity.name:55s} holds: {identity.holds()}")
-assert all(identity.holds() for identity in gradient_checks if "[fails" not in identity.name)
-assert not gradient_checks[-1].holds()
+# completion of the summaries' idea.)
 
 # %% [markdown]
 # The same step at the book's defaults ($d = 10$, numbers from `attnlib.population`): one
 # preconditioned step in $(A,B)$, mapped to $(U,V)$, against one gradient step on
-# $\tfrac12\|UV^\top - X^\star\|^2 + \mathcal R$:
+# $\tfrac12\|UV^\top - X^\star\|^2 + \mathcal R$ (the sympy check of every gradient, at $p = d = 2$, is folded after it):
 
 # %%
 eta, lam = 0.1, 1.0
@@ -381,6 +366,14 @@ U_plain, _ = population.to_factor(A10 - eta * grad_A, B10, problem.Sigma)
 plain_gap = np.abs(U_plain - (U10 - eta * (gU + rU))).max()
 print(f"preconditioned step vs (U, V) gradient step: max difference below 1e-12: {gap < 1e-12}")
 print(f"plain step vs (U, V) gradient step:          max difference {plain_gap:.2g}")
+
+# %% mystnb={"code_prompt_show": "Checks by sympy: show {type}"} tags=["hide-cell"]
+# sympy derives every gradient by differentiating entry by entry, p = d = 2
+gradient_checks = symbolic.gradient_identities(2, 2)
+for identity in gradient_checks:
+    print(f"{identity.name:55s} holds: {identity.holds()}")
+assert all(identity.holds() for identity in gradient_checks if "[fails" not in identity.name)
+assert not gradient_checks[-1].holds()
 
 # %% [markdown]
 # ## Monte Carlo: the finite-n layer approaches its limit
@@ -402,22 +395,18 @@ print(f"plain step vs (U, V) gradient step:          max difference {plain_gap:.
 A_star, B_star = geometry.minimizer_manifold(problem.Sigma, problem.M).point()
 ns = 2 ** np.arange(5, 15)
 mc = symbolic.finite_context_errors(problem, A_star, B_star, ns, reps=6, n_queries=200,
-                             rng=mc_rng, loss_max_n=4096)
+                                    rng=mc_rng, loss_max_n=4096)
+has_loss = ns <= 4096
 output_fit = fitting.fit_power_law(ns, mc["output_error"])
 tail_fit = fitting.fit_power_law(ns[-4:], mc["output_error"][-4:])
-has_loss = ns <= 4096
 loss_fit = fitting.fit_power_law(ns[has_loss], mc["loss_error"][has_loss])
-print(f"output error slope (all n):     {output_fit.exponent:.3f} "
-      f"(95% CI {output_fit.ci[0]:.3f} to {output_fit.ci[1]:.3f})")
-print(f"output error slope (n >= {ns[-4]}): {tail_fit.exponent:.3f} "
-      f"(95% CI {tail_fit.ci[0]:.3f} to {tail_fit.ci[1]:.3f})")
-print(f"loss error slope (n <= 4096):   {loss_fit.exponent:.3f} "
-      f"(95% CI {loss_fit.ci[0]:.3f} to {loss_fit.ci[1]:.3f})")
+for name, fit in [("output error slope (all n):", output_fit),
+                  (f"output error slope (n >= {ns[-4]}):", tail_fit),
+                  ("loss error slope (n <= 4096):", loss_fit)]:
+    print(f"{name:31s} {fit.exponent:.3f} (95% CI {fit.ci[0]:.3f} to {fit.ci[1]:.3f})")
 print(f"population loss L(A*, B*) = {float(mc['population_loss']):.4f}")
-s_max = geometry.minimizer_manifold(problem.Sigma, problem.M).singular_values[0]
-print(f"2 s_max(V V^T) = {2 * s_max:.3f}  (E_x exp(u^T Sigma u) is finite iff this is < 1)")
 
-# %% mystnb={"figure": {"caption": "Monte Carlo at fixed $\\theta$: the distance of the finite-$n$ attention output and of the empirical loss to their infinite-data limits falls like $n^{-1/2}$ (dots: six draws; line: their mean; dashed: fitted power law).", "name": "fig-ch02-convergence"}, "image": {"alt": "Log-log plot of the distance to the infinite-data limit against the number of context samples n, for the attention output and the empirical loss, with fitted slopes and an n to the minus one half reference line."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Monte Carlo at fixed $\\theta$: the distance of the finite-$n$ attention output and of the empirical loss to their infinite-data limits falls as a power of $n$, the output's more slowly than $n^{-1/2}$ (dots: six draws; line: their mean; dashed: fitted power law).", "name": "fig-ch02-convergence"}, "image": {"alt": "Log-log plot of the distance to the infinite-data limit against the number of context samples n, for the attention output and the empirical loss, with fitted slopes and an n to the minus one half reference line."}} tags=["hide-input"]
 fig, ax = plotting.figure(width=6.4, height=4.0)
 for key, label, fit, mask in [("output_error", "attention output", output_fit, ns > 0),
                               ("loss_error", "empirical loss", loss_fit, has_loss)]:
@@ -435,6 +424,10 @@ ax.set_ylabel("distance to the infinite-data limit")
 ax.set_title(r"Finite-$n$ attention at fixed $\theta$ approaches its limit")
 ax.legend()
 plt.show()
+
+# %%
+s_max = geometry.minimizer_manifold(problem.Sigma, problem.M).singular_values[0]
+print(f"2 s_max(V V^T) = {2 * s_max:.3f}  (E_x exp(u^T Sigma u) is finite iff this is < 1)")
 
 # %% [markdown]
 # {numref}`fig-ch02-convergence` shows the result. The output error falls with fitted slope about −0.41 (95% interval −0.42 to −0.39) over

@@ -133,6 +133,7 @@ def report(label, values, x=n_values):
     return fit
 
 
+# %%
 fits = {}
 for i, sigma in enumerate(noise_levels):
     print(f"sigma = {sigma:g} (CI: bootstrap over seeds):")
@@ -142,17 +143,21 @@ for i, sigma in enumerate(noise_levels):
                                      f"{config['iterations']}", deployed[i])
     if sigma > 0:
         fits[sigma, "ols"] = report("OLS fit on the same data", ols_fit[i])
-        alg1_over_ols = np.median(final[i], axis=1) / [
-            population.ols_excess_risk(int(n), d, p, sigma) for n in n_values]
-        print("  Algorithm 1 / OLS formula (median):\n    "
-              + ", ".join(f"n={n}: {r:.1f}" for n, r in zip(n_values, alg1_over_ols)))
-        formula = [population.ols_excess_risk(int(n), d, p, sigma) for n in n_values]
-        print(f"  {'OLS formula p s^2 d / (2(n-d-1))':32s} local slope over this range "
-              f"{np.polyfit(np.log(n_values), np.log(formula), 1)[0]:+.2f}")
     else:
         print(f"  OLS fit: largest excess risk {ols_fit[i].max():.1e} (M_hat = M up to rounding)")
 
-# %% mystnb={"figure": {"caption": "Excess risk against the sample size $n$ without noise (left) and with $\\sigma = 0.1$ (right): Algorithm 1 after $m$ iterations, the spectral initialization, the deployed test risk, and the least-squares reference (simulated and exact).", "name": "fig-ch06-rate-n"}, "image": {"alt": "Two log-log panels of excess risk against n: circles for Algorithm 1, squares for the spectral start, triangles for the deployed risk, crosses and a dashed line for OLS in the noisy panel."}} tags=["hide-input"]
+# %%
+for i, sigma in enumerate(noise_levels):
+    if sigma == 0:
+        continue                                   # OLS is exact without noise
+    formula = np.array([population.ols_excess_risk(int(n), d, p, sigma) for n in n_values])
+    alg1_over_ols = np.median(final[i], axis=1) / formula
+    print(f"sigma = {sigma:g}: Algorithm 1 / OLS formula (median):\n  "
+          + ", ".join(f"n={n}: {r:.1f}" for n, r in zip(n_values, alg1_over_ols)))
+    print(f"  {'OLS formula p s^2 d / (2(n-d-1))':32s} local slope over this range "
+          f"{np.polyfit(np.log(n_values), np.log(formula), 1)[0]:+.2f}")
+
+# %% mystnb={"figure": {"caption": "Excess risk against the sample size $n$ with $\\sigma = 0.1$ (left) and without noise (right): Algorithm 1 after $m$ iterations, the spectral initialization, the deployed test risk, and the least-squares reference (simulated and exact).", "name": "fig-ch06-rate-n"}, "image": {"alt": "Two log-log panels of excess risk against n: circles for Algorithm 1, squares for the spectral start, triangles for the deployed risk, crosses and a dashed line for OLS in the noisy panel."}} tags=["hide-input"]
 fig, axes = figure(1, 2, sharey=True, height=3.4)
 for ax, (i, sigma) in zip(axes, enumerate(noise_levels)):
     for values, label, colour, marker in (
@@ -399,6 +404,8 @@ for i, sigma in enumerate(noise_levels):
           f"  excess risk at m = {config['iterations']} / at m = 0: "
           + ", ".join(f"{r:.2f}" for r in rise) + "\n  final gradient norm: "
           + ", ".join(f"{g:.1e}" for g in gn))
+
+# %%
 j = int(np.flatnonzero(n_values == 400)[0])
 print(f"finite-n objective, n = {n_values[j]}, sigma = {noise_levels[0]:g}, per seed:")
 tail_rows = []
@@ -408,8 +415,8 @@ for s in range(stored["finite_grad_norm"].shape[2]):
     tail_rows.append([s, f"{g[0]:.2e}", f"{g[-1]:.2e}", f"{tail.rate:.5f}", f"{tail.rate ** 2:.5f}"])
 display(result_table(["seed", "gradient norm at 0", f"at {config['iterations']}",
                       "tail rate", "squared (excess risk)"], tail_rows))
-_, m_hat = population.empirical_moments(*scaling.default_task(0.1).sample(
-    400, rng=np.random.default_rng([config["problem_seed"], 0, 400])))
+
+# %%
 task = scaling.default_task(0.1)
 s_true = geometry.minimizer_manifold(task.Sigma, task.M).singular_values
 eta = stored["finite_step"][0, j, 0]
@@ -434,7 +441,7 @@ plt.show()
 # %% [markdown]
 # {numref}`fig-ch06-finite-n` shows the result. On the finite-$n$ objective the picture is different. Algorithm 1 starts at the closed-form
 # minimizer, the gradient norm drops quickly for a few tens of iterations, and then the decay slows
-# to a crawl (the cell above fits the tail at $n = 400$). So the finite-$n$ runs are **not
+# to a crawl (the table above fits the tail at $n = 400$). So the finite-$n$ runs are **not
 # converged** at 1000 iterations, and the excess risk moves little on the scale of the plots: it
 # *rises* from its spectral start while the optimization gap is still being closed (chapter 5
 # measures the gap against the best local minimum found at $n = 500$). A flat excess-risk curve does not mean

@@ -243,9 +243,11 @@ ax2.set_ylabel("test relative $L^2$ error")
 ax2.set_title("Phase 1: test error")
 plt.show()
 
-# %% mystnb={"figure": {"caption": "Three test samples after Phase 1: the true solution $u$, the ViT's prediction and their difference.", "name": "fig-ch11-predictions"}, "image": {"alt": "A three by three grid of heatmaps: for each of three test samples the true u, the predicted u and the error field, each with a colour bar."}}
+# %%
 a_test, u_test = task.test_fields
 pred = task.predict(weights, a_test[:3])
+
+# %% mystnb={"figure": {"caption": "Three test samples after Phase 1: the true solution $u$, the ViT's prediction and their difference.", "name": "fig-ch11-predictions"}, "image": {"alt": "A three by three grid of heatmaps: for each of three test samples the true u, the predicted u and the error field, each with a colour bar."}} tags=["hide-input"]
 fig, axes = figure(3, 3, layout="constrained", height=6.6)
 for row in range(3):
     vmax = u_test[row].max()

@@ -91,11 +91,61 @@ print(f"mild regularizer: log form, lambda_m = {config['mild']['lam']:g}")
 # %% [markdown]
 # ## The problem, the potential and the three stored runs
 #
+# {numref}`fig-ch12-bridge` is the chapter on one page. Both routes start from one problem:
+# Part I's regression, its objective $\hat Q$ and its $D = 300$ weights. On the left, Algorithm 1 goes
+# from a spectral start by preconditioned gradient steps to a minimum $\hat Q^\star$. On the right,
+# Part II's Langevin dynamics goes from a random start, on $\hat Q$ plus a mild regularizer $R_m$, to
+# the Gibbs measure $\mu_s$, whose mean sits about $sD/4$ above the minimum. The dashed arrows meet at
+# the bridge, preconditioned Langevin: Algorithm 1's metric with Part II's noise. The eight methods
+# below are the two routes and six mixes of their pieces.
+
+# %% mystnb={"figure": {"caption": "Schematic: the shared problem (top) and the two routes to it: Part I's Algorithm 1 (left) reaches a minimum of the objective, Part II's Langevin dynamics (right) samples a Gibbs measure near the minima; preconditioned Langevin (bottom) joins them.", "name": "fig-ch12-bridge"}, "image": {"alt": "Flow diagram: a box with the problem sizes feeds two columns; left, spectral start, preconditioned gradient step, minimum; right, random start, Langevin step on the regularized loss, Gibbs measure; dashed arrows from both steps meet in a bridge box with the preconditioned Langevin step."}} tags=["hide-input"]
+# the two routes on the one problem of this chapter (sizes from the stored run's settings)
+fig, ax = figure(1, 1, width="small", height=5.8)
+ax.set(xlim=(0, 10), ylim=(0, 12.4))
+ax.axis("off")
+ROUTES = {"Part I: Algorithm 1": (2.4, OKABE_ITO["blue"], [
+              "spectral start", r"$\theta \leftarrow \theta - h\,\mathcal{P}\nabla\hat Q$",
+              "a minimum $\\hat Q^\\star$"]),
+          "Part II: Langevin": (7.6, OKABE_ITO["orange"], [
+              "random start",
+              "$\\theta \\leftarrow \\theta - h\\nabla f + \\sqrt{sh}\\,\\xi$\n$f = \\hat Q + R_m$",
+              "Gibbs $\\mu_s \\propto e^{-2f/s}$\nmean $\\approx \\hat Q^\\star + sD/4$"])}
+
+
+def box(x, y, text, colour):
+    ax.text(x, y, text, ha="center", va="center", fontsize=10, linespacing=1.5,
+            bbox=dict(boxstyle="round,pad=0.4", fc="white", ec=colour, lw=1.5))
+
+
+def arrow(start, end, colour, **kwargs):
+    ax.annotate("", xy=end, xytext=start,
+                arrowprops=dict(arrowstyle="-|>", color=colour, lw=1.4, **kwargs))
+
+
+box(5, 11.4, f"one problem: $p = {P}$, $d = {D_IN}$, $n = {N}$\n"
+    f"$\\hat Q = \\hat L + \\hat R$ on $\\theta = (A, B)$, $D = {DIM}$", "k")
+for title, (x, colour, steps) in ROUTES.items():
+    arrow((x, 10.5), (x, 9.6), "k")
+    ax.text(x, 9.15, title, ha="center", fontsize=10, fontweight="bold", color=colour)
+    for y, step in zip((8.2, 6.3, 4.2), steps):
+        box(x, y, step, colour)
+    arrow((x, 7.75), (x, 6.95 if x > 5 else 6.75), colour)
+    arrow((x, 5.65 if x > 5 else 5.85), (x, 4.95 if x > 5 else 4.65), colour)
+for x in (3.4, 6.6):
+    arrow((x, 5.8), (5, 2.9), OKABE_ITO["bluish green"], ls="--")
+box(5, 1.9, "the bridge: preconditioned Langevin\n"
+    r"$\theta \leftarrow \theta - h\,\mathcal{P}\nabla f + \sqrt{sh}\,\mathcal{P}^{1/2}\xi$"
+    "\nsame $\\mu_s$; $s$ fixed or annealed", OKABE_ITO["bluish green"])
+ax.text(5, 0.3, "eight methods: same data, seeds and $\\hat Q^\\star$", ha="center", fontsize=9)
+plt.show()
+
+# %% [markdown]
 # **[choice]** Everything in this section is the book's choice; neither source specifies it.
 #
 # * Data: seed 0's default problem of Chapter 5 ($p = 20$, $d = 10$, $n = 500$, $\kappa(\Sigma) = 10$,
 #   $\sigma = 0.1$, leave-one-out mask): one sample set is both the regression data and the
-#   attention context (the first reconstruction of Chapter 5).
+#   attention context (as in Chapter 5).
 # * Objective: $\hat Q = \hat L + \hat R$, Algorithm 1's objective with the balancing regularizer at
 #   $\lambda = 1$. The deterministic methods train $\hat Q$ exactly. The Langevin chains sample
 #   $\mu_s \propto e^{-2f/s}$ (Part II's convention, Chapter 7) for
@@ -104,8 +154,7 @@ print(f"mild regularizer: log form, lambda_m = {config['mild']['lam']:g}")
 #   balancing term alone removes the scale symmetry of $\hat L$; the mild term makes the
 #   Gibbs measure normalizable: $\hat Q \ge 0$, so
 #   $e^{-2f/s} \le e^{-2R_m(A)/s}e^{-2R_m(B)/s}$, which is integrable because $R_m$ grows faster than
-#   quadratically (Chapter 8 shows the same mechanism for a different model, attention in
-#   $(W_Q, W_K)$), and at this strength it moves the minimizer
+#   quadratically (as in Chapter 8), and at this strength it moves the minimizer
 #   of $\hat Q$ by the tiny amount shown below.
 # * Temperature unit: $s_0 = 4\,\varepsilon_{\mathrm{OLS}}/D$, where $\varepsilon_{\mathrm{OLS}} =
 #   p\sigma^2 d/(2(n-d-1))$ is the exact expected excess risk of least squares (the minimax rate,
@@ -173,6 +222,8 @@ cases = {"P, right noise, h = 0.01": (S_WELL, P_WELL, 0.01, 4000),
          "no P (plain), h = 0.01": (S_WELL, None, 0.01, 4000),
          "P, noise of 1.25 s, h = 0.01": (1.25 * S_WELL, P_WELL, 0.01, 4000),
          "P, right noise, h = 0.05": (S_WELL, P_WELL, 0.05, 800)}
+
+# %%
 print(f"{'case':30s} " + " ".join(f"{name:>6s}" for name in moments) + "   max |z|")
 for label, (s_run, matrix, h, steps) in cases.items():
     run = langevin.euler_maruyama(well, start, step=h, temperature=s_run, n_steps=steps,
@@ -187,9 +238,7 @@ for label, (s_run, matrix, h, steps) in cases.items():
 # With the preconditioner and the right noise every moment lies within 1.0 standard error of
 # quadrature (1.1 without the preconditioner). Noise scaled as for $1.25\,s$ moves the moments by
 # up to 6.5 standard errors, and a five times larger step makes the scheme's $O(h)$ bias visible
-# (up to 6.8). (The standard errors use the autocorrelation time pooled over the chains.) So the
-# check can fail, and the preconditioned sampler passes it. With 8000 chains the same check also
-# catches a noise only 10% off (`tests/test_langevin.py`).
+# (up to 6.8). So the check can fail, and the preconditioned sampler passes it.
 
 # %% [markdown]
 # ## Side by side on the same data
@@ -237,20 +286,25 @@ print(f"the spectral basin lies {side['ref_value'][0] - q_star:.2e} above it; th
 # %% [markdown]
 # The seven reference starts give seven local minima with $\hat Q^\star$ from 0.098010 to
 # 0.098438 and excess risks from 0.0092 to 0.0143: one sample set breaks the $O(d)$ orbit into
-# several minima whose population risks differ (Chapter 5). Polishing the 23 final iterates of
-# the next section finds lower ones. The lowest, $\hat Q^\star = 0.097780$, is reached from the
-# final iterate of an annealed chain started at random; its smallest Hessian eigenvalue is
-# $9.1\times10^{-4}$, so it is a strict local minimum. It is the reference of every gap below,
-# with $\mathcal R^\star = 0.0123$; the spectral basin lies $6.26\times10^{-4}$ above it. A lower
-# $\hat Q$ is not a lower excess risk: several minima with higher values have lower risks. The mild
-# term moves $\hat Q$ at the basin minimizer by $3.0\times10^{-7}$, far below every gap reported here.
+# several minima whose population risks differ (Chapter 5). Polishing the final iterates of
+# the next section finds lower ones; the lowest, $\hat Q^\star = 0.097780$ (a strict local minimum,
+# reached from an annealed chain), is the reference of every gap below, with
+# $\mathcal R^\star = 0.0123$. A lower $\hat Q$ is not a lower excess risk: several minima with
+# higher values have lower risks. The mild term moves $\hat Q$ by $3.0\times10^{-7}$, far below
+# every gap reported here.
 #
-# The comparison uses two targets, computed on the chain mean for the Langevin
-# methods (four chains) and on the single trajectory otherwise, and counted only when the curve
-# *stays* below the target to the end of the run (`langevin.hitting_times`):
+# The comparison uses two targets: (a) an excess risk within 10% of the reference minimum's, and
+# (b) an optimization gap at most $10^{-3}$ of the method's initial gap,
 #
-# * (a) an excess risk within 10% of the reference minimum's: $\mathcal R(\theta_k) \le 1.1\,\mathcal R^\star$;
-# * (b) an optimization gap $\hat Q(\theta_k) - \hat Q^\star$ at most $10^{-3}$ of the method's initial gap.
+# $$
+# \text{(a)}\ \ \mathcal R(\theta_k) \le 1.1\,\mathcal R^\star,
+# \qquad
+# \text{(b)}\ \ \hat Q(\theta_k) - \hat Q^\star \le 10^{-3}\,\big(\hat Q(\theta_0) - \hat Q^\star\big),
+# $$ (eq-ch12-targets)
+#
+# computed on the chain mean for the Langevin methods (four chains) and on the single trajectory
+# otherwise, and counted only when the curve *stays* below the target to the end of the run
+# (`langevin.hitting_times`).
 
 # %%
 iteration = side["iteration"]
@@ -265,6 +319,7 @@ reach_b = np.array([langevin.hitting_times(iteration, mean_gap[k], [1e-3 * mean_
 cap = int(iteration[-1])
 
 
+# %%
 def when(value):
     return f"{value:7.0f}" if np.isfinite(value) else f"  >{cap}"
 
@@ -310,7 +365,7 @@ plt.show()
 # Target (b) is reached by no method within 4000 iterations; the final gaps run from
 # $1.20\times10^{-3}$ (random + precond + reg) to $8.37\times10^{-3}$ (plain Langevin). Two different
 # floors stop them. The deterministic methods crawl along the nearly flat orbit directions
-# (Hessian eigenvalues near $10^{-3}$ against 0.85 at the top, the table above). Fixed-temperature
+# (Hessian eigenvalues near $10^{-3}$ against 0.85 at the top). Fixed-temperature
 # Langevin cannot go below its Gibbs offset $s_0D/4 = 0.00204$: preconditioned Langevin ends at
 # $3.90\times10^{-3}$ from the random start and $4.84\times10^{-3}$ from the spectral one. Annealing
 # lowers that floor: the annealed chains from the random start end at $1.48\times10^{-3}$, the
@@ -320,51 +375,18 @@ plt.show()
 #
 # ### Cost: gradient evaluations and wall time
 #
-# Every method pays one gradient of the layer per iteration and chain, so the machine-independent
-# cost of a target is iterations times chains. The next cell shows the wall time of one iteration, measured when the
-# runs were made; it varies from machine to machine and from run to run.
-
-# %% tags=["nbval-ignore-output"]
-seconds = np.nanmean(side["seconds"], axis=1) / cap        # per iteration and chain
-cost_rows = []
-for k, name in enumerate(METHODS):
-    cost = [f"{v * chains[k]:.0f} evaluations, {v * chains[k] * seconds[k]:.1f} s"
-            if np.isfinite(v) else "not reached" for v in (reach_a[k], reach_b[k])]
-    cost_rows.append([name, 1e3 * seconds[k], cost[0], cost[1]])
-print("ms per iteration and chain; cost to reach (a) and (b)")
-result_table(["method", "ms", "(a)", "(b)"], cost_rows, number_format=".2f")
+# Every method pays one gradient per iteration and chain, so a target's machine-independent cost
+# is iterations times chains (the slide's unit); the
+# {doc}`report page <report_ch12_bridge>` lists wall times.
 
 # %% [markdown]
 # ## Where each method ends on the orbit
 #
 # With one sample set the minima of $\hat Q$ are not one orbit but several local minima along the
-# broken $O(d)$ orbit (Chapter 5). The iterate's own coordinates say where it is: the rotation $O$
-# of its projection on $\hat S$ relative to the spectral point ($\det O$ and $\|O - I\|_F$), and the
-# local minimum reached from the final iterate by the reference minimizer (its value
-# above $\hat Q^\star$ names the basin; its excess risk is what a short polish would deploy).
-
-# %%
-print("dist_P: distance to S_hat; basin reached: its Q - Q* and its excess risk R")
-result_table(["method", "det O", "||O - I||_F", "dist_P", "basin Q - Q*", "basin R"],
-             [[name if c == 0 else "", f"{side['end_det'][k, c]:+.0f}",
-               f"{side['end_rotation'][k, c]:.3f}", f"{side['end_dist_P_hat'][k, c]:.3f}",
-               f"{side['end_min_value'][k, c] - q_star:.2e}",
-               f"{side['end_min_excess_risk'][k, c]:.4f}"]
-              for k, name in enumerate(METHODS) for c in range(chains[k])])
-
-# %% [markdown]
-# The runs from the spectral point stay on the $\det O = +1$ component near it
-# ($\|O - I\|_F$ from 1.737 to 2.176); the random starts land on both components, further out
-# (4.384 to 4.814). Along the orbit the noise moves the iterate, and annealing moved it *down*:
-# Algorithm 1's final iterate lies in a basin $7.38\times10^{-4}$ above $\hat Q^\star$, the four
-# annealed chains from the same start in basins $3.16\times10^{-4}$ to $6.26\times10^{-4}$ above it, all
-# lower; at fixed temperature the four chains from the spectral start end in basins
-# $5.81\times10^{-4}$ to $9.27\times10^{-4}$ above it, on both sides of Algorithm 1's. Plain gradient
-# descent from the random start happens to reach a lower basin ($1.98\times10^{-4}$) than any run from
-# the spectral start. None of this decides the risk: the excess risks of the basins reached run from
-# 0.0074 to 0.0132 with no order by value. Over 4000 iterations where an iterate sits on
-# the orbit is set by its start and its noise, not by convergence; noise helps the objective when it
-# is annealed and is neutral for the risk here.
+# broken $O(d)$ orbit (Chapter 5). {doc}`The report page <report_ch12_bridge>` locates every final
+# iterate on it. In short: annealing moved the iterate into lower basins than Algorithm 1's, and none
+# of this orders the risk; after 4000 iterations, where an iterate sits is set by its start and its
+# noise.
 
 # %% [markdown]
 # ## Does the preconditioner remove the condition number for Langevin?
@@ -374,8 +396,15 @@ result_table(["method", "det O", "||O - I||_F", "dist_P", "basin Q - Q*", "basin
 # does not depend on $\kappa(\Sigma)$ when $X^\star = M\Sigma^{1/2}$ is held fixed (Chapter 5 measured
 # this). Preconditioned Langevin is plain Langevin in
 # the same coordinates, so the same should hold for the chains, *if the potential is itself
-# $\kappa$-free in $(U, V)$*. The mild term $R_m$ on the raw weights is not: in $(U, V)$ its
-# curvature in $V$ grows like $\lambda_m\,\kappa(\hat\Sigma)^2$ (Exercise 3).
+# $\kappa$-free in $(U, V)$*. The mild term $R_m(B) = \lambda_m g(\lVert B\rVert_F^2)$ on the raw weights is
+# not: in $(U, V)$ its curvature in $V$ is at least (Exercise 3)
+#
+# $$
+# \big\lVert \nabla_V^2 R_m \big\rVert \;\ge\; \frac{2\lambda_m\, g'(\lVert B\rVert_F^2)}{\lambda_{\min}(\hat\Sigma)^2},
+# $$ (eq-ch12-stiffness)
+#
+# which grows like $\lambda_m\,\kappa(\hat\Sigma)^2$ when the top eigenvalue of $\hat\Sigma$ stays
+# near 1.
 #
 # The run `bridge_kappa` uses a smaller sample, $n = 100$, to keep the chapter fast:
 # seed 0's problem with $X^\star$ fixed and $\Sigma$'s eigenvalues $\operatorname{geomspace}(1, 1/\kappa, d)$
@@ -396,6 +425,8 @@ k_cap = int(k_iter[-1])
 times = np.full((len(kappas), len(kappa_methods)), np.inf)
 print(f"n = {kappa_config['n']}: s_0 = {s_small:.3g}, target gap 2 s_0 D / 4 = {target:.3g}")
 kappa_cells = np.empty((len(kappas), len(kappa_methods)), dtype=object)
+
+# %%
 for i, kappa in enumerate(kappas):
     row = []
     for j, name in enumerate(kappa_methods):
@@ -449,8 +480,8 @@ plt.show()
 #
 # At fixed temperature Langevin does not converge to the minimum but to the Gibbs mean, about
 # $\hat Q^\star + sD_{\mathrm{eff}}/4$ (Chapter 10). How does that offset compare with what the finite
-# sample costs anyway? We use the run `bridge_floors`: for $n\in\{125, 250, 500\}$
-# (seed 0's problem) and $s\in\{10^{-6}, 10^{-5}, 10^{-4}\}$, four preconditioned Langevin chains
+# sample costs? We use the run `bridge_floors`: for $n\in\{125, 250, 500\}$
+# (seed 0) and $s\in\{10^{-6}, 10^{-5}, 10^{-4}\}$, four preconditioned Langevin chains
 # started at the minimizer reached from the spectral start, Algorithm 1's step,
 # 3000 iterations; averages over the second half.
 #
@@ -469,8 +500,7 @@ plt.show()
 # offset of the *excess risk* is below 10% of the floor.
 
 # %%
-n_values, temps = floors["n_values"], floors["temperatures"]
-f_iter = floors["iteration"]
+n_values, temps, f_iter = floors["n_values"], floors["temperatures"], floors["iteration"]
 half = f_iter >= f_iter[-1] / 2
 offset = np.empty((len(n_values), len(temps), 2))
 risk_offset = np.empty_like(offset)
@@ -485,6 +515,8 @@ for i, n in enumerate(n_values):
         risk = (floors["excess_risk"][i, j][:, half] - floors["basin_excess_risk"][i]).mean(axis=1)
         risk_offset[i, j] = risk.mean(), risk.std(ddof=1) / np.sqrt(risk.size)
         predicted[i, j] = s / 4 * fill
+
+# %%
 floor_rows = []
 for i, n in enumerate(n_values):
     ols = population.ols_excess_risk(int(n), D_IN, P, SIGMA)
@@ -495,6 +527,8 @@ for i, n in enumerate(n_values):
                            f"{floors['basin_excess_risk'][i]:.4f}", f"{ols:.4f}"])
 display(result_table(["n", "s", "F_s - Q*", "D_eff", "model", "excess-risk offset", "R*(n)",
                       "OLS(n)"], floor_rows, number_format=".1f"))
+
+# %%
 slope = risk_offset[:, -1, 0] / temps[-1]        # excess-risk offset per unit s, at the largest s
 s_quiet = 0.1 * floors["basin_excess_risk"] / slope
 for i, n in enumerate(n_values):
@@ -526,10 +560,9 @@ plt.show()
 # %% [markdown]
 # The Gibbs offset of the objective is the Laplace value ({numref}`fig-ch12-floors`): $D_{\mathrm{eff}} = 4(F_s - \hat Q^\star)/s$ lies
 # between 291.5 and 306.9, against the quadratic model's 294.4 to 300.6 at the same iterations, for
-# all three $n$ and over two decades of $s$. Here $D_{\mathrm{eff}}$ is the parameter count, 300,
-# unlike the LoRA model of Chapter 10, whose $D_{\mathrm{eff}}$ fell below its $D$: at these
-# temperatures the mild term is negligible and every direction is confined quadratically by
-# $\hat Q$.
+# all three $n$ and over two decades of $s$. Unlike Chapter 10's LoRA model, every
+# direction counts: at these temperatures the mild term is negligible and $\hat Q$ confines every
+# direction quadratically.
 #
 # The excess risk moves much less: its offset is $4.27\times10^{-3}$ to $5.50\times10^{-3}$ at
 # $s = 10^{-4}$, about $4.5\times10^{-4}$ at $s = 10^{-5}$ for $n = 250$ and 500 (not resolved at
@@ -572,22 +605,24 @@ axes_[1].set_xlabel("final excess risk")
 axes_[1].set_title(r"dotted: $\mathcal{R}^\star$; dashed: OLS", fontsize=9)
 plt.show()
 
+
 # %%
-k_index = {name: j for j, name in enumerate(kappa_methods)}
+def at_kappa(i, j):          # iterations to the target at the i-th kappa, or why not
+    if np.nansum(sweep["diverged"][i, j]):
+        return "diverged"
+    return f"{times[i, j]:.0f}" if np.isfinite(times[i, j]) else f">{k_cap}"
+
+
+at_ends = {name: f"{at_kappa(0, j)} / {at_kappa(len(kappas) - 1, j)}"
+           for j, name in enumerate(kappa_methods)}
 print("(a): gradient evaluations to (a); (b): iterations to (b); basin Q - Q*: median;")
 print("kappa 1 / 1000: iterations to the target at kappa = 1 / 1000 (n = 100)")
 summary_rows = []
 for k, name in enumerate(METHODS):
     basin = np.nanmedian(side["end_min_value"][k, :chains[k]] - q_star)
-    ka = "-"
-    if name in k_index:
-        j = k_index[name]
-        ka = " / ".join(("diverged" if np.nansum(sweep["diverged"][i, j]) else
-                         f"{times[i, j]:.0f}" if np.isfinite(times[i, j]) else f">{k_cap}")
-                        for i in (0, len(kappas) - 1))
-    ev = f"{reach_a[k] * chains[k]:.0f}" if np.isfinite(reach_a[k]) else "never"
-    it_b = f"{reach_b[k]:.0f}" if np.isfinite(reach_b[k]) else "never"
-    summary_rows.append([name, ev, it_b, f"{mean_risk[k, -1]:.4f}", f"{basin:.2e}", ka])
+    summary_rows.append([name, f"{reach_a[k] * chains[k]:.0f}" if np.isfinite(reach_a[k]) else "never",
+                         f"{reach_b[k]:.0f}" if np.isfinite(reach_b[k]) else "never",
+                         f"{mean_risk[k, -1]:.4f}", f"{basin:.2e}", at_ends.get(name, "-")])
 result_table(["method", "(a)", "(b)", "final R", "basin Q - Q*", "kappa 1 / 1000"], summary_rows)
 
 # %% [markdown]

@@ -56,6 +56,9 @@ inside = int(np.sum(ball["distance"] < ball["radius"]))
 print(f"spectral start vs the one-point-convexity ball sqrt(2 s_min(X*)) over {len(BALL_SEEDS)} "
       f"seeds: {inside} inside; largest distance / radius {np.max(ball['distance'] / ball['radius']):.3f}; "
       "seeds 0-2: " + ", ".join(f"{d:.3f} / {r:.3f}" for d, r in zip(ball["distance"][:3], ball["radius"][:3])))
+
+
+# %%
 *regularizer_parts, regularizer_verdict = judge.regularizer(regularized[-1] / regularized[0],
                                                             saddle_gradient[1.0])
 rows = [

@@ -1,0 +1,151 @@
+"""A chapter teaches before it audits: its prose is broken up by figures and display
+equations, its visible code is short, and each paper's mechanism has a schematic.
+
+Measured on the chapters' sources and stored outputs (the teaching layer; the Reproduction
+report pages are exempt). Prose words are the words of the markdown cells outside display
+mathematics, code and HTML; a figure is an image output of a code cell."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+CHAPTERS = sorted(NOTEBOOKS.glob("ch*.ipynb"))
+
+#: The targets: about 800 prose words between pictures or displays, about 700 per figure,
+#: no visible code cell longer than 15 non-blank lines.
+MAX_PROSE_RUN = 850
+MAX_WORDS_PER_FIGURE = 750
+MAX_VISIBLE_CODE_LINES = 15
+#: Chapters written as lectures: a prose budget for the teaching layer.
+PROSE_BUDGET = {"ch05_experiment": 2600, "ch06_scaling": 3100, "ch10_langevin": 3100}
+FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+DISPLAY = re.compile(r"(\$\$.*?\$\$(?: \([\w-]+\))?|```\{math\}.*?```)", re.S)
+
+
+def prose_words(markdown: str) -> int:
+    """Words of running text: display math, code blocks and HTML removed, inline math one word."""
+    text = DISPLAY.sub(" ", markdown)
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"\$[^$]+\$", " x ", text)
+    text = re.sub(r"<[^>]+>", " ", text)
+    return len(re.findall(r"[A-Za-z0-9][\w'’-]*", text))
+
+
+@dataclass
+class Layout:
+    prose: int = 0
+    figures: int = 0
+    displays: int = 0
+    longest_run: int = 0
+    long_code_cells: list[tuple[int, int]] = field(default_factory=list)
+    schematics: list[str] = field(default_factory=list)
+
+
+def layout(path: Path) -> Layout:
+    """Walk the cells in order, counting prose words since the last figure or display."""
+    found, run = Layout(), 0
+    for index, cell in enumerate(json.loads(path.read_text())["cells"]):
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            for piece in DISPLAY.split(source):
+                if DISPLAY.fullmatch(piece):
+                    found.displays += 1
+                    found.longest_run, run = max(found.longest_run, run), 0
+                else:
+                    words = prose_words(piece)
+                    found.prose += words
+                    run += words
+            continue
+        if cell["cell_type"] != "code":
+            continue
+        tags = set(cell["metadata"].get("tags", []))
+        lines = sum(bool(line.strip()) for line in source.splitlines())
+        if not tags & FOLDED and lines > MAX_VISIBLE_CODE_LINES:
+            found.long_code_cells.append((index, lines))
+        for output in cell.get("outputs", []):
+            if "image/png" in output.get("data", {}):
+                found.figures += 1
+                found.longest_run, run = max(found.longest_run, run), 0
+        caption = cell["metadata"].get("mystnb", {}).get("figure", {}).get("caption", "")
+        if caption.startswith("Schematic"):
+            found.schematics.append(cell["metadata"]["mystnb"]["figure"]["name"])
+    found.longest_run = max(found.longest_run, run)
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_prose_is_broken_up_by_figures_and_displays(path: Path) -> None:
+    found = layout(path)
+    assert found.longest_run <= MAX_PROSE_RUN, (
+        f"{path.stem}: {found.longest_run} prose words in a row without a figure or a display "
+        f"equation (at most {MAX_PROSE_RUN})")
+    per_figure = found.prose / max(found.figures, 1)
+    assert per_figure <= MAX_WORDS_PER_FIGURE, (
+        f"{path.stem}: {found.prose} prose words for {found.figures} figures, "
+        f"{per_figure:.0f} per figure (at most {MAX_WORDS_PER_FIGURE})")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_visible_code_is_short(path: Path) -> None:
+    long_cells = layout(path).long_code_cells
+    assert not long_cells, (f"{path.stem}: visible code cells (index, non-blank lines) over "
+                            f"{MAX_VISIBLE_CODE_LINES} lines: {long_cells}; fold drawing code, "
+                            "move computation into attnlib")
+
+
+@pytest.mark.parametrize("stem", sorted(PROSE_BUDGET))
+def test_lecture_chapters_keep_their_prose_budget(stem: str) -> None:
+    found = layout(NOTEBOOKS / f"{stem}.ipynb")
+    assert found.prose <= PROSE_BUDGET[stem], (
+        f"{stem}: {found.prose} prose words in the teaching layer (at most {PROSE_BUDGET[stem]}; "
+        "the audit belongs on its Reproduction report page)")
+
+
+def test_chapter_5_opens_with_its_explanation() -> None:
+    """Chapter 5 states its rate as display equations and shows the population against
+    finite-sample figure before about five screens of text (about 1,000 prose words)."""
+    path = NOTEBOOKS / "ch05_experiment.ipynb"
+    assert layout(path).displays >= 2
+    words_before = 0
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "markdown":
+            words_before += prose_words("".join(cell["source"]))
+        elif any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+            break
+    assert words_before <= 1000, f"chapter 5's first figure comes after {words_before} words"
+
+
+def test_each_mechanism_has_a_schematic() -> None:
+    """Schematics (captions starting "Schematic") of the layer, the manifold of minima,
+    Algorithm 1, the Villani chain, the orbit with its crossover radius, and the bridge."""
+    where = {path.stem.split("_")[0]: layout(path).schematics for path in CHAPTERS}
+    required = [("ch01",), ("ch02", "ch03"), ("ch04",), ("ch07",), ("ch08",), ("ch12",)]
+    missing = [" or ".join(group) for group in required
+               if not any(where.get(chapter) for chapter in group)]
+    assert not missing, f"no schematic in {missing}"
+    assert sum(len(names) for names in where.values()) >= 6
+
+
+def test_the_theorems_are_stated_as_display_mathematics() -> None:
+    """Paper 1's Theorem 2 in chapter 1; paper 2's Theorems 3.1-3.3 in chapter 7."""
+    for stem, theorems in (("ch01_model", ["Theorem 2"]),
+                           ("ch07_gibbs_poincare_villani",
+                            ["Theorem 3.1", "Theorem 3.2", "Theorem 3.3"])):
+        cells = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text())["cells"]
+        markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+        for theorem in theorems:
+            assert any(theorem in text and DISPLAY.search(text) for text in markdown), (
+                f"{stem}: no markdown cell states {theorem} with a display equation")
+
+
+def test_the_measure_counts_what_it_names() -> None:
+    """The instrument on a small known notebook: two runs of prose split by a display."""
+    text = "one two three $x$ four\n\n$$\na = b\n$$ (eq-x)\n\nfive six ```code here```"
+    assert prose_words(text) == 7
+    assert [prose_words(p) for p in DISPLAY.split(text) if not DISPLAY.fullmatch(p)] == [5, 2]
