@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import io
 import itertools
-from typing import Any
+import math
+from typing import TYPE_CHECKING, Any
 
 import matplotlib as mpl
 import matplotlib.colors as mcolors
@@ -35,13 +36,17 @@ from cycler import cycler
 
 from ._validation import check_int, check_positive
 
+if TYPE_CHECKING:
+    from .regularizers import Regularizer
+    from .villani import OrbitConstants, OrbitCrossovers
+
 # plot_series and legend_below are thin wrappers of matplotlib calls (they accept whatever
 # ax.plot and fig.legend accept, NaN gaps included) and stay outside the checked API.
 __all__ = ["DPI", "PIXEL_RATIO", "WIDTHS", "OKABE_ITO", "NEUTRAL_GREY", "CYCLE_COLOURS",
            "SERIES", "SERIES_GROUPS", "METHOD_COLOURS", "CVD", "MIN_DELTA_E", "MAX_COLUMNS",
            "use_book_style", "figure",
            "series_style", "delta_e", "smallest_text_px", "confusable_series", "figure_png",
-           "png_records"]
+           "png_records", "orbit_schematic"]
 
 #: Dots per inch of the figure layout (one CSS pixel per dot when shown at natural size).
 DPI = 100
@@ -370,3 +375,53 @@ def _width_inches(width: str | float) -> float:
         raise ValueError(f"width must be in (0, {WIDTHS['full']}] inches (the text column), "
                          f"got {width!r}")
     return width
+
+
+def orbit_schematic(constants: "OrbitConstants", crossing: "OrbitCrossovers",
+                    regularizer: "Regularizer", blocks: tuple[str, str], title: str):
+    """Schematic of a factorized loss's orbit through a stationary point (chapters 8 and 9).
+
+    The orbit ``(rho W_1*, W_2* / rho)`` is the line ``log10 ||W_1|| + log10 ||W_2|| = const``
+    in the plane of the log10 block norms, through ``(log10 sqrt(q), log10 sqrt(k))`` of
+    ``constants``; the data loss is constant along it. It is drawn dashed between the crossovers
+    ``rho_* = e^{-crossing.down}`` and ``rho* = e^{crossing.up}`` (where the Villani quantity
+    is negative) and solid beyond, with arrows in the exact direction of ``-grad R`` of
+    ``regularizer`` (``R = g(||W_1||^2) + g(||W_2||^2)``, gradient components proportional to
+    ``g'``) at the solid ends. ``blocks`` names the two blocks (TeX). Returns the figure.
+    """
+    if not (isinstance(blocks, tuple) and len(blocks) == 2 and all(isinstance(b, str) for b in blocks)):
+        raise TypeError(f"blocks: expected a pair of block names, got {blocks!r}")
+    x0, y0 = 0.5 * math.log10(constants.q), 0.5 * math.log10(constants.k)
+    u_up, u_down = crossing.up / math.log(10), -crossing.down / math.log(10)
+    span = 0.3 * (u_up - u_down)
+    fig, ax = figure(width="medium", height=5.2)
+    for lo, hi, colour, style in [(u_down - span, u_down, "blue", "-"),
+                                  (u_down, u_up, "vermillion", "--"),
+                                  (u_up, u_up + span, "blue", "-")]:
+        ax.plot([x0 + lo, x0 + hi], [y0 - lo, y0 - hi], color=OKABE_ITO[colour], ls=style, lw=3)
+    ax.plot(x0, y0, "ko", ms=8)
+    ax.annotate(r"$\theta^\star$", (x0, y0), xytext=(10, 6), textcoords="offset points",
+                fontsize=14)
+    ax.text(x0 - 0.4 * span - 2, y0 + 0.4 * span - 2, r"$L = L(\theta^\star)$ all along",
+            rotation=-45, fontsize=13, ha="center", va="center", rotation_mode="anchor")
+    for u, name in [(u_up, r"\rho^\star"), (u_down, r"\rho_\star")]:
+        ax.plot(x0 + u, y0 - u, "o", mfc="white", mec="k", ms=9, mew=2)
+        ax.annotate(rf"${name}=10^{{{u:.1f}}}$", (x0 + u, y0 - u), xytext=(10, 6),
+                    textcoords="offset points", fontsize=13)
+    for u in (u_up + 0.6 * span, u_down - 0.6 * span):        # -grad R, its exact direction
+        x, y = x0 + u, y0 - u
+        pull = -np.array([regularizer.dg(10.0 ** (2 * x)), regularizer.dg(10.0 ** (2 * y))])
+        tip = np.array([x, y]) + 0.5 * span * pull / np.linalg.norm(pull)
+        ax.annotate("", xy=tip, xytext=(x, y), arrowprops=dict(arrowstyle="-|>", lw=2, color="k"))
+        vertical = abs(pull[1]) > abs(pull[0])
+        ax.text(*tip, r"$-\nabla R$ ", fontsize=13, ha="right" if vertical else "center",
+                va="center" if vertical else "bottom")
+    mid = 0.5 * (u_up + u_down)
+    ax.text(x0 + mid, y0 - mid, r"  $\mathcal{V}_s<0$", color=OKABE_ITO["vermillion"], fontsize=14)
+    for u in (u_up + 0.9 * span, u_down - 0.9 * span):
+        ax.text(x0 + u, y0 - u, r"  $\mathcal{V}_s>0$", color=OKABE_ITO["blue"], fontsize=14)
+    ax.set_xlabel(rf"$\log_{{10}}\Vert {blocks[0]}\Vert_F$")
+    ax.set_ylabel(rf"$\log_{{10}}\Vert {blocks[1]}\Vert_F$")
+    ax.set_title(title)
+    ax.set_aspect("equal")
+    return fig

@@ -363,6 +363,11 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "plotting.figure_png": lambda: dict(fig=_line_figure()),
         "plotting.png_records": lambda: dict(png=plotting.figure_png(_line_figure())),
         "plotting.smallest_text_px": lambda: dict(fig=_line_figure()),
+        "plotting.orbit_schematic": lambda: dict(
+            constants=villani.OrbitConstants(a=1.0, b=1.0, q=2.0, k=0.5, dim1=2, dim2=2),
+            crossing=villani.OrbitCrossovers(up=3.0, down=2.0),
+            regularizer=regularizers.make_regularizer("log", 0.01),
+            blocks=("U", "V"), title="t"),
         "plotting.confusable_series": lambda: dict(fig=_line_figure()),
         "plotting.delta_e": lambda: dict(colour_a="#1f77b4", colour_b="#ff7f0e",
                                          vision="normal vision"),
@@ -721,6 +726,7 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
     **{(f"orbit.{fn}", "target", case): why for fn in ("lbfgs", "newton_polish", "orbit_nesterov")
        for case, why in (("negative", "any value of the objective is a target"),
                          ("inf", "+inf: stop at the first iterate"))},
+    ("plotting.orbit_schematic", "title", "unknown_option"): "any text is a title",
     ("attention.row_softmax", "logits", "inf"): "+inf logits share the weight (the limit)",
     ("attention.row_softmax", "logits", "extra_axis"): _ANY_AXES,
     ("bridge.excess_risks", "theta", "extra_axis"): "one or two leading (batch) axes",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import hashlib
+import io
 import json
 import math
 import os
@@ -45,7 +46,9 @@ def test_save_and_load_round_trip_with_manifest(store: Path) -> None:
         listed = json.loads(str(raw[experiments.MANIFEST_KEY]))
     assert listed["weights"] == {"shape": [4, 4], "dtype": "<f8", "sha256": hashlib.sha256(
         np.eye(4).tobytes()).hexdigest()}
-    assert sorted(path.parent.iterdir()) == [path]          # no temporary file left behind
+    tracked = path.parent / experiments.TRACKED_MANIFESTS      # the copy kept apart
+    assert sorted(path.parent.iterdir()) == [tracked, path]    # no temporary file left behind
+    assert json.loads(tracked.read_text())["run_a"] == listed
 
 
 @pytest.mark.parametrize("name", ["../../x", "a/b", "x.y", "", ".hidden", "9lives", None])
@@ -77,7 +80,8 @@ def test_load_names_file_and_key_of_a_partial_or_edited_file(store: Path) -> Non
     with pytest.raises(ValueError, match=r"run_a\.npz is missing key 'weights'"):
         experiments.load("run_a")
     _rewrite(path, {**contents, "weights": np.eye(3)})
-    with pytest.raises(ValueError, match=r"run_a\.npz: key 'weights' has shape \(3, 3\)"):
+    with pytest.raises(ValueError, match=r"run_a\.npz: the \.npy header of key 'weights' "
+                                         r"declares shape \(3, 3\).*not decompressed"):
         experiments.load("run_a")
     _rewrite(path, {**contents, "extra": np.zeros(2)})
     with pytest.raises(ValueError, match=r"not in its manifest: \['extra'\]"):
@@ -122,6 +126,49 @@ def test_hashes_detect_changed_values(store: Path, change: str) -> None:
         experiments.load("run_a")
     assert cli.main(["--add-manifest", "run_a"]) == 0          # a deliberate edit, blessed
     assert np.array_equal(experiments.load("run_a")["loss"], contents["loss"], equal_nan=True)
+
+
+def test_values_edited_with_the_manifest_recomputed_inside_the_file_are_refused(
+        store: Path) -> None:
+    """The hashes kept apart (stored/manifests.json) catch what the file's own cannot: every
+    value doubled and the file's manifest recomputed from the doubled values."""
+    path = experiments.save("run_a", OLD)
+    doubled = {"loss": 2 * OLD["loss"], "weights": 2 * OLD["weights"], "config": OLD["config"]}
+    _rewrite(path, {experiments.MANIFEST_KEY: np.asarray(json.dumps(experiments.manifest(doubled))),
+                    **doubled})
+    with pytest.raises(ValueError, match=r"run_a\.npz: its manifest differs from the tracked "
+                                         r"copy in .*manifests\.json for keys \['loss', 'weights'\]"
+                                         r".*--add-manifest run_a"):
+        experiments.load("run_a")
+    (store / experiments.TRACKED_MANIFESTS).unlink()
+    with pytest.raises(ValueError, match=r"run_a\.npz is not listed in the tracked manifests"):
+        experiments.load("run_a")
+    assert cli.main(["--add-manifest", "run_a"]) == 0         # a deliberate edit, blessed
+    assert _same(experiments.load("run_a"), doubled)
+
+
+def test_an_npy_header_that_disagrees_with_the_manifest_is_read_before_decompressing(
+        store: Path) -> None:
+    """A header declaring 10^12 entries with 400 bytes of data: a named error, no allocation."""
+    path = experiments.save("run_a", OLD)
+    with np.load(path) as raw:
+        contents = {key: raw[key] for key in raw.files}
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
+                                                  "shape": (10**12,)})
+    _rewrite(path, {key: value for key, value in contents.items() if key != "weights"})
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("weights.npy", b"\x93NUMPY\x01\x00" + header.getvalue()[8:] + bytes(400))
+    with pytest.raises(ValueError, match=r"run_a\.npz: the \.npy header of key 'weights' "
+                                         r"declares shape \(1000000000000,\)"):
+        experiments.load("run_a")
+
+
+def test_a_tracked_manifests_file_that_is_not_json_is_named(store: Path) -> None:
+    experiments.save("run_a", OLD)
+    (store / experiments.TRACKED_MANIFESTS).write_text("{broken")
+    with pytest.raises(ValueError, match=r"tracked manifests .*manifests\.json are not valid JSON"):
+        experiments.load("run_a")
 
 
 def test_declared_sizes_are_checked_before_decompressing(store: Path) -> None:
@@ -312,7 +359,8 @@ def test_cli_interrupt_during_a_save_is_reported_not_raised(
     assert cli.main(["paper1_defaults"]) == 130
     assert "interrupted: paper1_defaults was not saved" in capsys.readouterr().err
     assert (store / "paper1_defaults.npz").read_bytes() == before
-    assert [path.name for path in store.iterdir()] == ["paper1_defaults.npz"]
+    assert sorted(path.name for path in store.iterdir()) == ["manifests.json",
+                                                             "paper1_defaults.npz"]
 
 
 def test_cli_full_disk_is_a_clear_error(store: Path, monkeypatch: pytest.MonkeyPatch,
@@ -329,7 +377,8 @@ def test_cli_full_disk_is_a_clear_error(store: Path, monkeypatch: pytest.MonkeyP
     err = capsys.readouterr().err
     assert "error: paper1_defaults was not saved ([Errno 28] No space left on device)" in err
     assert (store / "paper1_defaults.npz").read_bytes() == before
-    assert [path.name for path in store.iterdir()] == ["paper1_defaults.npz"]
+    assert sorted(path.name for path in store.iterdir()) == ["manifests.json",
+                                                             "paper1_defaults.npz"]
 
 
 def test_cli_checks_the_store_is_writable_before_running(

@@ -25,9 +25,15 @@ intact. Each file carries a manifest (key ``__manifest__``: a JSON map from ever
 shape, dtype and SHA-256, written first); :func:`load` checks the declared size of each array
 against it before decompressing, then every key, shape, dtype and hash, and names the file,
 the key and the command that regenerates it. A file without a manifest (or with a malformed
-one) is refused. ``python -m attnlib.experiments --add-manifest [NAME ...]`` writes the
-manifest of stored files from their current contents, without rerunning anything: without
-names, of every stored file that has no hashed manifest; with names, of those files.
+one) is refused. The manifests are also kept apart from the files, in the tracked
+``stored/manifests.json`` (:data:`TRACKED_MANIFESTS`): a file whose own manifest differs from
+that copy (values edited and the manifest recomputed inside the file) is refused too, and so is
+a file the copy does not list; each array's ``.npy`` header is read and compared with the
+manifest before its entries are decompressed. ``python -m attnlib.experiments --add-manifest
+[NAME ...]`` writes the manifest of stored files (in the file and in the tracked copy) from
+their current contents, without rerunning anything: without names, of every stored file that
+has no hashed manifest; with names, of those files (a deliberate edit, blessed; the change to
+``manifests.json`` shows in version control).
 Experiment names are plain identifiers
 (``[A-Za-z_][A-Za-z0-9_]*``), so a name can never point outside ``stored/``.
 
@@ -43,6 +49,7 @@ fails on a clash and on a chapter that imports an attnlib module under an alias.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import importlib
@@ -52,6 +59,7 @@ import pkgutil
 import re
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, NamedTuple
 
@@ -330,7 +338,7 @@ def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
     temporary file ``.NAME.PID.*.tmp`` in ``stored/``, flushed and fsynced, then renamed over
     ``NAME.npz`` with ``os.replace``: a reader, or an interruption at any point (SIGINT,
     SIGKILL, power loss after the rename), sees either the complete old file or the complete
-    new one. The new file gets the permissions of the umask (like any new file), and
+    new one. The manifest is then recorded in the tracked copy ``stored/manifests.json``. The new file gets the permissions of the umask (like any new file), and
     temporaries left in the store by killed save processes are removed.
     """
     path = _path(name)
@@ -359,6 +367,7 @@ def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
+    _record(name, json.loads(str(contents[MANIFEST_KEY])))
     _fsync_directory(STORED_DIR)
     return path
 
@@ -420,6 +429,98 @@ def _checked_manifest(path: Path, text: str) -> dict[str, dict[str, object]]:
     return listed
 
 
+#: The tracked copy of every stored file's manifest, kept apart from the files it checks.
+TRACKED_MANIFESTS = "manifests.json"
+
+
+def _tracked_path() -> Path:
+    return STORED_DIR / TRACKED_MANIFESTS
+
+
+def _tracked() -> dict[str, dict[str, dict[str, object]]]:
+    """The tracked manifests (name -> manifest); empty when the file does not exist."""
+    path = _tracked_path()
+    if not path.exists():
+        return {}
+    try:
+        tracked = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"the tracked manifests {path} are not valid JSON ({exc}); restore "
+                         f"the file from version control") from exc
+    if not isinstance(tracked, dict):
+        raise ValueError(f"the tracked manifests {path} must be a JSON object of stored runs, "
+                         f"got {type(tracked).__name__}; restore the file from version control")
+    return tracked
+
+
+@contextmanager
+def _tracked_lock():
+    """Serialize read-modify-write of the tracked manifests (concurrent saves): an exclusive
+    ``flock`` on the store directory itself, so no lock file is left behind."""
+    STORED_DIR.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(STORED_DIR, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)                 # closing the descriptor releases the lock
+
+
+def _record(name: str, listed: dict[str, dict[str, object]]) -> None:
+    """Write ``listed`` as the tracked manifest of ``name`` (atomically, keys sorted)."""
+    with _tracked_lock():
+        tracked = _tracked()
+        tracked[name] = listed
+        handle = tempfile.NamedTemporaryFile("w", dir=STORED_DIR, prefix=f".manifests.{os.getpid()}.",
+                                             suffix=".tmp", delete=False)
+        try:
+            with handle:
+                json.dump(dict(sorted(tracked.items())), handle, indent=1, sort_keys=True)
+                handle.write("\n")
+            os.chmod(handle.name, 0o666 & ~_umask())
+            os.replace(handle.name, _tracked_path())
+        except BaseException:
+            Path(handle.name).unlink(missing_ok=True)
+            raise
+
+
+def _against_tracked(path: Path, listed: dict[str, dict[str, object]]) -> None:
+    """``ValueError`` unless the file's own manifest equals its tracked copy."""
+    name = path.stem
+    tracked = _tracked().get(name)
+    if tracked is None:
+        raise ValueError(f"stored run {path} is not listed in the tracked manifests "
+                         f"{_tracked_path()}, so its manifest cannot be trusted; "
+                         f"{_regenerate(name)}")
+    differing = sorted(key for key in set(tracked) | set(listed)
+                       if tracked.get(key) != listed.get(key))
+    if differing:
+        raise ValueError(f"stored run {path}: its manifest differs from the tracked copy in "
+                         f"{_tracked_path()} for keys {differing} (the file was changed and "
+                         f"its manifest rewritten); {_regenerate(name)}")
+
+
+def _check_header(path: Path, archive: zipfile.ZipFile, key: str,
+                  spec: dict[str, object]) -> None:
+    """Read only the ``.npy`` header of ``key`` and compare its shape and dtype with ``spec``."""
+    try:
+        with archive.open(f"{key}.npy") as member:
+            version = np.lib.format.read_magic(member)
+            readers = {(1, 0): np.lib.format.read_array_header_1_0,
+                       (2, 0): np.lib.format.read_array_header_2_0}
+            if version not in readers:
+                raise ValueError(f"unsupported .npy format version {version}")
+            shape, _, dtype = readers[version](member)
+    except (ValueError, KeyError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise ValueError(f"stored run {path}: the .npy header of key {key!r} is unreadable "
+                         f"({exc}); {_regenerate(path.stem)}") from exc
+    if list(shape) != spec["shape"] or dtype.str != spec["dtype"]:
+        raise ValueError(f"stored run {path}: the .npy header of key {key!r} declares shape "
+                         f"{tuple(shape)} and dtype {dtype.str}, its manifest "
+                         f"{tuple(spec['shape'])} and {spec['dtype']}; not decompressed; "
+                         f"{_regenerate(path.stem)}")
+
+
 #: Largest manifest (bytes, uncompressed) read before anything else.
 MAX_MANIFEST_BYTES = 16 * 2 ** 20
 #: Room for the .npy header of one array on top of its entries (numpy headers are < 64 KiB).
@@ -441,6 +542,7 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict[str, object
                                  f"{members[f'{MANIFEST_KEY}.npy']} bytes, more than "
                                  f"{MAX_MANIFEST_BYTES}; {_regenerate(name)}")
             listed = _checked_manifest(path, str(stored[MANIFEST_KEY]))
+            _against_tracked(path, listed)
             arrays = {}
             for key in stored.files:
                 if key == MANIFEST_KEY:
@@ -457,6 +559,7 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict[str, object
                     raise ValueError(f"stored run {path}: key {key!r} declares {declared} "
                                      f"bytes uncompressed, its manifest's shape and dtype "
                                      f"{expected}; not decompressed; {_regenerate(name)}")
+                _check_header(path, stored.zip, key, spec)
                 arrays[key] = stored[key]
     except (zipfile.BadZipFile, EOFError, OSError) as exc:
         raise ValueError(f"stored run {path} is not a readable npz file ({exc}); delete it "

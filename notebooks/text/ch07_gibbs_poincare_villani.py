@@ -76,7 +76,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlib import langevin, potentials
-from attnlib.plotting import figure, use_book_style
+from attnlib.plotting import NEUTRAL_GREY, OKABE_ITO, figure, use_book_style
 
 use_book_style()
 SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bias": 11}
@@ -147,10 +147,124 @@ SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bi
 # 4. $\|\nabla f\|^2/s - \Delta f \to +\infty$ as $\|\theta\|\to\infty$, for every $s>0$.
 #
 # **[summary]** A Villani function has a Gibbs measure that satisfies a Poincare inequality, for
-# every $s>0$. The source's Theorems 3.1 and 3.2 establish the condition for its regularized
-# attention and LoRA losses (Chapters 8 and 9); Theorem 3.3 turns it into a convergence time
-# (the last section of this chapter). Condition 4 is the one with content: it asks the drift
-# $-\nabla f$ to push back towards the bulk harder than the curvature spreads the mass.
+# every $s>0$. Condition 4 is the one with content: it asks the drift $-\nabla f$ to push back
+# towards the bulk harder than the curvature spreads the mass.
+#
+# ### The source's three theorems
+#
+# **[summary]** The project's summary of the paper states three theorems in words. Here they are
+# as displays, with notation added and nothing else: $\tilde V$ is the regularized loss and
+# $\mathcal R$ one of the two mild regularizers the summary names,
+#
+# $$
+# \mathcal R(W) = \lambda\lVert W\rVert_F^2\log\!\big(1+\lVert W\rVert_F^2\big)
+# \qquad\text{or}\qquad
+# \mathcal R(W) = \lambda\lVert W\rVert_F^{2+\varepsilon} ;
+# $$ (eq-ch07-mild)
+#
+# $$
+# \textbf{Theorem 3.1:}\quad \tilde V(W_Q, W_K) = \big[\text{MSE of one attention layer}\big] + \mathcal R
+# \ \text{ is a Villani function;}
+# $$ (eq-ch07-thm-3-1)
+#
+# $$
+# \begin{aligned}
+# \textbf{Theorem 3.2:}\quad & \tilde V(U, V) = \big[\text{MSE of a depth-2 network with weights } W = UV\big] + \mathcal R\\
+# & \text{is a Villani function;}
+# \end{aligned}
+# $$ (eq-ch07-thm-3-2)
+#
+# $$
+# \begin{aligned}
+# \textbf{Theorem 3.3:}\quad & dT_t = -\nabla\tilde V(T_t)\,dt + \sqrt{s}\,dB_t \ \text{ comes within } \epsilon
+# \text{ of } \min\tilde V\\
+# & \text{in expectation, in time } O(\log(1/\epsilon)).
+# \end{aligned}
+# $$ (eq-ch07-thm-3-3)
+#
+# Theorems 3.1 and 3.2 need no assumption on the data or on the size of the architecture, and
+# Theorem 3.3 combines them with a convergence result of Shi, Su and Jordan {cite}`shi2023`
+# [summary]. What the summary does **not** give, so this book does not know it: the source's
+# Definitions 2.4 to 2.7 of the two losses (Chapters 8 and 9 use the book's readings), to which
+# matrices $\mathcal R$ is applied and for which $\lambda$ and $\varepsilon$, the constant hidden in
+# $O(\log(1/\epsilon))$, and how the temperature $s$ is tied to $\epsilon$ (at a fixed $s$ the
+# chains converge to $\mu_s$, whose mean loss lies above $\min\tilde V$: the
+# {doc}`report page <report_ch07_gibbs_poincare_villani>` works this out).
+#
+# ### From the Villani condition to convergence
+#
+# Each step of the chain rests on one identity **[derived]**.
+#
+# *Villani to Poincare.* Write a test function as $g = h\,e^{f/s}$. Expanding
+# $\lVert\nabla g\rVert^2 e^{-2f/s}$ and integrating the cross term
+# $2h\,\nabla h\cdot\nabla f/s = \nabla(h^2)\cdot\nabla f/s$ by parts gives
+#
+# $$
+# \begin{aligned}
+# \int\lVert\nabla g\rVert^2 e^{-2f/s}\,d\theta &= \int\Big(\lVert\nabla h\rVert^2 + W_s\,h^2\Big)d\theta ,\\
+# W_s &= \frac1s\Big(\frac{\lVert\nabla f\rVert^2}{s} - \Delta f\Big),
+# \end{aligned}
+# $$ (eq-ch07-ground-state)
+#
+# while $\int g^2 e^{-2f/s}\,d\theta = \int h^2\,d\theta$. So the Poincare inequality for $\mu_s$ is a
+# statement about the Schrödinger operator $-\Delta + W_s$, the kind of operator in the title of
+# {cite}`shi2023`: its ground state is $h_0 = e^{-f/s}$ (the constant $g = 1$) with eigenvalue 0, and
+# the best $C_P$ is one over its next eigenvalue. Condition 4 says exactly that the potential
+# $W_s$ tends to $+\infty$. Such an operator has a discrete spectrum and a simple ground state, so
+# that next eigenvalue is positive. This is Villani's theorem {cite}`villani2009`; the identity
+# shows where condition 4 enters.
+#
+# *Poincare to convergence.* The density ratio $h_t = p_t/\mu_s$ solves $\partial_t h_t = \mathcal L h_t$
+# (the dynamics is reversible), so with the Dirichlet form above and
+# $\chi^2(p\,\Vert\,\mu) = \int (p/\mu - 1)^2\,d\mu = \operatorname{Var}_\mu(p/\mu)$,
+#
+# $$
+# \begin{aligned}
+# \frac{d}{dt}\chi^2(p_t\,\Vert\,\mu_s) &= -s\int\lVert\nabla h_t\rVert^2\,d\mu_s
+# \le -\frac{s}{C_P}\,\chi^2(p_t\,\Vert\,\mu_s),\\
+# \text{so}\quad \chi^2(p_t\,\Vert\,\mu_s) &\le e^{-st/C_P}\,\chi^2(p_0\,\Vert\,\mu_s),
+# \end{aligned}
+# $$ (eq-ch07-chi2)
+#
+# where the inequality is the Poincare inequality {eq}`eq-ch07-4` for $g = h_t$. With the best
+# constant, $s/C_P = 2\lambda_1$. The summary says Theorem 3.3 rests on an isoperimetry-based
+# convergence result of Shi, Su and Jordan; this step is the book's reading of that result, and the
+# theorem then passes from the law of $\theta_t$ to its expected loss.
+#
+# {numref}`fig-ch07-chain` puts the chain together. Read it from the top: Theorems 3.1 and 3.2
+# deliver condition 4 for the two losses; the first arrow turns it into a Poincare inequality
+# through the potential $W_s$ of {eq}`eq-ch07-ground-state`; the second turns that into the
+# exponential decay {eq}`eq-ch07-chi2` of the distance from the law of the chains to $\mu_s$. The
+# rest of this chapter measures the two lower boxes on potentials where everything can be
+# computed: the spectral gap, and the decay of the distance.
+
+# %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "Schematic: the chain from the Villani condition on the potential $f$ to a Poincare inequality for the Gibbs measure and to exponential convergence of the Langevin law in chi-square, each arrow labelled with the theorem and the inequality it rests on.", "name": "fig-ch07-chain"}, "image": {"alt": "Three stacked boxes joined by downward arrows: the Villani condition, the Poincare inequality, and the Langevin law converging in chi-square; the arrows are labelled Villani's theorem and Theorem 3.3 with their key inequalities."}} tags=["hide-input"]
+fig, ax = figure(width="medium", height=5.4)
+ax.set_xlim(0, 10)
+ax.set_ylim(0, 13)
+ax.axis("off")
+boxes = [(10.4, "Villani condition on $f$", r"$\Vert\nabla f\Vert^2/s-\Delta f\ \to\ +\infty$"),
+         (6.0, r"Poincaré inequality for $\mu_s\propto e^{-2f/s}$",
+          r"$\mathrm{Var}_{\mu_s}\,g\ \leq\ C_P\int\Vert\nabla g\Vert^2\,d\mu_s$"),
+         (1.6, r"Langevin law $p_t\ \to\ \mu_s$",
+          r"$\chi^2(p_t\Vert\mu_s)\ \leq\ e^{-st/C_P}\,\chi^2(p_0\Vert\mu_s)$")]
+for y, head, formula in boxes:
+    ax.add_patch(plt.Rectangle((0.2, y - 1.0), 9.6, 2.0, fill=False, lw=1.5,
+                               ec=OKABE_ITO["blue"]))
+    ax.text(5, y + 0.45, head, ha="center", va="center", fontsize=13, weight="bold")
+    ax.text(5, y - 0.45, formula, ha="center", va="center", fontsize=13)
+arrows = [(9.4, 7.0, "Villani's theorem",
+           r"$W_s=(\Vert\nabla f\Vert^2/s-\Delta f)/s\ \to\ \infty$"),
+          (5.0, 2.6, "Theorem 3.3, via Shi-Su-Jordan", r"$\partial_t\,\chi^2\ \leq\ -(s/C_P)\,\chi^2$")]
+for y0, y1, name, key in arrows:
+    ax.annotate("", xy=(1.4, y1), xytext=(1.4, y0),
+                arrowprops=dict(arrowstyle="-|>", lw=2.5, color="k", mutation_scale=22))
+    ax.text(2.0, (y0 + y1) / 2 + 0.15, name, fontsize=12, va="bottom", style="italic")
+    ax.text(2.0, (y0 + y1) / 2 - 0.15, key, fontsize=13, va="top")
+ax.annotate("Theorems 3.1, 3.2: attention, LoRA", xy=(5, 11.4), xytext=(5, 12.6),
+            ha="center", va="center", fontsize=12, color="k",
+            arrowprops=dict(arrowstyle="-|>", lw=1.5, color=NEUTRAL_GREY))
+plt.show()
 
 # %% [markdown]
 # ## The integrator
@@ -190,8 +304,7 @@ for h in steps:
     x = run.theta[:, 0]
     mean_err.append(abs(x.mean() - x0 * np.exp(-a * T)))
     var_err.append(abs(x.var() - s_ou / (2 * a) * (1 - np.exp(-2 * a * T))))
-slope_mean = np.polyfit(np.log(steps), np.log(mean_err), 1)[0]
-slope_var = np.polyfit(np.log(steps), np.log(var_err), 1)[0]
+slope_mean, slope_var = (np.polyfit(np.log(steps), np.log(e), 1)[0] for e in (mean_err, var_err))
 print(f"fitted order: mean {slope_mean:.2f}, variance {slope_var:.2f}")
 print(f"Monte Carlo standard error of the mean: {np.sqrt(0.5 / chains):.1e}")
 
@@ -231,6 +344,7 @@ gap_1d = langevin.spectral_gap(well, [np.linspace(-3, 3, 1201)], s)[1]
 print(f"spectral gap lambda_1 = {gap_1d:.4f}, Poincare constant C_P = s/(2 lambda_1) = "
       f"{s / (2 * gap_1d):.2f}")
 
+# %%
 edges_1d = [np.linspace(-2.5, 2.5, 51)]
 probs_1d = langevin.gibbs_bin_probabilities(well, edges_1d, s)
 chains_1d = 10_000
@@ -310,6 +424,8 @@ run_2d = langevin.euler_maruyama(well_2d, np.tile([1.0, 0.5], (chains_2d, 1)), s
                                  temperature=s, n_steps=2000, record_every=10,
                                  record_states=True, rng=np.random.default_rng(SEEDS["two_d"]))
 tv_2d = np.array([langevin.histogram_tv(x, edges_2d, probs_2d) for x in run_2d.states])
+
+# %%
 centres = [0.5 * (e[1:] + e[:-1]) for e in edges_2d]
 cells = np.stack([m.ravel() for m in np.meshgrid(*centres, indexing="ij")], axis=1)
 floor_2d = np.mean([langevin.histogram_tv(
@@ -371,6 +487,8 @@ exact_f = langevin.gibbs_expectation(well_2d, bias_axes, s)
 bias_start = langevin.gibbs_sample(well_2d, bias_axes, s, size=10_000,
                                    rng=np.random.default_rng(SEEDS["bias"]))
 print(f"exact Gibbs mean E f = {exact_f:.4f}")
+
+# %%
 biases = {}
 for sampler, h in [("Euler-Maruyama", 0.02), ("Euler-Maruyama", 0.01),
                    ("Euler-Maruyama", 0.005), ("MALA", 0.02)]:
