@@ -122,19 +122,46 @@ def check_int(name: str, value: int, *, minimum: int, maximum: int | None = None
     return number
 
 
+#: Largest size or count (samples, dimensions, steps, grid points, draws) that an attnlib
+#: argument accepts where no smaller bound is documented: orders of magnitude beyond every use
+#: in the book, while 10^9 float64 entries (8 GB) already exceed most machines. Products of
+#: sizes are checked against the memory available (:func:`check_memory`).
+MAX_SIZE = 10 ** 8
+
+
 def available_memory() -> int:
     """Bytes of memory this process can still allocate: ``MemAvailable`` of /proc/meminfo
-    (Linux), else the physical memory, else (unknown platform) 2^63."""
+    (Linux), else the physical memory, else (unknown platform) 2^63; never more than what an
+    address-space limit (``ulimit -v``) leaves beyond the process's current size."""
+    available = None
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    available = int(line.split()[1]) * 1024
+                    break
     except OSError:
         pass
+    if available is None:
+        try:
+            available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            available = 2 ** 63
+    return min(available, _address_space_left())
+
+
+def _address_space_left() -> int:
+    """Bytes of address space left under ``ulimit -v`` (RLIMIT_AS), or 2^63 without a limit."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
+        import resource
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit == resource.RLIM_INFINITY:
+            return 2 ** 63
+        with open("/proc/self/status") as status:
+            size = next(int(line.split()[1]) * 1024 for line in status
+                        if line.startswith("VmSize:"))
+        return max(limit - size, 0)
+    except (ImportError, OSError, ValueError, StopIteration):
         return 2 ** 63
 
 
@@ -258,7 +285,8 @@ def finite_result(fn: _F) -> _F:
     the extreme arguments, instead of passing silently or failing deep inside. Two cases: ``fn``
     returns an infinite or NaN float; or ``fn`` fails (``ArithmeticError``, ``ValueError``,
     ``LinAlgError``, ``RuntimeError``) while an argument is extreme (beyond 1e100 in magnitude
-    or nonzero below 1e-100). A failure with no extreme argument propagates unchanged."""
+    or nonzero below 1e-100). A failure with no extreme argument propagates unchanged. numpy's
+    overflow, invalid and divide warnings are silenced inside ``fn`` (the check replaces them)."""
     signature = inspect.signature(fn)
 
     def arguments(args: tuple, kwargs: dict) -> dict[str, object]:
@@ -270,7 +298,10 @@ def finite_result(fn: _F) -> _F:
             return fn(*args, **kwargs)
         _CHECKING.depth += 1
         try:
-            result = fn(*args, **kwargs)
+            # overflow is reported below by name, so numpy's RuntimeWarnings would only repeat
+            # it (without the name) before the error; good input gives the same numbers
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                result = fn(*args, **kwargs)
         except _OVERFLOW_FAILURES as exc:
             causes = _extremes(arguments(args, kwargs), fallback=isinstance(exc, OverflowError))
             if not causes:

@@ -72,7 +72,7 @@ import numpy as np
 
 from . import attention
 from ._progress import progress as progress_bar
-from ._validation import (DivergenceError, as_matrix, check_finite, check_generator,
+from ._validation import (MAX_SIZE, DivergenceError, as_matrix, check_finite, check_generator,
                           check_in_range, check_int, check_memory, check_positive, check_spd,
                           finite_result)
 from .data import RegressionProblem
@@ -470,7 +470,8 @@ def random_init(d: int, p: int, *, rng: np.random.Generator,
     Parameters
     ----------
     d, p : int
-        Input and output dimensions (at least 1).
+        Input and output dimensions (1 to ``MAX_SIZE`` = 10^8 of ``attnlib._validation``;
+        ``A`` and ``B`` must fit in the memory available).
     rng : numpy.random.Generator
         The source of the draws (A first, then B).
     scale : float
@@ -486,8 +487,10 @@ def random_init(d: int, p: int, *, rng: np.random.Generator,
     ValueError
         For a non-positive ``d``, ``p`` or ``scale``.
     """
-    d = check_int("d", d, minimum=1)
-    p = check_int("p", p, minimum=1)
+    d = check_int("d", d, minimum=1, maximum=MAX_SIZE)
+    p = check_int("p", p, minimum=1, maximum=MAX_SIZE)
+    check_memory("d", d, 2 * 8 * d * d, "B (d x d)")
+    check_memory("p", p, 2 * 8 * p * d, "A (p x d)")
     rng = check_generator("rng", rng)
     scale = check_positive("scale", scale)
     std = scale / np.sqrt(d)
@@ -875,8 +878,9 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         The composition of initialization, regularizer, preconditioner, update rule, batch
         size and renormalization (default ``METHODS["algorithm1"]``).
     iterations : int
-        Number of updates; the history has ``iterations + 1`` entries unless the callback
-        stopped the run or ``record_at`` thins it.
+        Number of updates (at most ``MAX_SIZE`` = 10^8 of ``attnlib._validation``, and the
+        history must fit in memory); the history has ``iterations + 1`` entries unless the
+        callback stopped the run or ``record_at`` thins it.
     init : tuple of ndarray, optional
         An explicit ``(A0, B0)`` overriding ``method.init``.
     problem : RegressionProblem, optional
@@ -918,7 +922,7 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
                         f"{type(data).__name__}")
     if not isinstance(method, Method):
         raise TypeError(f"method must be an attnlib.algorithm.Method, got {type(method).__name__}")
-    iterations = check_int("iterations", iterations, minimum=0)
+    iterations = check_int("iterations", iterations, minimum=0, maximum=MAX_SIZE)
     check_memory("iterations", iterations, _HISTORY_BYTES * (iterations + 1), "the history")
     test_every = check_int("test_every", test_every, minimum=1)
     if rng is not None:

@@ -25,8 +25,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ._validation import (as_matrix, check_in_range, check_int, check_positive, check_real,
-                          finite_result)
+from ._validation import (MAX_SIZE, as_matrix, check_in_range, check_int, check_memory,
+                          check_positive, check_real, finite_result)
 from .population import to_factor
 
 __all__ = [
@@ -60,13 +60,17 @@ def pad_histories(curves: Sequence[object], length: int | None = None) -> np.nda
 
     ``length`` defaults to the longest curve; a curve longer than ``length`` raises
     ``ValueError`` (truncating silently would hide iterations). NaN entries mean "this run has
-    no value here" (it diverged or stopped); :func:`seed_summary` ignores them.
+    no value here" (it diverged or stopped); :func:`seed_summary` ignores them. ``length`` is
+    at most ``MAX_SIZE`` = 10^8 (``attnlib._validation``) and the padded array must fit in
+    the memory available.
     """
     arrays = [_curve(f"curves[{i}]", c) for i, c in enumerate(curves)]
     if not arrays:
         raise ValueError("curves must contain at least one history")
     longest = max(a.size for a in arrays)
-    length = longest if length is None else check_int("length", length, minimum=1)
+    length = longest if length is None else check_int("length", length, minimum=1,
+                                                       maximum=MAX_SIZE)
+    check_memory("length", length, 8 * len(arrays) * length, "the padded histories")
     if longest > length:
         raise ValueError(f"length = {length} is shorter than the longest curve ({longest})")
     out = np.full((len(arrays), length), np.nan)

@@ -32,7 +32,8 @@ by default; ``dtype=np.float32`` runs the block arithmetic in single precision (
 returned in float64).
 
 Threads: when there are several blocks, ``workers`` threads (the calling thread and
-``workers - 1`` pool threads; default: up to 2, the number of cores) process them
+``workers - 1`` pool threads; default: up to 2, the number of cores; at most
+:data:`MAX_WORKERS`) process them
 concurrently, numpy releasing the GIL in ``exp`` and in BLAS. The products
 here have an inner dimension of only d, too skinny for a multithreaded BLAS to pay, and a
 threaded BLAS inside threaded blocks oversubscribes the cores; so every block runs with a
@@ -80,6 +81,7 @@ __all__ = [
     "row_softmax",
     "EscapeCurves",
     "memorising_escape",
+    "MAX_WORKERS",
 ]
 
 Mask = Literal["loo", "all"]
@@ -163,12 +165,15 @@ def _resolve_block(block_size: int | None, n_queries: int, n_keys: int) -> int:
 
 
 _DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
+#: The most threads ``workers`` may ask for (threads beyond the cores only compete for them;
+#: each costs a stack and a work array).
+MAX_WORKERS = 256
 
 
 def _resolve_workers(workers: int | None, n_blocks: int) -> int:
     if workers is None:
         workers = _DEFAULT_WORKERS
-    return min(check_int("workers", workers, minimum=1), n_blocks)
+    return min(check_int("workers", workers, minimum=1, maximum=MAX_WORKERS), n_blocks)
 
 
 #: The BLAS libraries loaded with numpy (found once: inspecting them costs about 0.2 ms).
@@ -177,8 +182,10 @@ _BLAS = ThreadpoolController()
 
 def limit_blas_threads(threads: int) -> None:
     """Use ``threads`` BLAS threads in this process from now on (every BLAS library loaded so
-    far: numpy's and scipy's OpenBLAS, MKL, BLIS, ..., through ``threadpoolctl``)."""
-    threadpool_limits(limits=check_int("threads", threads, minimum=1), user_api="blas")
+    far: numpy's and scipy's OpenBLAS, MKL, BLIS, ..., through ``threadpoolctl``). At most the
+    number of cores (``os.cpu_count()``): more threads than cores only compete for them."""
+    threadpool_limits(limits=check_int("threads", threads, minimum=1,
+                                       maximum=os.cpu_count() or 1), user_api="blas")
 
 
 #: Work arrays up to this many entries per thread are kept between calls (see _scratch).
@@ -726,7 +733,11 @@ def memorising_escape(X: np.ndarray, Y: np.ndarray, X_test: np.ndarray, Y_test: 
     y = as_matrix("Y", Y, shape=(n, None))
     grid = as_matrix("scales", scales, ndim=1)
     a_hat = np.linalg.lstsq(x, y, rcond=None)[0].T
-    direction = np.linalg.inv(x.T @ x / n)
+    try:
+        direction = np.linalg.inv(x.T @ x / n)
+    except np.linalg.LinAlgError as exc:
+        raise ValueError("X must have linearly independent columns (X^T X / n is singular) "
+                         "for the least-squares fit") from exc
     losses = {mask: np.array([loss(a_hat, c * direction, x, y, mask=mask) for c in grid])
               for mask in ("all", "loo")}
     deployed = np.array([deployed_risk(a_hat, c * direction, x, X_test, Y_test) for c in grid])

@@ -33,7 +33,7 @@ from typing import Callable, Literal
 import numpy as np
 
 from . import algorithm
-from ._validation import as_matrix, check_int, check_positive, finite_result
+from ._validation import as_matrix, check_int, check_memory, check_positive, finite_result
 from .population import population_loss, spd_sqrt
 from .regularizers import Regularizer
 
@@ -55,8 +55,8 @@ def unflatten(theta: np.ndarray, p: int, d: int) -> tuple[np.ndarray, np.ndarray
     d = check_int("d", d, minimum=1)
     x = as_matrix("theta", theta, ndim=(1, 2, 3))
     if x.shape[-1] != p * d + d * d:
-        raise ValueError(f"theta must have p d + d^2 = {p * d + d * d} entries on its last axis, "
-                         f"got shape {x.shape}")
+        raise ValueError(f"theta must have p d + d^2 = {p * d + d * d} entries on its last axis "
+                         f"(p = {p}, d = {d}), got shape {x.shape}")
     lead = x.shape[:-1]
     return (x[..., : p * d].reshape(lead + (p, d)), x[..., p * d:].reshape(lead + (d, d)))
 
@@ -66,12 +66,14 @@ def preconditioner_matrix(Sigma_hat: np.ndarray, p: int) -> np.ndarray:
 
     Column j is :func:`attnlib.algorithm.precondition` applied to the j-th unit vector, so
     ``P @ flatten(G_A, G_B) = flatten(G_A S^{-1}, S^{-1} G_B S^{-1})``; P is symmetric positive
-    definite (``diag(I_p kron S^{-1}, S^{-1} kron S^{-1})``).
+    definite (``diag(I_p kron S^{-1}, S^{-1} kron S^{-1})``). The dense matrix (``D = p d +
+    d^2``) must fit in the memory available.
     """
     p = check_int("p", p, minimum=1)
     transform = algorithm.precondition(Sigma_hat)
     d = np.shape(Sigma_hat)[0]
     size = p * d + d * d
+    check_memory("p", p, 4 * 8 * size * size, f"the {size} x {size} matrix (D = p d + d^2)")
     columns = []
     state = transform.init(unflatten(np.zeros(size), p, d))
     for unit in np.eye(size):

@@ -40,8 +40,8 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from ._progress import progress as _progress
-from ._validation import (as_matrix, check_finite, check_generator, check_int, check_memory,
-                          check_positive, finite_result)
+from ._validation import (MAX_SIZE, as_matrix, check_finite, check_generator, check_int,
+                          check_memory, check_positive, finite_result)
 
 __all__ = [
     "DarcyDataset",
@@ -55,6 +55,7 @@ __all__ = [
     "generate",
     "save",
     "load",
+    "MAX_SERIES_TERMS",
 ]
 
 
@@ -62,9 +63,10 @@ __all__ = [
 def grf_spectrum(size: int, *, alpha: float = 2.0, tau: float = 3.0) -> np.ndarray:
     """Return ``coef[k1, k2] = tau^(alpha-1) (pi^2 (k1^2 + k2^2) + tau^2)^(-alpha/2)``.
 
-    Shape ``(size, size)``, ``0 <= k1, k2 < size``.
+    Shape ``(size, size)``, ``0 <= k1, k2 < size`` (it must fit in the memory available).
     """
     size = check_int("size", size, minimum=2)
+    check_memory("size", size, 4 * 8 * size * size, f"the {size} x {size} spectrum")
     alpha = check_positive("alpha", alpha)
     tau = check_positive("tau", tau)
     k = np.arange(size, dtype=float)
@@ -77,10 +79,12 @@ def sample_grf(size: int, count: int, *, rng: np.random.Generator, alpha: float 
                tau: float = 3.0) -> np.ndarray:
     """Draw ``count`` Gaussian fields ``g = IDCT-II_ortho(size * coef * xi)`` with ``L[0,0] = 0``.
 
-    Returns an array of shape ``(count, size, size)``.
+    Returns an array of shape ``(count, size, size)`` (it must fit in the memory available;
+    ``count`` is at most ``MAX_SIZE`` = 10^8 of ``attnlib._validation``).
     """
     size = check_int("size", size, minimum=2)
-    count = check_int("count", count, minimum=1)
+    count = check_int("count", count, minimum=1, maximum=MAX_SIZE)
+    check_memory("size", size, 3 * 8 * size * size, f"one field of {size}^2")
     check_memory("count", count, 3 * 8 * count * size * size, f"{count} fields of {size}^2")
     rng = check_generator("rng", rng)
     coef = grf_spectrum(size, alpha=alpha, tau=tau)
@@ -197,17 +201,26 @@ def subsampled_solve_error(a_fine: np.ndarray, factor: int) -> float:
     return float(np.linalg.norm(coarse - reference) / np.linalg.norm(reference))
 
 
+#: Largest ``terms`` of :func:`poisson_series` (the book uses at most 801; the tail is already
+#: ``O(1e-10)`` at 10^5).
+MAX_SERIES_TERMS = 10 ** 5
+
+
 @finite_result
 def poisson_series(x: np.ndarray, y: np.ndarray, *, a: float = 1.0, terms: int = 199) -> np.ndarray:
     """Closed form of ``-a Laplacian u = 1`` on the unit square with ``u = 0`` on the boundary.
 
     ``u(x, y) = (16 / (a pi^4)) sum_{m, n odd} sin(m pi x) sin(n pi y) / (m n (m^2 + n^2))``,
-    summed over odd ``m, n <= terms`` (the tail is ``O(1/terms^2)``).
+    summed over odd ``m, n <= terms`` (the tail is ``O(1/terms^2)``; ``terms`` at most
+    :data:`MAX_SERIES_TERMS`, and the ``(terms / 2)^2`` weights must fit in memory).
     """
     a = check_positive("a", a)
-    terms = check_int("terms", terms, minimum=1)
+    terms = check_int("terms", terms, minimum=1, maximum=MAX_SERIES_TERMS)
     x = as_matrix("x", x, ndim=tuple(range(0, 33)))
     y = as_matrix("y", y, ndim=tuple(range(0, 33)))
+    half = (terms + 1) // 2
+    check_memory("terms", terms, 8 * (2 * half * half + 4 * half * max(x.size, y.size)),
+                 "the series")
     try:
         np.broadcast_shapes(x.shape, y.shape)
     except ValueError as exc:
@@ -247,10 +260,12 @@ def generate(count: int, size: int, *, seed: int, alpha: float = 2.0, tau: float
     """Generate ``count`` Darcy pairs ``(a, u)`` on a ``size x size`` node grid with ``f = 1``.
 
     The fields come from one ``sample_grf`` call with ``numpy.random.default_rng(seed)``; the
-    normals are drawn sample after sample, so the first ``k`` samples do not depend on ``count``.
+    normals are drawn sample after sample, so the first ``k`` samples do not depend on ``count``
+    (at most ``MAX_SIZE`` = 10^8 of ``attnlib._validation``; the fields must fit in memory).
     """
-    count = check_int("count", count, minimum=1)
+    count = check_int("count", count, minimum=1, maximum=MAX_SIZE)
     size = check_int("size", size, minimum=3)
+    check_memory("size", size, 5 * 8 * size * size, f"one pair of {size}^2 fields")
     check_memory("count", count, 5 * 8 * count * size * size, f"{count} pairs of {size}^2 fields")
     seed = check_int("seed", seed, minimum=0)
     rng = np.random.default_rng(seed)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import (as_matrix, check_generator, check_int, check_memory, check_positive,
-                          check_spd, finite_result)
+from ._validation import (MAX_SIZE, as_matrix, check_generator, check_int, check_memory,
+                          check_positive, check_spd, finite_result)
 
 __all__ = [
     "random_rotation",
@@ -88,9 +88,10 @@ def sample_regression(n: int, Sigma: np.ndarray, M: np.ndarray, noise_std: float
     """Draw n i.i.d. pairs: rows of ``X`` (n, d) are ``x ~ N(0, Sigma)``; ``Y = X M^T + E``.
 
     ``x = L z`` with ``L`` the Cholesky factor of Sigma and ``z ~ N(0, I_d)``; the rows of
-    ``E`` (n, p) are ``N(0, noise_std^2 I_p)``. Draw order: all of Z, then all of E.
+    ``E`` (n, p) are ``N(0, noise_std^2 I_p)``. Draw order: all of Z, then all of E. ``n`` is
+    at most ``MAX_SIZE`` = 10^8 (``attnlib._validation``), and X and Y must fit in memory.
     """
-    n = check_int("n", n, minimum=1)
+    n = check_int("n", n, minimum=1, maximum=MAX_SIZE)
     sigma = check_spd("Sigma", Sigma)
     d = sigma.shape[0]
     m = as_matrix("M", M, shape=(None, d))
@@ -155,7 +156,8 @@ def default_problem(*, rng: np.random.Generator, d: int = 10, p: int = 20,
     rng : numpy.random.Generator
         The source of Sigma's rotation and of M.
     d, p : int
-        Input and output dimensions.
+        Input and output dimensions (1 to ``MAX_SIZE`` = 10^8 of ``attnlib._validation``;
+        Sigma and M must fit in the memory available).
     kappa : float
         Condition number of Sigma (at least 1).
     noise_std : float
@@ -171,8 +173,10 @@ def default_problem(*, rng: np.random.Generator, d: int = 10, p: int = 20,
     ValueError
         For non-positive dimensions, ``kappa`` out of range or negative ``noise_std``.
     """
-    d = check_int("d", d, minimum=1)
-    p = check_int("p", p, minimum=1)
+    d = check_int("d", d, minimum=1, maximum=MAX_SIZE)
+    p = check_int("p", p, minimum=1, maximum=MAX_SIZE)
+    check_memory("d", d, 4 * 8 * d * d, "the d x d matrices")
+    check_memory("p", p, 3 * 8 * p * d, "M (p x d)")
     rng = check_generator("rng", rng)
     sigma = covariance(d, kappa=kappa, rng=rng)
     m = rng.standard_normal((p, d)) / np.sqrt(p * d)

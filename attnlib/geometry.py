@@ -43,8 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import (_extremes, as_matrix, check_int, check_positive, check_spd,
-                          finite_result)
+from ._validation import (MAX_SIZE, _extremes, as_matrix, check_int, check_memory,
+                          check_positive, check_spd, finite_result)
 from .population import objective_and_grad, spd_sqrt
 
 __all__ = [
@@ -324,12 +324,15 @@ def minimum_hessian_eigenvalues(singular_values: np.ndarray, p: int, *,
 
     From the block decomposition in the module docstring: ``s_j`` with multiplicity p - d for
     each j; ``2 s_i`` and ``2 lambda s_i`` for each i; for each pair i < j,
-    ``s_i + s_j`` (twice), ``lambda (s_i + s_j)`` and ``0``. Total ``(p + d) d`` values.
+    ``s_i + s_j`` (twice), ``lambda (s_i + s_j)`` and ``0``. Total ``(p + d) d`` values
+    (``p`` at most ``MAX_SIZE`` = 10^8 of ``attnlib._validation``, and they must fit in
+    memory).
     """
     s = as_matrix("singular_values", singular_values, ndim=1)
     lam = check_positive("lam", lam, allow_zero=True)
     d = s.size
-    p = check_int("p", p, minimum=1)
+    p = check_int("p", p, minimum=1, maximum=MAX_SIZE)
+    check_memory("p", p, 4 * 8 * (p + d) * d, "the (p + d) d eigenvalues")
     if p < d:
         raise ValueError(f"p must be >= d = {d}, got {p}")
     i, j = np.triu_indices(d, k=1)
@@ -355,4 +358,7 @@ def gd_contraction_factor(step: float, singular_values: np.ndarray, p: int, *,
     check_positive("lam", lam)  # lam = 0: S is not the set of minima (GL(d) orbit instead)
     h = minimum_hessian_eigenvalues(singular_values, p, lam=lam)
     h = h[h > 1e-12 * h.max()]
+    if h.size == 0:
+        raise ValueError("singular_values must have a positive entry (the Hessian is 0 "
+                         "otherwise)")
     return float(np.max(np.abs(1.0 - step * h)))

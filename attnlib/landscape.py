@@ -44,8 +44,8 @@ from typing import Literal
 
 import numpy as np
 
-from ._validation import (as_matrix, check_finite, check_generator, check_int, check_positive,
-                          finite_result)
+from ._validation import (as_matrix, check_finite, check_generator, check_int, check_memory,
+                          check_positive, finite_result)
 from .data import covariance, random_rotation
 from .geometry import MinimizerManifold, factor_hessian, minimizer_manifold, one_point_ratios
 from .population import factor_loss_and_grad, factor_regularizer_and_grad, spd_sqrt
@@ -58,10 +58,15 @@ __all__ = [
     "StationaryPoint",
     "stationary_point_table",
     "condition_sweep",
+    "MAX_SCAN_SAMPLES",
 ]
 
 DirectionKind = Literal["random", "symmetry", "saddle"]
 _KINDS = ("random", "symmetry", "saddle")
+#: Largest ``n_samples`` per radius of :func:`one_point_scan` and :func:`condition_sweep`:
+#: each sample is a Python-level step (a rotation, a direction, two ratio evaluations); the
+#: book uses at most 20.
+MAX_SCAN_SAMPLES = 10 ** 6
 
 
 def _tangent_free(manifold: MinimizerManifold, dU: np.ndarray,
@@ -154,13 +159,14 @@ def one_point_scan(manifold: MinimizerManifold, radii: np.ndarray, *, kind: Dire
     direction of the given ``kind`` at O = I rotated by O, and
     ``theta = (U* O + r dU O, V* O + r dV O)`` mapped to (A, B); then
     :func:`attnlib.geometry.one_point_ratios` in both geometries. Draw order per sample: O,
-    then the direction.
+    then the direction. ``n_samples`` is at most :data:`MAX_SCAN_SAMPLES` per radius.
     """
     r = as_matrix("radii", radii, ndim=1)
     if np.any(r <= 0):
         raise ValueError("radii must be positive")
     lam = check_positive("lam", lam, allow_zero=True)
-    n_samples = check_int("n_samples", n_samples, minimum=1)
+    n_samples = check_int("n_samples", n_samples, minimum=1, maximum=MAX_SCAN_SAMPLES)
+    check_memory("n_samples", n_samples, 6 * 8 * r.size * n_samples, "the ratios")
     rng = check_generator("rng", rng)
     d = manifold.singular_values.size
     out = {key: np.empty((r.size, n_samples))
@@ -265,9 +271,11 @@ def condition_sweep(Xstar: np.ndarray, kappas: np.ndarray, *, radius: float, lam
     kappa), then :func:`one_point_scan` with random and symmetry directions (``n_samples``
     each). Returns per kappa the smallest alpha ratio and the largest beta ratio over both
     kinds, in each geometry (keys ``alpha_P, beta_P, alpha_E, beta_E``) and ``kappa``.
+    ``n_samples`` is at most :data:`MAX_SCAN_SAMPLES`.
     """
     xstar = as_matrix("Xstar", Xstar)
     radius = check_positive("radius", radius)
+    n_samples = check_int("n_samples", n_samples, minimum=1, maximum=MAX_SCAN_SAMPLES)
     ks = as_matrix("kappas", kappas, ndim=1)
     if np.any(ks < 1):
         raise ValueError("kappas must be >= 1 (condition numbers)")

@@ -37,6 +37,7 @@ Every loss is given in the batched form shared by Part II's models:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -45,8 +46,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ._progress import progress as _progress
-from ._validation import (DivergenceError, as_matrix, check_generator, check_in_range, check_int,
-                          check_memory, check_positive, check_spd, finite_result)
+from ._validation import (MAX_SIZE, DivergenceError, as_matrix, check_generator, check_in_range,
+                          check_int, check_memory, check_positive, check_spd, finite_result)
 
 __all__ = [
     "LossAndGrad",
@@ -66,6 +67,8 @@ __all__ = [
     "histogram_tv",
     "gibbs_z_scores",
     "spectral_gap",
+    "MAX_REFINE",
+    "MAX_EIGENVALUES",
 ]
 
 LossAndGrad = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -130,15 +133,23 @@ def _evaluate(loss_and_grad: LossAndGrad, theta: np.ndarray, k: int
     return loss, grad
 
 
+#: Largest ``refine`` (cells per bin and axis) of :func:`gibbs_bin_probabilities` (the book
+#: uses 16).
+MAX_REFINE = 10 ** 5
+#: Largest ``n_eigenvalues`` of :func:`spectral_gap` (the book uses 3; a sparse
+#: eigensolver for many eigenvalues costs as much as a dense one).
+MAX_EIGENVALUES = 1000
+
+
 def _chain_settings(theta0: object, step: float, temperature: float, n_steps: int,
                     record_every: int, rng: object
                     ) -> tuple[np.ndarray, float, float, int, int, np.random.Generator]:
     """The checked settings shared by :func:`euler_maruyama` and :func:`mala`."""
-    n_steps = check_int("n_steps", n_steps, minimum=1)
+    n_steps = check_int("n_steps", n_steps, minimum=1, maximum=MAX_SIZE)
     record_every = check_int("record_every", record_every, minimum=1)
     if n_steps % record_every:
-        raise ValueError(f"n_steps ({n_steps}) must be a multiple of record_every "
-                         f"({record_every})")
+        raise ValueError(f"n_steps must be a multiple of record_every, got n_steps = {n_steps} "
+                         f"and record_every = {record_every}")
     return (as_matrix("theta0", theta0).copy(), check_positive("step", step),
             check_positive("temperature", temperature), n_steps, record_every,
             check_generator("rng", rng))
@@ -180,7 +191,8 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
     step, temperature
         ``h > 0`` and ``s > 0``.
     n_steps
-        Number of steps (>= 1); must be a multiple of ``record_every``.
+        Number of steps (1 to ``MAX_SIZE`` = 10^8 of ``attnlib._validation``; the
+        recorded history must fit in memory); must be a multiple of ``record_every``.
     record_every
         Record the loss (and block norms, states) at every ``record_every``-th step.
     blocks
@@ -498,9 +510,10 @@ def gibbs_bin_probabilities(loss_and_grad: LossAndGrad, edges: Sequence[np.ndarr
 
     Each bin is split into ``refine`` cells per axis and ``exp(-2 f / s)`` is summed at the
     cell midpoints (midpoint rule); the result is normalised over the box, so it sums to 1.
+    ``refine`` is at most :data:`MAX_REFINE`, and the refined grid must fit in memory.
     """
     s = check_positive("temperature", temperature)
-    refine = check_int("refine", refine, minimum=1)
+    refine = check_int("refine", refine, minimum=1, maximum=MAX_REFINE)
     fine_axes = []
     for i, e in enumerate(edges):
         e = as_matrix(f"edges[{i}]", e, ndim=1)
@@ -509,9 +522,13 @@ def gibbs_bin_probabilities(loss_and_grad: LossAndGrad, edges: Sequence[np.ndarr
         width = np.diff(e)
         if not np.allclose(width, width[0], rtol=1e-8):
             raise ValueError(f"edges[{i}] must be uniformly spaced")
-        fine_axes.append(e[0] + (np.arange((e.size - 1) * refine) + 0.5) * width[0] / refine)
+        fine_axes.append((e[0], width[0], (e.size - 1) * refine))
     if len(fine_axes) not in (1, 2):
         raise ValueError(f"edges must hold one or two axes, got {len(fine_axes)}")
+    n_points = math.prod(count for _, _, count in fine_axes)
+    check_memory("refine", refine, 8 * 8 * n_points, f"the {n_points} refined grid points")
+    fine_axes = [start + (np.arange(count) + 0.5) * spacing / refine
+                 for start, spacing, count in fine_axes]
     mesh = np.meshgrid(*fine_axes, indexing="ij")
     points = np.stack([m.ravel() for m in mesh], axis=1)
     logw = _log_weights(loss_and_grad, points, s)
@@ -547,12 +564,14 @@ def gibbs_sample(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], tempera
     A grid point is drawn with probability ``exp(-2 f / s) / sum`` (the weights of
     :func:`gibbs_density`), then moved uniformly within its grid cell (half a spacing each
     way), so the draws have a density that is piecewise constant on the cells. A starting
-    point for chains that is already (up to the grid) at equilibrium.
+    point for chains that is already (up to the grid) at equilibrium. ``size`` is at most
+    ``MAX_SIZE`` = 10^8 (``attnlib._validation``), and the draws must fit in memory.
     """
     s = check_positive("temperature", temperature)
-    size = check_int("size", size, minimum=1)
+    size = check_int("size", size, minimum=1, maximum=MAX_SIZE)
     rng = check_generator("rng", rng)
     checked, points = _grid(axes)
+    check_memory("size", size, 4 * 8 * size * (points.shape[1] + 1), "the draws")
     logw = _log_weights(loss_and_grad, points, s)
     weights = np.exp(logw - logw.max())
     picked = points[rng.choice(points.shape[0], size=size, p=weights / weights.sum())]
@@ -620,7 +639,11 @@ def gibbs_z_scores(states: np.ndarray, observables: Mapping[str, Callable[[np.nd
         if series.shape != x.shape[:2]:
             raise ValueError(f"observables[{name!r}] must map (R, chains, D) states to "
                              f"(R, chains) values, got shape {series.shape}")
-        tau = autocorrelation_time(series)
+        try:
+            tau = autocorrelation_time(series)
+        except ValueError as exc:
+            raise ValueError(f"states must give a varying series of observables[{name!r}] "
+                             f"({exc})") from exc
         error = float(series.std()) * np.sqrt(tau / series.size)
         exact = gibbs_expectation(loss_and_grad, checked, s, values=g(grid))
         scores[name] = float((series.mean() - exact) / error)
@@ -651,7 +674,8 @@ def spectral_gap(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], tempera
     temperature : float
         ``s > 0``.
     n_eigenvalues : int
-        How many of the smallest eigenvalues to return (at least 2).
+        How many of the smallest eigenvalues to return (at least 2, at most
+        :data:`MAX_EIGENVALUES`, and fewer than the grid points).
 
     Returns
     -------
@@ -664,9 +688,13 @@ def spectral_gap(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], tempera
         For a bad grid, temperature or count.
     """
     s = check_positive("temperature", temperature)
-    n_eigenvalues = check_int("n_eigenvalues", n_eigenvalues, minimum=2)
+    n_eigenvalues = check_int("n_eigenvalues", n_eigenvalues, minimum=2,
+                              maximum=MAX_EIGENVALUES)
     checked, points = _grid(axes)
     shape = tuple(a.size for a in checked)
+    if n_eigenvalues >= points.shape[0]:
+        raise ValueError(f"n_eigenvalues must be smaller than the {points.shape[0]} grid points "
+                         f"of axes, got {n_eigenvalues}")
     f = np.asarray(loss_and_grad(points)[0], dtype=np.float64).reshape(shape)
     if not np.all(np.isfinite(f)):
         raise ValueError("loss_and_grad must return a finite loss for every grid point")

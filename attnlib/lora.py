@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import (as_matrix, check_finite, check_generator, check_int, check_positive,
-                          finite_result)
+from ._validation import (MAX_SIZE, as_matrix, check_finite, check_generator, check_int,
+                          check_memory, check_positive, finite_result)
 from .regularizers import Regularizer
 from .villani import FactorizedLoss
 
@@ -47,7 +47,8 @@ class LoRAProblem(FactorizedLoss):
     """The LoRA loss in ``(U, V)`` for data ``x (n, d)``, ``y (n,)`` and frozen ``a``, ``W_pre``.
 
     ``rank`` is r; ``regularizer`` acts on each of U and V; ``theta_teacher`` (optional)
-    records the low-rank update that generated ``y``.
+    records the low-rank update that generated ``y``. The parameters ``(U, V)``
+    (``rank (width + d)`` numbers) must fit in the memory available.
     """
 
     x: np.ndarray
@@ -66,7 +67,10 @@ class LoRAProblem(FactorizedLoss):
         a = as_matrix("a", self.a, ndim=1)
         object.__setattr__(self, "a", a)
         object.__setattr__(self, "W_pre", as_matrix("W_pre", self.W_pre, shape=(a.size, d)))
-        object.__setattr__(self, "rank", check_int("rank", self.rank, minimum=1))
+        object.__setattr__(self, "rank", check_int("rank", self.rank, minimum=1,
+                                                   maximum=MAX_SIZE))
+        check_memory("rank", self.rank, 4 * 8 * self.rank * (a.size + d),
+                     "the parameters U (width x rank) and V (rank x d)")
         if not isinstance(self.regularizer, Regularizer):
             raise TypeError("regularizer must be a Regularizer, got "
                             f"{type(self.regularizer).__name__}")
@@ -166,12 +170,18 @@ def make_problem(*, rng: np.random.Generator, n: int = 20, d: int = 3, width: in
     entries times 2; the teacher update is ``U* V*`` with ``U*`` i.i.d. N(0, update_scale^2 / r)
     and ``V*`` i.i.d. N(0, 1/d) entries; ``y_i = a^T tanh((W_pre + U* V*) x_i) + noise_std xi_i``.
     All draws come from ``rng`` in this order; the teacher is stored in ``theta_teacher``.
+    ``n``, ``d``, ``width`` and ``rank`` are at most ``MAX_SIZE`` = 10^8
+    (``attnlib._validation``), and the arrays they make must fit in the memory available.
     """
     rng = check_generator("rng", rng)
-    n = check_int("n", n, minimum=1)
-    d = check_int("d", d, minimum=1)
-    width = check_int("width", width, minimum=1)
-    rank = check_int("rank", rank, minimum=1)
+    n = check_int("n", n, minimum=1, maximum=MAX_SIZE)
+    d = check_int("d", d, minimum=1, maximum=MAX_SIZE)
+    width = check_int("width", width, minimum=1, maximum=MAX_SIZE)
+    rank = check_int("rank", rank, minimum=1, maximum=MAX_SIZE)
+    for name, value, size in (("n", n, n * (d + width + 2)), ("d", d, d * (n + width + rank)),
+                              ("width", width, width * (n + d + rank)),
+                              ("rank", rank, rank * (width + d))):
+        check_memory(name, value, 4 * 8 * size, "the data and the weights")
     noise_std = check_positive("noise_std", noise_std, allow_zero=True)
     update_scale = check_positive("update_scale", update_scale, allow_zero=True)
     x = rng.standard_normal((n, d))

@@ -41,7 +41,7 @@ from .population import spd_sqrt
 from .reference import ObjectiveFn, _FactorProblem as FactorProblem
 
 __all__ = ["Trace", "factor_problem", "orbit_tangent", "restricted_hessian", "lbfgs", "newton_polish",
-           "orbit_nesterov", "OrbitTilt", "orbit_tilt"]
+           "orbit_nesterov", "OrbitTilt", "orbit_tilt", "MAX_EVALUATIONS", "MAX_LBFGS_MEMORY"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,15 +133,26 @@ class _Recorder:
                      bool(self.values) and self.values[-1] <= self.target)
 
 
+#: Largest gradient-evaluation budget (``max_evaluations``) of :func:`lbfgs`,
+#: :func:`newton_polish` and :func:`orbit_nesterov`: hours of work at the book's sizes (its
+#: runs spend at most a few thousand), so a mistyped budget fails at once instead of hanging.
+MAX_EVALUATIONS = 10 ** 7
+#: Largest L-BFGS ``memory`` (correction pairs kept): scipy stores ``2 memory`` vectors, and
+#: beyond a few hundred pairs L-BFGS gains nothing.
+MAX_LBFGS_MEMORY = 1000
+
+
 def _check_run(problem: FactorProblem, z0: object, target: object, max_evaluations: object,
                spent: object) -> tuple[np.ndarray, float, int, int]:
     """The checked start (a finite flat vector of ``problem``'s size), target (a real number,
-    not NaN; -inf never stops), budget (>= 1) and evaluations spent before (>= 0)."""
+    not NaN; -inf never stops), budget (1 to :data:`MAX_EVALUATIONS`) and evaluations spent
+    before (>= 0, only an offset of the recorded counts)."""
     z = as_matrix("z0", z0, shape=(problem.p * problem.d + problem.d ** 2,), ndim=1)
     level = check_real("target", target)
     if np.isnan(level):
         raise ValueError("target must be a real number (a value of the objective), got NaN")
-    return (z, level, check_int("max_evaluations", max_evaluations, minimum=1),
+    return (z, level, check_int("max_evaluations", max_evaluations, minimum=1,
+                                maximum=MAX_EVALUATIONS),
             check_int("spent", spent, minimum=0))
 
 
@@ -162,9 +173,10 @@ def lbfgs(problem: FactorProblem, z0: np.ndarray, *, target: float, max_evaluati
           memory: int = 30, spent: int = 0) -> Trace:
     """L-BFGS (``scipy.optimize.minimize``, method L-BFGS-B without bounds, ``memory``
     correction pairs) from ``z0``, with the exact gradient, until the value is at or below
-    ``target`` or ``max_evaluations`` gradient evaluations are spent."""
+    ``target`` or ``max_evaluations`` gradient evaluations are spent (at most
+    :data:`MAX_EVALUATIONS`; ``memory`` at most :data:`MAX_LBFGS_MEMORY`)."""
     z0, target, max_evaluations, spent = _check_run(problem, z0, target, max_evaluations, spent)
-    memory = check_int("memory", memory, minimum=1)
+    memory = check_int("memory", memory, minimum=1, maximum=MAX_LBFGS_MEMORY)
     recorder = _Recorder(problem, target, spent)
     recorder.record(_first_evaluation(problem, z0)[0])
 
@@ -184,7 +196,8 @@ def newton_polish(problem: FactorProblem, z0: np.ndarray, *, target: float,
     """The trust-region Newton-CG polish of :func:`attnlib.reference.reference_minimizer`
     (``trust-ncg``, Hessian-vector products by central differences: two evaluations each)
     from ``z0``, until the value is at or below ``target`` or about ``max_evaluations``
-    gradient evaluations are spent (checked after each Newton iteration)."""
+    gradient evaluations are spent (checked after each Newton iteration; at most
+    :data:`MAX_EVALUATIONS`)."""
     z0, target, max_evaluations, spent = _check_run(problem, z0, target, max_evaluations, spent)
     fd_step = _check_fd_step(fd_step)
     recorder = _Recorder(problem, target, spent)
@@ -204,11 +217,15 @@ def newton_polish(problem: FactorProblem, z0: np.ndarray, *, target: float,
         if recorder.record(intermediate_result.fun) or problem.evaluations >= max_evaluations:
             raise StopIteration
 
-    result = optimize.minimize(lambda w: value_and_grad(w)[0], z0,
-                               jac=lambda w: value_and_grad(w)[1],
-                               method="trust-ncg", callback=callback,
-                               hessp=lambda w, v: problem.hessp(w, v, fd_step),
-                               options=dict(maxiter=10 ** 6, gtol=0.0))
+    try:
+        result = optimize.minimize(lambda w: value_and_grad(w)[0], z0,
+                                   jac=lambda w: value_and_grad(w)[1],
+                                   method="trust-ncg", callback=callback,
+                                   hessp=lambda w, v: problem.hessp(w, v, fd_step),
+                                   options=dict(maxiter=10 ** 6, gtol=0.0))
+    except ValueError as exc:      # an iterate left the finite numbers
+        raise ValueError(f"z0 is a start from which the Newton iterates are not finite "
+                         f"({exc}); start closer to a minimizer") from exc
     return recorder.result(result.x)
 
 
@@ -229,7 +246,8 @@ def orbit_nesterov(problem: FactorProblem, z0: np.ndarray, *, step: float, targe
     ``Q diag(1 / max(|lambda_i|, floor / step)) Q^T g``, shortened to length ``radius`` if
     longer. ``floor`` bounds the orbit step at ``1 / floor`` times the curvature step. Stops
     when the value is at or below ``target`` or ``max_evaluations`` gradient evaluations are
-    spent.
+    spent (at most :data:`MAX_EVALUATIONS`; ``warmup`` and ``refresh`` count iterations, so
+    the budget bounds them too).
     """
     z0, target, max_evaluations, spent = _check_run(problem, z0, target, max_evaluations, spent)
     step = check_positive("step", step)
@@ -298,8 +316,8 @@ def orbit_tilt(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M: np.ndarray, n
 
         dL_hat/dt at t = 0 = <grad_A L_hat, A D> + <grad_B L_hat, B D>,  D = Sigma^{1/2} K Sigma^{-1/2},
 
-    computed exactly from :func:`attention.prompts_loss_and_grad` on ``draws`` independent data
-    sets of ``n`` samples ``x ~ N(0, Sigma)``, ``y = M x + noise_std z``. With
+    computed exactly from :func:`attnlib.attention.prompts_loss_and_grad` on ``draws``
+    independent data sets of ``n`` samples ``x ~ N(0, Sigma)``, ``y = M x + noise_std z``. With
     ``keys="shared"`` every query attends over the same ``n - 1`` other samples (the model);
     with ``keys="independent"`` each of the ``n`` queries attends over its own ``n - 1`` fresh
     samples (same cost, ``n`` prompts of which only the first query counts). Its expectation is

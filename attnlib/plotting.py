@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 # ax.plot and fig.legend accept, NaN gaps included) and stay outside the checked API.
 __all__ = ["DPI", "PIXEL_RATIO", "WIDTHS", "OKABE_ITO", "NEUTRAL_GREY", "CYCLE_COLOURS",
            "SERIES", "SERIES_GROUPS", "METHOD_COLOURS", "CVD", "MIN_DELTA_E", "MAX_COLUMNS",
-           "use_book_style", "figure",
+           "MAX_ROWS", "use_book_style", "figure",
            "series_style", "delta_e", "smallest_text_px", "confusable_series", "figure_png",
            "png_records", "orbit_schematic"]
 
@@ -57,6 +57,9 @@ PIXEL_RATIO = 2
 #: The most panels side by side in one figure row (a panel narrower than ~220 px cannot
 #: hold 9 pt labels).
 MAX_COLUMNS = 3
+#: The most rows of panels in one figure (the book stacks at most 4; beyond a few dozen a
+#: figure is unreadable, and matplotlib's layout cost grows with every axes).
+MAX_ROWS = 50
 
 #: Figure widths in inches; "full" fills the ~690 px text column, "medium" and "small" are
 #: for single plots that need less room (a square scatter plot, a small inset-like figure).
@@ -320,10 +323,12 @@ def figure(nrows: int = 1, ncols: int = 1, *, width: str | float = "full",
 
     ``width`` is a key of :data:`WIDTHS` or inches (at most the full column). The height is
     ``height`` inches if given, else each panel is ``aspect`` times as high as it is wide. At
-    most :data:`MAX_COLUMNS` panels share a row: stack or split wider layouts.
+    most :data:`MAX_COLUMNS` panels share a row and at most :data:`MAX_ROWS` rows: stack or
+    split wider layouts.
     """
     inches = _width_inches(width)
-    nrows, ncols = check_int("nrows", nrows, minimum=1), check_int("ncols", ncols, minimum=1)
+    nrows = check_int("nrows", nrows, minimum=1, maximum=MAX_ROWS)
+    ncols = check_int("ncols", ncols, minimum=1)
     if ncols > MAX_COLUMNS:
         raise ValueError(f"ncols must be at most {MAX_COLUMNS} at the book's column width, got "
                          f"{ncols}; stack the panels in more rows or split the figure")

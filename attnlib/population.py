@@ -312,5 +312,5 @@ def ols_excess_risk(n: int, d: int, p: int, noise_std: float) -> float:
     n = check_int("n", n, minimum=1)
     noise_std = check_positive("noise_std", noise_std, allow_zero=True)
     if n <= d + 1:
-        raise ValueError(f"the OLS risk formula needs n > d + 1 = {d + 1}, got n = {n}")
+        raise ValueError(f"the OLS risk formula needs n > d + 1, got n = {n} and d = {d}")
     return p * noise_std ** 2 * d / (2.0 * (n - d - 1))

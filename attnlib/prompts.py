@@ -54,7 +54,8 @@ import numpy as np
 from scipy import optimize
 
 from . import attention
-from ._validation import as_matrix, check_generator, check_int, check_positive, finite_result
+from ._validation import (MAX_SIZE, as_matrix, check_generator, check_int, check_memory,
+                          check_positive, finite_result)
 from .data import RegressionProblem
 from .geometry import factor_hessian
 from .population import factor_loss_and_grad, factor_regularizer_and_grad, spd_sqrt
@@ -75,12 +76,15 @@ def sample_prompts(problem: RegressionProblem, prompts: int, n: int, *, rng: np.
     moment) and targets ``M x + e_perp``, with the pooled noise matrix projected orthogonally to
     the pooled inputs; then the pooled moments are exactly ``Sigma_hat = Sigma`` and
     ``M_hat = M`` (at sigma = 0 the targets are exactly ``M x``), so the spectral start lies on
-    the true S and only the finite context remains [choice].
+    the true S and only the finite context remains [choice]. ``prompts`` and ``n`` are at most
+    ``MAX_SIZE`` = 10^8 (``attnlib._validation``) and the N n pairs must fit in memory.
     """
-    prompts = check_int("prompts", prompts, minimum=1)
-    n = check_int("n", n, minimum=2)
+    prompts = check_int("prompts", prompts, minimum=1, maximum=MAX_SIZE)
+    n = check_int("n", n, minimum=2, maximum=MAX_SIZE)
     rng = check_generator("rng", rng)
     d, p = problem.d, problem.p
+    for name, value in (("n", n), ("prompts", prompts)):
+        check_memory(name, value, 3 * 8 * prompts * n * (d + p), "the N n samples X and Y")
     x, y = problem.sample(prompts * n, rng=rng)
     if whiten:
         if prompts * n <= d:
@@ -106,12 +110,17 @@ def deployed_risk(A: np.ndarray, B: np.ndarray, problem: RegressionProblem, n: i
     queries x, the prediction is ``A sum_i softmax_i(x^T B x_i) x_i``
     (:func:`attnlib.attention.predict_new`); the returned mean is
     ``1/2 ||M x - y_hat||^2`` averaged over all of them (noise-free targets: the risk minus
-    ``L* = p sigma^2 / 2``), the standard error that of the per-prompt means.
+    ``L* = p sigma^2 / 2``), the standard error that of the per-prompt means. ``n``,
+    ``prompts`` and ``queries`` are at most ``MAX_SIZE`` = 10^8 (``attnlib._validation``),
+    and one prompt's context and queries must fit in memory.
     """
-    n = check_int("n", n, minimum=1)
-    prompts = check_int("prompts", prompts, minimum=2)
-    queries = check_int("queries", queries, minimum=1)
+    n = check_int("n", n, minimum=1, maximum=MAX_SIZE)
+    prompts = check_int("prompts", prompts, minimum=2, maximum=MAX_SIZE)
+    queries = check_int("queries", queries, minimum=1, maximum=MAX_SIZE)
     rng = check_generator("rng", rng)
+    width = problem.d + problem.p
+    check_memory("n", n, 3 * 8 * n * width, "the context samples")
+    check_memory("queries", queries, 3 * 8 * queries * width, "the query samples")
     means = np.empty(prompts)
     for k in range(prompts):
         context, _ = problem.sample(n, rng=rng)
@@ -230,6 +239,8 @@ def first_order_curve(Xstar: np.ndarray, m_values: np.ndarray, *, lam: float = 1
     """Excess risks of :func:`first_order_minimizer` at each m in ``m_values``, computed in
     decreasing m, each solve started at the previous minimizer (one continuation sweep)."""
     values = as_matrix("m_values", m_values, ndim=1)
+    if np.any(values <= 0):
+        raise ValueError(f"m_values must be positive, got a smallest entry {values.min()!r}")
     out = np.empty(values.size)
     start = None
     for i in np.argsort(-values):

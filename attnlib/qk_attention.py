@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import as_matrix, check_generator, check_int, check_positive, finite_result
+from ._validation import (MAX_SIZE, as_matrix, check_generator, check_int, check_memory,
+                          check_positive, finite_result)
 from .attention import row_softmax
 from .regularizers import Regularizer
 from .villani import FactorizedLoss
@@ -76,7 +77,9 @@ class AttentionProblem(FactorizedLoss):
     """The attention regression loss in ``(W_Q, W_K)`` for data ``X (n, N, d)``, ``Y (n, N, d_out)``.
 
     ``W_V`` is ``(d, d_out)``; ``regularizer`` acts on each of ``W_Q`` and ``W_K``;
-    ``theta_teacher`` (optional) records the parameters that generated ``Y``.
+    ``theta_teacher`` (optional) records the parameters that generated ``Y``. ``d_k`` is at
+    most ``MAX_SIZE`` = 10^8 (``attnlib._validation``), and the queries and keys it makes
+    must fit in the memory available.
     """
 
     X: np.ndarray
@@ -94,7 +97,9 @@ class AttentionProblem(FactorizedLoss):
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "Y", Y)
         object.__setattr__(self, "W_V", W_V)
-        object.__setattr__(self, "d_k", check_int("d_k", self.d_k, minimum=1))
+        object.__setattr__(self, "d_k", check_int("d_k", self.d_k, minimum=1, maximum=MAX_SIZE))
+        check_memory("d_k", self.d_k, 4 * 8 * self.d_k * (2 * d + 2 * n * N),
+                     "the parameters and the queries and keys")
         if not isinstance(self.regularizer, Regularizer):
             raise TypeError("regularizer must be a Regularizer, got "
                             f"{type(self.regularizer).__name__}")
@@ -196,14 +201,22 @@ def make_problem(*, rng: np.random.Generator, n: int = 6, N: int = 5, d: int = 3
     ``X_i`` has i.i.d. N(0, 1) entries, ``W_V`` i.i.d. N(0, 1/d) entries (d x d_out, d_out = d
     by default), a teacher ``(W_Q*, W_K*)`` has i.i.d. N(0, teacher_scale^2 / d) entries, and
     ``Y_i = Yhat_teacher(X_i) + noise_std * xi_i`` with standard normal ``xi_i``. The teacher is
-    stored in ``theta_teacher``. All draws come from ``rng`` in this order.
+    stored in ``theta_teacher``. All draws come from ``rng`` in this order. ``n``, ``N``,
+    ``d``, ``d_k`` and ``d_out`` are at most ``MAX_SIZE`` = 10^8 (``attnlib._validation``),
+    and the arrays they make (the logits are ``n N^2``) must fit in the memory available.
     """
     rng = check_generator("rng", rng)
-    n = check_int("n", n, minimum=1)
-    N = check_int("N", N, minimum=1)
-    d = check_int("d", d, minimum=1)
-    d_k = check_int("d_k", d_k, minimum=1)
-    d_out = d if d_out is None else check_int("d_out", d_out, minimum=1)
+    n = check_int("n", n, minimum=1, maximum=MAX_SIZE)
+    N = check_int("N", N, minimum=1, maximum=MAX_SIZE)
+    d = check_int("d", d, minimum=1, maximum=MAX_SIZE)
+    d_k = check_int("d_k", d_k, minimum=1, maximum=MAX_SIZE)
+    d_out = d if d_out is None else check_int("d_out", d_out, minimum=1, maximum=MAX_SIZE)
+    per_context = N * (N + d + 2 * d_out + 2 * d_k)
+    for name, value, size in (("n", n, n * per_context), ("N", N, n * per_context),
+                              ("d", d, n * N * d + d * (d_out + 2 * d_k)),
+                              ("d_k", d_k, d_k * (2 * d + 2 * n * N)),
+                              ("d_out", d_out, d_out * (d + 2 * n * N))):
+        check_memory(name, value, 4 * 8 * size, "the data, the weights and the logits")
     noise_std = check_positive("noise_std", noise_std, allow_zero=True)
     teacher_scale = check_positive("teacher_scale", teacher_scale, allow_zero=True)
     X = rng.standard_normal((n, N, d))

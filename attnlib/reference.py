@@ -36,7 +36,7 @@ from ._validation import (ANY_NDIM, as_matrix, check_generator, check_int, check
 from .population import spd_sqrt
 
 __all__ = ["ObjectiveFn", "ReferenceOptimum", "ReferenceNotConverged", "reference_minimizer",
-           "factor_gradient", "largest_curvature"]
+           "factor_gradient", "largest_curvature", "MAX_POWER_ITERATIONS"]
 
 #: A Part I objective, ``(A, B) -> (value, dQ/dA, dQ/dB)``.
 ObjectiveFn = Callable[[np.ndarray, np.ndarray], tuple[float, np.ndarray, np.ndarray]]
@@ -219,6 +219,11 @@ def reference_minimizer(objective: ObjectiveFn, start: tuple[np.ndarray, np.ndar
                             hessian_eigenvalues=eigenvalues, evaluations=problem.evaluations)
 
 
+#: Largest number of power iterations of :func:`largest_curvature` (the book uses 100; each
+#: costs two gradient evaluations, and beyond this many the estimate has long converged).
+MAX_POWER_ITERATIONS = 10 ** 6
+
+
 @finite_result
 def largest_curvature(objective: ObjectiveFn, point: tuple[np.ndarray, np.ndarray],
                       Sigma: np.ndarray, *, rng: np.random.Generator, iterations: int = 100,
@@ -227,9 +232,10 @@ def largest_curvature(objective: ObjectiveFn, point: tuple[np.ndarray, np.ndarra
 
     Power iteration ``v <- H v / ||H v||`` from a random unit vector (``rng``), with the
     finite-difference Hessian-vector products of :func:`reference_minimizer`; returns the
-    Rayleigh quotient ``v^T H v`` after ``iterations`` steps (2 gradient evaluations each).
+    Rayleigh quotient ``v^T H v`` after ``iterations`` steps (2 gradient evaluations each;
+    at most :data:`MAX_POWER_ITERATIONS`).
     """
-    iterations = check_int("iterations", iterations, minimum=1)
+    iterations = check_int("iterations", iterations, minimum=1, maximum=MAX_POWER_ITERATIONS)
     fd_step = check_positive("fd_step", fd_step)
     rng = check_generator("rng", rng)
     problem, z = _FactorProblem.at(objective, point, Sigma, "point")

@@ -54,8 +54,8 @@ import numpy as np
 import sympy as sp
 
 from . import attention
-from ._validation import (as_matrix, check_finite, check_generator, check_int, check_positive,
-                          check_spd, finite_result)
+from ._validation import (as_matrix, check_finite, check_generator, check_int, check_memory,
+                          check_positive, check_spd, finite_result)
 from .data import RegressionProblem
 from .population import population_loss
 
@@ -86,6 +86,8 @@ __all__ = [
     "MAX_DIMENSION",
     "MAX_SYMBOLS_PER_AXIS",
     "MAX_MOMENT_ORDER",
+    "MAX_MONTE_CARLO_SAMPLES",
+    "MAX_REPETITIONS",
 ]
 
 _T = sp.Symbol("t", real=True)
@@ -96,6 +98,13 @@ MAX_DIMENSION = 12
 MAX_SYMBOLS_PER_AXIS = 100
 #: Largest k of :func:`gaussian_moment` (k = 60 already takes half a minute).
 MAX_MOMENT_ORDER = 40
+#: Largest number of Monte Carlo samples (``n_samples`` of :func:`tilting_monte_carlo`,
+#: ``n_queries`` of :func:`finite_context_errors`): the book draws at most 2 x 10^5, and 10^8
+#: already takes minutes.
+MAX_MONTE_CARLO_SAMPLES = 10 ** 8
+#: Largest number of repetitions (``reps``) of :func:`finite_context_errors` (each a fresh
+#: sample and a Python-level loop step; the book uses 6).
+MAX_REPETITIONS = 10 ** 5
 
 
 def _dimension(name: str, value: int) -> int:
@@ -687,12 +696,17 @@ def tilting_monte_carlo(Sigma: np.ndarray, u: np.ndarray, *, n_samples: int,
     Nothing of the symbolic derivation is used, so comparing with ``exp(u^T Sigma u / 2)`` and
     ``Sigma u`` is an independent check in any dimension. The relative variance of the weights
     is ``exp(u^T Sigma u) - 1`` (chapter 2, exercise 2): keep ``u^T Sigma u`` of order one.
+
+    ``n_samples`` is at most :data:`MAX_MONTE_CARLO_SAMPLES`; the samples are drawn
+    ``block_size`` at a time, and a block must fit in the memory available.
     """
     sigma = check_spd("Sigma", Sigma)
     d = sigma.shape[0]
     vector = as_matrix("u", u, shape=(d,), ndim=1)
-    n_samples = check_int("n_samples", n_samples, minimum=2)
+    n_samples = check_int("n_samples", n_samples, minimum=2, maximum=MAX_MONTE_CARLO_SAMPLES)
     block_size = check_int("block_size", block_size, minimum=1)
+    check_memory("block_size", block_size, 4 * 8 * min(block_size, n_samples) * (d + 1),
+                 "one block of samples")
     rng = check_generator("rng", rng)
     chol = np.linalg.cholesky(sigma)
     sum_w = sum_w2 = 0.0
@@ -731,10 +745,13 @@ def finite_context_errors(problem: RegressionProblem, A: np.ndarray, B: np.ndarr
       empirical loss costs O(n^2)).
 
     Returns ``n`` (k,), ``output_error`` and ``loss_error`` (k, reps), and ``population_loss``.
+    ``reps`` is at most :data:`MAX_REPETITIONS` and ``n_queries`` at most
+    :data:`MAX_MONTE_CARLO_SAMPLES` (the queries of one repetition must fit in memory).
     """
     rng = check_generator("rng", rng)
-    reps = check_int("reps", reps, minimum=1)
-    n_queries = check_int("n_queries", n_queries, minimum=1)
+    reps = check_int("reps", reps, minimum=1, maximum=MAX_REPETITIONS)
+    n_queries = check_int("n_queries", n_queries, minimum=1, maximum=MAX_MONTE_CARLO_SAMPLES)
+    check_memory("n_queries", n_queries, 4 * 8 * n_queries * problem.d, "the query points")
     sizes = np.array([check_int("ns entry", n, minimum=2) for n in ns])
     d = problem.d
     a = as_matrix("A", A, shape=(problem.p, d))

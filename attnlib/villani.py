@@ -49,7 +49,8 @@ import mpmath
 import numpy as np
 from scipy import optimize, special
 
-from ._validation import as_matrix, check_generator, check_int, check_positive, finite_result
+from ._validation import (as_matrix, check_generator, check_int, check_memory, check_positive,
+                          finite_result)
 from .regularizers import Regularizer
 
 __all__ = [
@@ -72,6 +73,8 @@ __all__ = [
     "EveryDirectionCheck",
     "every_direction_check",
     "radial_log_partition",
+    "MAX_PRECISION",
+    "MAX_RANDOM_DIRECTIONS",
 ]
 
 
@@ -260,10 +263,13 @@ class FactorizedLoss(ABC):
         ``Delta f ~ (1/m) sum_j z_j^T Hess L z_j + Delta R`` with Rademacher probes ``z_j``
         (``E z z^T = I``) for the data part and the closed form for the regularizer. The error
         bar is the sample standard deviation of the m probe values over ``sqrt(m)``.
+        ``n_probes`` is at most :data:`MAX_RANDOM_DIRECTIONS` (and the probes must fit in
+        memory).
         """
         theta = self._theta(theta, batched=False)
         rng = check_generator("rng", rng)
-        n_probes = check_int("n_probes", n_probes, minimum=2)
+        n_probes = check_int("n_probes", n_probes, minimum=2, maximum=MAX_RANDOM_DIRECTIONS)
+        check_memory("n_probes", n_probes, 4 * 8 * n_probes * self.dim, "the probes")
         probes = rng.choice(np.array([-1.0, 1.0]), size=(n_probes, self.dim))
         W1, W2 = self.unpack(theta)
         dW1, dW2 = self.unpack(probes)
@@ -321,11 +327,12 @@ def minimize_data_loss(problem: FactorizedLoss, theta0: np.ndarray, *, gtol: flo
     point: a gradient of exactly 0 with a second derivative of exactly 0 along each of
     ``_PLATEAU_PROBES`` fixed random directions. That happens where the softmax or tanh
     saturates in float64 (e.g. a start of 1000 x standard normal entries): the exact gradient
-    there is tiny but not 0, and BFGS would stop at once and report the start.
+    there is tiny but not 0, and BFGS would stop at once and report the start. ``max_iter``
+    (BFGS iterations) is at most 10^6.
     """
     theta0 = problem._theta(theta0, batched=False, name="theta0")
     gtol = check_positive("gtol", gtol)
-    max_iter = check_int("max_iter", max_iter, minimum=1)
+    max_iter = check_int("max_iter", max_iter, minimum=1, maximum=10 ** 6)
 
     def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
         loss, grad = problem.loss_and_grad_flat(theta[None, :])
@@ -416,19 +423,35 @@ def _orbit_over_rho2_mp(consts: OrbitConstants, reg: Regularizer, s: float,
     return value
 
 
+#: Largest number of random probes or directions (``n_probes`` of
+#: :meth:`FactorizedLoss.hutchinson_laplacian`, ``n_directions`` of
+#: :func:`radial_log_partition`): the book uses at most a few hundred.
+MAX_RANDOM_DIRECTIONS = 10 ** 6
+#: Largest mpmath ``precision`` (significant digits) of the orbit and crossover functions: the
+#: book uses 40, and 1000 digits already cost seconds per crossover (the cost grows faster
+#: than the square of the digits).
+MAX_PRECISION = 1000
+
+
+def _check_precision(precision: object) -> int:
+    """``precision`` as a number of significant digits in ``[15, MAX_PRECISION]``."""
+    return check_int("precision", precision, minimum=15, maximum=MAX_PRECISION)
+
+
 @finite_result
 def orbit_villani_over_rho2(consts: OrbitConstants, regularizer: Regularizer, s: float,
                             log_rho: np.ndarray, *, precision: int = 40) -> np.ndarray:
     """``V_s / rho^2`` on the orbit through a stationary point, at each ``log rho``.
 
     The closed form of the module docstring, evaluated with ``precision`` significant digits
-    (mpmath) and returned as float64 (finite for any ``|log rho|`` up to about 300 / eps).
+    (mpmath; 15 to :data:`MAX_PRECISION`) and returned as float64 (finite for any
+    ``|log rho|`` up to about 300 / eps).
     Its sign is the sign of the Villani quantity; for weight decay it tends to
     ``4 lam^2 q / s - a`` as rho -> infinity.
     """
     s = check_positive("s", s)
     log_rho = as_matrix("log_rho", np.atleast_1d(log_rho), ndim=1)
-    with mpmath.workdps(check_int("precision", precision, minimum=15)):
+    with mpmath.workdps(_check_precision(precision)):
         return np.array([float(_orbit_over_rho2_mp(consts, regularizer, s, mpmath.mpf(u)))
                          for u in log_rho])
 
@@ -439,7 +462,8 @@ def orbit_villani_scaled(consts: OrbitConstants, regularizer: Regularizer, s: fl
     """``V_s / max(rho^2, rho^-2)`` on the orbit: the sign of ``V_s`` with a finite scale at
     both ends (for weight decay the limits are ``4 lam^2 q / s - a`` as rho -> infinity and
     ``4 lam^2 k / s - b`` as rho -> 0). Negative ``log rho`` is read through
-    :meth:`OrbitConstants.swapped` at ``-log rho``."""
+    :meth:`OrbitConstants.swapped` at ``-log rho``. ``precision``: as in
+    :func:`orbit_villani_over_rho2` (at most :data:`MAX_PRECISION` digits)."""
     log_rho = as_matrix("log_rho", np.atleast_1d(log_rho), ndim=1)
     out = np.empty_like(log_rho)
     up = log_rho >= 0
@@ -452,6 +476,7 @@ def orbit_villani_scaled(consts: OrbitConstants, regularizer: Regularizer, s: fl
     return out
 
 
+@finite_result
 def villani_lower_bound(t: np.ndarray, regularizer: Regularizer, s: float, *,
                         grad_constant: float, laplacian_constant: float,
                         block_dim: int) -> np.ndarray:
@@ -468,7 +493,8 @@ def villani_lower_bound(t: np.ndarray, regularizer: Regularizer, s: float, *,
 
     For the log and power forms ``g'(t) -> infinity``, so ``B(t) -> +infinity`` for every
     ``s > 0``: condition 4 holds in every direction. For weight decay ``B(t) / t`` tends to
-    ``max(2 lam - C, 0)^2 / s - 2 C'``.
+    ``max(2 lam - C, 0)^2 / s - 2 C'``. A bound beyond float64 (``C' t`` near 1e308) raises
+    ``ValueError`` naming the extreme argument rather than returning ``-inf``.
     """
     s = check_positive("s", s)
     C = check_positive("grad_constant", grad_constant, allow_zero=True)
@@ -499,7 +525,7 @@ def _last_root(h, max_u: float, precision: int, s: float) -> float:
     ``inf`` when ``h(max_u) <= 0`` and ``-inf`` when ``h > 0`` on the whole scan; raises
     ``ValueError`` naming the temperature ``s`` when the bisection cannot resolve the root.
     """
-    with mpmath.workdps(check_int("precision", precision, minimum=15)):
+    with mpmath.workdps(_check_precision(precision)):
         grid = np.concatenate([np.linspace(0.0, 8.0, 81), np.geomspace(8.0, max_u, 240)[1:]])
         values = np.array([float(mpmath.sign(h(mpmath.mpf(u)))) for u in grid])
         if values[-1] <= 0:
@@ -525,7 +551,8 @@ def crossover_log_radius(consts: OrbitConstants, regularizer: Regularizer, s: fl
     Beyond ``rho*`` the quantity is positive. Returns ``inf`` when it is still negative at
     ``log rho = max_log_rho`` (weight decay above its threshold, or no regularizer) and
     ``-inf`` when it is positive on the whole scan from ``log rho = 0``. The root is
-    bracketed on a geometric scan of ``log rho`` and refined by bisection in mpmath.
+    bracketed on a geometric scan of ``log rho`` and refined by bisection in mpmath with
+    ``precision`` significant digits (15 to :data:`MAX_PRECISION`).
     """
     s = check_positive("s", s)
     max_log_rho = check_positive("max_log_rho", max_log_rho)
@@ -573,6 +600,10 @@ def every_direction_check(problem: FactorizedLoss, points: np.ndarray,
             raise ValueError(f"points[{row}] is too large: the loss's derivatives there are not "
                              f"finite in float64 ({exc})") from exc
         n1, n2 = float(np.sum(W1**2)), float(np.sum(W2**2))
+        if n1 == 0 or n2 == 0:
+            raise ValueError(f"points[{row}] has a zero block (W_1 or W_2 = 0): the "
+                             "assumptions compare with ||W_1|| and ||W_2||, so each must be "
+                             "nonzero")
         grad_ratio = max(grad_ratio, np.linalg.norm(g1) / (C * math.sqrt(n2)),
                          np.linalg.norm(g2) / (C * math.sqrt(n1)))
         laplacian_ratio = max(laplacian_ratio, abs(lap1) / (C2 * n2), abs(lap2) / (C2 * n1))
@@ -593,7 +624,8 @@ def lower_bound_log_radius(regularizer: Regularizer, s: float, *, grad_constant:
 
     The largest root in ``u = log t`` of ``B(e^u) / e^u`` (mpmath, so ``t = e^{10^4}`` is
     fine); ``inf`` when the bound never turns positive (weight decay with
-    ``2 lam <= C`` or ``s >= (2 lam - C)^2 / (2 C')``).
+    ``2 lam <= C`` or ``s >= (2 lam - C)^2 / (2 C')``). ``precision``: mpmath digits, 15 to
+    :data:`MAX_PRECISION`.
     """
     s = check_positive("s", s)
     C = check_positive("grad_constant", grad_constant, allow_zero=True)
@@ -674,15 +706,18 @@ def radial_log_partition(problem: FactorizedLoss, s: float, radii: np.ndarray, *
     ``m`` is estimated with the same ``n_directions`` random directions at every radius and the
     radial integral is the trapezoid rule on ``radii`` (increasing, starting at 0), all in
     log space. Returns ``log Z_R`` at each radius (``-inf`` at R = 0). The Monte Carlo
-    estimate of ``m`` is exact when ``f`` is radially symmetric.
+    estimate of ``m`` is exact when ``f`` is radially symmetric. ``n_directions`` is at most
+    :data:`MAX_RANDOM_DIRECTIONS` (and the directions must fit in memory).
     """
     s = check_positive("s", s)
     radii = as_matrix("radii", radii, ndim=1)
     if radii.size < 2 or radii[0] != 0 or np.any(np.diff(radii) <= 0):
         raise ValueError("radii must be increasing, start at 0 and have at least 2 entries")
-    n_directions = check_int("n_directions", n_directions, minimum=1)
+    n_directions = check_int("n_directions", n_directions, minimum=1,
+                             maximum=MAX_RANDOM_DIRECTIONS)
     rng = check_generator("rng", rng)
     dim = problem.dim
+    check_memory("n_directions", n_directions, 4 * 8 * n_directions * dim, "the directions")
     directions = rng.standard_normal((n_directions, dim))
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     log_integrand = np.full(radii.size, -np.inf)

@@ -32,8 +32,9 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ._progress import progress as _progress
-from ._validation import (DivergenceError, as_matrix, check_finite, check_generator, check_int,
-                          check_memory, check_not_diverged, check_positive, finite_result)
+from ._validation import (MAX_SIZE, DivergenceError, as_matrix, check_finite, check_generator,
+                          check_int, check_memory, check_not_diverged, check_positive,
+                          finite_result)
 from .attention import row_softmax
 from .optim import apply_updates, chain, check_betas, scale, scale_by_adam
 from .regularizers import Regularizer
@@ -58,7 +59,9 @@ QK = ("W_Q", "W_K")
 @dataclass(frozen=True)
 class ViTConfig:
     """Sizes: grid ``size`` (divisible by ``patch``), token ``width`` D, ``key_dim`` d_k,
-    decoder ``hidden`` width (0 for a linear decoder)."""
+    decoder ``hidden`` width (0 for a linear decoder). Each is at most ``MAX_SIZE`` = 10^8
+    (``attnlib._validation``), and the parameters and one field's attention weights
+    (``N^2`` for ``N`` tokens) must fit in the memory available."""
 
     size: int
     patch: int
@@ -67,13 +70,21 @@ class ViTConfig:
     hidden: int = 0
 
     def __post_init__(self) -> None:
-        check_int("size", self.size, minimum=1)
-        check_int("patch", self.patch, minimum=1)
-        check_int("width", self.width, minimum=1)
-        check_int("key_dim", self.key_dim, minimum=1)
-        check_int("hidden", self.hidden, minimum=0)
+        for name, minimum in (("size", 1), ("patch", 1), ("width", 1), ("key_dim", 1),
+                              ("hidden", 0)):
+            check_int(name, getattr(self, name), minimum=minimum, maximum=MAX_SIZE)
         if self.size % self.patch:
-            raise ValueError(f"size ({self.size}) must be divisible by patch ({self.patch})")
+            raise ValueError(f"size must be divisible by patch, got size = {self.size} and "
+                             f"patch = {self.patch}")
+        tokens, pp, d = self.tokens, self.patch ** 2, self.width
+        hidden = max(self.hidden, pp)
+        for name, n_floats in (
+                ("size", tokens * (tokens + d)),
+                ("width", d * (pp + tokens + 2 * self.key_dim + d + hidden + 2)),
+                ("key_dim", self.key_dim * (2 * d + 2 * tokens)),
+                ("hidden", self.hidden * (d + pp + 1))):
+            check_memory(name, getattr(self, name), 4 * 8 * n_floats,
+                         "the parameters and one field's attention weights")
 
     @property
     def tokens(self) -> int:
@@ -116,8 +127,8 @@ def patchify(fields: np.ndarray, patch: int) -> np.ndarray:
     patch = check_int("patch", patch, minimum=1)
     fields = as_matrix("fields", fields, ndim=3)
     if fields.shape[1] != fields.shape[2] or fields.shape[1] % patch:
-        raise ValueError(f"fields must have shape (B, s, s) with s divisible by {patch}, "
-                         f"got {fields.shape}")
+        raise ValueError(f"fields must have shape (B, s, s) with s divisible by patch "
+                         f"(patch = {patch}), got {fields.shape}")
     b, s, _ = fields.shape
     q = s // patch
     return (fields.reshape(b, q, patch, q, patch).transpose(0, 1, 3, 2, 4)
@@ -131,7 +142,8 @@ def unpatchify(patches: np.ndarray, patch: int) -> np.ndarray:
     b, n, pp = patches.shape
     q = int(round(np.sqrt(n)))
     if q * q != n or pp != patch * patch:
-        raise ValueError(f"patches must have shape (B, q^2, {patch * patch}), got {patches.shape}")
+        raise ValueError(f"patches must have shape (B, q^2, patch^2) (patch = {patch}), got "
+                         f"{patches.shape}")
     return (patches.reshape(b, q, q, patch, patch).transpose(0, 1, 3, 2, 4)
             .reshape(b, q * patch, q * patch))
 
@@ -322,14 +334,15 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
     float64 by default).
 
     Settings are checked before training (``lr > 0``, ``0 <= betas < 1``, ``adam_eps >= 0``,
-    a float ``dtype``). Divergence is checked after every step with the book's one rule
+    a float ``dtype``, ``epochs`` at most ``MAX_SIZE`` = 10^8 of ``attnlib._validation``).
+    Divergence is checked after every step with the book's one rule
     (:func:`attnlib._validation.check_not_diverged`): a NaN or infinite batch loss, gradient or
     parameter, or attention logits that overflow (a ``ValueError`` of the softmax after the
     first step), raises :class:`attnlib._validation.DivergenceError` naming the epoch and step,
     with the history of the completed epochs attached (``error.history``), so a diverged run
     never returns a history of NaNs.
     """
-    epochs = check_int("epochs", epochs, minimum=0)
+    epochs = check_int("epochs", epochs, minimum=0, maximum=MAX_SIZE)
     check_memory("epochs", epochs, 16 * 40 * (epochs + 1), "the history")
     batch_size = check_int("batch_size", batch_size, minimum=1)
     lr = check_positive("lr", lr)

@@ -499,13 +499,14 @@ def _cells(row: Row) -> list[str | list[str]]:
     comparisons = parse_comparisons(verdict.reason)
     if comparisons is not None:
         measured = [escape(f"{c.name} = {c.texts[0]}") for c in comparisons]
-        thresholds = sorted({f"{c.op} {c.texts[1]}" + (f" (partly: {c.op} {c.texts[2]})"
-                                                       if c.partial is not None else "")
-                             for c in comparisons})
+        # each threshold once, in the order of the measured values it belongs to
+        thresholds = dict.fromkeys(f"{c.op} {c.texts[1]}" + (f" (partly: {c.op} {c.texts[2]})"
+                                                             if c.partial is not None else "")
+                                   for c in comparisons)
         return [title, measured, [escape(t) for t in thresholds], _badge(verdict.status)]
     if verdict.status == NOT_TESTABLE:
         return [title, escape(verdict.reason), "", _badge(NOT_TESTABLE)]
-    measured, thresholds = [], set()
+    measured, thresholds = [], {}                 # an ordered set: the parts' order
     testable, _, skipped = verdict.reason.partition("; not testable: ")
     for m in SUB_VERDICT.finditer(testable):
         part = next((p.verdict for p in row.parts if p.verdict.claim == m["claim"]
@@ -514,10 +515,10 @@ def _cells(row: Row) -> list[str | list[str]]:
         measured.append(escape(f"{m['claim']}: {m['status']}")
                         + (": " + escape("; ".join(f"{c.name} = {c.texts[0]}" for c in numbers))
                            if numbers else ""))
-        thresholds |= {escape(f"{c.op} {c.texts[1]}") for c in numbers or []}
+        thresholds |= dict.fromkeys(escape(f"{c.op} {c.texts[1]}") for c in numbers or [])
     if skipped:
         measured.append(escape(f"not testable: {skipped}"))
-    return [title, measured, sorted(thresholds) or "per part, in the chapter section",
+    return [title, measured, list(thresholds) or "per part, in the chapter section",
             f"{_badge(verdict.status)} (combined)"]
 
 

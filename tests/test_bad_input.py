@@ -7,8 +7,12 @@ replaces one argument at a time by a bad value chosen from the type of its valid
 
 * arrays: a NaN entry, an infinite entry, complex, object and string dtypes, an empty array,
   an extra axis and a missing axis;
-* integers: NaN, infinity, a non-integer, a negative number, a string, None, a complex number;
-* floats: NaN, infinity, a negative number, a complex number, a string, None;
+* integers: NaN, infinity, a non-integer, a negative number, a string, None, a complex number,
+  and 10^9 ("huge": a size, count or amount of work no call can afford, which must fail at
+  once with an error naming the argument, not hang or fail deep inside numpy; where 10^9 is
+  valid and cheap, :data:`ACCEPTED` says why);
+* floats: NaN, infinity, a negative number, a complex number, a string, None, and for
+  positive ones 1e300, 1e308 (the edge of float64) and 5e-324;
 * option strings: an unknown option; random generators: an int.
 
 Each case must raise ``ValueError`` or ``TypeError`` whose message names the argument (as a
@@ -672,9 +676,12 @@ _COLLECTION_STORE = Path(tempfile.mkdtemp(prefix="attnlib-fuzz-"))
 EXAMPLES = examples(_COLLECTION_STORE)   # each test rebuilds its call in its own tmp_path
 
 # ------------------------------------------------------------------------- bad values
-#: Valid-looking extreme values (1e300, 5e-324, an array times 1e200): the call must raise an
-#: error naming the argument or return finite numbers, never a silent inf or NaN.
-OVERFLOW_CASES = {"huge", "tiny"}
+#: Valid-looking extreme values (1e300, 1e308, 5e-324, an array times 1e200): the call must
+#: raise an error naming the argument or return finite numbers, never a silent inf or NaN.
+OVERFLOW_CASES = {"huge", "edge", "tiny"}
+#: The "huge" integer: a size, count, number of steps or digits that would allocate or run
+#: for hours; it must give an error naming the argument at once (or be in ACCEPTED).
+HUGE_COUNT = 10 ** 9
 ALWAYS_BAD = {"nan", "inf", "complex", "object", "string", "empty", "extra_axis",
               "missing_axis", "none", "not_integer", "unknown_option", "not_generator"}
 
@@ -702,14 +709,15 @@ def bad_values(value: Any, default: Any) -> Iterator[tuple[str, Any]]:
         return
     elif isinstance(value, (int, np.integer)):
         yield from (("nan", math.nan), ("inf", math.inf), ("not_integer", value + 0.5),
-                    ("negative", -3), ("string", str(value)), ("complex", complex(value, 1)))
+                    ("negative", -3), ("string", str(value)), ("complex", complex(value, 1)),
+                    ("huge", HUGE_COUNT))
         if default is not None:
             yield "none", None
     elif isinstance(value, (float, np.floating)):
         yield from (("nan", math.nan), ("inf", math.inf), ("negative", -1.0),
                     ("complex", complex(value, 1)), ("string", str(value)))
         if value > 0:
-            yield from (("huge", 1e300), ("tiny", 5e-324))
+            yield from (("huge", 1e300), ("edge", 1e308), ("tiny", 5e-324))
         if default is not None:
             yield "none", None
     elif isinstance(value, str):
@@ -719,10 +727,39 @@ def bad_values(value: Any, default: Any) -> Iterator[tuple[str, Any]]:
 
 
 _ANY_AXES = "any number of axes is valid"
+_CAPPED = "a block larger than the data is the whole data: no more work or memory"
+_IN_FORMULA = "only a number in a closed form: 10^9 costs nothing"
+_OFFSET = "an offset added to the recorded evaluation counts: no work"
 _NEW_NAME = "any new name is valid"
 _BATCH_AXES = "leading axes index a batch (chains)"
 #: (callable, argument, case) -> why the value is valid (the call must then not return NaN).
 ACCEPTED: dict[tuple[str, str, str], str] = {
+    # 10^9 as a size that costs nothing (case "huge" of an integer)
+    ("algorithm.Method", "batch_size", "huge"): "checked against the data's query rows by "
+                                                "train (an error naming method.batch_size)",
+    ("algorithm.train", "test_every", "huge"): "an interval beyond the run tests at the last "
+                                               "iteration only",
+    ("analysis.format_iterations", "cap", "huge"): "a display cap: no work",
+    ("attention.attend", "block_size", "huge"): _CAPPED,
+    ("attention.predict", "block_size", "huge"): _CAPPED,
+    ("attention.predict_new", "block_size", "huge"): _CAPPED,
+    ("attention.auto_block_size", "n_queries", "huge"): "arithmetic on the sizes: no work",
+    ("attention.auto_block_size", "n_keys", "huge"): "arithmetic on the sizes: no work",
+    ("darcy.generate", "seed", "huge"): "any seed is valid",
+    ("orbit.lbfgs", "spent", "huge"): _OFFSET,
+    ("orbit.newton_polish", "spent", "huge"): _OFFSET,
+    ("orbit.orbit_nesterov", "spent", "huge"): _OFFSET,
+    ("orbit.orbit_nesterov", "warmup", "huge"): "counts iterations: max_evaluations bounds them",
+    ("orbit.orbit_nesterov", "refresh", "huge"): "counts iterations: max_evaluations bounds them",
+    ("population.ols_excess_risk", "n", "huge"): _IN_FORMULA,
+    ("population.ols_excess_risk", "p", "huge"): _IN_FORMULA,
+    ("regularizers.Regularizer.laplacian_t", "dim", "huge"): _IN_FORMULA,
+    ("villani.lower_bound_log_radius", "block_dim", "huge"): _IN_FORMULA,
+    ("villani.villani_lower_bound", "block_dim", "huge"): _IN_FORMULA,
+    ("symbolic.tilting_monte_carlo", "block_size", "huge"): _CAPPED,
+    ("villani.FactorizedLoss.data_laplacian_blocks", "chunk", "huge"): _CAPPED,
+    ("vit.predict_fields", "batch_size", "huge"): _CAPPED,
+    ("vit.train", "batch_size", "huge"): _CAPPED,
     **{(f"orbit.{fn}", "target", case): why for fn in ("lbfgs", "newton_polish", "orbit_nesterov")
        for case, why in (("negative", "any value of the objective is a target"),
                          ("inf", "+inf: stop at the first iterate"))},
@@ -812,15 +849,21 @@ NAN_PASSES_THROUGH = {
     ("langevin.hitting_times", "gap", "huge"): _NEVER,
     ("langevin.hitting_times", "times", "huge"): _NEVER,
     ("villani.crossover_log_radius", "s", "huge"): _NO_ROOT,
+    ("villani.crossover_log_radius", "s", "edge"): _NO_ROOT,
     ("villani.crossover_log_radius", "s", "tiny"): _NO_ROOT,
     ("villani.crossover_log_radius", "max_log_rho", "tiny"): _NO_ROOT,
     ("villani.orbit_crossovers", "s", "huge"): _NO_ROOT,
+    ("villani.orbit_crossovers", "s", "edge"): _NO_ROOT,
     ("villani.orbit_crossovers", "s", "tiny"): _NO_ROOT,
     ("villani.lower_bound_log_radius", "s", "huge"): _NO_ROOT,
     ("villani.lower_bound_log_radius", "grad_constant", "huge"): _NO_ROOT,
     ("villani.lower_bound_log_radius", "laplacian_constant", "huge"): _NO_ROOT,
+    ("villani.lower_bound_log_radius", "s", "edge"): _NO_ROOT,
+    ("villani.lower_bound_log_radius", "grad_constant", "edge"): _NO_ROOT,
+    ("villani.lower_bound_log_radius", "laplacian_constant", "edge"): _NO_ROOT,
     ("villani.lower_bound_log_radius", "max_log_t", "tiny"): _NO_ROOT,
     ("villani.radial_log_partition", "s", "huge"): _LOG_Z0,
+    ("villani.radial_log_partition", "s", "edge"): _LOG_Z0,
     ("villani.radial_log_partition", "s", "tiny"): _LOG_Z0,
     ("landscape.OnePointScan.failure_radius", "threshold", "negative"):
         "alpha ratios have either sign; NaN means no radius failed (documented)",
@@ -937,6 +980,11 @@ def test_bad_input_is_rejected_by_name(qualname: str, arg: str, case: str, sandb
             pytest.fail(f"unnamed {type(exc).__name__} for {arg}={case}: {exc}")
     if key in NAN_PASSES_THROUGH:
         return
+    if case == "huge" and isinstance(kwargs[arg], int):
+        assert key in ACCEPTED, (f"{arg}={HUGE_COUNT} was accepted silently (a size or amount "
+                                 f"of work needs a documented bound); returned {result!r:.200}")
+        assert not _non_finite(result), f"{arg}={HUGE_COUNT} is valid but gave inf or NaN"
+        return
     if case in OVERFLOW_CASES:
         assert not _non_finite(result), (
             f"{arg}={case} returned inf or NaN without an error naming {arg}")
@@ -969,8 +1017,24 @@ def _tilting_estimate() -> symbolic.TiltingMonteCarlo:
     (lambda: villani.asymptotic_crossover_log_radius(
         villani.OrbitConstants(a=2.0, b=1.0, q=1.0, k=1.0, dim1=2, dim2=2),
         regularizers.Regularizer("log", 0.01), s=1e308), "s"),
+    (lambda: villani.villani_lower_bound(np.array([1.0, 10.0]), regularizers.Regularizer(
+        "log", 0.1), 0.5, grad_constant=3.0, laplacian_constant=1e308, block_dim=4),
+     "laplacian_constant"),
 ])
 def test_the_edge_of_float64_gives_a_named_error_not_inf(call, arg) -> None:
     # 1e300 was handled before; 1e308 overflowed to inf or -inf without a word
     with np.errstate(all="ignore"), pytest.raises(ValueError, match=rf"^{arg} has entries up to"):
         call()
+
+
+def test_overflow_errors_come_without_numpy_runtime_warnings() -> None:
+    # issue 48: the named error replaces numpy's overflow warnings, which came first
+    import warnings
+
+    problem = ctx()["problem"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="^A has entries up to"):
+            population.population_loss(ctx()["A"] * 1e200, ctx()["B"], problem.Sigma, problem.M)
+        with pytest.raises(ValueError, match="^X has entries up to"):
+            population.empirical_moments(ctx()["X"] * 1e200, ctx()["Y"])

@@ -1,6 +1,7 @@
 """attnlib.claims.ch06: each threshold of chapter 6's verdicts from both sides."""
 
 import numpy as np
+import pytest
 
 from attnlib.claims import ch06
 from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
@@ -24,8 +25,9 @@ def test_minimax_rate_judges_the_exponent_not_the_constant():
 def test_geometric_rate_thresholds():
     assert ch06.geometric_rate([1e-4, 1e-3], ["a", "b"]).status == REPRODUCED
     assert ch06.geometric_rate([2e-3], ["a"]).status == NOT_REPRODUCED
-    assert ch06.geometric_finite_n([2000, 1500], [0, 1]).status == REPRODUCED
-    assert ch06.geometric_finite_n([6e4, 9e4], [0, 1]).status == NOT_REPRODUCED
+    assert ch06.geometric_finite_n_fast([2000, 1500], [0, 1]).status == REPRODUCED
+    assert ch06.geometric_finite_n_fast([2001, 1500], [0, 1]).status == PARTLY
+    assert ch06.geometric_finite_n_fast([6e4, 9e4], [0, 1]).status == NOT_REPRODUCED
     assert ch06.kappa_free_rate(1e-9).status == REPRODUCED
     assert ch06.kappa_free_rate(1e-8).status == NOT_REPRODUCED
 
@@ -52,3 +54,47 @@ def test_dimension_free_rate_per_dimension():
     assert ch06.dimension_free_rate([5, 10], [0.9385, 0.938], [0.9385, 0.9385]).status == (
         REPRODUCED)
     assert ch06.dimension_free_rate([5, 20], [0.9385, 0.936], [0.9385, 0.9385]).status == PARTLY
+
+
+def test_geometric_finite_n_needs_only_mu_below_one():
+    # the null of the stricter reading: a slow rate below 1 satisfies the summaries' mu < 1
+    slow = ch06.geometric_finite_n({0: 0.999729}, {0: 0.999892})
+    assert slow.status == REPRODUCED and "0.999729 < 1" in slow.reason
+    assert ch06.geometric_finite_n_fast([6.39e4], [0]).status == NOT_REPRODUCED
+    stalled = ch06.geometric_finite_n({0: 0.999729, 1: 1.0}, {0: 0.999892, 1: 0.9999})
+    assert stalled.status == PARTLY                        # mu = 1: no geometric decay
+    assert ch06.geometric_finite_n({0: 1.0001}, {0: 1.0}).status == NOT_REPRODUCED
+
+
+def _two_modes(d_gap: float, size: int = 700, start: float = 0.1) -> np.ndarray:
+    """An excess risk made of the slowest mode (rate 0.9385) and a nearby faster one of equal
+    weight, stopped at 1e-20 like chapter 6's runs."""
+    m = np.arange(size)
+    curve = start / 2 * (0.9385 ** m + (0.9385 - d_gap) ** m)
+    return np.where(curve >= 1e-20, curve, np.nan)
+
+
+def test_window_rate_reads_the_slowest_mode_late():
+    exact = _two_modes(0.0)
+    assert abs(ch06.window_rate(exact) - 0.9385) < 1e-12        # one mode: any window
+    near = _two_modes(0.004)                                   # a mode close to the slowest
+    late = abs(ch06.window_rate(near) - 0.9385)
+    early = abs(ch06.window_rate(near, window=(1e-6, 1e-3)) - 0.9385)
+    assert late < early / 2
+    # the same curve judged in each window: a nearby mode fails the early one only
+    assert ch06.dimension_free_rate([20], [0.9385 - late], [0.9385]).status == REPRODUCED
+    assert ch06.dimension_free_rate([20], [0.9385 - early], [0.9385],
+                                    earlier_window=True).status == NOT_REPRODUCED
+    with pytest.raises(ValueError, match="1e-20"):              # the window reaches the stop
+        ch06.window_rate(_two_modes(0.0, start=1e-5))
+    with pytest.raises(ValueError, match="0 < low < high < 1"):
+        ch06.window_rate(exact, window=(1e-10, 1e-16))
+
+
+def test_dimension_free_rate_prints_both_windows():
+    new = ch06.dimension_free_rate([5, 20], [0.9385, 0.9376], [0.9385, 0.9385])
+    assert new.status == REPRODUCED and "1e-16..1e-10 of its start" in new.reason
+    old = ch06.dimension_free_rate([5, 20], [0.9385, 0.9368], [0.9385, 0.9385],
+                                   earlier_window=True)
+    assert old.status == PARTLY and old.claim == ch06.EARLIER_WINDOW_CLAIM
+    assert old.claim != new.claim and "1e-18..1e-6" in old.reason

@@ -58,6 +58,8 @@ KEY_PHRASES = {
 # discussed in its text) where the exercise asks for a derivation or an argument, not for the
 # number: the student is meant to see them. Each entry says why; anything else is a leak.
 CHAPTER_MEASUREMENTS = {
+    ("ch10_langevin.ipynb", 1): ({"8.35", "8.96"}, "the measured D_eff is the chapter's result; "
+                                 "the exercise asks to derive sD/4 and why it is smaller"),
     ("ch05_experiment.ipynb", 1): ({"46.7", "99.4"}, "the exercise says to use the sigma = 0 "
                                    "ratios printed under Observation 1; it asks for the formula"),
     ("ch06_scaling.ipynb", 1): ({"-1.19", "-1.45"}, "the chapter evaluates the bound's local slope "
@@ -193,8 +195,11 @@ def test_bundle_has_no_solution_hidden_check_or_master(bundle) -> None:
     masters = {master.read_text() for master in MASTERS}
     for name, text in texts.items():
         assert text not in masters, f"{name} is a master notebook"
+        # otter keeps "<!-- BEGIN QUESTION -->" comments around a written question in the
+        # student notebook (they delimit the answer for its PDF export); the master's question
+        # configuration is a raw "# BEGIN QUESTION" cell
         for marker in ("BEGIN SOLUTION", "BEGIN TESTS", "hidden: true", "{admonition} Solution",
-                       "BEGIN QUESTION", '_guard["untampered"]'):
+                       "# BEGIN QUESTION", '_guard["untampered"]'):
             assert marker not in text, f"{name} contains {marker!r}"
     lines = _master_solutions_and_hidden_checks()
     assert len(lines) > 30

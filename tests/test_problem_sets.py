@@ -6,7 +6,10 @@ solutions against every check and stops on a failure); ``otter run`` grades the 
 solutions with all checks, public and hidden, and they must score full marks; the student
 version, with some stubs replaced by plausible wrong answers and the rest left unanswered, must
 fail every question, and each wrong answer must get the feedback that names its mistake; the
-student version must contain no solution code and no hidden check.
+student version must contain no solution code and no hidden check. The same holds with the
+trusted grader (scripts/grade.py: the notebook in a sandbox whose attnlib withholds the functions
+the questions ask for, the checks in the grader's process), which also shows that no reference
+solution needs a function its group withholds.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("editions", ROOT / "scripts" / "editions.py")
 editions = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(editions)
+_spec = importlib.util.spec_from_file_location("grade", ROOT / "scripts" / "grade.py")
+grade = importlib.util.module_from_spec(_spec)
+sys.modules["grade"] = grade  # dataclasses look their module up there
+_spec.loader.exec_module(grade)
 PROBLEM_SETS = sorted((ROOT / "notebooks" / "problem_sets").glob("ps*.ipynb"))
 OTTER = str(Path(sys.executable).with_name("otter"))
 
@@ -133,11 +140,79 @@ def test_there_are_four_problem_sets() -> None:
     assert set(WRONG) == {path.stem for path in PROBLEM_SETS}
 
 
+def _questions(master: Path) -> list[tuple[dict, list[dict]]]:
+    """(configuration, cells) of each ``# BEGIN QUESTION`` ... ``# END QUESTION`` block."""
+    import yaml
+
+    blocks, current = [], None
+    for cell in _cells(master):
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "raw" and source.startswith("# BEGIN QUESTION"):
+            current = (yaml.safe_load(source.removeprefix("# BEGIN QUESTION")), [])
+        elif cell["cell_type"] == "raw" and source.startswith("# END QUESTION"):
+            blocks.append(current)
+            current = None
+        elif current is not None:
+            current[1].append(cell)
+    return blocks
+
+
 def test_question_count(assigned) -> None:
     master, _ = assigned
-    questions = [c for c in _cells(master)
-                 if c["cell_type"] == "raw" and "".join(c["source"]).startswith("# BEGIN QUESTION")]
-    assert 4 <= len(questions) <= 6, f"{master.name}: {len(questions)} questions"
+    coded = [config for config, _ in _questions(master) if not config.get("manual")]
+    assert 4 <= len(coded) <= 6, f"{master.name}: {len(coded)} questions"
+
+
+# Written questions (issue 46): chapters each problem set's written questions must cover.
+WRITTEN_CHAPTERS = {"ps1_part1_theory": {"chapter 2"},
+                    "ps2_part1_experiments": {"chapter 4", "chapter 5", "chapter 6b"},
+                    "ps3_part2_langevin_villani": {"chapter 8"},
+                    "ps4_part2_langevin_darcy_bridge": {"chapter 10", "chapter 12"}}
+
+
+@pytest.mark.parametrize("master", PROBLEM_SETS, ids=lambda path: path.stem)
+def test_written_questions_have_a_rubric(master: Path) -> None:
+    """One or two manually graded questions (otter's ``manual: true``), each a derivation or
+    explanation whose solution block holds a model answer and a rubric adding up to its points;
+    problem set 2 asks what Algorithm 1's ingredients buy."""
+    written = [(config, cells) for config, cells in _questions(master) if config.get("manual")]
+    assert 1 <= len(written) <= 2, f"{master.name}: {len(written)} written questions"
+    prompts = ""
+    for config, cells in written:
+        kinds = [c["cell_type"] for c in cells]
+        sources = ["".join(c["source"]) for c in cells]
+        assert kinds[0] == "markdown" and sources[0].startswith("## "), f"{config['name']}: prompt"
+        assert sources[1] == "# BEGIN SOLUTION" and sources[-1] == "# END SOLUTION", config["name"]
+        solution = "".join(sources[2:-1])
+        assert "**Model answer.**" in solution, f"{config['name']}: no model answer"
+        rubric = solution.split("**Rubric", 1)
+        assert len(rubric) == 2, f"{config['name']}: no rubric"
+        items = re.findall(r"^- (\d+) points?", rubric[1], re.M)
+        assert sum(map(int, items)) == config["points"], (
+            f"{config['name']}: the rubric's points {items} do not add up to {config['points']}")
+        prompts += sources[0]
+    for chapter in WRITTEN_CHAPTERS[master.stem]:
+        assert re.search(rf"\b{chapter}\b|\bchapters? [^.]*\b{chapter.split()[1]}\b", prompts, re.I), (
+            f"{master.name}: no written question on {chapter}")
+    if master.stem == "ps2_part1_experiments":
+        for ingredient in ("spectral start", "preconditioner", "regularizer", "measured"):
+            assert ingredient in prompts, f"problem set 2 does not ask about the {ingredient}"
+
+
+def test_written_answers_reach_the_instructor_only(assigned) -> None:
+    """The student notebook gets the prompt and an answer cell; the model answer and the rubric
+    are only in the autograder (instructor edition) notebook."""
+    master, dist = assigned
+    student = (dist / "student" / master.name).read_text()
+    instructor = (dist / "autograder" / master.name).read_text()
+    for config, cells in _questions(master):
+        if not config.get("manual"):
+            continue
+        title = "".join(cells[0]["source"]).splitlines()[0]
+        assert json.dumps(title)[1:-1] in student, f"{config['name']}: prompt not handed out"
+    assert "otter_answer_cell" in student
+    assert "**Model answer.**" not in student and "Rubric (" not in student
+    assert "**Model answer.**" in instructor and "Rubric (" in instructor
 
 
 def test_reference_solutions_score_full_marks(assigned, tmp_path) -> None:
@@ -194,3 +269,26 @@ def test_student_version_has_no_solutions_or_hidden_checks(assigned) -> None:
     for first_line in hidden:
         assert first_line not in public_tests and first_line not in student_text, (
             f"hidden check visible to students: {first_line!r}")
+
+
+def test_trusted_grader_scores_references_and_wrong_answers(assigned, tmp_path) -> None:
+    master, dist = assigned
+    notebook = json.loads((dist / "student" / master.name).read_text())
+    for question, (function, code, _) in WRONG[master.stem].items():
+        for cell in notebook["cells"]:
+            if cell["cell_type"] == "code" and f"def {function}(" in "".join(cell["source"]):
+                cell["source"] = code
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    (folder / "reference.ipynb").write_text((dist / "autograder" / master.name).read_text())
+    (folder / "wrong.ipynb").write_text(json.dumps(notebook))
+    results = {r.submission: r for r in grade.grade_folder(
+        next((dist / "autograder").glob("*.zip")), folder, tmp_path / "scores.csv", timeout=600)}
+    reference, wrong = results["reference.ipynb"], results["wrong.ipynb"]
+    assert reference.status == "graded" and len(reference.scores) >= 4, reference
+    assert reference.scores == reference.max_scores, reference.message
+    assert not reference.flags, reference.flags
+    assert wrong.status == "graded" and not any(wrong.scores.values()), wrong.scores
+    for question, (_, _, feedback) in WRONG[master.stem].items():
+        assert f"{question}: " in wrong.message and feedback in wrong.message.split(
+            f"{question}: ", 1)[1].split("; q", 1)[0], (question, wrong.message)

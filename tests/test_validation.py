@@ -215,29 +215,62 @@ _HUGE = 2 ** 63
 
 
 def test_huge_iteration_counts_and_sizes_fail_up_front() -> None:
+    # issue 48: counts have a documented bound (MAX_SIZE = 10^8), whatever the machine
     from attnlib import algorithm
 
     rng = np.random.default_rng(0)
     problem = data.default_problem(rng=rng, d=2, p=2)
     X, Y = problem.sample(8, rng=rng)
-    with pytest.raises(ValueError, match=r"^iterations = 9223372036854775808 needs about .* "
-                                         r"GiB for the history, more than the"):
+    too_many = r" must be at most 100000000, got 9223372036854775808$"
+    with pytest.raises(ValueError, match="^iterations" + too_many):
         algorithm.train(algorithm.empirical_loss(X, Y), iterations=_HUGE)
     config = vit.ViTConfig(size=8, patch=4, width=4, key_dim=2)
     fields = np.random.default_rng(1).standard_normal((2, 8, 8))
     patches = vit.patchify(fields, 4)
-    with pytest.raises(ValueError, match="^epochs = 9223372036854775808 needs about"):
+    with pytest.raises(ValueError, match="^epochs" + too_many):
         vit.train(vit.init_params(config, rng=rng), patches, patches, epochs=_HUGE,
                   batch_size=2, lr=1e-3, rng=rng)
-    with pytest.raises(ValueError, match="^n = 9223372036854775808 needs about"):
+    with pytest.raises(ValueError, match="^n" + too_many):
         data.sample_regression(_HUGE, problem.Sigma, problem.M, 0.1, rng=rng)
     with pytest.raises(ValueError, match="^d = 9223372036854775808 needs about"):
         data.random_rotation(_HUGE, rng=rng)
-    with pytest.raises(ValueError, match="^count = 9223372036854775808 needs about"):
+    with pytest.raises(ValueError, match="^count" + too_many):
         darcy.generate(_HUGE, 8, seed=0)
-    with pytest.raises(ValueError, match="^n_steps = 9223372036854775808 needs about"):
+    with pytest.raises(ValueError, match="^n_steps" + too_many):
         langevin.euler_maruyama(potentials.double_well, np.zeros((3, 1)), step=0.01,
                                 temperature=0.5, n_steps=_HUGE, rng=rng)
+
+
+def test_sizes_within_the_bound_are_checked_against_the_memory_available(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from attnlib import _validation, algorithm, analysis
+
+    rng = np.random.default_rng(0)
+    problem = data.default_problem(rng=rng, d=2, p=2)
+    X, Y = problem.sample(8, rng=rng)
+    monkeypatch.setattr(_validation, "available_memory", lambda: 2 ** 20)
+    with pytest.raises(ValueError, match=r"^iterations = 1000000 needs about .* GiB for the "
+                                         r"history, more than the"):
+        algorithm.train(algorithm.empirical_loss(X, Y), iterations=10 ** 6)
+    with pytest.raises(ValueError, match="^n_steps = 1000000 needs about"):
+        langevin.euler_maruyama(potentials.double_well, np.zeros((3, 1)), step=0.01,
+                                temperature=0.5, n_steps=10 ** 6, rng=rng)
+    with pytest.raises(ValueError, match="^length = 1000000 needs about"):
+        analysis.pad_histories([np.ones(3)], 10 ** 6)
+
+
+def test_the_memory_available_respects_an_address_space_limit() -> None:
+    # ulimit -v: a check against MemAvailable alone let numpy fail with a raw MemoryError
+    import subprocess
+    import sys
+
+    code = ("import resource; hard = resource.getrlimit(resource.RLIMIT_AS)[1]; "
+            "soft = 2 ** 32 if hard == resource.RLIM_INFINITY else min(2 ** 32, hard); "
+            "resource.setrlimit(resource.RLIMIT_AS, (soft, hard)); "
+            "from attnlib._validation import available_memory; print(available_memory())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert int(out) < 2 ** 32
 
 
 def test_overflow_cases_listed_in_issue_27_raise_naming_the_argument() -> None:

@@ -2,11 +2,27 @@
 
 Each convergence observation is judged twice. First under the seed's own wording: seed 004
 says Algorithm 1 "converges to the optimal loss" within 2000 iterations, a statement about the
-population loss, judged like observation 1 by ``(L(theta) - L*)/L* <= LOSS_TOLERANCE``. Then
-under the book's stricter reading **[choice]**: converged means the optimization gap to a
-certified minimum of the trained objective is below ``CONVERGED`` of its start. "Heads to the
-global optimum" is Theorem 2's population statement, judged on the excess risk; which of the
-trained objective's local minima is reached is the book's own question (a [choice] row).
+population loss. **Rule [choice], fixed before the runs over the random start's scale were
+made:** a run has *converged to the optimal loss within 2000 iterations* when
+``(L(theta_k) - L*)/L* <= LOSS_TOLERANCE`` at every recorded iteration k from ``HOLD_FROM``
+(1000) to 2000 (recorded: every 10th), i.e. it got within 10% of L* by half the run and stayed
+there (:func:`held_loss`). The same definition serves all three observations: "Algorithm 1
+converges" (per seed; its spectral start is already within 10%, so this reading tests that it
+stays, not that it converges: the book's gap reading tests that), "SGD has not converged"
+(its negation) and "from a random start, preconditioner + regularizer still converge fast".
+The last two depend on the random start's scale c (entries N(0, c^2/d)) and on the step rule
+(chapter 4's rule evaluated once at the start, or re-evaluated at every iterate): they are
+judged over the same scale axis as observation 1 and over both step rules, one value per
+(c, rule), the worst seed for the claim (:func:`scale_region`), and the region where each holds is printed
+(:func:`region`). The earlier rule (the last iterate only, at the book's c = 0.3 with the
+step fixed at the start) is printed beside them (:func:`earlier_loss_rule`).
+
+Then under the book's stricter reading **[choice]**: converged means the optimization gap to a
+certified minimum of the trained objective is below ``CONVERGED`` of its start, judged at the
+book's point (c = 0.3, step fixed at the start): the relative gap loosens as the random start's
+gap grows like c^4, so the book does not extend that rule over c. "Heads to the global optimum"
+is Theorem 2's population statement, judged on the excess risk; which of the trained
+objective's local minima is reached is the book's own question (a [choice] row).
 """
 
 from __future__ import annotations
@@ -17,44 +33,69 @@ import numpy as np
 
 from .. import verdicts
 
-__all__ = ["CLAIMS", "CONVERGED", "LOSS_TOLERANCE", "ORDERS", "ORDERS_PARTLY", "start_loss",
-           "three_orders", "three_orders_by_scale", "converged_loss", "converged_gap",
-           "global_optimum", "power_law", "preconditioner_kappa", "map_claims",
+__all__ = ["CLAIMS", "CONVERGED", "LOSS_TOLERANCE", "HOLD_FROM", "ORDERS", "ORDERS_PARTLY",
+           "LITERAL_SPEEDUP", "start_loss", "three_orders", "three_orders_by_scale",
+           "held_loss", "stays_from", "algorithm1_loss", "earlier_loss_rule", "scale_region",
+           "region", "converged_gap", "global_optimum", "global_optimum_references",
+           "literal_preconditioner", "power_law", "preconditioner_kappa", "map_claims",
            "observation1_region"]
 
 #: [choice] "converged": optimization gap below 1e-3 of the initial gap
 CONVERGED = 1e-3
 #: [choice] "close to the optimal loss": population loss within 10% of L*
 LOSS_TOLERANCE = 0.1
+#: [choice] "converged to the optimal loss within 2000 iterations": within LOSS_TOLERANCE of L*
+#: at every recorded iteration from HOLD_FROM to 2000 (by half the run, and stays)
+HOLD_FROM = 1000
 #: [choice] "three orders of magnitude": log10 loss ratio >= 2.5, partly from 1.5
 ORDERS, ORDERS_PARTLY = 2.5, 1.5
+#: chapter 4's rule for "the preconditioner speeds up training": excess risk at k = 100,
+#: preconditioned / plain, at kappa = 1000, at most this
+LITERAL_SPEEDUP = 0.5
 
-_LOSS = "summary's reading: population loss within 10% of L* at 2000"
+_LOSS = ("summary's reading: population loss within 10% of L* at every recorded k from "
+         f"{HOLD_FROM} to 2000")
+_SCALE = "over the random start's scale c and two step rules"
 _GAP = "[choice] reading: optimization gap below 1e-3 of its start"
+_POINT = "at c = 0.3 with the step fixed at the start"
+#: the claims judged by a loss reading, without the reading (for the earlier rule's text)
+_BASE = {"p1-algorithm1-2000": "Algorithm 1 converges to the optimal loss within 2000 iterations",
+         "p1-sgd-2000": "SGD has not converged to the optimal loss after 2000 iterations",
+         "p1-random-start-fast": "from a random start, preconditioner + regularizer still "
+                                 "converge fast"}
+#: the reading of a verdict under the earlier rule (printed beside the new one)
+EARLIER = " (earlier rule: population loss within 10% of L* at k = 2000 only)"
 CLAIMS = {
     "p1-spectral-start-loss": "spectral start close to the optimal population loss",
-    "p1-three-orders": "random start about three orders of magnitude higher in loss",
+    "p1-three-orders": "random start about three orders of magnitude higher in loss ([choice] "
+                       "reading: at the book's random-start scale c = 0.3)",
     "p1-three-orders-init-scale":
         "random start about three orders of magnitude higher in loss (against the random "
         "start's scale c, entries N(0, c^2/d))",
     "p1-algorithm1-2000": f"Algorithm 1 converges to the optimal loss within 2000 iterations "
-                          f"({_LOSS})",
+                          f"({_LOSS}; the spectral start is already within 10%, so this "
+                          f"reading tests that it stays, not that it converges)",
     "p1-algorithm1-2000-gap": f"Algorithm 1 converges within 2000 iterations ({_GAP})",
-    "p1-sgd-2000": f"SGD has not converged to the optimal loss after 2000 iterations ({_LOSS})",
-    "p1-sgd-2000-gap": f"SGD has not converged after 2000 iterations ({_GAP})",
+    "p1-sgd-2000": f"SGD has not converged to the optimal loss after 2000 iterations ({_LOSS}; "
+                   f"{_SCALE})",
+    "p1-sgd-2000-gap": f"SGD has not converged after 2000 iterations ({_GAP}, {_POINT})",
     "p1-random-start-fast": f"from a random start, preconditioner + regularizer still converge "
-                            f"fast ({_LOSS})",
+                            f"fast ({_LOSS}; {_SCALE})",
     "p1-random-start-fast-gap": f"from a random start, preconditioner + regularizer still "
-                                f"converge fast ({_GAP})",
+                                f"converge fast ({_GAP}, {_POINT})",
     "p1-algorithm1-global-optimum":
         "Algorithm 1 heads to the global optimum (Theorem 2, population: excess risk at 2000 no "
-        "larger than at the best local minima found of the trained objective)",
+        "larger than the largest excess risk of the certified local minima found of the "
+        "trained objective)",
     "p1-algorithm1-global-optimum-basin":
         "Algorithm 1 heads to the best local minimum found of the trained objective ([choice] "
         "reading: gradient <= 1e-8, positive definite Hessian, lowest value of the multi-start "
         "search)",
     "p1-gd-power-law":
         "plain gradient descent from random initialization shows a slow power-law rate",
+    "p1-algorithm1-preconditioner-literal":
+        "the preconditioner as the summaries state it (B's gradient multiplied by "
+        "Sigma_hat^-1, A's gradient unchanged) speeds up training",
 }
 KAPPA_CLAIM = ("the preconditioner removes the kappa(Sigma) dependence (iterations to excess "
                "risk 1e-2)")
@@ -113,17 +154,99 @@ def observation1_region(cells: Mapping[str, tuple[Sequence[float], float]], *,
     return region
 
 
-def converged_loss(claim_id: str, relative_excess: Sequence[float], seeds: Sequence[int], *,
-                   tolerance: float = LOSS_TOLERANCE) -> verdicts.Verdict:
-    """The summary's reading of a convergence observation (``claim_id`` one of
-    ``p1-algorithm1-2000``, ``p1-random-start-fast``: ``(L(theta_2000) - L*)/L* <= tolerance``;
-    ``p1-sgd-2000``, "not converged": ``> tolerance``), per seed."""
+def held_loss(relative_excess: Sequence[float], iterations: Sequence[int], *,
+              start: int = HOLD_FROM) -> float:
+    """The quantity of the loss reading: the largest ``(L(theta_k) - L*)/L*`` over the recorded
+    iterations ``k >= start`` (a run has converged when it is ``<= LOSS_TOLERANCE``)."""
+    relative = np.asarray(relative_excess, dtype=float)
+    window = np.asarray(iterations) >= start
+    if relative.shape != window.shape or not window.any():
+        raise ValueError(f"relative_excess and iterations must have one entry per recorded "
+                         f"iteration and some iteration >= {start}")
+    return float(relative[window].max())
+
+
+def stays_from(relative_excess: Sequence[float], iterations: Sequence[int], *,
+               tolerance: float = LOSS_TOLERANCE) -> float:
+    """The first recorded iteration from which ``(L - L*)/L* <= tolerance`` holds at every
+    later recorded iteration (``inf`` when the last one is above ``tolerance``): printed beside
+    :func:`held_loss` so a reader can apply another window."""
+    relative = np.asarray(relative_excess, dtype=float)
+    its = np.asarray(iterations)
+    outside = np.flatnonzero(relative > tolerance)
+    if outside.size == 0:
+        return float(its[0])
+    return float(its[outside[-1] + 1]) if outside[-1] + 1 < its.size else float("inf")
+
+
+def algorithm1_loss(held: Sequence[float], seeds: Sequence[int], *,
+                    tolerance: float = LOSS_TOLERANCE) -> verdicts.Verdict:
+    """Observation 2 in the summary's reading: per seed, :func:`held_loss` ``<= tolerance``
+    (Algorithm 1 starts at the spectral point: the random start's scale does not enter)."""
+    return verdicts.verdict(CLAIMS["p1-algorithm1-2000"], list(held), tolerance,
+                            quantity=f"largest (L - L*)/L* over k = {HOLD_FROM}..2000",
+                            labels=_seeds(seeds))
+
+
+def earlier_loss_rule(claim_id: str, relative_excess: Sequence[float], seeds: Sequence[int],
+                      *, tolerance: float = LOSS_TOLERANCE) -> verdicts.Verdict:
+    """The rule used before the scale axis and the window: ``(L(theta_2000) - L*)/L*``
+    ``<= tolerance`` (SGD, "not converged": ``> tolerance``) per seed, at c = 0.3 with the
+    step fixed at the start. The claim text carries :data:`EARLIER`, so the ledger keeps the
+    new rule's verdict and this one is printed beside it."""
     if claim_id not in ("p1-algorithm1-2000", "p1-random-start-fast", "p1-sgd-2000"):
         raise ValueError(f"claim_id must be a convergence observation of chapter 5, got "
                          f"{claim_id!r}")
-    return verdicts.verdict(CLAIMS[claim_id], list(relative_excess), tolerance,
+    text = _BASE[claim_id] + (EARLIER if claim_id == "p1-algorithm1-2000"
+                              else EARLIER[:-1] + f", {_POINT})")
+    return verdicts.verdict(text, list(relative_excess), tolerance,
                             direction=">" if claim_id == "p1-sgd-2000" else "<=",
                             quantity="(L(theta_2000) - L*)/L*", labels=_seeds(seeds))
+
+
+_SCALE_CLAIMS = {"p1-random-start-fast": ("<=", np.max, "largest"),
+                 "p1-sgd-2000": (">", np.min, "smallest")}
+
+
+def _cells(claim_id: str, held: object, scales: Sequence[float], rules: Sequence[str]
+           ) -> tuple[str, str, np.ndarray, list[tuple[float, str]]]:
+    if claim_id not in _SCALE_CLAIMS:
+        raise ValueError(f"claim_id must be one of {sorted(_SCALE_CLAIMS)}, got {claim_id!r}")
+    values = np.asarray(held, dtype=float)
+    if values.ndim != 3 or values.shape[:2] != (len(scales), len(rules)):
+        raise ValueError(f"held must have shape (scales, step rules, seeds) = ({len(scales)}, "
+                         f"{len(rules)}, S), got {values.shape}")
+    direction, worst, word = _SCALE_CLAIMS[claim_id]
+    cells = [(c, rule) for c in scales for rule in rules]
+    return direction, word, worst(values, axis=-1).ravel(), cells
+
+
+def scale_region(claim_id: str, held: object, scales: Sequence[float], rules: Sequence[str],
+                 *, tolerance: float = LOSS_TOLERANCE) -> verdicts.Verdict:
+    """Observation 3 in the summary's reading over the random start's scale c and the step
+    rule: ``held[i, j, s]`` is :func:`held_loss` at scale ``scales[i]``, step rule ``rules[j]``,
+    seed s. The claim holds at (c, rule) when it holds for every seed: for
+    ``p1-random-start-fast`` the largest value over the seeds ``<= tolerance``, for
+    ``p1-sgd-2000`` ("not converged") the smallest ``> tolerance``. Reproduced when it holds
+    at every (c, rule), not reproduced at none, partly otherwise (:func:`region` names where)."""
+    direction, word, values, cells = _cells(claim_id, held, scales, rules)
+    return verdicts.verdict(CLAIMS[claim_id], values, tolerance, direction=direction,
+                            quantity=f"max (L - L*)/L* over k = {HOLD_FROM}..2000, {word} over "
+                                     "seeds,",
+                            labels=[f"c = {c:.3g}, {rule} step" for c, rule in cells])
+
+
+def region(claim_id: str, held: object, scales: Sequence[float], rules: Sequence[str], *,
+           tolerance: float = LOSS_TOLERANCE) -> dict[str, list[float]]:
+    """Where :func:`scale_region`'s claim holds: for each step rule, the scales c at which it
+    holds for every seed."""
+    direction, _, values, cells = _cells(claim_id, held, scales, rules)
+    holds = values <= tolerance if direction == "<=" else values > tolerance
+    found: dict[str, list[float]] = {rule: [] for rule in rules}
+    for (c, rule), ok in zip(cells, holds):
+        if ok:
+            found[rule].append(float(c))
+    return found
 
 
 def converged_gap(claim_id: str, gap_ratios: Sequence[float], seeds: Sequence[int], *,
@@ -142,9 +265,10 @@ def global_optimum(excess_ratios: Sequence[float], basin_gaps: Sequence[float],
                    seeds: Sequence[int], *, converged: float = CONVERGED
                    ) -> list[verdicts.Verdict]:
     """The summary's reading (Theorem 2, population): Algorithm 1's excess risk at 2000 over the
-    largest excess risk of the certified local minima of Q_hat ``<= 1`` (as good, for the
-    population, as a minimum of the trained objective). The [choice] reading: (basin minimum -
-    best minimum found) / initial gap ``<= converged``. Returns both, in that order."""
+    **largest** excess risk of the certified local minima of Q_hat found ``<= 1`` (within the
+    spread of the statistically equivalent minima of the trained objective; the claim text
+    says the same). The [choice] reading: (basin minimum - best minimum found) / initial gap
+    ``<= converged``. Returns both, in that order."""
     return [verdicts.verdict(CLAIMS["p1-algorithm1-global-optimum"], list(excess_ratios), 1.0,
                              quantity="excess risk at 2000 / largest excess risk of the "
                                       "certified minima", labels=_seeds(seeds)),
@@ -152,6 +276,32 @@ def global_optimum(excess_ratios: Sequence[float], basin_gaps: Sequence[float],
                              converged,
                              quantity="(basin minimum - best minimum found) / initial gap",
                              labels=_seeds(seeds))]
+
+
+def global_optimum_references(ratios: Mapping[str, Sequence[float]], seeds: Sequence[int]
+                              ) -> list[verdicts.Verdict]:
+    """The summary's reading of "heads to the global optimum" against other references than
+    the largest excess risk of the minima found, printed beside the ledger's verdict:
+    ``ratios[name]`` is Algorithm 1's excess risk at 2000 over the excess risk of that
+    reference (e.g. ``"the basin minimizer"``, ``"the lowest known minimum of Q_hat"``,
+    ``"the minimum with the smallest excess risk"``), per seed, ``<= 1``."""
+    return [verdicts.verdict(f"Algorithm 1's excess risk at 2000 no larger than that of {name}",
+                             list(values), 1.0, quantity=f"ratio to {name}",
+                             labels=_seeds(seeds))
+            for name, values in ratios.items()]
+
+
+def literal_preconditioner(ratios: Mapping[str, float], *, threshold: float = LITERAL_SPEEDUP
+                           ) -> verdicts.Verdict:
+    """The summaries' literal preconditioner (B's gradient times Sigma_hat^-1, A's gradient
+    unchanged) under chapter 4's rule for "speeds up training": excess risk at k = 100 with it
+    over without any preconditioner (kappa = 1000, the same random start and the plain rule's
+    step) ``<= threshold``, for each reading of "multiplied" (``ratios``: e.g. ``{"S^-1 G_B":
+    ..., "G_B S^-1": ...}``); reproduced when every reading passes."""
+    return verdicts.verdict(CLAIMS["p1-algorithm1-preconditioner-literal"],
+                            list(ratios.values()), threshold,
+                            quantity="excess risk at k = 100, literal / none, kappa = 1000,",
+                            labels=list(ratios))
 
 
 def power_law(residual_ratios: Sequence[float], seeds: Sequence[int], *, margin: float = 2.0

@@ -26,7 +26,7 @@ shape, dtype and SHA-256, written first); :func:`load` checks the declared size 
 against it before decompressing, then every key, shape, dtype and hash, and names the file,
 the key and the command that regenerates it. A file without a manifest (or with a malformed
 one) is refused. The manifests are also kept apart from the files, in the tracked
-``stored/manifests.json`` (:data:`TRACKED_MANIFESTS`): a file whose own manifest differs from
+``stored/manifests.json``: a file whose own manifest differs from
 that copy (values edited and the manifest recomputed inside the file) is refused too, and so is
 a file the copy does not list; each array's ``.npy`` header is read and compared with the
 manifest before its entries are decompressed. ``python -m attnlib.experiments --add-manifest

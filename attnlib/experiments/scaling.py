@@ -297,14 +297,16 @@ def dimension_rates(dims: tuple[int, ...] = DIMENSIONS, *, kappa_x: float = SETT
     :func:`attnlib.fitting.fit_geometric_rate` inside ``SETTINGS.rate_band``. Returns ``d``, the
     measured rate of the excess risk ``mu_measured`` and the predicted ``mu_predicted``, the
     square of :func:`attnlib.geometry.gd_contraction_factor` (the excess risk is quadratic in the
-    distance to S).
+    distance to S), and the runs' excess risk ``excess_risk`` (one row per d, one column per
+    iteration from 0, NaN after a run stopped below ``SETTINGS.rate_floor``), which chapter 6's
+    report refits (``attnlib.claims.ch06.window_rate``).
     """
     dims = tuple(check_int("dims", d, minimum=2) for d in dims)
     kappa_x = check_positive("kappa_x", kappa_x)
     step_scale = check_positive("step_scale", step_scale)
     iterations = check_int("iterations", iterations, minimum=10)
-    measured, predicted = [], []
-    for d in dims:
+    measured, predicted, curves = [], [], np.full((len(dims), iterations + 1), np.nan)
+    for i, d in enumerate(dims):
         rng = np.random.default_rng([SETTINGS.problem_seed, 9, d])
         left, _ = np.linalg.qr(rng.standard_normal((2 * d, d)))
         right = data.random_rotation(d, rng=rng)
@@ -322,8 +324,9 @@ def dimension_rates(dims: tuple[int, ...] = DIMENSIONS, *, kappa_x: float = SETT
             callback=lambda k, a, b, problem=problem: population.population_loss(
                 a, b, problem.Sigma, problem.M) < SETTINGS.rate_floor)
         excess = result.history["excess_risk"]
+        curves[i, :excess.size] = excess
         measured.append(fit_geometric_rate(np.arange(excess.size), excess,
                                            band=SETTINGS.rate_band).rate)
         predicted.append(gd_contraction_factor(eta, singular_values, 2 * d) ** 2)
     return dict(d=np.array(dims), mu_measured=np.array(measured),
-                mu_predicted=np.array(predicted))
+                mu_predicted=np.array(predicted), excess_risk=curves)

@@ -16,13 +16,45 @@ submission ran, and then:
 * ``_guard["close"](actual, expected)`` compares with array operators and methods only
   (``ndarray`` methods cannot be rebound from Python), never through numpy module functions.
 
-What in-process checks cannot stop (a submission that rewrites Python's builtins, ``sys``, the
-grader or these files on disk) is listed in the teaching guide; ``scripts/grade.py`` flags such
-code for a human to read.
+These in-process guards serve ``otter run`` / Gradescope, where the checks run in the
+submission's own process, and a submission can defeat them (rewrite this file or the tests on
+disk, switch the profiler off). ``scripts/grade.py`` is the trusted path: it runs the notebook in
+a sandbox, fetches only the values its answer functions return on the checks' inputs, and runs
+these checks in its own process with the answers replaced by those values (``WITHHELD`` below).
 """
 
 import os
 import sys
+
+# The trusted grader (scripts/grade.py) runs each submission in a sandbox whose attnlib has these
+# functions' bodies removed (they raise), so an answer cannot be computed by calling them, however
+# they are reached: problem set -> list of (questions, attnlib functions withheld while their
+# answers run). Questions in one group share a run of the notebook; a question whose answer may
+# use a function another question withholds gets a group of its own. Read with ast.literal_eval.
+WITHHELD = {
+    "ps1_part1_theory": [
+        (("q1_softmax", "q2_loo_weights", "q3_population_loss", "q4_factor", "q5_balance_gradient"),
+         ("attnlib.attention.row_softmax", "attnlib.attention.attention_weights",
+          "attnlib.population.population_loss", "attnlib.population.population_loss_and_grad",
+          "attnlib.population.to_factor", "attnlib.population.factor_regularizer_and_grad")),
+    ],
+    "ps2_part1_experiments": [
+        (("q1_ols", "q2_ols_risk", "q3_gradient_descent", "q4_tilting"),
+         ("attnlib.population.empirical_moments", "attnlib.population.ols_excess_risk")),
+    ],
+    "ps3_part2_langevin_villani": [
+        (("q1_euler_maruyama",), ("attnlib.langevin.euler_maruyama", "attnlib.langevin.mala")),
+        (("q2_gibbs_density", "q3_villani", "q4_gibbs_mean", "q5_lora_symmetry"),
+         ("attnlib.langevin.gibbs_density", "attnlib.langevin.gibbs_expectation",
+          "attnlib.langevin.gibbs_sample", "attnlib.langevin.gibbs_bin_probabilities",
+          "attnlib.villani.FactorizedLoss.act", "attnlib.lora.LoRAProblem.act")),
+    ],
+    "ps4_part2_langevin_darcy_bridge": [
+        (("q1_hitting_time", "q2_patchify", "q3_darcy_residual", "q4_preconditioner"),
+         ("attnlib.langevin.hitting_times", "attnlib.vit.patchify", "attnlib.darcy.flux_residual",
+          "attnlib.bridge.preconditioner_matrix")),
+    ],
+}
 
 import attnlib  # noqa: F401  (its directory is where its functions must be defined)
 

@@ -646,7 +646,7 @@ plt.show()
 # overfitting of 20 samples with $pd + d^2 = 300$ parameters, not the memorising escape of
 # chapter 1. Renormalization holds the scale at $\tau$ exactly and lowers the median excess risk
 # (29.7 to 13.8 with all tokens, 24.1 to 15.9 with leave-one-out), but the deployed risk on fresh
-# points, what a user would see, gets *worse* with it under Adam (1.23 to 2.36, 2.51 to 4.18).
+# points gets *worse* with it under Adam (1.23 to 2.36, 2.51 to 4.18).
 # For Algorithm 1 the scale moves little (to 1.58 to 1.71) and renormalization changes the risks
 # only slightly (the folded table above). So renormalization does what it is built to do, bound the
 # softmax scale; at $n = 20$ that did not give a consistently better deployed predictor.
@@ -691,7 +691,8 @@ print(f"excess risk at 2000: with tau {ablation['excess_risk'][-1, j_on]:.4g}, "
 # - {bdg-success}`reproduced` **[summary]** spectral initialization starts close to the optimum
 # - {bdg-success}`reproduced` **[summary]** the spectral start lies with high probability inside the one-point-convexity ball (dist\_P(S) \< sqrt(2 s\_min(X\*)))
 # - {bdg-success}`reproduced` **[summary]** the preconditioner (Sigma\_hat^-1 on B's gradient; this book applies it on both sides) speeds up training
-# - {bdg-warning}`partly reproduced` **[summary]** the regularizer helps avoid spurious stationary points
+# - {bdg-success}`reproduced` **[summary]** the regularizer helps avoid spurious stationary points
+# - {bdg-warning}`partly reproduced` **[choice]** the regularizer removes the spurious stationary points (none stays stationary)
 # - {bdg-dark}`not testable here` **[abstract]** the later regularizer is scale-invariant
 # - {bdg-dark}`not testable here` **[abstract]** a renormalization step keeps the softmax parameters bounded
 

@@ -388,7 +388,11 @@ plt.show()
 # in $[s_d, 2s_1]$ whatever $d$ is (chapter 3). The next cell measures it: $d = 5, 10, 20$ with
 # $p = 2d$, singular values of $X^\star$ from 1 to $1/8$, the theory's step $\eta = 0.5/(2 s_1)$,
 # a start near $S$, and the rate of the excess risk fitted where it falls from $10^{-6}$ to
-# $10^{-18}$ (`attnlib.experiments.scaling.dimension_rates`, live, a few seconds).
+# $10^{-18}$ (`attnlib.experiments.scaling.dimension_rates`, live, a few seconds). In that window
+# the fitted rate drifts from the prediction as $d$ grows: the modes next to the slowest one, the
+# closer to it the larger $d$, have not yet died out. The
+# {doc}`Reproduction report <report_ch06_scaling>` refits each run later, where its excess risk
+# lies 10 to 16 decades below its start, and judges the claim there.
 
 # %%
 dimension = scaling.dimension_rates()
@@ -575,8 +579,9 @@ plt.show()
 # - {bdg-dark}`not testable here` **[summary]** the statistical bias decays like n^-2 log^6 n (at least as fast as its slope, fitted over the largest measured n)
 # - {bdg-success}`reproduced` **[abstract]** the trained layer matches the minimax (OLS) rate
 # - {bdg-success}`reproduced` **[summary]** Theorem 2: geometric convergence (closed form)
-# - {bdg-warning}`partly reproduced` **[summary]** the geometric rate does not depend on the embedding dimension d (fixed kappa(X\*), measured mu = the d-independent prediction)
-# - {bdg-danger}`not reproduced` **[summary]** Theorem 2: geometric convergence at n = 500
+# - {bdg-success}`reproduced` **[summary]** the geometric rate does not depend on the embedding dimension d (fixed kappa(X\*), measured mu = the d-independent prediction)
+# - {bdg-success}`reproduced` **[summary]** Theorem 2: geometric convergence at n = 500
+# - {bdg-danger}`not reproduced` **[choice]** Theorem 2: geometric convergence at n = 500, stricter reading (fast)
 
 # %% [markdown]
 # ## Summary

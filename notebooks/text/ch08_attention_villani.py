@@ -51,7 +51,9 @@
 # **For a researcher.** On the orbit through a stationary point of the 12-parameter problem, the
 # log-amplified regularizer at $\lambda = 0.01$ and $s = 1$ turns the Villani quantity positive only
 # beyond $\rho^\star = 10^{18.04}$, and weight decay fails there for every temperature above
-# 0.000137.
+# 0.000137. That radius is counted from the point BFGS reached; the larger block there has norm
+# $10^{18.31}$, which does not depend on that start, and over the $GL(2)$ orbit of the stationary
+# point this norm runs from $10^{16.31}$ to $10^{24.20}$ (Chapter 9).
 #
 # Labels: **[summary]** the project's summary of the paper says it; **[abstract]** the public abstract
 # says it and the summary does not; **[derived]** this book derives it; **[choice]** this book
@@ -382,6 +384,8 @@ for name in ("log", "power"):
         crossovers[name, s] = both
         rows.append([name, f"{s:g}", both.up / math.log(10), up / math.log(10),
                      both.down / math.log(10), down / math.log(10), both.decisive_end])
+block = crossovers["log", 1.0].up + 0.5 * math.log(consts.q)    # log(rho* sqrt(q))
+print(f"log form, s = 1: the larger block at rho* has ||W_Q||_F = 10^{block / math.log(10):.2f}")
 result_table(["form", "s", "rho -> oo", "leading", "rho -> 0", "leading", "decisive end"],
              rows, number_format=".2f")
 
@@ -390,7 +394,11 @@ result_table(["form", "s", "rho -> oo", "leading", "rho -> 0", "leading", "decis
 # $b/\rho^2$ term dominates), so the same formulas hold with $(a, q)$ replaced by $(b, k)$, and the
 # crossover there is $\log(1/\rho_\star)$. The Villani quantity on the orbit is positive only outside
 # *both* crossovers, so the larger one decides (Exercise 3). Here the $\rho \to \infty$ end decides
-# for both forms at every temperature in the table.
+# for both forms at every temperature in the table. These radii are counted from $\theta^\star$, the
+# point where BFGS stopped: starting the $\rho$-curve at $(cW_Q^\star, W_K^\star/c)$ divides $\rho^\star$ by
+# $c$, while the Frobenius norm of the larger block at the crossover, $\rho^\star\sqrt q = 10^{18.31}$
+# (printed above the table), stays the same. Chapter 9 compares the two models by that norm over the
+# whole $GL(2)$ orbit.
 #
 # {numref}`fig-ch08-orbit-schematic` draws this orbit to scale in the plane of the two block norms,
 # for the log form at $\lambda = 0.01$ and $s = 1$. On logarithmic axes the orbit

@@ -41,8 +41,11 @@
 #
 # **For a researcher.** For the log form at $s = 1$ and $\lambda = 0.01$ the decisive crossover on
 # the orbit through the balanced stationary point is $10^{13.42}$, reached at the $\rho \to 0$ end,
-# and it ranges from $10^{12.40}$ to $10^{14.72}$ over the other factorizations of the same product:
-# closer in than attention's $10^{18.04}$, and still far from any trained point.
+# where the larger block has norm $10^{13.86}$. That norm, unlike the radius, does not depend on
+# where along the $\rho$-curve one starts; over the whole $GL(2)$ orbit it runs from $10^{10.97}$ to
+# $10^{17.95}$, against $10^{16.31}$ to $10^{24.20}$ for attention ($10^{18.31}$ at Chapter 8's point).
+# LoRA's crossover is closer in at the chapters' points and at both ends of the ranges, but the
+# ranges overlap; either way it is far from any trained point.
 #
 # Labels as in Chapter 8: **[summary]**, **[abstract]**, **[derived]**, **[choice]**.
 
@@ -61,6 +64,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlib import lora
+from attnlib import qk_attention
 from attnlib import villani
 from attnlib.claims import ch09
 from attnlib.experiments import part2
@@ -76,6 +80,8 @@ SYMMETRY_SEED = 1     # random group elements
 PARTITION_SEED = 3    # directions of the radial partition-function estimate
 FLAT_SEED = 4         # direction in the flat set
 BOUND_SEED = 5        # random parameters for the inequalities of the argument
+GROUP_SEED = 6        # random group elements for the check of the orbit sampling
+ATTENTION_SEED = 8   # Chapter 8's attention problem (its PROBLEM_SEED)
 
 # %% [markdown]
 # ## The model and its scale redundancy
@@ -354,36 +360,162 @@ orbit_schematic(consts, crossovers["log", 1.0], regs["log"], ("U", "V"),
                 rf"LoRA, log form, $\lambda = {lam:g}$, $s = 1$")
 plt.show()
 
+
 # %% [markdown]
-# This number depends on which point of the $GL(2)$ orbit the $\rho$-curve starts from: the balanced
-# point is one choice, and every other factorization of the same product $U^\star V^\star$ is as good a
-# start. The next cell evaluates the
-# crossover on the curves through the factorizations $(PS^\alpha, S^{1-\alpha}Q^\top)$ of the SVD
-# $U^\star V^\star = PSQ^\top$ **[choice of family]**.
+# ### Comparing with attention: what the orbit does not change
+#
+# The crossover $10^{13.42}$ is a value of $\rho$, counted from the point where the $\rho$-curve
+# starts, and that start is a choice: every factorization $(U^\star G, G^{-1}V^\star)$ of the same
+# product is an equally good stationary point. Starting at $(cU^\star, V^\star/c)$ instead of
+# $\theta^\star$ divides $\rho^\star$ by $c$ and multiplies $\lVert U\rVert_F$ by $c$ ($q \to c^2q$,
+# $a \to c^2a$), so the Frobenius norm of the larger block at the crossover stays the same. The book
+# **[choice]** compares the two models by that norm at the decisive crossover,
+#
+# $$
+# N = \max\Big(\rho^\star\sqrt{q},\ \frac{\sqrt{k}}{\rho_\star}\Big),\qquad
+# \log\big(\rho^\star\sqrt{q}\big) \approx \frac{1}{4\lambda}\sqrt{\frac{s\,a}{q}} - \frac12
+# \quad\text{(log form)},
+# $$ (eq-ch09-block-norm)
+#
+# where the second formula is Chapter 8's leading order for $\log\rho^\star$ plus $\tfrac12\log q$
+# (the $\rho \to 0$ end has $b/k$ in place of $a/q$). $N$ is the same from every start on one
+# $\rho$-curve, but not over the whole $GL(2)$ orbit, because a general $G$ changes the ratio $a/q$.
+# At the start $(U^\star G, G^{-1}V^\star)$, moving $V$ along a unit direction $E$ moves the product
+# by $U^\star GE$, so $a = \sum_E D^2L[U^\star GE, U^\star GE] = \operatorname{tr}(AP)$ and
+# $q = \lVert U^\star G\rVert_F^2 = \operatorname{tr}(BP)$, with $P = GG^\top$, a fixed symmetric $A$
+# and $B = U^{\star\top}U^\star$; likewise $b/k$ is a ratio of two linear functions of $P^{-1}$. Such a
+# ratio lies between the smallest and the largest generalized eigenvalue of $(A, B)$ and approaches
+# them only as $G$ becomes singular. So $N$ has a bounded range over the orbit, which should settle as
+# $G$ is allowed to grow more unbalanced. Attention has the same structure, with $W_K$ in place of
+# $V$ and $G^{-\top}$ in place of $G^{-1}$.
 
 # %%
-ATTENTION_CROSSOVER = 18.04   # log10 decisive crossover of chapter 8 (log form, lambda = 0.01, s = 1), printed there
-alphas = np.linspace(0.0, 1.0, 11)
-refactored = {f"alpha = {alpha:.1f}": problem.svd_factorization(theta_star, alpha) for alpha in alphas}
-by_factorization = {label: villani.orbit_crossovers(villani.orbit_constants(problem, point),
-                                                    regs["log"], 1.0).decisive / math.log(10)
-                    for label, point in refactored.items()}
-print("log form, s = 1: log10 decisive crossover on the rho-orbit through each")
-print("factorization (P S^alpha, S^(1-alpha) Q^T) of U* V*:")
-items = [f"{label} {value:.2f}" for label, value in by_factorization.items()]
-for i in range(0, len(items), 4):
-    print(", ".join(items[i:i + 4]))
-low, high = min(by_factorization.values()), max(by_factorization.values())
-print(f"range {low:.2f} to {high:.2f} (balanced alpha = 0.5, theta*: {by_factorization['alpha = 0.5']:.2f});")
-print(f"closer than attention's {ATTENTION_CROSSOVER} by {ATTENTION_CROSSOVER - high:.2f} to "
-      f"{ATTENTION_CROSSOVER - low:.2f} decades")
+def log10_block_norm(problem, theta, reg, s=1.0, *, exact=True):
+    """log10 N of eq-ch09-block-norm on the rho-curve through theta."""
+    c = villani.orbit_constants(problem, theta)
+    if not exact:    # Chapter 8's leading order at each end (swapped: the rho -> 0 end)
+        return max(villani.asymptotic_crossover_log_radius(end, reg, s) + 0.5 * math.log(end.q)
+                   for end in (c, c.swapped())) / math.log(10)
+    c = villani.orbit_constants(problem, problem.act(theta, (c.k / c.q) ** 0.25 * np.eye(2)))
+    both = villani.orbit_crossovers(c, reg, s)      # exact roots from the balanced point, q = k
+    return (both.decisive + 0.5 * math.log(c.q)) / math.log(10)
+
+for c in (1e-3, 1.0, 1e3):     # log form, s = 1: starts on the rho-curve through theta*
+    start = problem.act(theta_star, c * np.eye(2))
+    decisive = villani.orbit_crossovers(villani.orbit_constants(problem, start), regs["log"], 1.0)
+    print(f"start (c U*, V*/c), c = {c:5g}: log10 decisive crossover "
+          f"{decisive.decisive / math.log(10):5.2f}, log10 N = "
+          f"{log10_block_norm(problem, start, regs['log']):.2f}")
 
 # %% [markdown]
-# The crossover runs from $10^{12.40}$ ($\alpha = 0$) through $10^{13.42}$
-# (balanced, $\alpha = 1/2$) to $10^{14.72}$ ($\alpha = 1$). Chapter 8's attention orbit is decided at its
-# $\rho \to \infty$ end, $10^{18.04}$ at $s = 1$, so over this family the LoRA crossover is 3.32 to 5.64
-# decades closer in (other families of starts give other ranges: the comparison is a range, not
-# one number), and both are far from any trained point.
+# From $c = 10^{-3}$ to $10^3$ the decisive crossover moves by six decades and $N$ does not move.
+# To cover the orbit we sample $G = R(\varphi_1)\,\mathrm{diag}(e^{a_1}, e^{a_2})\,R(\varphi_2)$, with
+# $R$ a rotation. Only $P = GG^\top = R(\varphi_1)\,\mathrm{diag}(e^{2a_1}, e^{2a_2})\,R(\varphi_1)^\top$
+# enters $a/q$ and $b/k$, so $\varphi_2$ drops out, and the common factor $e^{(a_1 + a_2)/2}$ only moves
+# the start along the $\rho$-curve. It is therefore enough to take
+# $G = R(\varphi)\,\mathrm{diag}(e^{\delta/2}, e^{-\delta/2})$ with $0 \le \varphi < \pi$ and
+# $0 \le \delta \le 2B$, where $B$ bounds $\lvert a_1\rvert$ and $\lvert a_2\rvert$ (the check below
+# confirms the reduction on random $G$). **[choice]** 90 angles and steps of 0.25 in $\delta$, up to
+# $B = 6$; the leading order {eq}`eq-ch09-block-norm` screens this grid, and the exact roots are
+# computed at its extreme points. Chapter 8's problem and stationary point are rebuilt with the same
+# calls as there.
+
+# %%
+attention = qk_attention.make_problem(rng=np.random.default_rng(ATTENTION_SEED), n=6, N=5,
+                                      d=3, d_k=2, noise_std=0.5)           # Chapter 8's problem
+attention_star, _ = villani.minimize_data_loss(attention, attention.theta_teacher)
+models = {"attention": (attention, attention_star), "LoRA": (problem, theta_star)}
+
+
+def group_element(phi, delta):
+    """G = R(phi) diag(e^(delta/2), e^(-delta/2))."""
+    rotation = np.array([[math.cos(phi), -math.sin(phi)], [math.sin(phi), math.cos(phi)]])
+    return rotation * np.exp([delta / 2, -delta / 2])
+
+
+grid = np.array([(phi, delta) for phi in np.linspace(0.0, math.pi, 90, endpoint=False)
+                 for delta in np.linspace(0.0, 12.0, 49)])
+screen = {name: np.array([log10_block_norm(p, p.act(th, group_element(*g)), regs["log"],
+                                           exact=False) for g in grid])
+          for name, (p, th) in models.items()}
+
+# %%
+rng_group = np.random.default_rng(GROUP_SEED)
+worst = 0.0
+for _ in range(5):
+    phi1, phi2 = rng_group.uniform(0.0, math.pi, 2)
+    a1, a2 = rng_group.uniform(-3.0, 3.0, 2)
+    full = group_element(phi1, 0.0) @ np.diag(np.exp([a1, a2])) @ group_element(phi2, 0.0)
+    for p, th in models.values():
+        worst = max(worst, abs(log10_block_norm(p, p.act(th, full), regs["log"])
+                               - log10_block_norm(p, p.act(th, group_element(phi1, a1 - a2)),
+                                                  regs["log"])))
+print("G = R(phi1) diag(e^a1, e^a2) R(phi2) against R(phi1) diag(e^(d/2), e^(-d/2)),")
+print(f"d = a1 - a2: largest change of log10 N over 5 random G, both models "
+      f"{format_deviation(worst, resolution=1e-9)}")
+
+# %%
+bounds = [0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0]
+ranges, gaps = {}, []
+for name, (p, th) in models.items():
+    for B in bounds:
+        inside = np.flatnonzero(grid[:, 1] <= 2 * B + 1e-9)
+        ends = inside[[np.argmin(screen[name][inside]), np.argmax(screen[name][inside])]]
+        ranges[name, B] = [log10_block_norm(p, p.act(th, group_element(*grid[i])), regs["log"])
+                           for i in ends]
+        gaps += [abs(exact - screen[name][i]) for exact, i in zip(ranges[name, B], ends)]
+print("log10 N over the sampled orbit (log form, s = 1): exact roots at the grid's")
+print(f"extreme points; largest gap to the leading order there "
+      f"{format_deviation(max(gaps), resolution=1e-6)} decades")
+result_table(["B", "attention: min", "max", "LoRA: min", "max"],
+             [[f"{B:g}", *ranges["attention", B], *ranges["LoRA", B]] for B in bounds],
+             number_format=".2f")
+
+# %%
+at_point = {name: log10_block_norm(p, th, regs["log"]) for name, (p, th) in models.items()}
+(att_low, att_high), (lora_low, lora_high) = (ranges[name, bounds[-1]] for name in models)
+print(f"log10 N at the chapters' points: attention {at_point['attention']:.2f}, "
+      f"LoRA {at_point['LoRA']:.2f}")
+print(f"  LoRA closer in by {at_point['attention'] - at_point['LoRA']:.2f} decades")
+print(f"over the orbits: attention {att_low:.2f} to {att_high:.2f}, "
+      f"LoRA {lora_low:.2f} to {lora_high:.2f}")
+print(f"  LoRA lower by {att_low - lora_low:.2f} (smallest) and {att_high - lora_high:.2f} (largest);")
+print(f"  overlap {att_low:.2f} to {lora_high:.2f}" if lora_high >= att_low
+      else "  no overlap: LoRA's whole range lies below attention's")
+
+# %% [markdown]
+# {numref}`fig-ch09-orbit-ranges` draws the table: for each model, the band of $\log_{10} N$ over the
+# sampled orbit against the bound $B$, and the value at the chapter's own point (dashed).
+
+# %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "The range of $\\log_{10} N$, the norm of the larger block at the decisive crossover (log form, $\\lambda = 0.01$, $s = 1$), over the sampled $GL(2)$ orbit of each stationary point against the bound $B$ on the log-scales of $G$, for attention and LoRA; dashed lines mark the chapters' own points.", "name": "fig-ch09-orbit-ranges"}, "image": {"alt": "Two shaded bands that widen with B and level off by B = 2, the LoRA band lower than the attention band but overlapping it, each with a dashed line inside it."}} tags=["hide-input"]
+fig, ax = figure(width="medium", height=3.2)
+for name, colour in (("attention", OKABE_ITO["blue"]), ("LoRA", OKABE_ITO["vermillion"])):
+    low, high = np.array([ranges[name, B] for B in bounds]).T
+    ax.fill_between(bounds, low, high, color=colour, alpha=0.35, lw=0,
+                    label=f"{name}: over the orbit")
+    ax.plot(bounds, low, color=colour, marker="o", lw=1)
+    ax.plot(bounds, high, color=colour, marker="o", lw=1)
+    ax.axhline(at_point[name], color=colour, ls="--", lw=1.5, label=f"{name}: chapter's point")
+ax.set_xscale("log")
+ax.minorticks_off()
+ax.set_xticks(bounds, [f"{B:g}" for B in bounds])
+ax.set_xlabel(r"bound $B$ on $|a_1|, |a_2|$ in $G$")
+ax.set_ylabel(r"$\log_{10} N$")
+legend_below(fig, ncol=2)
+plt.show()
+
+# %% [markdown]
+# The bands widen with $B$ and stop changing by $B = 2$ (a condition number of $G$ of
+# $e^4 \approx 55$): the extremes are reached as $G$ becomes singular, as the eigenvalue argument says,
+# so the ranges at $B = 6$ are, to the resolution of the angle grid, those of the whole orbit. At the chapters'
+# points the larger block at the crossover ($V$ at LoRA's $\rho \to 0$ end, $W_Q$ at attention's
+# $\rho \to \infty$ end) is $10^{13.86}$ for LoRA against $10^{18.31}$ for attention: 4.45 decades
+# closer in. Over the orbits, LoRA's $N$ runs from $10^{10.97}$ to $10^{17.95}$ and attention's from
+# $10^{16.31}$ to $10^{24.20}$. Both ends of LoRA's range are lower, by 5.34 and 6.25 decades, but the
+# two ranges overlap between $10^{16.31}$ and $10^{17.95}$: some factorization of LoRA's product
+# crosses further out than some factorization of attention's. So LoRA is closer in at the chapters'
+# points and at both ends of the ranges, not for every pair of representatives, and on either model
+# the crossover is far from any trained point.
 
 # %% [markdown]
 # ## Villani is sufficient, not necessary
@@ -447,8 +579,9 @@ for s in (100.0, 1.0, 0.1):
 #   slightly regularized minimizer a well-conditioned start for finding stationary points of the
 #   unregularized loss.
 # * Chapter 8's closed form and crossover formulas carry over to the orbit through a stationary
-#   point; the larger of the two end crossovers decides, and it depends on which factorization of
-#   the same product the orbit passes through.
+#   point; the larger of the two end crossovers decides. Its radius depends on where the orbit is
+#   entered; the norm of the larger block there does not along one $\rho$-curve, and over the $GL(2)$
+#   orbit it spans a bounded range, lower for LoRA than for attention but overlapping it.
 # * With weight decay a bounded loss already has a Poincare inequality (Holley-Stroock); the Villani
 #   route does not need boundedness, which matters for unbounded activations.
 #

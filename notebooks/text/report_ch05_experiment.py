@@ -160,13 +160,21 @@ print("(c, sigma) where (1) and (2) are both reproduced: "
 # of $L^\star$ there; it fails at the book's small random start. At $\sigma = 0.03$ and $0.01$ the
 # ratio grows but the first claim fails (the spectral start's own excess risk is no longer small
 # against $L^\star = p\sigma^2/2$). Both parts of observation 1 hold together for $c \ge \sqrt d$ at $\sigma = 0.1$.
+# The verdict at $c = 0.3$ alone is therefore decided by the book's choice of $c$: the claims
+# section lists it as a **[choice]** row, after the summaries' claim judged over $c$.
 
 # %% [markdown]
 # ### Observations 2 and 3 in numbers
 #
-# "Converged" needs a definition. Observation 2 says Algorithm 1 "converges to the optimal loss":
-# we read it like observation 1, the population loss within 10% of $L^\star$ after 2000
-# iterations (and "SGD has not converged" as: it is not). The book's stricter reading is
+# "Converged" needs a definition. Observation 2 says Algorithm 1 "converges to the optimal loss"
+# within 2000 iterations. The summary's reading, as for observation 1, is about the population
+# loss, with this rule **[choice]**, written down before the runs over the random start's scale
+# below were made: a run has *converged to the optimal loss within 2000 iterations* when
+# $(L(\theta_k) - L^\star)/L^\star \le 0.1$ at every recorded iteration $k$ from 1000 to 2000 (every
+# 10th is recorded), that is, it came within 10% of $L^\star$ by half the run and stayed there
+# (`attnlib.claims.ch05.held_loss`); "SGD has not converged" is its negation. An earlier rule read
+# iteration 2000 alone; its verdicts are printed beside the new ones, with the iteration from which
+# each run stays within 10% and its best iterate, so a reader can apply another window. The book's stricter reading is
 # the optimization gap: a run has converged when $\hat Q(\theta_k) - \hat Q^\star$ is below $10^{-3}$ of
 # its initial value (each method against the lowest known local minimum of its own objective,
 # per seed). The table gives
@@ -196,24 +204,43 @@ alg1_excess = stacked("excess_risk", "algorithm1")
 print(f"Algorithm 1, population loss / L* (median over seeds): {1 + np.median(alg1_excess[:, 0]) / L_STAR:.3f}"
       f" at the start, {1 + np.median(alg1_excess[:, -1]) / L_STAR:.3f} at 2000; excess risk at 2000 / "
       f"OLS formula {np.median(alg1_excess[:, -1]) / float(runs['ols_formula']):.2g}")
+LOSS_CLAIMS = {"algorithm1": "p1-algorithm1-2000", "sgd": "p1-sgd-2000",
+               "random+precond+reg": "p1-random-start-fast"}
+print("(L - L*)/L*, seeds 0 / 1 / 2 (c = 0.3, step fixed at the start):")
+for m in LOSS_CLAIMS:
+    curves = stacked("excess_risk", m) / L_STAR
+    cols = {"at 2000": curves[:, -1], "best": curves.min(axis=1),
+            "max, k = 1000..2000": [judge.held_loss(c, iteration) for c in curves]}
+    print(f"  {LABELS[m]}")
+    for name, values in cols.items():
+        print(f"    {name:21s} " + " / ".join(f"{v:.3g}" for v in values))
+    print(f"    {'within 10% from k =':21s} " + " / ".join(
+        "never" if np.isinf(k) else f"{k:.0f}" for k in (judge.stays_from(c, iteration)
+                                                          for c in curves)))
+held_default = [judge.held_loss(c, iteration) for c in alg1_excess / L_STAR]
+earlier = {m: judge.earlier_loss_rule(cid, relative_loss[m], SEEDS) for m, cid in LOSS_CLAIMS.items()}
 claims.update(
-    alg1_loss=judge.converged_loss("p1-algorithm1-2000", relative_loss["algorithm1"], SEEDS),
+    alg1_loss=judge.algorithm1_loss(held_default, SEEDS),
     alg1=judge.converged_gap("p1-algorithm1-2000-gap", ratio["algorithm1"], SEEDS),
-    sgd_loss=judge.converged_loss("p1-sgd-2000", relative_loss["sgd"], SEEDS),
     sgd=judge.converged_gap("p1-sgd-2000-gap", ratio["sgd"], SEEDS),
-    random_loss=judge.converged_loss("p1-random-start-fast", relative_loss["random+precond+reg"],
-                                     SEEDS),
     random=judge.converged_gap("p1-random-start-fast-gap", ratio["random+precond+reg"], SEEDS))
-for key in ("alg1_loss", "alg1", "sgd_loss", "sgd", "random_loss", "random"):
-    print(claims[key])
+for verdict in (claims["alg1_loss"], *earlier.values(), claims["alg1"], claims["sgd"],
+                claims["random"]):
+    print(verdict)
 
 # %% [markdown]
 # The two readings disagree. In the summary's wording, Algorithm 1 "converges to the optimal
 # loss": its population loss is $1.055\,L^\star$ at the start and $1.063\,L^\star$ at 2000
-# (medians), within 10% of $L^\star$ for every seed; but that held from the first iteration, and
-# the excess risk at 2000 is 3.1 times the OLS formula's. By the same reading SGD *has* converged
-# to the optimal loss (6.3% to 8.1% above $L^\star$), contrary to the summary. The preconditioned
-# random start is within 10% for seeds 1 and 2 and 11.7% above $L^\star$ for seed 0.
+# (medians), and no seed leaves the 10% band after iteration 1000 (7.0% at most); but it was
+# inside from iteration 0, so this reading shows that Algorithm 1 stays near the optimal loss, not
+# that it converges (the gap reading below tests that), and the excess risk at 2000 is 3.1 times
+# the OLS formula's. At the book's random start SGD ends 6.3% to 8.1% above $L^\star$, which the
+# earlier rule (iteration 2000 alone) read as converged, contrary to the summary; by the rule above
+# seed 0 has not converged (10.5% above $L^\star$ after iteration 1000, inside only from $k = 1130$),
+# seeds 1 and 2 have (inside from $k = 600$ and 880). The preconditioned random start stays inside
+# from $k = 88$ and 84 for seeds 1 and 2; seed 0 comes within 10% (best 8.4% above $L^\star$) and
+# drifts out again, ending 11.7% above $L^\star$: checking the last iterate alone would hide that.
+# The next subsection repeats both runs over the random start's scale and with a second step rule.
 #
 # In the stricter reading none of the five methods brings its gap below $10^{-3}$ of the start
 # within 2000 iterations. Algorithm 1 keeps 36% to 51% of its initial gap, although its excess
@@ -222,6 +249,167 @@ for key in ("alg1_loss", "alg1", "sgd_loss", "sgd", "random_loss", "random"):
 # 1.1%: it closes its gap faster than Algorithm 1 in relative terms, but not to $10^{-3}$. The
 # distances tell the same story: Algorithm 1's iterates are still 1.77 away (median, in $(U, V)$ units) from the
 # minimizer of their basin after 2000 iterations. The chapter's first section shows why.
+
+# %% [markdown]
+# ### Observations 2 and 3 over the random start's scale
+#
+# Observation 1 is judged over the random start's scale $c$ (entries $\mathcal N(0, c^2/d)$),
+# because whether it holds depends on $c$; the two random-start claims of observation 3 depend on
+# it too, and on a second choice the sources do not make: the step size. The book's rule
+# (chapter 4) divides $c_{\rm step} = 0.5$ by a curvature bound $(1 + \lambda)\max(s_{\max},
+# \lVert U\rVert_F^2 + \lVert V\rVert_F^2)$ (times $\max(\lVert\hat\Sigma\rVert,
+# \lVert\hat\Sigma\rVert^2)$ without the preconditioner). Evaluated once, at the start, as in every
+# other run of the book, a larger random start gets a smaller step for the whole run. The stored
+# run `paper1_init_scale` (`attnlib.experiments.paper1_init_scale`) trains SGD and
+# random + precond + reg from the five scales of observation 1 with two step rules **[choice]**:
+#
+# * **fixed**: the rule evaluated at the start (the cell $c = 0.3$, fixed, is the run above);
+# * **re-evaluated**: the same rule evaluated at every iteration at the current iterate, so the
+#   step grows as the parameters shrink towards the balanced scale
+#   (`paper1_init_scale.ReevaluatedStep`).
+#
+# Algorithm 1 starts at the spectral point: neither $c$ nor the start's step changes it. Each claim is
+# judged by the rule above at every (scale, step rule) cell, and holds at a cell when it holds for
+# all three seeds (`attnlib.claims.ch05.scale_region`): "converges fast" when the largest value
+# over the seeds of $\max_{1000 \le k \le 2000} (L(\theta_k) - L^\star)/L^\star$ is at most 0.1,
+# "SGD has not converged" when the smallest is above 0.1. The stricter gap reading stays at the
+# book's point ($c = 0.3$, step fixed at the start): its threshold is relative to the starting gap,
+# which grows like $c^4$, so the same $10^{-3}$ would ask less of a larger start; the gap ratios
+# over $c$ are printed for reference.
+
+# %%
+# default rtol 1e-8: 20 iterations of four runs, within 3e-7 of it on other CPUs
+scale_run, replay_scale, check = experiments.replay(   # python -m attnlib.experiments paper1_init_scale
+    "paper1_init_scale", keys=("excess_risk", "objective", "step"),
+    align=experiments.leading_block)                  # seed 0 at c = 0.3
+print(f"replayed iterations 0..{replay_scale['iteration'][-1]} of seed 0 at c = 0.3 live.\n{check}")
+SCALES, its_scale = tuple(float(c) for c in scale_run["init_scales"]), scale_run["iteration"]
+RULES, SCALE_METHODS = (tuple(experiments.config(scale_run)[key]) for key in ("step_rules", "methods"))
+rel_scale = scale_run["excess_risk"] / L_STAR          # seeds, c, iterations, method, step rule
+held_scale = {m: np.array([[[judge.held_loss(rel_scale[s, i, :, k, j], its_scale)
+                             for s in range(len(SEEDS))] for j in range(len(RULES))]
+                           for i in range(len(SCALES))]) for k, m in enumerate(SCALE_METHODS)}
+same = [np.abs(rel_scale[:, 0, :, k, 0] * L_STAR - stacked("excess_risk", m)).max()
+        for k, m in enumerate(SCALE_METHODS)]
+print(f"c = 0.3, fixed step vs paper1_defaults: excess risk differs by "
+      f"{experiments.format_deviation(max(same))}")
+rows = []
+for k, m in enumerate(SCALE_METHODS):
+    for j, rule in enumerate(RULES):
+        for i, c in enumerate(SCALES):
+            curves = rel_scale[:, i, :, k, j]
+            stays = [judge.stays_from(cv, its_scale) for cv in curves]
+            rows.append([LABELS[m], rule, f"{c:.3g}",
+                         " / ".join(f"{scale_run['step'][s, i, k, j]:.2g}" for s in range(len(SEEDS))),
+                         " / ".join(f"{v:.3g}" for v in curves[:, -1]),
+                         " / ".join(f"{v:.3g}" for v in curves.min(axis=1)),
+                         " / ".join(f"{v:.3g}" for v in held_scale[m][i, j]),
+                         " / ".join("never" if np.isinf(v) else f"{v:.0f}" for v in stays)])
+display(result_table(["method", "step rule", "c", "step at k = 0", "(L - L*)/L* at 2000",
+                      "best", "max over k = 1000..2000", "within 10% from k ="], rows))
+
+# %%
+claims["sgd_loss"] = judge.scale_region("p1-sgd-2000", held_scale["sgd"], SCALES, RULES)
+claims["random_loss"] = judge.scale_region("p1-random-start-fast", held_scale["random+precond+reg"],
+                                           SCALES, RULES)
+for m, cid, says in (("sgd", "p1-sgd-2000", "SGD has not converged"),
+                     ("random+precond+reg", "p1-random-start-fast", "random + precond + reg converges")):
+    where = judge.region(cid, held_scale[m], SCALES, RULES)
+    print(f"{says} (every seed):")
+    for rule, scales_held in where.items():
+        print(f"  {rule} step: " + (", ".join(f"c = {c:.3g}" for c in scales_held) or "at no c"))
+print("gap(2000)/gap(0), largest over seeds, at c = " + "/".join(f"{c:.3g}" for c in SCALES))
+for k, m in enumerate(SCALE_METHODS):
+    tag = part1.reference_tag(algorithm.METHODS[m])
+    floor = np.array([best[tag, s] for s in SEEDS])[:, None, None]
+    gaps = scale_run["objective"][..., k, :] - floor[..., None]      # seeds, c, iterations, rule
+    worst = (gaps[:, :, -1] / gaps[:, :, 0]).max(axis=0)              # c, rule
+    for j, rule in enumerate(RULES):
+        print(f"  {LABELS[m] + ', ' + rule:35s} " + "/".join(f"{v:.2g}" for v in worst[:, j]))
+
+# %% mystnb={"code_prompt_show": "Plotting code: show {type}", "figure": {"caption": "Observation 3 against the random start's scale c: the largest population loss above L*, relative to L*, over iterations 1000 to 2000, for SGD and for random + precond + reg, with the step fixed at the start (solid) or re-evaluated at every iteration (dashed); dots are medians over three seeds, bars the range, the dotted line the 10% band.", "name": "fig-ch05-init-scale"}, "image": {"alt": "Log-log plot against the random start's scale: the SGD curves rise steeply with c above the 10 percent line; the fixed-step random + precond + reg curve rises from near the line at small c, the re-evaluated one stays flat near or below it."}} tags=["hide-input"]
+fig, ax = figure(width=6.4, height=4.2)
+for k, m in enumerate(SCALE_METHODS):
+    for j, (rule, style) in enumerate(zip(RULES, ("-", "--"))):
+        values = held_scale[m][:, j, :]                       # c, seeds
+        ax.errorbar(SCALES, np.median(values, axis=1),
+                    yerr=[np.median(values, axis=1) - values.min(axis=1),
+                          values.max(axis=1) - np.median(values, axis=1)],
+                    fmt="o" + style, color=METHOD_COLOURS[m], capsize=3,
+                    label=f"{LABELS[m]}, {'re-evaluated' if j else 'fixed'} step")
+ax.axhline(judge.LOSS_TOLERANCE, color=NEUTRAL_GREY, ls=":", label="10% of $L^\\star$")
+ax.set(xscale="log", yscale="log", xlabel="scale $c$ of the random start",
+       ylabel="$\\max_{1000 \\leq k \\leq 2000}\\,(L(\\theta_k) - L^\\star)/L^\\star$")
+ax.set_xticks(SCALES, ["0.3", "1", "2", "$\\sqrt{d}$", "5"], minor=False)
+ax.minorticks_off()
+ax.legend(fontsize=9, loc="upper left")
+plt.show()
+
+# %% [markdown]
+# The table and {numref}`fig-ch05-init-scale` answer both claims, with the rule above.
+#
+# * **SGD has not converged after 2000 iterations.** With the step fixed at the start, SGD is outside
+#   the 10% band somewhere between iterations 1000 and 2000 for every seed at every scale from
+#   $c = 1$ on; at $c = \sqrt d$ its loss at 2000 is 9.23, 3.64 and 3.87 times $L^\star$, because the step set by the large start (0.0038 to 0.0051) is
+#   too small. At the book's $c = 0.3$ only seed 0 is outside (10.5% at its worst after 1000);
+#   seeds 1 and 2 stay within 10% from $k = 600$ and 880. With the step re-evaluated SGD has not
+#   converged at any $c$, the book's included: the step grows, and with it the minibatch noise
+#   (13% to 26% above $L^\star$ at its worst after iteration 1000, at $c = 0.3$). The claim holds in 9 of the 10 cells, everywhere but the
+#   book's own point.
+# * **From a random start, preconditioner + regularizer still converge fast.** With the step fixed
+#   at the start it holds at no $c$: at $c = 0.3$ seed 0 comes within 10% (best 8.4% above
+#   $L^\star$) and drifts out again (11.7% at 2000), at $c = 1$ seed 0 enters only at $k = 1240$, and
+#   from $c = 2$ on the step fixed by the large start (0.006 down to 0.001, against about 0.07 once
+#   the iterate is balanced) leaves the run far above $L^\star$, 62% to 90% at $c = \sqrt d$. With the
+#   step re-evaluated the run stays within 10% from $k$ = 190 to 990 at $c = 0.3$, $\sqrt d$ and 5,
+#   for every seed ($L/L^\star$ at 2000 = 1.09, 1.05, 1.06 at $c = \sqrt d$); at $c = 1$ and 2 seed 0
+#   sits just outside (10.6% and 10.2% at its worst after 1000). The claim holds in 3 of the 10
+#   cells, all with the step re-evaluated.
+#
+# So at the scale where observation 1 holds ($c \ge \sqrt d$ at $\sigma = 0.1$), "SGD has not
+# converged" holds under both step rules, and "the preconditioned random start converges fast"
+# holds only if the step is re-evaluated along the way; at the book's $c = 0.3$ with the step fixed
+# at the start, neither holds. The sources give neither the initialization scale nor the step rule.
+# For the stricter gap reading, the ratios printed above fall below $10^{-3}$ from $c = 2$ on for the
+# preconditioned random start, partly because its starting gap grows like $c^4$; that reading is
+# judged at the book's point only.
+
+# %% [markdown]
+# ### The summaries' literal preconditioner
+#
+# The summaries say that Algorithm 1 multiplies the gradient of $B$ by $\hat\Sigma^{-1}$; Algorithm 1
+# here preconditions both factors, $(G_A\hat\Sigma^{-1}, \hat\Sigma^{-1}G_B\hat\Sigma^{-1})$, this book's
+# completion that makes the step gradient descent in $(U, V)$ (chapter 4), and chapter 4's verdict
+# on "the preconditioner speeds up training" tests that two-sided form. The cell below runs chapter 4's
+# test with the literal one as well: the closed-form objective of seed 0's problem at
+# $\kappa(\Sigma) = 1000$ ($X^\star$ fixed), the same random start, the regularizer on, 100 iterations,
+# and chapter 4's rule, excess risk at $k = 100$ at most half that of gradient descent without a
+# preconditioner. "Multiplied by $\hat\Sigma^{-1}$" does not say on which side, so both
+# $\hat\Sigma^{-1}G_B$ and $G_B\hat\Sigma^{-1}$ are run, $A$'s gradient unchanged; since $A$'s gradient is
+# not preconditioned, both use the step of the rule without the preconditioner
+# (`attnlib.experiments.paper1_init_scale.literal_preconditioner`; live, about a second).
+
+# %%
+from attnlib.experiments import paper1_init_scale
+
+literal = paper1_init_scale.literal_preconditioner()    # live: closed form, 4 x 100 iterations
+PRECONDITIONERS = {"two_sided": "two-sided (Algorithm 1 here)", "plain": "none (plain GD)",
+                   "B_left": "literal, S^-1 G_B", "B_right": "literal, G_B S^-1"}
+print("preconditioner                step   excess risk at k = 100   ratio to none")
+for name, step, risk, ratio_none in zip(literal["names"], literal["step"],
+                                        literal["excess_risk"], literal["ratio"]):
+    print(f"{PRECONDITIONERS[str(name)]:28s} {step:6.3f}   {risk:22.3g}   {ratio_none:13.3g}")
+claims["literal"] = judge.literal_preconditioner(
+    {"S^-1 G_B": literal["ratio"][2], "G_B S^-1": literal["ratio"][3]})
+
+# %% [markdown]
+# The literal preconditioner helps, but far less than the two-sided one: after 100 iterations the
+# excess risk is 0.0698 with $\hat\Sigma^{-1}G_B$ and 0.0943 with $G_B\hat\Sigma^{-1}$, against 0.118
+# without a preconditioner (ratios 0.593 and 0.801), and 0.00819 with the two-sided one (0.0696,
+# the number chapter 4 judges). Neither literal reading reaches chapter 4's factor of two. The reason
+# is the factor it leaves alone: $A$'s gradient is not preconditioned, so the directions of the
+# small eigenvalues of $\hat\Sigma$ stay slow in $A$ (chapter 4), and the step must stay at the size
+# the plain rule allows. The verdict is printed in the next section.
 
 # %% [markdown]
 # ### Rates of the optimization gap
@@ -662,32 +850,48 @@ plt.show()
 # threshold in the printed reason; this cell only collects them. Each observation appears first
 # under the summary's own wording **[summary]**, then, where the book reads it more strictly, under that
 # reading **[choice]**. The thresholds are this book's **[choice]**: "close" and "converges to the
-# optimal loss" are a population loss within 10% of $L^\star$; "about three orders of magnitude" is
-# a log10 ratio of at least 2.5 (1.5 earns "partly"), judged at the book's random start and, as a
-# region, against its scale $c$; "converged" in the strict reading is an optimization gap below
-# $10^{-3}$ of the initial one; "heads to the global optimum" is Theorem 2's population statement,
-# Algorithm 1's excess risk at 2000 no larger than that of the certified minima of $\hat Q$ found,
-# and in the strict reading the minimum of Algorithm 1's basin within $10^{-3}$ of the initial gap
+# optimal loss" are a population loss within 10% of $L^\star$, for convergence at every recorded
+# iteration from 1000 to 2000; SGD's and the random start's convergence claims are judged over the
+# random start's scale $c$ and both step rules, a region; "about three orders of magnitude" is
+# a log10 ratio of at least 2.5 (1.5 earns "partly"), judged against $c$ (the summaries' claim) and
+# at the book's $c = 0.3$ (a **[choice]** row: the book's choice of $c$ decides it); "converged" in
+# the strict reading is an optimization gap below $10^{-3}$ of the initial one, at $c = 0.3$;
+# "heads to the global optimum" is Theorem 2's population statement,
+# Algorithm 1's excess risk at 2000 no larger than the largest excess risk of the certified minima
+# of $\hat Q$ found (the next cell also prints it against the basin minimizer, the lowest known
+# minimum and the minimum with the smallest excess risk), and in the strict reading the minimum of Algorithm 1's basin within $10^{-3}$ of the initial gap
 # of the lowest known minimum; "a power-law rate" means the geometric fit's log residual over
 # $k = 1000$ to $2000$ is more than twice the power law's (partly: larger); "removes the
 # $\kappa(\Sigma)$ dependence" means at most twice the iterations at $\kappa = 1000$ as at
-# $\kappa = 1$. Four rows that fail in the strict reading share one cause, shown in the section on
+# $\kappa = 1$; the literal preconditioner "speeds up training" by chapter 4's rule. Where a rule
+# changed, the next cell prints the verdict under the earlier rule too. Four rows that fail in the strict reading share one cause, shown in the section on
 # where the headline holds. Claims (1) to (4) in the second reconstruction (many prompts) are in
 # the previous section, beside the one-set verdicts.
 
 # %%
 from attnlib.verdicts import verdict_table
+alg1_final = stacked("excess_risk", "algorithm1")[:, -1]
+minima = runs["ref_Q_excess_risk"]               # seeds, starts of the search (first: the basin)
 claims["global"], claims["global_basin"] = judge.global_optimum(
-    [stacked("excess_risk", "algorithm1")[i, -1] / runs["ref_Q_excess_risk"][i].max()
-     for i in range(len(SEEDS))],
+    alg1_final / minima.max(axis=1),
     [(float(runs["basin_value"][i]) - best["Q", s])
      / (runs["objective"][i, 0, 0] - best["Q", s]) for i, s in enumerate(SEEDS)], SEEDS)
 claims["kappa"] = judge.preconditioner_kappa(
     first[:, -1, METHODS.index("random+precond+reg"), list(thresholds).index(1e-2)].max()
     / first[:, 0, METHODS.index("random+precond+reg"), list(thresholds).index(1e-2)].max())
 verdict_table([(label, claims[key]) for key, label in (
-                   ("start", "[summary]"), ("orders", "[summary]"), ("orders_scale", "[summary]"),
+                   ("start", "[summary]"), ("orders_scale", "[summary]"), ("orders", "[choice]"),
                    ("alg1_loss", "[summary]"), ("alg1", "[choice]"), ("global", "[summary]"),
                    ("global_basin", "[choice]"), ("sgd_loss", "[summary]"), ("sgd", "[choice]"),
                    ("random_loss", "[summary]"), ("random", "[choice]"), ("gd_power", "[abstract]"),
-                   ("kappa", "[derived]"))])
+                   ("literal", "[summary]"), ("kappa", "[derived]"))])
+
+# %%
+lowest_excess = np.array([lowest[s]["excess_risk"] for s in SEEDS])
+references = judge.global_optimum_references({
+    "the basin minimizer": alg1_final / minima[:, 0],
+    "the lowest known minimum of Q_hat": alg1_final / lowest_excess,
+    "the minimum with the smallest excess risk":
+        alg1_final / np.minimum(minima.min(axis=1), lowest_excess)}, SEEDS)
+for verdict in (*earlier.values(), *references):
+    print(verdict)

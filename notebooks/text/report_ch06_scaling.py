@@ -562,20 +562,76 @@ plt.show()
 # %% [markdown]
 # ## Sources and measurements side by side
 #
-# Every verdict below is decided by `attnlib.claims.ch06` from the numbers printed above, with
-# the threshold in its reason (thresholds are this book's **[choice]**): "decreases as $1/n$" is a
-# fitted exponent within 0.1 of $-1$ (partly within 0.35); "matches the minimax rate" is Algorithm
-# 1's exponent within 0.1 of the OLS fit's over $n \ge 200$, with the constant (Algorithm 1 over
-# the OLS formula) reported beside it, not judged; "measured $\mu$ = predicted" is agreement to
-# $10^{-3}$, also for the embedding dimension $d = 5, 10, 20$ at fixed $\kappa(X^\star)$ (there the
-# measured rate drifts from the prediction as $d$ grows, by $1.7\times10^{-3}$ at $d = 20$: probably
-# because the fitted window still contains faster modes); "fast at finite $n$" is a factor $10^3$ of the
-# slowest mode within the experiment's 2000 iterations. The row on finite $n$ shares its cause with
-# three rows of chapter 5: the weakly pinned $O(d)$ orbit of the finite-sample objective
-# (chapter 5, "Where the headline holds"). Chapter 5 reruns the paper's experiment at $n = 500$;
-# this chapter's stored runs cover the scaling in $n$ and $m$ around it.
-# The finite-context bias of the second reconstruction (many prompts) has its own verdicts in
-# the previous section.
+# Every verdict below is decided by `attnlib.claims.ch06` from the numbers printed here and in the
+# chapter, with the threshold in its reason (thresholds are this book's **[choice]**): "decreases
+# as $1/n$" is a fitted exponent within 0.1 of $-1$ (partly within 0.35); "matches the minimax
+# rate" is Algorithm 1's exponent within 0.1 of the OLS fit's over $n \ge 200$, with the constant
+# (Algorithm 1 over the OLS formula) reported beside it, not judged; "measured $\mu$ = predicted" is
+# agreement to $10^{-3}$, also for the embedding dimension $d = 5, 10, 20$ at fixed
+# $\kappa(X^\star)$. Two rows need a measurement of their own, made by the next two cells.
+#
+# **The rate against $d$: where to fit it.** The chapter fits each run where its excess risk lies
+# between $10^{-18}$ and $10^{-6}$, a window that opens only a few decades below the start. The
+# claim is about the asymptotic rate, the slowest mode's, and the modes next to it die out slowly:
+# near $S$ each Hessian mode $h$ contributes $c_h(1 - \eta h)^{2m}$ to the excess risk, so the
+# nearest mode ($h = s_{d-1}$) against the slowest ($h = s_d$) shrinks like
+#
+# $$
+# \frac{c_{s_{d-1}}}{c_{s_d}}\left(\frac{1 - \eta s_{d-1}}{1 - \eta s_d}\right)^{2m},
+# \qquad \frac{s_{d-1}}{s_d} = \kappa(X^\star)^{1/(d-1)} ,
+# $$ (eq-ch06-nearest-mode)
+#
+# and the ratio in brackets approaches 1 as $d$ grows. So the window
+# must come late, and at the same place for every $d$. The rule **[choice]**, fixed before its
+# results were computed: fit where the excess risk lies between $10^{-16}$ and $10^{-10}$ of its
+# value at the start, ten decades of decay before the window and six inside it, all above the runs'
+# stop at $10^{-20}$ (`attnlib.claims.ch06.window_rate`). The first cell prints both fits, and the
+# verdict table both outcomes.
+#
+# **Theorem 2 at finite $n$: two readings.** The summaries state the optimization term as $\mu^m$
+# with $\mu < 1$ **[summary]**, with no number of iterations. That reading is measured at $n = 500$
+# on chapter 5's stored runs (three seeds): the rate fitted to Algorithm 1's optimization gap over
+# iterations 1000 to 2000, and the local rate $(1 - \eta h_{\min})^2$ at the minimizer of its
+# basin, below 1 because the Hessian there is positive definite ($h_{\min} > 0$). The book's
+# stricter reading **[choice]** asks for speed: a factor $10^3$ of the slowest mode within the
+# experiment's 2000 iterations. That row shares its cause with three rows of chapter 5: the weakly
+# pinned $O(d)$ orbit of the finite-sample objective (chapter 5, "Where the headline holds").
+# Chapter 5 reruns the paper's experiment at $n = 500$; this chapter's stored runs cover the scaling
+# in $n$ and $m$ around it. The finite-context bias of the second reconstruction (many prompts) has
+# its own verdicts in the previous section.
+
+# %%
+# the rate against d: the chapter's runs (live), fitted in both windows
+window_mu = np.array([judge.window_rate(curve) for curve in dimension["excess_risk"]])
+earlier = judge.dimension_free_rate(dimension["d"], dimension["mu_measured"],
+                                    dimension["mu_predicted"], earlier_window=True)
+print(" d  excess risk  |mu - predicted|, earlier   |mu - predicted|,  nearest mode:")
+print("    at start     window (1e-18..1e-6)         rule's window      iterations per e")
+for d_run, curve, mu_old, mu_new, mu_p in zip(dimension["d"], dimension["excess_risk"],
+                                              dimension["mu_measured"], window_mu,
+                                              dimension["mu_predicted"]):
+    s_run = np.geomspace(1.0, 1.0 / config["kappa_x_fixed"], d_run)
+    eta_run = (1 - np.sqrt(mu_p)) / s_run[-1]              # mu predicted = (1 - eta s_d)^2
+    lag = -1 / np.log(((1 - eta_run * s_run[-2]) / (1 - eta_run * s_run[-1])) ** 2)
+    print(f"{d_run:2d}  {curve[0]:.2e}     {abs(mu_old - mu_p):.1e}"
+          f"                      {abs(mu_new - mu_p):.1e}            {lag:.0f}")
+
+# %%
+from attnlib import algorithm
+
+defaults = experiments.load("paper1_defaults")       # chapter 5's runs: n = 500, three seeds
+alg1 = list(algorithm.METHODS).index("algorithm1")
+gap_500 = defaults["objective"][..., alg1] - defaults["basin_value"][:, None]   # to the basin
+fitted_500, local_500 = {}, {}
+print("n = 500  h_min     mu fitted to the gap  (1 - eta h_min)^2  excess risk at")
+print("                   (k = 1000..2000)                         k = 0 / 2000")
+for i, s in enumerate(int(s) for s in defaults["seeds"]):
+    fitted_500[s] = fitting.fit_geometric_rate(defaults["iteration"], gap_500[i], start=1000).rate
+    local_500[s] = fitting.spectrum_gap_rate(float(defaults["step"][i, alg1]),
+                                             defaults["basin_hessian"][i])
+    excess = defaults["excess_risk"][i, :, alg1]
+    print(f"seed {s}   {defaults['basin_hessian'][i, 0]:.2e}  {fitted_500[s]:.6f}"
+          f"              {local_500[s]:.6f}           {excess[0]:.2e} / {excess[-1]:.2e}")
 
 # %%
 from attnlib.verdicts import verdict_table
@@ -594,10 +650,27 @@ rows = [
                                       float(np.median(alg1_over_ols[rate_n])))),
     ("[summary]", judge.geometric_rate(np.abs(measured[pre] - predicted[pre]),
                                     [f"kX={a:g}, kS={b:g}" for a, b in zip(kx[pre], ks[pre])])),
-    ("[summary]", judge.geometric_finite_n(iterations_1e3[list(n_curv).index(500)],
-                                        range(iterations_1e3.shape[1]))),
-    ("[summary]", judge.dimension_free_rate(dimension["d"], dimension["mu_measured"],
-                                         dimension["mu_predicted"])),
+    ("[summary]", judge.geometric_finite_n(fitted_500, local_500)),
+    ("[choice]", judge.geometric_finite_n_fast(iterations_1e3[list(n_curv).index(500)],
+                                               range(iterations_1e3.shape[1]))),
+    ("[summary]", judge.dimension_free_rate(dimension["d"], window_mu, dimension["mu_predicted"]),
+     [earlier]),
     ("[derived]", judge.kappa_free_rate(np.ptp(measured[pre & (kx == config["kappa_x_fixed"])]))),
 ]
 verdict_table(rows)
+
+# %% [markdown]
+# Read against the rule: in the late window the measured rate agrees with the $d$-free prediction
+# at every $d$, to $6.1\times10^{-9}$, $5.6\times10^{-5}$ and $8.0\times10^{-4}$ for $d = 5, 10, 20$;
+# in the earlier window $d = 20$ missed by $1.7\times10^{-3}$. The deviation still grows with $d$,
+# as the nearest mode predicts: relative to the slowest it loses a factor $e$ every 22 iterations
+# at $d = 5$ and every 134 at $d = 20$, so at $d = 20$ even the late window holds some of it. The
+# asymptotic rate does not depend on $d$; how long the run takes to show it does.
+#
+# At $n = 500$ the summaries' reading holds on every seed: the gap falls geometrically, at a fitted
+# 0.99971 to 0.99974 per iteration, and the Hessian at each basin minimizer is positive definite
+# ($h_{\min} = 5.0\times10^{-4}$ to $8.1\times10^{-4}$), so the local rate is below 1. That rate is
+# slow, and the stricter reading fails: the slowest mode needs $6.4\times10^4$ to $9.5\times10^4$
+# iterations for a factor $10^3$. Theorem 2's own quantity, the excess risk, sits at its statistical
+# level from the spectral start on: over the 2000 iterations it moves from $6.66\times10^{-3}$ to
+# $6.71\times10^{-3}$ (seed 0), and upward by 20% and 15% on the other two seeds.

@@ -141,8 +141,11 @@ print(f"B > 0 at {check.positive} of the checks")
 #   pass only beyond a crossover at each end of the orbit, growing like $e^{\sqrt{s a/q}/(4\lambda)}$ as
 #   $\rho \to \infty$ and $e^{\sqrt{s b/k}/(4\lambda)}$ as $\rho \to 0$ (log form), or like $(s a)^{1/(2\varepsilon)}$ and
 #   $(s b)^{1/(2\varepsilon)}$ (power form). The larger one decides; here it is the $\rho \to 0$ end
-#   ($10^{13.42}$ for the log form at $s = 1$, $\lambda = 0.01$, on the orbit through the balanced $\theta^\star$, and $10^{12.40}$
-#   to $10^{14.72}$ over the SVD factorizations of the same product);
+#   ($10^{13.42}$ for the log form at $s = 1$, $\lambda = 0.01$, on the orbit through the balanced $\theta^\star$). That
+#   radius depends on where the orbit is entered; the norm of the larger block at the crossover does not
+#   along one $\rho$-curve, and over the whole $GL(2)$ orbit it runs from $10^{10.97}$ to $10^{17.95}$
+#   ($10^{13.86}$ at $\theta^\star$), against $10^{16.31}$ to $10^{24.20}$ for attention: lower at the
+#   chapters' points and at both ends of the ranges, but the ranges overlap;
 # * a weight-decay minimizer is exactly balanced, $U^\top U = VV^\top$, to the accuracy of the
 #   optimizer (printed deviations below $2\times10^{-7}$).
 #
