@@ -44,13 +44,14 @@ __all__ = ["CLAIMS", "CONVERGED", "LOSS_TOLERANCE", "HOLD_FROM", "ORDERS", "ORDE
 CONVERGED = 1e-3
 #: [choice] "close to the optimal loss": population loss within 10% of L*
 LOSS_TOLERANCE = 0.1
-#: [choice] "converged to the optimal loss within 2000 iterations": within LOSS_TOLERANCE of L*
-#: at every recorded iteration from HOLD_FROM to 2000 (by half the run, and stays)
+#: [choice] "converged to the optimal loss within 2000 iterations" means within
+#: LOSS_TOLERANCE of L* at every recorded iteration from HOLD_FROM to 2000 (by half the run,
+#: and stays)
 HOLD_FROM = 1000
 #: [choice] "three orders of magnitude": log10 loss ratio >= 2.5, partly from 1.5
 ORDERS, ORDERS_PARTLY = 2.5, 1.5
-#: chapter 4's rule for "the preconditioner speeds up training": excess risk at k = 100,
-#: preconditioned / plain, at kappa = 1000, at most this
+#: chapter 4's rule for "the preconditioner speeds up training" is an excess risk at k = 100,
+#: preconditioned over plain, at kappa = 1000, of at most this
 LITERAL_SPEEDUP = 0.5
 
 _LOSS = ("summary's reading: population loss within 10% of L* at every recorded k from "
@@ -192,7 +193,7 @@ def earlier_loss_rule(claim_id: str, relative_excess: Sequence[float], seeds: Se
                       *, tolerance: float = LOSS_TOLERANCE) -> verdicts.Verdict:
     """The rule used before the scale axis and the window: ``(L(theta_2000) - L*)/L*``
     ``<= tolerance`` (SGD, "not converged": ``> tolerance``) per seed, at c = 0.3 with the
-    step fixed at the start. The claim text carries :data:`EARLIER`, so the ledger keeps the
+    step fixed at the start. The claim text carries ``EARLIER``, so the ledger keeps the
     new rule's verdict and this one is printed beside it."""
     if claim_id not in ("p1-algorithm1-2000", "p1-random-start-fast", "p1-sgd-2000"):
         raise ValueError(f"claim_id must be a convergence observation of chapter 5, got "

@@ -18,8 +18,8 @@ __all__ = ["CLAIMS", "ONE_OVER_N", "ONE_OVER_N_PARTLY", "TOKEN_Z", "statistical_
 ONE_OVER_N, ONE_OVER_N_PARTLY = 0.1, 0.35
 #: [choice] two slope estimates differ when they are more than 2 standard errors apart
 TOKEN_Z = 2.0
-#: [choice] the fit window of the rate against d: where the excess risk lies between these
-#: multiples of its value at the start (see :func:`window_rate`)
+#: [choice] the fit window of the rate against d, the iterations where the excess risk lies
+#: between these multiples of its value at the start (see :func:`window_rate`)
 RATE_WINDOW = (1e-16, 1e-10)
 #: the window chapter 6 used before :data:`RATE_WINDOW` (absolute excess risk), printed beside it
 EARLIER_WINDOW = (1e-18, 1e-6)

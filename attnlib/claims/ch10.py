@@ -26,7 +26,7 @@ long-time value exponentially; :func:`exponential_approach` fits
 and, as the alternative, a power-law approach ``F + c (1 + t / t_0)^{-a}``, each by weighted
 least squares with the chains' standard errors; :func:`exponential_verdict` calls the approach
 exponential when the better exponential fit has ``chi^2`` per record at most
-:data:`CHI2_MAX` [choice] (a correct model has mean 1; records of the same chains are
+``CHI2_MAX`` [choice] (a correct model has mean 1; records of the same chains are
 correlated over the relaxation time, so its spread is wide).
 """
 
