@@ -312,9 +312,10 @@ def orbit_tilt(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M: np.ndarray, n
 
     The orbit (chapter 6b, step 2) is ``(A R_t, B R_t)`` with
     ``R_t = Sigma^{1/2} exp(t K) Sigma^{-1/2}``, K a random skew-symmetric matrix of unit
-    Frobenius norm drawn once from ``rng``; the slope is
+    Frobenius norm drawn once from ``rng``; the slope is::
 
-        dL_hat/dt at t = 0 = <grad_A L_hat, A D> + <grad_B L_hat, B D>,  D = Sigma^{1/2} K Sigma^{-1/2},
+        dL_hat/dt at t = 0 = <grad_A L_hat, A D> + <grad_B L_hat, B D>,
+        D = Sigma^(1/2) K Sigma^(-1/2),
 
     computed exactly from :func:`attnlib.attention.prompts_loss_and_grad` on ``draws``
     independent data sets of ``n`` samples ``x ~ N(0, Sigma)``, ``y = M x + noise_std z``. With

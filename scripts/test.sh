@@ -10,7 +10,9 @@
 #      installed with apt-get (as root or with password-less sudo) only when a browser step runs;
 #      then a few pages with the site served under a sub-path (as a GitHub Pages project site);
 #   4. the teaching material: the problem sets' checks (otter-grader) against the reference
-#      solutions, wrong answers and three ways of gaming them, the batch grader (timeout, CSV)
+#      solutions and wrong answers, the sandboxed batch grader against the known attacks
+#      (patched checks, rewritten tests, withheld attnlib functions, reading or writing outside
+#      the sandbox, detached processes, broken notebooks: each scores 0 or is flagged; full CSV)
 #      and the self-contained autograder zip in a fresh virtual environment; the student
 #      bundle (no solution, hidden check or master inside, no exercise answered in the prose,
 #      the HTML edition builds, it installs and runs in a fresh virtual environment); and

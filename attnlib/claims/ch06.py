@@ -130,7 +130,7 @@ def window_rate(excess: Sequence[float], *, window: tuple[float, float] = RATE_W
     asymptotic rate, the slowest mode's. The excess risk is a sum over Hessian modes, and the
     mode next to the slowest, h_2 > h_1, loses ground against it by the factor
     ((1 - eta h_2)/(1 - eta h_1))^2 per iteration, the closer to 1 the denser the spectrum near
-    h_1 (chapter 6's runs: s_{d-1}/s_d = kappa^(1/(d-1)), denser as d grows). So the window
+    h_1 (chapter 6's runs: ``s_(d-1) / s_d = kappa^(1/(d-1))``, denser as d grows). So the window
     comes late, and the same for every run relative to its start: ten decades of decay before
     it, six inside it. It ends above the runs' stop at 1e-20 when E_0 >= 1e-4 (checked: a
     ``ValueError`` otherwise, as when the window holds fewer than 3 points).

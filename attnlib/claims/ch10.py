@@ -19,7 +19,7 @@ that converge exactly exponentially (``offset + (E0 - offset) e^{-t}`` gives ``p
 summary states it, "time ``O(log(1/eps))``" with constants that depend on ``s`` and are not
 given, is a bound no finite range of ``eps`` can confirm or refute: :func:`log_time_as_stated`
 says so. Its measurable consequence at a fixed ``s`` is that the chain-mean loss approaches its
-long-time value exponentially; :func:`exponential_approach` fits
+long-time value exponentially; :func:`exponential_approach` fits::
 
     one rate:  E(t) = F + c e^{-r t},      two rates:  E(t) = F + c_1 e^{-r_1 t} + c_2 e^{-r_2 t},
 

@@ -51,7 +51,7 @@
 # :::{admonition} Learning objectives
 # After this chapter you can write the layer's prediction $\hat y_j = A h_j$ as an in-context regression estimator; compute a softmax stably; explain why the all-tokens loss rewards memorisation and leave-one-out does not.
 #
-# Estimated student time: about 3 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
+# Estimated student time: about 2.75 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
 # %% [markdown]

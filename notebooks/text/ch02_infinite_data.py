@@ -58,7 +58,7 @@
 # :::{admonition} Learning objectives
 # After this chapter you can derive the exponentially tilted mean of a Gaussian and the population loss; check a closed form by sympy and by Monte Carlo.
 #
-# Estimated student time: about 3 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# Estimated student time: about 2.25 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]

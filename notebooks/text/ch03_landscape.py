@@ -54,7 +54,7 @@
 # :::{admonition} Learning objectives
 # After this chapter you can name the symmetry orbits, the manifold of minima and the saddles of $\tfrac12\lVert UV^\top - X^\star\rVert_F^2$; read one-point strong convexity and smoothness off measurements.
 #
-# Estimated student time: about 3 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
@@ -513,9 +513,10 @@ plt.show()
 # **The step size.** $\rho$ is a parabola in $\eta$ with $\rho(0) = 1$, so
 #
 # $$
-# \rho(\eta) < 1 \iff \eta\,(\eta\beta - 2\alpha) < 0 \iff 0 < \eta < \frac{2\alpha}{\beta},
-# \qquad
+# \begin{gathered}
+# \rho(\eta) < 1 \iff \eta\,(\eta\beta - 2\alpha) < 0 \iff 0 < \eta < \frac{2\alpha}{\beta},\\
 # \min_{\eta}\rho(\eta) = \rho\!\left(\frac{\alpha}{\beta}\right) = 1 - \frac{\alpha^2}{\beta} .
+# \end{gathered}
 # $$ (eq-ch03-8)
 #
 # The run below takes this problem's worst-case constants from the Hessian ($\alpha = s_{\min}$,

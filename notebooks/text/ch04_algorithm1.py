@@ -49,7 +49,7 @@
 # :::{admonition} Learning objectives
 # After this chapter you can state what spectral initialization, the preconditioner, the regularizer and renormalization each buy, and show it by removing one.
 #
-# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# Estimated student time: about 2.75 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
 # %% [markdown]
@@ -260,10 +260,12 @@ print(f"after {ITER_BY_HAND} steps, largest entry of |(A, B) by hand - (A, B) by
 # $(\Delta U, \Delta V)$,
 #
 # $$
+# \begin{aligned}
 # \frac{d^2 f}{dt^2}\Big|_{t=0}
-# = \lVert \Delta U V^\top + U\Delta V^\top\rVert_F^2
-# + 2\bigl\langle UV^\top - \hat X^\star,\ \Delta U\Delta V^\top\bigr\rangle
-# + \frac\lambda4\bigl(\lVert E'\rVert_F^2 + \langle E, E''\rangle\bigr),
+# &= \lVert \Delta U V^\top + U\Delta V^\top\rVert_F^2
+# + 2\bigl\langle UV^\top - \hat X^\star,\ \Delta U\Delta V^\top\bigr\rangle\\
+# &\quad + \frac\lambda4\bigl(\lVert E'\rVert_F^2 + \langle E, E''\rangle\bigr),
+# \end{aligned}
 # $$ (eq-ch04-second-derivative)
 #
 # with $E' = \Delta U^\top U + U^\top\Delta U - \Delta V^\top V - V^\top\Delta V$ and

@@ -54,7 +54,7 @@
 # :::{admonition} Learning objectives
 # After this chapter you can explain why the orbit of minimizers is exactly flat at $n = \infty$ and tilted at finite $n$, predict how the tilt scales with $n$ and with the noise, and choose a method and a stopping point for Algorithm 1's objective with the statistical error in view.
 #
-# Estimated student time: about 2 hours (reading and running the chapter, and its 3 exercises at about 20 minutes each).
+# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
@@ -162,8 +162,10 @@ plt.show()
 # (with the true $\Sigma$), the product in $L_1$ is
 #
 # $$
-# A\Sigma B^\top = U\Sigma^{-1/2}\,\Sigma\,\Sigma^{-1/2}V^\top\Sigma^{-1/2} = UV^\top\Sigma^{-1/2},
-# \qquad (U, V) \mapsto (UG, VG^{-\top}) \ \text{leaves}\ UV^\top \ \text{unchanged}.
+# \begin{gathered}
+# A\Sigma B^\top = U\Sigma^{-1/2}\,\Sigma\,\Sigma^{-1/2}V^\top\Sigma^{-1/2} = UV^\top\Sigma^{-1/2},\\
+# (U, V) \mapsto (UG, VG^{-\top}) \ \text{leaves}\ UV^\top \ \text{unchanged}.
+# \end{gathered}
 # $$ (eq-ch06b-invariance)
 #
 # 1. **$L_1$ leaves an orbit exactly flat.** $L_1$ depends on $(A, B)$ only through
@@ -208,9 +210,11 @@ plt.show()
 #    either argument. The off-diagonal part of $W$ is a degenerate U-statistic,
 #
 # $$
-# W_{\mathrm{off}} \approx \frac1{2n^2}\sum_{i \ne k}\kappa(x_i, x_k), \qquad
+# \begin{gathered}
+# W_{\mathrm{off}} \approx \frac1{2n^2}\sum_{i \ne k}\kappa(x_i, x_k),\\
 # \mathbb E\,W_{\mathrm{off}} = 0, \qquad
 # \operatorname{Var} W_{\mathrm{off}} \approx \frac{\mathbb E\,\kappa(x, x')^2}{2n^2},
+# \end{gathered}
 # $$ (eq-ch06b-shared-keys)
 #
 # a random function of the orbit point of size $1/n$, with no $\sigma$ in it. Had each query its own

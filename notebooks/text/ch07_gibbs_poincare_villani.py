@@ -65,7 +65,7 @@
 # :::{admonition} Learning objectives
 # After this chapter you can connect a Langevin SDE, its Gibbs measure and a Poincaré inequality; compute the Villani quantity; compare chain histograms with the Gibbs density.
 #
-# Estimated student time: about 3.5 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
+# Estimated student time: about 3 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
@@ -163,22 +163,25 @@ SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bi
 # $$ (eq-ch07-mild)
 #
 # $$
-# \textbf{Theorem 3.1:}\quad \tilde V(W_Q, W_K) = \big[\text{MSE of one attention layer}\big] + \mathcal R
-# \ \text{ is a Villani function;}
+# \begin{aligned}
+# \textbf{Theorem 3.1:}\quad & \tilde V(W_Q, W_K) = \big[\text{MSE of one attention layer}\big] + \mathcal R\\
+# & \text{is a Villani function;}
+# \end{aligned}
 # $$ (eq-ch07-thm-3-1)
 #
 # $$
 # \begin{aligned}
-# \textbf{Theorem 3.2:}\quad & \tilde V(U, V) = \big[\text{MSE of a depth-2 network with weights } W = UV\big] + \mathcal R\\
+# \textbf{Theorem 3.2:}\quad & \tilde V(U, V) = \big[\text{MSE of a depth-2 network}\\
+# & \qquad \text{with weights } W = UV\big] + \mathcal R\\
 # & \text{is a Villani function;}
 # \end{aligned}
 # $$ (eq-ch07-thm-3-2)
 #
 # $$
 # \begin{aligned}
-# \textbf{Theorem 3.3:}\quad & dT_t = -\nabla\tilde V(T_t)\,dt + \sqrt{s}\,dB_t \ \text{ comes within } \epsilon
-# \text{ of } \min\tilde V\\
-# & \text{in expectation, in time } O(\log(1/\epsilon)).
+# \textbf{Theorem 3.3:}\quad & dT_t = -\nabla\tilde V(T_t)\,dt + \sqrt{s}\,dB_t\\
+# & \text{comes within } \epsilon \text{ of } \min\tilde V \text{ in expectation,}\\
+# & \text{in time } O(\log(1/\epsilon)).
 # \end{aligned}
 # $$ (eq-ch07-thm-3-3)
 #

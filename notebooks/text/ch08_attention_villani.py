@@ -63,7 +63,7 @@
 # :::{admonition} Learning objectives
 # After this chapter you can explain why the unregularized attention loss has a non-normalizable Gibbs measure and what a mild regularizer changes; locate where the Villani quantity turns positive.
 #
-# Estimated student time: about 3 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
@@ -571,9 +571,11 @@ for s in (100.0, 1.0, 0.1):
 # that variance by $\tfrac14(\max u - \min u)^2$. So, for every $z$,
 #
 # $$
-# \lVert J\rVert_2 \le \tfrac12 ,\qquad
-# \lVert D^2 s[u,u]\rVert_2 \le \lVert D^2 s[u,u]\rVert_1 \le 2\operatorname{Var}_s(u)
-# \le \tfrac12(\max u - \min u)^2 \le \lVert u\rVert_2^2 .
+# \begin{aligned}
+# \lVert J\rVert_2 &\le \tfrac12 ,\\
+# \lVert D^2 s[u,u]\rVert_2 &\le \lVert D^2 s[u,u]\rVert_1 \le 2\operatorname{Var}_s(u)\\
+# &\le \tfrac12(\max u - \min u)^2 \le \lVert u\rVert_2^2 .
+# \end{aligned}
 # $$ (eq-ch08-softmax)
 #
 # Neither bound depends on $z$: saturation does not hurt. sympy confirms the row sum and its maximum:
@@ -627,9 +629,9 @@ print(f"constants of this problem: C = {C_grad:.1f}, C' = {C_lap:.0f}")
 # and for both the last term over $t$ tends to zero; for weight decay $g' = 1$ and $g'' = 0$. So
 #
 # $$
-# \frac{B(t)}{t} \;\longrightarrow\;
+# \frac{B(t)}{t} \longrightarrow
 # \begin{cases}
-# +\infty & \text{log and power forms, every } \lambda > 0,\ s > 0,\\[2pt]
+# +\infty & \text{log and power forms } (\lambda, s > 0),\\[2pt]
 # (2\lambda - C)_+^2/s - 2C' & \text{weight decay.}
 # \end{cases}
 # $$ (eq-ch08-limits)

@@ -372,9 +372,11 @@ plt.show()
 # **[choice]** compares the two models by that norm at the decisive crossover,
 #
 # $$
-# N = \max\Big(\rho^\star\sqrt{q},\ \frac{\sqrt{k}}{\rho_\star}\Big),\qquad
+# \begin{gathered}
+# N = \max\Big(\rho^\star\sqrt{q},\ \frac{\sqrt{k}}{\rho_\star}\Big),\\
 # \log\big(\rho^\star\sqrt{q}\big) \approx \frac{1}{4\lambda}\sqrt{\frac{s\,a}{q}} - \frac12
 # \quad\text{(log form)},
+# \end{gathered}
 # $$ (eq-ch09-block-norm)
 #
 # where the second formula is Chapter 8's leading order for $\log\rho^\star$ plus $\tfrac12\log q$

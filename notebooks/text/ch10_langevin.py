@@ -304,9 +304,10 @@ plt.show()
 # autocorrelation time, and with it the gap and the Poincare constant $C_P = s/(2\lambda_1)$:
 #
 # $$
-# \tau_g = \int_{-\infty}^{\infty}\rho_g(t)\,dt = \sum_k \frac{2w_k}{\lambda_k} \le \frac{2}{\lambda_1}
-# \quad\Longrightarrow\quad
-# \lambda_1 \le \frac{2}{\tau_g},\qquad C_P \ge \frac{s\,\tau_g}{4}.
+# \begin{gathered}
+# \tau_g = \int_{-\infty}^{\infty}\rho_g(t)\,dt = \sum_k \frac{2w_k}{\lambda_k} \le \frac{2}{\lambda_1}\\
+# \Longrightarrow\quad \lambda_1 \le \frac{2}{\tau_g},\qquad C_P \ge \frac{s\,\tau_g}{4}.
+# \end{gathered}
 # $$ (eq-ch10-tau)
 #
 # Each observable gives such a bound; the slowest gives the best.

@@ -69,7 +69,7 @@
 # :::{admonition} Learning objectives
 # After this chapter you can build the PDE data set, cut fields into patch tokens, train the one-attention-layer ViT; compare unregularized, log- and power-regularized training of the query-key weights by test error, weight norms and generalization gap.
 #
-# Estimated student time: about 3.5 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
+# Estimated student time: about 2.75 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
