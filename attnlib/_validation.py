@@ -88,6 +88,15 @@ def check_positive(name: str, value: float, *, allow_zero: bool = False) -> floa
     return number
 
 
+def check_positive_entries(name: str, array: np.ndarray, purpose: str = "") -> np.ndarray:
+    """Return the checked array ``array`` after checking that every entry is > 0; ``purpose``
+    (e.g. ``" for a log-log fit"``) ends the message's first clause."""
+    if array.size and not np.all(array > 0):
+        raise ValueError(f"{name} must be positive{purpose}, got a smallest entry "
+                         f"{array.min()!r}")
+    return array
+
+
 def check_in_range(name: str, value: float, low: float, high: float, *,
                    closed: tuple[bool, bool] = (True, True)) -> float:
     """Return ``value`` as a float after checking ``low <(=) value <(=) high``."""

@@ -72,13 +72,12 @@ import numpy as np
 
 from . import attention
 from ._progress import progress as progress_bar
-from ._validation import (MAX_SIZE, DivergenceError, as_matrix, check_finite, check_generator,
-                          check_in_range, check_int, check_memory, check_positive, check_spd,
-                          finite_result)
+from ._validation import (MAX_SIZE, DivergenceError, as_matrix, check_generator, check_in_range,
+                          check_int, check_memory, check_positive, check_spd, finite_result)
 from .data import RegressionProblem
-from .geometry import MinimizerManifold, minimizer_manifold
-from .optim import (EmptyState, Transform, apply_updates, chain, check_betas, scale,
-                    scale_by_adam, trace)
+from .geometry import MinimizerManifold, _manifold, minimizer_manifold
+from .optim import (EmptyState, Transform, _check_state, apply_updates, chain, check_betas,
+                    scale, scale_by_adam, trace)
 from .population import (_balancing_and_grad, _fit_and_weighted_error, empirical_moments,
                          population_loss_and_grad, regularizer_and_grad, spd_sqrt)
 from .reference import ReferenceOptimum
@@ -98,7 +97,19 @@ Pair = tuple[np.ndarray, np.ndarray]
 def _moments(Sigma_hat: object, M_hat: object) -> MinimizerManifold:
     """S_hat for the moments, with errors naming ``Sigma_hat`` and ``M_hat``."""
     sigma = check_spd("Sigma_hat", Sigma_hat)
-    return minimizer_manifold(sigma, as_matrix("M_hat", M_hat, shape=(None, sigma.shape[0])))
+    return _manifold(sigma, as_matrix("M_hat", M_hat, shape=(None, sigma.shape[0])),
+                     name="M_hat")
+
+
+def _fitted_moments(x: np.ndarray, y: np.ndarray) -> MinimizerManifold:
+    """S_hat for the empirical moments of the samples ``x`` (n, d), ``y`` (n, p), with errors
+    naming ``X`` (singular Sigma_hat) and ``Y`` (p < d, rank-deficient fit M_hat)."""
+    d, p = x.shape[1], y.shape[1]
+    if p < d:
+        raise ValueError(f"Y has p = {p} outputs < d = {d} inputs: its least-squares fit M_hat "
+                         f"has p = {p} rows < d = {d}, and the manifold S of chapter 3 "
+                         "(full-rank balanced factors) does not apply; this book needs p >= d")
+    return _manifold(*empirical_moments(x, y), name="Y (through M_hat, its least-squares fit)")
 
 
 def precondition(Sigma_hat: np.ndarray) -> Transform:
@@ -108,9 +119,7 @@ def precondition(Sigma_hat: np.ndarray) -> Transform:
     inverse = inv_half @ inv_half
 
     def update(grads: Pair, state: EmptyState) -> tuple[Pair, EmptyState]:
-        if not isinstance(state, EmptyState):
-            raise TypeError(f"precondition was handed a state of type {type(state).__name__}, "
-                            "not EmptyState: pass the state made by this optimizer's init")
+        _check_state("precondition", state, EmptyState, grads)
         return (grads[0] @ inverse, inverse @ grads[1] @ inverse), state
 
     return Transform(lambda params: EmptyState(), update)
@@ -319,7 +328,8 @@ class DataLoss:
             return attention.prompts_loss_and_grad(A, B, self.X, self.Y, mask=self.mask,
                                                    rows=rows)
         if rows is not None:
-            raise ValueError("rows (minibatches) need the empirical loss, not the closed form")
+            raise ValueError("rows must be None for the closed-form loss (minibatches sample "
+                             "query rows of the empirical loss)")
         return population_loss_and_grad(A, B, self.Sigma_hat, self.M_hat)
 
     def objective(self, lam: float, *, regularizer: Regularizer = "balancing"
@@ -386,7 +396,7 @@ def empirical_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo"
         raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
     x = as_matrix("X", X)
     y = as_matrix("Y", Y, shape=(x.shape[0], None))
-    manifold = (minimizer_manifold(*empirical_moments(x, y)) if moments is None
+    manifold = (_fitted_moments(x, y) if moments is None
                 else _moments(*moments))                     # checks SPD, p >= d, rank
     p, d = manifold.M.shape
     if x.shape[1] != d or y.shape[1] != p:
@@ -412,9 +422,8 @@ def prompts_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo",
     if x.shape[1] < 2:
         raise ValueError(f"X must hold prompts of at least 2 tokens, shape (N, n, d), got {x.shape}")
     d, p = x.shape[2], y.shape[2]
-    sigma_hat, m_hat = (empirical_moments(x.reshape(-1, d), y.reshape(-1, p)) if moments is None
-                        else moments)
-    manifold = minimizer_manifold(sigma_hat, m_hat)
+    manifold = (_fitted_moments(x.reshape(-1, d), y.reshape(-1, p)) if moments is None
+                else _moments(*moments))
     if manifold.M.shape != (p, d):
         raise ValueError(f"X, Y have shapes {x.shape}, {y.shape}; moments imply (p, d) = "
                          f"{manifold.M.shape}")
@@ -668,10 +677,11 @@ def _check_batch_size(method: Method, data: DataLoss,
     if method.batch_size is None:
         return None
     if data.kind == "closed_form":
-        raise ValueError("minibatches (method.batch_size) sample query rows: they need the "
-                         "empirical loss (or prompts), not the closed form")
+        raise ValueError("method.batch_size must be None for the closed-form loss: minibatches "
+                         "sample query rows of the empirical loss (or prompts)")
     if rng is None:
-        raise ValueError("minibatches (method.batch_size) need rng, a numpy.random.Generator")
+        raise ValueError("rng must be a numpy.random.Generator when method.batch_size is set "
+                         "(minibatches are drawn with it)")
     batch_size = check_int("method.batch_size", method.batch_size, minimum=1)
     if batch_size > data.n_queries:
         raise ValueError(f"method.batch_size must be at most the number of query rows "

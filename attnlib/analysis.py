@@ -80,7 +80,7 @@ def pad_histories(curves: Sequence[object], length: int | None = None) -> np.nda
 
 
 def seed_summary(curves: object, *, lower: float = 0.25, upper: float = 0.75) -> SeedSummary:
-    """Median and ``[lower, upper]`` quantile band over runs (axis 0), ignoring NaN.
+    """Median and ``[lower, upper]`` quantile band over runs (axis 0), ignoring NaN and +-inf.
 
     ``curves`` is a ``(runs, iterations)`` array (see :func:`pad_histories`). Where no run has a
     finite value the summary is NaN and ``count`` is 0. The quantiles use numpy's default
@@ -109,8 +109,8 @@ def seed_summary(curves: object, *, lower: float = 0.25, upper: float = 0.75) ->
 def iterations_to_threshold(curves: object, threshold: float) -> np.ndarray | float:
     """First iteration k with ``curve[k] <= threshold``; ``inf`` when it is never reached.
 
-    NaN entries (a diverged run) never count as reached. ``inf`` means "not reached within
-    the run"; the cap is the run's length.
+    Non-finite entries (NaN for a diverged run, +-inf) never count as reached. ``inf`` means
+    "not reached within the run"; the cap is the run's length.
 
     Parameters
     ----------

@@ -44,12 +44,14 @@ Distances to S shrink like ``mu^m`` and the excess risk (quadratic in the distan
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from ._validation import as_matrix, check_generator, check_int, check_positive, finite_result
+from ._validation import (as_matrix, check_generator, check_int, check_positive,
+                          check_positive_entries, finite_result)
 from .geometry import factor_hessian, minimizer_manifold
 
 __all__ = ["PowerLawFit", "fit_power_law", "fit_power_law_weighted", "GeometricFit", "fit_geometric_rate",
@@ -125,8 +127,8 @@ def fit_power_law(x: np.ndarray, y: np.ndarray, *, rng: np.random.Generator | No
     xs = as_matrix("x", x, ndim=1)
     ys = as_matrix("y", y, ndim=(1, 2))
     ys = as_matrix("y", ys[:, None] if ys.ndim == 1 else ys, shape=(xs.size, None))
-    if np.any(xs <= 0) or np.any(ys <= 0):
-        raise ValueError("x and y must be positive for a log-log fit")
+    check_positive_entries("x", xs, " for a log-log fit")
+    check_positive_entries("y", ys, " for a log-log fit")
     if np.unique(xs).size < 2:
         raise ValueError(f"x needs at least 2 distinct values, got {np.unique(xs).size}")
     level = _check_level(level)
@@ -135,13 +137,15 @@ def fit_power_law(x: np.ndarray, y: np.ndarray, *, rng: np.random.Generator | No
     logx = np.repeat(np.log(xs), seeds)
     logy = np.log(ys).ravel()
     if logx.size < 3:
-        raise ValueError(f"need at least 3 points for a standard error, got {logx.size}")
+        raise ValueError(f"y must hold at least 3 points (x values times seeds) for a "
+                         f"standard error, got {logx.size}")
     slope, intercept, stderr = _line_fit(logx, logy)
     use_boot = rng is not None and n_boot > 0
     if use_boot:
         rng = check_generator("rng", rng)
         if seeds < 2:
-            raise ValueError("the seed bootstrap needs y with at least 2 seeds (columns)")
+            raise ValueError(f"y needs at least 2 seeds (columns) for the seed bootstrap "
+                             f"(n_boot > 0), got {seeds}")
         slopes = np.empty(n_boot)
         for b in range(n_boot):
             cols = rng.integers(0, seeds, size=seeds)
@@ -169,22 +173,27 @@ def fit_power_law_weighted(x: np.ndarray, y: np.ndarray, stderr: np.ndarray, *,
     xs = as_matrix("x", x, ndim=1)
     ys = as_matrix("y", y, shape=(xs.size,), ndim=1)
     errors = as_matrix("stderr", stderr, shape=(xs.size,), ndim=1)
-    if np.any(xs <= 0) or np.any(errors <= 0):
-        raise ValueError("x and stderr must be positive")
+    check_positive_entries("x", xs, " for a log-log fit")
+    check_positive_entries("stderr", errors)
     if np.unique(xs).size < 3:
         raise ValueError(f"x needs at least 3 distinct values, got {np.unique(xs).size}")
     level = _check_level(level)
     positive = ys > 0
     if positive.sum() < 2:
-        raise ValueError("need at least 2 positive estimates to start the fit")
+        raise ValueError(f"y needs at least 2 positive estimates to start the fit (the "
+                         f"unweighted log-log fit), got {int(positive.sum())}")
     scale = float(np.exp(np.mean(np.log(xs))))           # fit C (x/scale)^b: well conditioned
     slope, intercept, _ = _line_fit(np.log(xs[positive] / scale), np.log(ys[positive]))
 
     def model(t: np.ndarray, log_c: float, b: float) -> np.ndarray:
         return np.exp(log_c) * (t / scale) ** b
 
-    params, cov = optimize.curve_fit(model, xs, ys, p0=(intercept, slope), sigma=errors,
-                                     absolute_sigma=True, maxfev=10000)
+    with warnings.catch_warnings():
+        # a covariance that cannot be estimated is infinite: the check of finite_result names
+        # the extreme argument, so scipy's warning would only repeat it without the name
+        warnings.simplefilter("ignore", optimize.OptimizeWarning)
+        params, cov = optimize.curve_fit(model, xs, ys, p0=(intercept, slope), sigma=errors,
+                                         absolute_sigma=True, maxfev=10000)
     exponent, se = float(params[1]), float(np.sqrt(cov[1, 1]))
     half = float(stats.norm.ppf((1.0 + level) / 2.0)) * se
     return PowerLawFit(exponent=exponent, prefactor=float(np.exp(params[0]) * scale ** -exponent),
@@ -251,8 +260,8 @@ def fit_geometric_rate(iterations: np.ndarray, values: np.ndarray, *,
         keep &= (vals >= low) & (vals <= high)
     window_values = vals[keep]
     if window_values.size < 3:
-        raise ValueError(f"the window holds {window_values.size} points; need at least 3 "
-                         "(widen band or start/stop)")
+        raise ValueError(f"values has {window_values.size} points inside the window (band, "
+                         "start, stop); need at least 3 (widen band or start/stop)")
     if not np.all(np.isfinite(window_values)) or np.any(window_values <= 0):
         raise ValueError("values must be positive and finite inside the window (subtract the "
                          "limit and choose a band above zero)")

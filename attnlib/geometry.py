@@ -207,19 +207,25 @@ def minimizer_manifold(Sigma: np.ndarray, M: np.ndarray, *, rtol: float = 1e-10
     if rtol >= 1:
         raise ValueError(f"rtol must be < 1 (a relative tolerance), got {rtol!r}")
     sigma = check_spd("Sigma", Sigma)
-    d = sigma.shape[0]
-    m = as_matrix("M", M, shape=(None, d))
-    p = m.shape[0]
+    return _manifold(sigma, as_matrix("M", M, shape=(None, sigma.shape[0])), rtol=rtol, name="M")
+
+
+def _manifold(sigma: np.ndarray, m: np.ndarray, *, rtol: float = 1e-10,
+              name: str = "M") -> MinimizerManifold:
+    """S for a checked SPD ``sigma`` (d, d) and finite ``m`` (p, d); the errors for p < d and
+    for a rank-deficient ``X* = M Sigma^(1/2)`` name ``name``, the caller's argument that set M."""
+    p, d = m.shape
     if p < d:
-        raise ValueError(f"M has p = {p} rows < d = {d}: X* = M Sigma^(1/2) has rank < d and "
-                         "the manifold S of chapter 3 (full-rank balanced factors) does not "
+        raise ValueError(f"{name} has p = {p} rows < d = {d}: X* = M Sigma^(1/2) has rank < d "
+                         "and the manifold S of chapter 3 (full-rank balanced factors) does not "
                          "apply; this book needs p >= d")
     half, inv_half = spd_sqrt(sigma)
     xstar = m @ half
     left, singular, right_t = np.linalg.svd(xstar, full_matrices=False)
     if singular[-1] <= rtol * singular[0]:
-        raise ValueError(f"X* = M Sigma^(1/2) is rank deficient (singular values "
-                         f"{singular[0]:.3g} ... {singular[-1]:.3g}); S needs rank d")
+        raise ValueError(f"{name} must give X* = M Sigma^(1/2) of full column rank d = {d}, but "
+                         f"X* is rank deficient (singular values {singular[0]:.3g} ... "
+                         f"{singular[-1]:.3g}); the manifold S needs rank d")
     return MinimizerManifold(Sigma=sigma, M=m, half=half, inv_half=inv_half, Xstar=xstar,
                              left=left, singular_values=singular, right=right_t.T)
 
@@ -277,7 +283,8 @@ def one_point_ratios(A: np.ndarray, B: np.ndarray, manifold: MinimizerManifold, 
         inner = float(np.sum(grad_a * delta[0]) + np.sum(grad_b * delta[1]))
         grad2 = float(np.sum(grad_a ** 2) + np.sum(grad_b ** 2))
     if dist2 == 0.0:
-        raise ValueError("theta lies on S (distance 0): the ratios are undefined there")
+        raise ValueError("A, B must lie off S (their distance to S is 0): the ratios are "
+                         "undefined there")
     return inner / dist2, grad2 / dist2, float(np.sqrt(dist2))
 
 

@@ -45,9 +45,9 @@ from typing import Literal
 import numpy as np
 
 from ._validation import (as_matrix, check_finite, check_generator, check_int, check_memory,
-                          check_positive, finite_result)
+                          check_positive, check_positive_entries, finite_result)
 from .data import covariance, random_rotation
-from .geometry import MinimizerManifold, factor_hessian, minimizer_manifold, one_point_ratios
+from .geometry import MinimizerManifold, _manifold, factor_hessian, one_point_ratios
 from .population import factor_loss_and_grad, factor_regularizer_and_grad, spd_sqrt
 
 __all__ = [
@@ -161,9 +161,7 @@ def one_point_scan(manifold: MinimizerManifold, radii: np.ndarray, *, kind: Dire
     :func:`attnlib.geometry.one_point_ratios` in both geometries. Draw order per sample: O,
     then the direction. ``n_samples`` is at most :data:`MAX_SCAN_SAMPLES` per radius.
     """
-    r = as_matrix("radii", radii, ndim=1)
-    if np.any(r <= 0):
-        raise ValueError("radii must be positive")
+    r = check_positive_entries("radii", as_matrix("radii", radii, ndim=1))
     lam = check_positive("lam", lam, allow_zero=True)
     n_samples = check_int("n_samples", n_samples, minimum=1, maximum=MAX_SCAN_SAMPLES)
     check_memory("n_samples", n_samples, 6 * 8 * r.size * n_samples, "the ratios")
@@ -285,7 +283,7 @@ def condition_sweep(Xstar: np.ndarray, kappas: np.ndarray, *, radius: float, lam
     for i, kappa in enumerate(ks):
         sigma = covariance(d, kappa=float(kappa), rng=rng)
         _, inv_half = spd_sqrt(sigma)
-        manifold = minimizer_manifold(sigma, xstar @ inv_half)
+        manifold = _manifold(sigma, xstar @ inv_half, name="Xstar")
         scans = [one_point_scan(manifold, np.array([radius]), kind=kind, lam=lam,
                                 n_samples=n_samples, rng=rng) for kind in ("random", "symmetry")]
         for geometry, tag in (("P", "P"), ("euclidean", "E")):

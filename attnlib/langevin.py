@@ -437,9 +437,11 @@ def hitting_times(times: np.ndarray, gap: np.ndarray, epsilons: Sequence[float]
     Raises
     ------
     ValueError
-        For mismatched shapes or non-finite inputs.
+        For mismatched shapes, non-finite inputs or times that do not increase.
     """
     t = as_matrix("times", times, ndim=1)
+    if np.any(np.diff(t) <= 0):
+        raise ValueError(f"times must be strictly increasing, got a step of {np.diff(t).min()!r}")
     g = np.abs(as_matrix("gap", gap, shape=t.shape, ndim=1))
     # largest suffix maximum: running max of |gap| from the end
     suffix_max = np.maximum.accumulate(g[::-1])[::-1]
@@ -710,10 +712,10 @@ def spectral_gap(loss_and_grad: LossAndGrad, axes: Sequence[np.ndarray], tempera
         lo_t, hi_t = tuple(lo), tuple(hi)
         df = f[hi_t] - f[lo_t]
         if np.abs(df).max() > 50.0 * s:
-            raise ValueError(f"f changes by {np.abs(df).max():.3g} between neighbouring grid "
-                             f"points along axis {axis}, more than 50 s = {50 * s:.3g}: the "
-                             "rates would overflow; shrink the box to where the Gibbs measure "
-                             "lives or refine the grid")
+            raise ValueError(f"axes must span a grid on which the loss changes by at most 50 s "
+                             f"= {50 * s:.3g} between neighbours, got {np.abs(df).max():.3g} "
+                             f"along axis {axis}: the rates would overflow; shrink the box to "
+                             "where the Gibbs measure lives or refine the grid")
         # rate lo -> hi is c exp(-df / s); hi -> lo is c exp(df / s)
         diagonal[lo_t] -= c * np.exp(-df / s)
         diagonal[hi_t] -= c * np.exp(df / s)

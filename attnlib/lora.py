@@ -113,6 +113,7 @@ class LoRAProblem(FactorizedLoss):
         d2out = np.einsum("w,mwn->mn", self.a, s2 * dH * dH + s1 * d2H)
         return (np.sum(dout * dout, axis=1) + d2out @ e) / self.n
 
+    @finite_result
     def act(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
         """``(U G, G^{-1} V)`` for an invertible ``G (r, r)``; theta ``(D,)`` or ``(c, D)``."""
         G = as_matrix("G", G, shape=(self.rank, self.rank))

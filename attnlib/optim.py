@@ -80,8 +80,8 @@ def _check_state(name: str, state: object, kind: type, updates: Params,
                  *fields: str) -> None:
     """Raise unless ``state`` is a ``kind`` whose array ``fields`` match ``updates``' shapes."""
     if not isinstance(state, kind):
-        raise TypeError(f"{name} was handed a state of type {type(state).__name__}, not "
-                        f"{kind.__name__}: pass the state made by this optimizer's init")
+        raise TypeError(f"state must be a {kind.__name__}, made by this optimizer's init: "
+                        f"{name} was handed a state of type {type(state).__name__}")
     for field in fields:
         arrays = getattr(state, field)
         if len(arrays) != len(updates) or any(
@@ -121,8 +121,9 @@ def chain(*transforms: Transform) -> Transform:
     def update(updates: Params, state: tuple) -> tuple[Params, tuple]:
         if type(state) is not tuple or len(state) != len(transforms):
             length = len(state) if isinstance(state, tuple) else type(state).__name__
-            raise ValueError(f"chain of {len(transforms)} transformations was handed a state "
-                             f"of {length} entries: pass the state made by this chain's init")
+            raise ValueError(f"state must be the tuple made by this chain's init: chain of "
+                             f"{len(transforms)} transformations was handed a state of {length} "
+                             "entries")
         states = []
         for transform, sub_state in zip(transforms, state):
             updates, sub_state = transform.update(updates, sub_state)

@@ -92,7 +92,8 @@ def orbit_tangent(problem: FactorProblem, z: np.ndarray,
         columns.append(problem.flat(a @ twist, b @ twist))
     basis, singular, _ = np.linalg.svd(np.column_stack(columns), full_matrices=False)
     if singular[-1] <= 1e-10 * singular[0]:
-        raise ValueError("z: the orbit tangent is degenerate (the point must have rank d)")
+        raise ValueError(f"z must be a point of rank d: the orbit tangent there is degenerate "
+                         f"(singular values {singular[0]:.3g} ... {singular[-1]:.3g})")
     return basis
 
 
@@ -273,7 +274,11 @@ def orbit_nesterov(problem: FactorProblem, z0: np.ndarray, *, step: float, targe
         if recorder.record(value) or problem.evaluations >= max_evaluations:
             break
         if iteration >= warmup and (iteration - warmup) % refresh == 0:
-            tangent = orbit_tangent(problem, z)
+            try:
+                tangent = orbit_tangent(problem, z)
+            except ValueError as error:
+                raise ValueError(f"z0 must lead to iterates of rank d, but the iterate at "
+                                 f"iteration {iteration} is rank deficient ({error})") from error
             curvature, rotation = np.linalg.eigh(restricted_hessian(problem, z, tangent,
                                                                     fd_step=fd_step))
             basis = tangent @ rotation

@@ -46,7 +46,8 @@ __all__ = ["DPI", "PIXEL_RATIO", "WIDTHS", "OKABE_ITO", "NEUTRAL_GREY", "CYCLE_C
            "SERIES", "SERIES_GROUPS", "METHOD_COLOURS", "CVD", "MIN_DELTA_E", "MAX_COLUMNS",
            "MAX_ROWS", "use_book_style", "figure",
            "series_style", "delta_e", "smallest_text_px", "confusable_series", "figure_png",
-           "png_records", "orbit_schematic"]
+           "png_records", "orbit_schematic", "NARROW_WIDTH", "SHRINK_WIDTH", "SHRUNK_WIDTH",
+           "NARROW_METADATA_KEY", "narrow_figure"]
 
 #: Dots per inch of the figure layout (one CSS pixel per dot when shown at natural size).
 DPI = 100
@@ -60,6 +61,17 @@ MAX_COLUMNS = 3
 #: The most rows of panels in one figure (the book stacks at most 4; beyond a few dozen a
 #: figure is unreadable, and matplotlib's layout cost grows with every axes).
 MAX_ROWS = 50
+
+#: Width in inches of a figure's narrow rendering for phones (360 CSS px), shown whole at its
+#: natural size on a 390 px screen, so its 9 pt text stays 12.5 CSS px (see narrow_figure).
+NARROW_WIDTH = 3.6
+
+#: Widest figure (inches) whose panels, in one column, narrow_figure redraws smaller as they
+#: are ("medium" and a little more); wider ones are laid out again at NARROW_WIDTH.
+SHRINK_WIDTH = 5.6
+#: Width (inches) of such a smaller drawing (400 CSS px, at most about 430 with its margins,
+#: which a 390 px phone shows at 0.89 of its size or more).
+SHRUNK_WIDTH = 4.0
 
 #: Figure widths in inches; "full" fills the ~690 px text column, "medium" and "small" are
 #: for single plots that need less room (a square scatter plot, a small inset-like figure).
@@ -189,16 +201,27 @@ def _register_png_formatter() -> None:
     formatter.for_type(mpl.figure.Figure, _displayed_png)
 
 
-def _displayed_png(fig) -> tuple[str, dict[str, int]] | None:
-    """IPython's PNG form of a figure: base64 :func:`figure_png` and its CSS size."""
+#: Key of a displayed figure's output metadata that holds its narrow rendering (base64 PNG),
+#: which the book's HTML build (book/_ext/book_html.py) serves to screens below 600 px.
+NARROW_METADATA_KEY = "attn:narrow-png"
+
+
+def _displayed_png(fig) -> tuple[str, dict[str, Any]] | None:
+    """IPython's PNG form of a figure: base64 :func:`figure_png`, its CSS size and, for a
+    figure wider than :data:`NARROW_WIDTH`, its :func:`narrow_figure` rendering."""
     import base64
 
     if not fig.axes and not fig.texts and not fig.images:
         return None   # an empty figure shows nothing, as in the inline backend
     png = figure_png(fig)
     width, height = _png_size(png)
-    return (base64.b64encode(png).decode("ascii"),
-            {"width": round(width / PIXEL_RATIO), "height": round(height / PIXEL_RATIO)})
+    metadata: dict[str, Any] = {"width": round(width / PIXEL_RATIO),
+                                "height": round(height / PIXEL_RATIO)}
+    narrow = narrow_figure(fig)
+    if narrow is not None:
+        metadata[NARROW_METADATA_KEY] = base64.b64encode(figure_png(narrow)).decode("ascii")
+        plt.close(narrow)
+    return base64.b64encode(png).decode("ascii"), metadata
 
 
 def _png_size(png: bytes) -> tuple[int, int]:
@@ -228,6 +251,158 @@ def figure_png(fig, *, pixel_ratio: int = PIXEL_RATIO) -> bytes:
     out = io.BytesIO()
     palette.save(out, format="PNG", optimize=True, pnginfo=info)
     return out.getvalue()
+
+
+def narrow_figure(fig) -> "matplotlib.figure.Figure | None":
+    """A copy of ``fig`` laid out for a phone, or None when it needs none or cannot have one.
+
+    The copy keeps the fonts, so text keeps its size where a screen of 390 px would have to
+    shrink the full-width figure to about half. A figure whose panels (axes placed on a grid,
+    with their twins, insets and colour bars) already form one column and that is at most
+    :data:`SHRINK_WIDTH` wide is drawn as it is at :data:`SHRUNK_WIDTH` (400 CSS px, scaled
+    height). Any other is :data:`NARROW_WIDTH` wide (360 CSS px), its panels stacked in one
+    column in reading order, left to right then top to bottom; a panel keeps its height,
+    within 0.45 and 0.8 of the new width (a single wide panel whose annotations would then
+    overlap is tried smaller as it is, at :data:`SHRUNK_WIDTH`). Titles wrap, and a legend that is wider than the
+    figure loses columns; minor tick labels that would overlap are left out.
+
+    None when ``fig`` is no wider than the "small" width (a 390 px phone shows it at 0.89 of
+    its size or more, so its text stays above 11 px), has no gridded panel, would have
+    annotations or legends overlapping that were apart, or cannot be copied (pickled).
+    """
+    if fig.get_figwidth() <= WIDTHS["small"] * 1.01:
+        return None   # shown whole on a 390 px phone at 0.89 of its size or more: text >= 11 px
+    panels = _panel_groups(fig)
+    if not panels:
+        return None
+    one_column = len({column for (_, column), _ in panels}) == 1
+    layouts = (["shrink"] if fig.get_figwidth() <= SHRINK_WIDTH
+               else ["stack", "shrink"]) if one_column else ["stack"]
+    collisions = _colliding_texts(fig)
+    for layout in layouts:
+        copy = _copy_figure(fig)
+        if copy is None:
+            return None
+        _lay_out_narrow(copy, layout)
+        if _colliding_texts(copy) <= collisions:
+            return copy
+        plt.close(copy)   # annotations that were apart now overlap
+    return None
+
+
+def _copy_figure(fig) -> "matplotlib.figure.Figure | None":
+    """A deep copy of ``fig`` (through pickle), or None when it cannot be pickled."""
+    import pickle
+
+    try:
+        copy = pickle.loads(pickle.dumps(fig))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
+    plt.close(copy)   # unpickling may register it with pyplot; it is only rendered
+    return copy
+
+
+def _lay_out_narrow(fig, layout: str) -> None:
+    """Resize ``fig`` for a phone: ``"shrink"`` keeps the drawing at :data:`SHRUNK_WIDTH`,
+    ``"stack"`` puts its panels in one column at
+    :data:`NARROW_WIDTH`; then titles wrap, overlapping minor tick labels go and legends
+    lose columns until they fit."""
+    width, height = fig.get_size_inches()
+    if layout == "shrink":
+        fig.set_size_inches(SHRUNK_WIDTH, height * SHRUNK_WIDTH / width)
+    else:
+        fig.canvas.draw()   # the laid-out panel heights
+        heights = [min(max(max(ax.get_position().height for ax in axes) * height,
+                           0.45 * NARROW_WIDTH), 0.8 * NARROW_WIDTH)
+                   for _, axes in _panel_groups(fig)]
+        grid = fig.add_gridspec(len(heights), 1, height_ratios=heights)
+        for row, (_, axes) in enumerate(_panel_groups(fig)):
+            for ax in axes:
+                ax.set_subplotspec(grid[row, 0])
+        decorations = 0.75   # inches per panel for its title, tick labels and axis labels
+        extra = 0.45 * len(fig.legends) + (0.4 if fig.get_suptitle() else 0.0)
+        fig.set_size_inches(NARROW_WIDTH, sum(heights) + decorations * len(heights) + extra)
+    fig.canvas.draw()   # the sizes of the titles and tick labels in the new layout
+    titles = [ax.title for ax in fig.axes] + ([fig._suptitle] if fig.get_suptitle() else [])
+    for title in titles:
+        _wrap_to_width(title, fig.bbox.width)
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if _labels_overlap(axis.get_minorticklabels(), axis.get_majorticklabels()):
+                axis.set_minor_formatter(mpl.ticker.NullFormatter())
+    for legend in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]:
+        _fewer_legend_columns(fig, legend)
+
+
+def _colliding_texts(fig) -> int:
+    """Pairs of annotations (texts placed in an axes) and legends that overlap, per axes."""
+    fig.canvas.draw()
+    pairs = 0
+    for ax in fig.axes:
+        boxes = [artist.get_window_extent() for artist in [*ax.texts, ax.get_legend()]
+                 if artist is not None and artist.get_visible()]
+        pairs += sum(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
+    return pairs
+
+
+def _labels_overlap(minor: list[Any], major: list[Any]) -> bool:
+    """Whether a minor tick label overlaps another tick label (as last drawn)."""
+    def boxes(labels: list[Any]) -> list[Any]:
+        return [label.get_window_extent() for label in labels
+                if label.get_visible() and label.get_text().strip()]
+    minor_boxes, major_boxes = boxes(minor), boxes(major)
+    return any(a.overlaps(b) for a, b in itertools.combinations(minor_boxes, 2)) or any(
+        a.overlaps(b) for a in minor_boxes for b in major_boxes)
+
+
+def _wrap_to_width(text, width: float) -> None:
+    """Break a text wider than ``width`` display pixels (as last drawn) into lines that fit,
+    at spaces."""
+    import textwrap
+
+    drawn = text.get_window_extent().width
+    if drawn > 0.95 * width and " " in text.get_text():
+        characters = int(len(text.get_text()) * 0.9 * width / drawn)
+        text.set_text(textwrap.fill(text.get_text(), max(characters, 10)))
+
+
+def _panel_groups(fig) -> list[tuple[tuple[int, int], list[Any]]]:
+    """The figure's panels in reading order: axes on a grid, grouped by their grid cell
+    (a twin shares its parent's), each keyed by the cell's first (row, column)."""
+    groups: dict[tuple[int, int, int, int, int], list[Any]] = {}
+    for ax in fig.axes:
+        spec = ax.get_subplotspec()
+        if spec is None or hasattr(ax, "_colorbar"):
+            continue
+        key = (spec.rowspan.start, spec.colspan.start, spec.rowspan.stop, spec.colspan.stop,
+               id(spec.get_gridspec()))
+        groups.setdefault(key, []).append(ax)
+    return [((key[0], key[1]), axes) for key, axes in sorted(groups.items())]
+
+
+def _fewer_legend_columns(fig, legend) -> None:
+    """Drop a legend's columns one at a time until it is no wider than what holds it (its
+    axes or the figure). Matplotlib fixes the columns when it makes a legend, so its items
+    are packed again from the original handles, and its title and place restored."""
+    title = legend.get_title()
+    text, properties = title.get_text(), title.get_fontproperties()
+    labels = [label.get_text() for label in legend.texts]
+    originals = {label: handle for ax in fig.axes
+                 for handle, label in zip(*ax.get_legend_handles_labels())}
+    if not set(labels) <= set(originals):
+        return   # handles made for the legend only: leave it as drawn
+    place, outside = legend._loc_real, legend._outside_loc
+    while legend._ncols > 1 and _wider_than(fig, legend, legend.parent.bbox.width):
+        legend.set_ncols(legend._ncols - 1)
+        legend._init_legend_box([originals[label] for label in labels], labels)
+        legend.set_title(text, prop=properties)
+        legend.set_loc(place)
+        legend._outside_loc = outside
+
+
+def _wider_than(fig, artist, width: float) -> bool:
+    fig.canvas.draw()
+    return artist.get_window_extent().width > width
 
 
 def png_records(png: bytes) -> dict[str, str]:

@@ -143,8 +143,8 @@ def _balancing_and_grad(u: np.ndarray, v: np.ndarray, lam: float,
         return value, grad_u, grad_v
     total = float(np.sum(u ** 2) + np.sum(v ** 2))
     if total == 0.0:
-        raise ValueError("the normalized regularizer needs (U, V) != 0 (it divides by "
-                         "||U||_F^2 + ||V||_F^2)")
+        raise ValueError("U, V must not both be 0: the normalized regularizer needs "
+                         "||U||_F^2 + ||V||_F^2 > 0 (it divides by it)")
     return (value / total, grad_u / total - 2.0 * value * u / total ** 2,
             grad_v / total - 2.0 * value * v / total ** 2)
 
@@ -269,7 +269,8 @@ def empirical_moments(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndar
     try:
         sigma_hat = check_spd("Sigma_hat", x.T @ x / n)
     except ValueError as exc:
-        raise ValueError(f"empirical covariance Sigma_hat = X^T X / n is singular: {exc}") from exc
+        raise ValueError("X must have linearly independent columns: the empirical covariance "
+                         f"Sigma_hat = X^T X / n is singular ({exc})") from exc
     m_hat = np.linalg.solve(sigma_hat, (y.T @ x / n).T).T
     return sigma_hat, m_hat
 

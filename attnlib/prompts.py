@@ -55,7 +55,7 @@ from scipy import optimize
 
 from . import attention
 from ._validation import (MAX_SIZE, as_matrix, check_generator, check_int, check_memory,
-                          check_positive, finite_result)
+                          check_positive, check_positive_entries, finite_result)
 from .data import RegressionProblem
 from .geometry import factor_hessian
 from .population import factor_loss_and_grad, factor_regularizer_and_grad, spd_sqrt
@@ -130,6 +130,18 @@ def deployed_risk(A: np.ndarray, B: np.ndarray, problem: RegressionProblem, n: i
     return float(means.mean()), float(means.std(ddof=1) / np.sqrt(prompts))
 
 
+def _check_barrier(name: str, v: np.ndarray) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``||v||_2^2 < 1/2`` (G is infinite beyond).
+
+    ``v`` is the V of a point, or (``name`` = ``"Xstar"``) of the balanced point of S, where
+    ``||V||_2^2 = gamma_1``, the largest singular value of X*."""
+    squared = np.linalg.norm(v, 2) ** 2
+    if squared >= 0.5:
+        bound = ("gamma_1 < 1/2 (its largest singular value, ||V||_2^2 at the balanced point "
+                 "of S)" if name == "Xstar" else "||V||_2^2 < 1/2")
+        raise ValueError(f"{name} must have {bound}; G is infinite beyond, got {squared:.4g}")
+
+
 def _factors(U: object, V: object, Xstar: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     xstar = as_matrix("Xstar", Xstar)
     p, d = xstar.shape
@@ -149,12 +161,10 @@ def context_correction(U: np.ndarray, V: np.ndarray, Xstar: np.ndarray
     when ``||V||_2^2 >= 1/2`` (G is infinite there).
     """
     u, v, xstar = _factors(U, V, Xstar)
+    _check_barrier("V", v)
     d = v.shape[0]
     k = v @ v.T
     eigenvalues = np.linalg.eigvalsh(k)
-    if eigenvalues[-1] >= 0.5:
-        raise ValueError(f"context_correction needs ||V||_2^2 < 1/2 (G is infinite beyond), got "
-                         f"{eigenvalues[-1]:.4g}")
     c = np.linalg.inv(np.eye(d) - 2.0 * k)
     c = 0.5 * (c + c.T)
     det_factor = float(np.prod(1.0 - 2.0 * eigenvalues) ** -0.5)
@@ -203,9 +213,7 @@ def first_order_minimizer(Xstar: np.ndarray, m: float, *, lam: float = 1.0,
         left, values, right_t = np.linalg.svd(xstar, full_matrices=False)
         start = (left * np.sqrt(values), right_t.T * np.sqrt(values))
     u0, v0, _ = _factors(start[0], start[1], xstar)
-    if np.linalg.norm(v0, 2) ** 2 >= 0.5:
-        raise ValueError("first_order_minimizer needs a start with ||V||_2^2 < 1/2 (on S: "
-                         "gamma_1 < 1/2, the largest singular value of X*); G is infinite beyond")
+    _check_barrier("Xstar" if given is None else "start", v0)
 
     def value_and_grad(z: np.ndarray, contexts: float) -> tuple[float, np.ndarray]:
         u, v = z[: p * d].reshape(p, d), z[p * d:].reshape(d, d)
@@ -239,8 +247,7 @@ def first_order_curve(Xstar: np.ndarray, m_values: np.ndarray, *, lam: float = 1
     """Excess risks of :func:`first_order_minimizer` at each m in ``m_values``, computed in
     decreasing m, each solve started at the previous minimizer (one continuation sweep)."""
     values = as_matrix("m_values", m_values, ndim=1)
-    if np.any(values <= 0):
-        raise ValueError(f"m_values must be positive, got a smallest entry {values.min()!r}")
+    check_positive_entries("m_values", values)
     out = np.empty(values.size)
     start = None
     for i in np.argsort(-values):
@@ -262,6 +269,7 @@ def asymptotic_bias_coefficient(Xstar: np.ndarray, *, lam: float = 1.0) -> float
     p, d = xstar.shape
     left, values, right_t = np.linalg.svd(xstar, full_matrices=False)
     u, v = left * np.sqrt(values), right_t.T * np.sqrt(values)
+    _check_barrier("Xstar", v)
     _, grad_u, grad_v = context_correction(u, v, xstar)
     hessian = factor_hessian(u, v, xstar, lam=lam)
     step = -np.linalg.lstsq(hessian, np.concatenate([grad_u.ravel(), grad_v.ravel()]),
@@ -333,8 +341,8 @@ def local_slopes(n: np.ndarray, values: np.ndarray, stderr: np.ndarray
     x = as_matrix("n", n, ndim=1)
     v = as_matrix("values", values, shape=(x.size,), ndim=1)
     e = as_matrix("stderr", stderr, shape=(x.size,), ndim=1)
-    if np.any(x <= 0) or np.any(v <= 0):
-        raise ValueError("n and values must be positive for log-log slopes")
+    check_positive_entries("n", x, " for log-log slopes")
+    check_positive_entries("values", v, " for log-log slopes")
     step = np.diff(np.log(x))
     slopes = np.diff(np.log(v)) / step
     errors = np.sqrt((e[:-1] / v[:-1]) ** 2 + (e[1:] / v[1:]) ** 2) / step

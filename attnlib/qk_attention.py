@@ -182,6 +182,7 @@ class AttentionProblem(FactorizedLoss):
         hess = float(np.sum(x ** 4 * z * (z / 4 + r)) / (self.n * self.d_k))
         return grad, self.X.shape[2] * hess
 
+    @finite_result
     def act(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
         """``(W_Q G, W_K G^{-T})`` for an invertible ``G (d_k, d_k)``; theta ``(D,)`` or ``(c, D)``."""
         G = as_matrix("G", G, shape=(self.d_k, self.d_k))

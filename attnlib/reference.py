@@ -74,8 +74,12 @@ class ReferenceOptimum:
 
     def gap(self, values: np.ndarray) -> np.ndarray:
         """Optimization gap ``values - Q_hat*`` (e.g. a history's ``objective``; any number of
-        axes, and NaN, a history's "no value here", passes through)."""
-        return as_matrix("values", values, ndim=ANY_NDIM, finite=False) - self.value
+        axes; NaN, a history's "no value here", and +inf, a diverged value, pass through; -inf
+        raises ``ValueError``: the objective is bounded below by ``Q_hat*``)."""
+        array = as_matrix("values", values, ndim=ANY_NDIM, finite=False)
+        if np.any(np.isneginf(array)):
+            raise ValueError("values contains -inf: the objective is bounded below by Q_hat*")
+        return array - self.value
 
 
 @finite_result

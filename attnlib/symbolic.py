@@ -653,7 +653,7 @@ def evaluate(expr: object, values: Sequence[tuple[object, object]]) -> np.ndarra
             return np.array(result, dtype=float)
         return float(result)
     except TypeError as exc:
-        raise ValueError(f"expr does not evaluate to real numbers with these values (free "
+        raise ValueError(f"expr must evaluate to real numbers with these values (free "
                          f"symbols left: {sorted(map(str, result.free_symbols))})") from exc
 
 

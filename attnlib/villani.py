@@ -513,7 +513,8 @@ def weight_decay_threshold(consts: OrbitConstants, lam: float) -> float:
     rho -> infinity when ``s`` exceeds it (to +infinity when ``s`` is below it)."""
     lam = check_positive("lam", lam)
     if consts.a <= 0:
-        raise ValueError(f"the threshold needs a > 0 (a local minimum), got a = {consts.a:.3g}")
+        raise ValueError(f"consts must have a > 0 (a local minimum) for a threshold, got "
+                         f"a = {consts.a:.3g}")
     return 4 * lam ** 2 * consts.q / consts.a
 
 
@@ -683,17 +684,19 @@ def asymptotic_crossover_log_radius(consts: OrbitConstants, regularizer: Regular
     """
     s = check_positive("s", s)
     if consts.a <= 0 or consts.q <= 0:
-        raise ValueError("the asymptotic forms need a > 0 and q > 0")
+        raise ValueError(f"consts must have a > 0 and q > 0 for the asymptotic forms, got "
+                         f"a = {consts.a:.3g}, q = {consts.q:.3g}")
     lam, eps = regularizer.lam, regularizer.eps
     if not regularizer.active:
-        raise ValueError("the asymptotic forms need an active regularizer")
+        raise ValueError("regularizer must be active (lam > 0) for the asymptotic forms")
     if regularizer.name == "log":
         return math.sqrt(s * consts.a / consts.q) / (4 * lam) - 0.5 * math.log(consts.q) - 0.5
     if regularizer.name in ("power", "power_source"):
         p = 1 + eps / 2
         return math.log(s * consts.a / (4 * lam ** 2 * p ** 2 * consts.q ** (1 + eps))) / (2 * eps)
-    raise ValueError(f"no asymptotic crossover for regularizer {regularizer.name!r} "
-                     "(weight decay has a threshold instead: see weight_decay_threshold)")
+    raise ValueError(f"regularizer must be 'log', 'power' or 'power_source' for an asymptotic "
+                     f"crossover, got {regularizer.name!r} (weight decay has a threshold "
+                     "instead: see weight_decay_threshold)")
 
 
 # ----- the partition function over growing balls ------------------------------------------

@@ -367,11 +367,12 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
     names = tuple(params) if trainable is None else tuple(trainable)
     unknown = [name for name in names if name not in params]
     if unknown:
-        raise ValueError(f"trainable names unknown parameters {unknown}; known: {sorted(params)}")
+        raise ValueError(f"trainable has unknown parameters {unknown}; known: {sorted(params)}")
     if regularizer is not None and not regularizer.active:
         regularizer = None
     if regularizer is not None and not set(QK) <= set(names):
-        raise ValueError("a regularizer on W_Q, W_K needs both of them in trainable")
+        raise ValueError("trainable must hold both W_Q and W_K when regularizer is set (it "
+                         "acts on W_Q, W_K)")
     params = {key: np.array(value, dtype=dtype) for key, value in params.items()}
     descent = scale(-lr)
     transform = (chain(scale_by_adam(betas=betas, eps=adam_eps), descent)

@@ -284,6 +284,7 @@ def load_claims(path: Path = CLAIMS) -> dict:
 @dataclass(frozen=True)
 class Row:
     """One ledger row: the claim and the verdict a chapter printed for it (None: not yet);
+    ``figure`` names the evidence section's first named figure (None: it has none);
     ``parts`` are the verdicts the same cell printed for the sub-claims of a combined one."""
 
     claim: dict
@@ -300,20 +301,18 @@ def chapter_title(notebook: dict) -> str:
 
 
 def section_figure(notebook: dict, section: str) -> str | None:
-    """The evidence link target in heading ``section`` (up to the next heading): the name of
-    its first named figure (myst-nb ``mystnb.figure.name`` cell metadata, the HTML id of the
-    figure), "" for an unnamed figure (link to the section), None when it shows no image."""
+    """The name of the first named figure under heading ``section`` (up to the next heading):
+    myst-nb's ``mystnb.figure.name`` cell metadata, the figure's label and HTML id; None when
+    the section shows no named figure."""
     titles = {index: title for index, _, title in headings(notebook)}
-    current, found = None, None
+    current = None
     for index, cell in enumerate(notebook["cells"]):
         current = titles.get(index, current)
-        if current == section and cell["cell_type"] == "code" and any(
+        name = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
+        if current == section and name and any(
                 "image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
-            name = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
-            if name:
-                return str(name)
-            found = ""
-    return found
+            return str(name)
+    return None
 
 
 def ledger_rows(data: dict, root: Path = ROOT) -> tuple[list[Row], list[str]]:
@@ -394,9 +393,9 @@ def heading_anchor(title: str) -> str:
     return make_id(title.replace("$", ""))
 
 
-def _link(text: str, notebook: str, section: str, *, anchor: str | None = None) -> str:
+def _link(text: str, notebook: str, section: str) -> str:
     page = Path(notebook).with_suffix(".html").name
-    return f'<a href="../notebooks/{page}#{anchor or heading_anchor(section)}">{text}</a>'
+    return f'<a href="../notebooks/{page}#{heading_anchor(section)}">{text}</a>'
 
 
 BADGES = {REPRODUCED: "success", PARTLY: "warning", NOT_REPRODUCED: "danger",
@@ -476,14 +475,21 @@ def summary(rows: list[Row]) -> str:
     return " ".join(text)
 
 
+def evidence_link(row: Row) -> str:
+    """The row's evidence, named: its figure's number (``{numref}``, "Fig. 5.3") when the
+    evidence section shows a named figure, else a link titled by that section's heading."""
+    if row.figure:
+        return f"{{numref}}`{row.figure}`"
+    claim = row.claim
+    return _link(claim["evidence"], evidence_notebook(claim), claim["evidence"])
+
+
 def _cells(row: Row) -> list[str | list[str]]:
     """Claim (with where it is tested and the evidence), measured, threshold, verdict."""
     claim, printed = row.claim, row.printed
     chapter = f"{{doc}}`{row.chapter} <../{Path(claim['notebook']).with_suffix('')}>`"
     where = (f"{chapter}, {_link(claim['section'], claim['notebook'], claim['section'])}"
-             + "; evidence: " + _link("section" if row.figure is None else "figure",
-                                      evidence_notebook(claim), claim["evidence"],
-                                      anchor=row.figure))
+             + "; evidence: " + evidence_link(row))
     printed_as = (f" <br> <small>verdict printed as: {escape(claim['claim'])}</small>"
                   if claim.get("statement") else "")
     cause = claim.get("cause")

@@ -3,7 +3,9 @@
 Usage: ``python scripts/readme_figure.py`` writes ``book/figures/paper1_defaults.png``, at two
 image pixels per CSS pixel and with the book's figure records (``attnlib.plotting.figure_png``):
 the introduction shows it at its CSS width, half its pixel width (652 px, set there), and the
-book's browser checks read the records.
+book's browser checks read the records. Beside it, ``paper1_defaults.narrow.png``: the same
+figure laid out for phones (``attnlib.plotting.narrow_figure``), which the book serves below
+600 px.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 
 from attnlib import experiments  # noqa: E402
-from attnlib.plotting import METHOD_COLOURS, figure, figure_png, plot_series  # noqa: E402
+from attnlib.plotting import (METHOD_COLOURS, figure, figure_png, narrow_figure,  # noqa: E402
+                              plot_series)
 
 OUT = Path(__file__).resolve().parents[1] / "book" / "figures" / "paper1_defaults.png"
 
@@ -49,7 +52,9 @@ def main() -> None:
     axes[0].legend(ncols=2, loc="lower left")
     axes[1].legend(handles=[axes[1].lines[-1]], loc="upper right")
     OUT.write_bytes(figure_png(fig))
-    print(f"wrote {OUT}")
+    narrow = OUT.with_suffix(".narrow.png")
+    narrow.write_bytes(figure_png(narrow_figure(fig)))
+    print(f"wrote {OUT} and {narrow}")
 
 
 if __name__ == "__main__":

@@ -364,3 +364,52 @@ def test_a_choice_row_and_a_shared_cause_are_rendered_with_a_link(tmp_path):
         {"claims": [{**data["claims"][1], "cause": {**cause, "section": "Nowhere"}}]},
         root=tmp_path)
     assert any("its cause links to no heading 'Nowhere'" in p for p in problems)
+
+
+_EVIDENCE = re.compile(r'; evidence: (?:\{numref\}`(?P<figure>[^`]+)`'
+                       r'|<a href="[^"]+">(?P<title>[^<]*)</a>)')
+
+
+def test_evidence_links_say_which_figure_or_section():
+    """Each row's evidence is a figure reference (rendered "Fig. 5.3") to a figure of the
+    evidence chapter, or a link titled by the evidence section's heading; never a bare word."""
+    rows, page = _page()
+    found = [m.groupdict() for m in _EVIDENCE.finditer(page)]
+    assert len(found) == len(rows), "a row without a recognisable evidence link"
+    figures = sum(f["figure"] is not None for f in found)
+    assert 0 < figures < len(rows), f"{figures} of {len(rows)} rows cite a figure"
+    for row, link in zip(rows, found):
+        evidence = ROOT / ledger.evidence_notebook(row.claim)
+        if link["figure"] is not None:
+            names = {c.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
+                     for c in json.loads(evidence.read_text())["cells"]}
+            assert link["figure"] in names, f"{row.claim['id']}: no figure {link['figure']}"
+        else:
+            assert link["title"] == row.claim["evidence"], row.claim["id"]
+
+
+def test_evidence_cites_the_sections_named_figure_else_its_heading(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    image = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR"}}
+    drawn = _notebook([("md", "# Chapter 9: Test\n## Claims"),
+                       ("code", "[summary]      a: reproduced (v = 1 <= 2)\n"
+                                "[summary]      b: reproduced (v = 1 <= 2)\n"
+                                "[summary]      c: reproduced (v = 1 <= 2)"),
+                       ("md", "## Unnamed figure"), ("code", ""), ("md", "## Named figure"),
+                       ("code", ""), ("code", "")])
+    drawn["cells"][3]["outputs"] = [image]                                  # no name
+    drawn["cells"][5]["outputs"] = []
+    drawn["cells"][5]["metadata"] = {"mystnb": {"figure": {"name": "fig-not-drawn"}}}
+    drawn["cells"][6]["outputs"] = [image]
+    drawn["cells"][6]["metadata"] = {"mystnb": {"figure": {"name": "fig-drawn"}}}
+    (tmp_path / "notebooks" / "ch09_test.ipynb").write_text(json.dumps(drawn))
+    base = {"paper": 1, "label": "[summary]", "notebook": "notebooks/ch09_test.ipynb",
+            "section": "Claims"}
+    data = {"claims": [{**base, "id": x, "claim": x, "evidence": evidence}
+                       for x, evidence in zip("abc", ("Named figure", "Unnamed figure",
+                                                      "Claims"))]}
+    rows, problems = ledger.ledger_rows(data, root=tmp_path)
+    assert problems == []
+    assert [m.groupdict() for m in _EVIDENCE.finditer(ledger.render(rows))] == [
+        {"figure": "fig-drawn", "title": None}, {"figure": None, "title": "Unnamed figure"},
+        {"figure": None, "title": "Claims"}]

@@ -178,3 +178,71 @@ def test_series_are_keyed_by_the_library_names() -> None:
     from attnlib import algorithm, regularizers
     assert set(plotting.SERIES_GROUPS["methods"]) == set(algorithm.METHODS) | {"ols"}
     assert set(plotting.SERIES_GROUPS["regularizers"]) <= set(regularizers.REGULARIZER_NAMES)
+
+
+def _panel_boxes(fig) -> list:
+    fig.canvas.draw()
+    return [ax.get_position() for ax in fig.axes if ax.get_subplotspec() is not None]
+
+
+def test_narrow_figure_stacks_the_panels_at_phone_width_with_the_same_text() -> None:
+    fig, axes = plotting.figure(1, 3)
+    for i, ax in enumerate(axes):
+        plotting.plot_series(ax, [0, 1], [0, i], "gd")
+        ax.set_title(f"panel {i}, with a title long enough to need two lines on a phone")
+    plotting.legend_below(fig, ncol=3)
+    narrow = plotting.narrow_figure(fig)
+    assert narrow is not None and narrow is not fig
+    width, _ = plotting._png_size(plotting.figure_png(narrow))
+    # 360 CSS px laid out; bbox_inches="tight" adds the margin of tick labels and titles
+    assert width / plotting.PIXEL_RATIO <= 1.1 * plotting.DPI * plotting.NARROW_WIDTH
+    boxes = _panel_boxes(narrow)
+    assert len(boxes) == 3
+    assert all(upper.y0 > lower.y1 for upper, lower in zip(boxes, boxes[1:]))   # one column
+    assert all(box.x1 - box.x0 > 0.6 for box in boxes)                          # full width
+    assert plotting.smallest_text_px(narrow) == plotting.smallest_text_px(fig)
+    assert all("\n" in ax.get_title() for ax in narrow.axes)
+    assert [ax.get_title() for ax in fig.axes][0].count("\n") == 0   # the original untouched
+    plt.close(fig)
+    plt.close(narrow)
+
+
+def test_narrow_figure_shrinks_a_column_and_refuses_colliding_annotations() -> None:
+    small, ax = plotting.figure(width="small")
+    ax.plot([0, 1], [0, 1])
+    assert plotting.narrow_figure(small) is None   # a phone shows it with text >= 11 px
+    schematic, ax = plotting.figure(width="medium", height=4.0)
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, "a box")
+    shrunk = plotting.narrow_figure(schematic)
+    assert shrunk.get_figwidth() == plotting.SHRUNK_WIDTH
+    assert shrunk.get_figheight() == pytest.approx(4.0 * plotting.SHRUNK_WIDTH / 5.4)
+    assert plotting.smallest_text_px(shrunk) == plotting.smallest_text_px(schematic)
+    annotated, ax = plotting.figure()
+    ax.plot([0, 1], [0, 1])
+    for x in (0.02, 0.36):   # apart at full width, overlapping at phone width
+        ax.text(x, 0.5, "a rather long annotation", transform=ax.transAxes)
+    assert plotting.narrow_figure(annotated) is None
+    ax.texts[1].set_position((0.5, 0.1))   # apart at both widths
+    assert plotting.narrow_figure(annotated) is not None
+    for fig in (small, schematic, shrunk, annotated):
+        plt.close(fig)
+
+
+def test_notebooks_carry_the_narrow_rendering_of_wide_figures() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        plotting.use_book_style()
+        fig, axes = plotting.figure(1, 2)
+        for ax in axes:
+            ax.plot([0, 1], [0, 1])
+        data, metadata = shell.display_formatter.format(fig)
+        plt.close(fig)
+    finally:
+        InteractiveShell.clear_instance()
+    narrow = __import__("base64").b64decode(metadata["image/png"][plotting.NARROW_METADATA_KEY])
+    assert plotting._png_size(narrow)[0] < plotting._png_size(
+        __import__("base64").b64decode(data["image/png"]))[0]
+    assert "attn:min-text-px" in plotting.png_records(narrow)

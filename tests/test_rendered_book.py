@@ -16,14 +16,18 @@ wide (desktop, tablet, phone), and fails when
   inline maths runs past the window edge without a scroll box of its own (390 px);
 * a printed output (a result table) wraps a line: it must keep its columns and scroll in its
   own box, and a box that scrolls must show the scroll cue (any width);
-* a display equation is wider than its column at 1280 px, or scrolls without the cue;
+* a display equation is wider than its column at 1280 px, or scrolls without the cue; a
+  numbered one is cut (scrolls) at any width, or its number is neither beside its box nor
+  right under its end;
 * raw TeX or a ``$`` is left in the page's text (outside code and rendered maths);
-* a figure cannot be enlarged, its smallest text (the ``attn:min-text-px`` record that
-  ``attnlib.plotting.figure_png`` writes into the image) is under 11 CSS px in the enlarged
+* a figure cannot be enlarged, its enlarged view is wider than the window, its smallest
+  text (the ``attn:min-text-px`` record that ``attnlib.plotting.figure_png`` writes into the
+  image shown: on a phone, the figure's narrow rendering) is under 11 CSS px in the enlarged
   view or, at 900 px and up, on the page, it carries no such record, or it has series that
   only colour tells apart and a colour-blind reader cannot (``attn:confusable``);
 * a table header breaks a word, or (below 600 px) a stacked table's value has no label;
-* the phone's "on this page" drawer stays open after a tap on a section;
+* the phone's "on this page" drawer stays open after a tap on a section, or the section
+  lands more than 100 px below the top of the screen;
 * the visible navigation button does nothing: below 992 px it must open the navigation
   drawer, above it must hide the sidebar;
 * an interactive figure does not change its image when its slider moves, or a widget view
@@ -60,6 +64,7 @@ WIDTHS = (1280, 900, 390)
 MIN_FIGURE_SCALE = 0.7
 MIN_FIGURE_TEXT_PX = 11.0
 PAGE_BUDGET_BYTES = 1_500_000
+MAX_HEADING_TOP_PX = 100   # a section picked in the phone's drawer opens at the top
 
 pytestmark = pytest.mark.skipif(not HTML_DIR, reason="set ATTNBOOK_HTML to a built book "
                                 "(scripts/test.sh does) to run the browser check")
@@ -374,12 +379,26 @@ def _check_display_math(page, width: int) -> list[str]:
               || (m.parentElement.textContent || '').trim().slice(0, 50),
         content: (m.firstElementChild || m).getBoundingClientRect().width,
         column: m.clientWidth, scrolls: m.scrollWidth > m.clientWidth + 1,
-        cue: m.parentElement.classList.contains('attn-scrolls')}))""")
+        cue: m.parentElement.classList.contains('attn-scrolls'),
+        number: (() => { const n = m.parentElement.querySelector(':scope > span.eqno');
+            if (!n) return null;
+            const box = m.getBoundingClientRect(), tag = n.getBoundingClientRect();
+            return {text: n.textContent.replace('#', '').trim(),
+                    beside: tag.left >= box.right - 1 && tag.top < box.bottom,
+                    under: tag.top >= box.bottom - 1 && tag.top - box.bottom < 16
+                           && tag.right >= box.right - 24}; })()}))""")
     problems = []
     for math in found:
-        if width >= 1280 and math["content"] > math["column"] + 1:
+        number = math["number"]
+        if number and math["scrolls"]:
+            problems.append(f"numbered equation {number['text']} is cut (scrolls in its box) "
+                            f"at {width} px: {math['text'][:50]!r}")
+        elif width >= 1280 and math["content"] > math["column"] + 1:
             problems.append(f"display equation {math['content']:.0f} px wide in a "
                             f"{math['column']} px column: {math['text'][:50]!r}")
+        elif number and not (number["beside"] or number["under"]):
+            problems.append(f"the number {number['text']} is not with its equation's end at "
+                            f"{width} px: {math['text'][:50]!r}")
         elif math["scrolls"] and not math["cue"]:
             problems.append(f"display equation scrolls without a scroll cue: "
                             f"{math['text'][:50]!r}")
@@ -438,25 +457,29 @@ def _check_tables(page, width: int) -> list[str]:
 def _image_bytes(src: str, page_url: str) -> bytes | None:
     if src.startswith("data:image/png;base64,"):
         return base64.b64decode(src.split(",", 1)[1])
-    path = Path(HTML_DIR) / unquote(urlparse(page_url).path.lstrip("/"))
-    target = (path.parent / unquote(urlparse(src).path)).resolve()
+    if urlparse(src).scheme:   # an absolute URL (currentSrc) of the site's server
+        target = Path(HTML_DIR) / unquote(urlparse(src).path.lstrip("/"))
+    else:
+        path = Path(HTML_DIR) / unquote(urlparse(page_url).path.lstrip("/"))
+        target = (path.parent / unquote(urlparse(src).path)).resolve()
     return target.read_bytes() if target.is_file() and target.suffix == ".png" else None
 
 
 def _check_figure_text(page, width: int) -> list[str]:
-    """Every notebook figure opens an enlarged view; its smallest text is measured there and
-    on the page (CSS px) from the size record the book's figure style writes."""
+    """Every notebook figure opens an enlarged view that fits the window's width; its smallest
+    text is measured there and on the page (CSS px) from the size record the book's figure
+    style writes into the image shown (on a phone, the figure's narrow rendering)."""
     images = page.locator("article div.cell_output img, article figure img")
     problems = []
     for i in range(images.count()):
         image = images.nth(i)
         if image.evaluate("img => !!img.closest('.attn-slider')"):
             continue   # slider frames are drawn by attnlib.slider, without the records
-        src = image.get_attribute("src") or ""
+        src = image.evaluate("img => img.currentSrc || img.src") or ""
         data = _image_bytes(src, page.url)
         if data is None:
             continue   # not a PNG (no record to read)
-        name = src[:60]
+        name = src.rsplit("/", 1)[-1][:60]
         records = png_records(data)
         if records.get("attn:confusable"):
             problems.append(f"series only colour tells apart, not under colour-blindness: "
@@ -467,7 +490,8 @@ def _check_figure_text(page, width: int) -> list[str]:
             continue
         text_px = float(records["attn:min-text-px"])
         sizes = image.evaluate("""img => ({shown: img.getBoundingClientRect().width,
-            css: parseFloat(img.style.width) || parseFloat(img.getAttribute('width'))
+            css: /\\.narrow\\.png$/.test(img.currentSrc) ? img.naturalWidth / 2
+                 : parseFloat(img.style.width) || parseFloat(img.getAttribute('width'))
                  || img.naturalWidth})""")
         on_page = text_px * sizes["shown"] / sizes["css"]
         if width >= 900 and on_page < MIN_FIGURE_TEXT_PX:
@@ -476,13 +500,20 @@ def _check_figure_text(page, width: int) -> list[str]:
             image.scroll_into_view_if_needed()
             image.click()
             enlarged = page.evaluate("""() => { const d = document.querySelector(
-                'dialog.attn-enlarged'); return d && d.open
-                ? d.querySelector('img').getBoundingClientRect().width : null; }""")
+                'dialog.attn-enlarged'); if (!d || !d.open) return null;
+                const r = d.querySelector('img').getBoundingClientRect();
+                return {left: r.left, right: r.right, width: r.width,
+                        window: document.documentElement.clientWidth}; }""")
             page.keyboard.press("Escape")
             if enlarged is None:
                 problems.append(f"figure does not open an enlarged view: {name}")
-            elif text_px * enlarged / sizes["css"] < MIN_FIGURE_TEXT_PX:
-                problems.append(f"smallest figure text {text_px * enlarged / sizes['css']:.1f}"
+                continue
+            if enlarged["left"] < -0.5 or enlarged["right"] > enlarged["window"] + 0.5:
+                problems.append(f"enlarged figure wider than the window ({enlarged['width']:.0f}"
+                                f" px in {enlarged['window']} px): {name}")
+            if text_px * enlarged["width"] / sizes["css"] < MIN_FIGURE_TEXT_PX:
+                problems.append(f"smallest figure text "
+                                f"{text_px * enlarged['width'] / sizes['css']:.1f}"
                                 f" px in the enlarged view: {name}")
     return problems
 
@@ -508,14 +539,26 @@ def _check_contents_drawer(page, width: int) -> list[str]:
     toggle.click()
     if not _becomes(page, "() => document.getElementById('pst-secondary-sidebar-modal').open"):
         return ["the \"on this page\" button does not open its drawer"]
-    link = page.locator("#pst-secondary-sidebar-modal a[href^='#']").first
-    if link.count() == 0:
+    links = page.locator("#pst-secondary-sidebar-modal a[href^='#']")
+    # a section from the middle: the first may already be near the top, the last may be too
+    # close to the page's end to scroll up to the top
+    link = links.nth(links.count() // 2)
+    if links.count() == 0:
         page.keyboard.press("Escape")
         return []
+    target = (link.get_attribute("href") or "#")[1:]
     link.click()
     if not _becomes(page, "() => !document.getElementById('pst-secondary-sidebar-modal').open"):
         page.keyboard.press("Escape")
         return ["the \"on this page\" drawer stays open after a tap on a section"]
+    page.wait_for_timeout(300)
+    top, at_end = page.evaluate("""id => { const heading = document.getElementById(
+        decodeURIComponent(id)); const end = scrollY + innerHeight
+        >= document.documentElement.scrollHeight - 2;
+        return [heading ? heading.getBoundingClientRect().top : null, end]; }""", target)
+    if top is None or not (0 <= top <= MAX_HEADING_TOP_PX or (top > 0 and at_end)):
+        return [f"after a tap in the \"on this page\" drawer, #{target} lands at {top} px "
+                f"(at most {MAX_HEADING_TOP_PX} px below the top expected)"]
     return []
 
 
@@ -591,6 +634,9 @@ def test_the_checks_catch_each_regression(browser) -> None:
           <p>the raw $x^{{2}}$ of an exercise</p>
           <div class="math"><mjx-container display="true" style="display: block; width: 300px;
             overflow-x: auto"><div style="width: 900px">a wide equation</div></mjx-container></div>
+          <div class="math"><span class="eqno">(1.1)</span><mjx-container display="true"
+            style="display: block; width: 300px; overflow-x: auto"><div style="width: 900px">a
+            wide numbered equation</div></mjx-container></div>
           <table><thead><tr><th style="width: 10px; overflow-wrap: anywhere">Threshold</th>
             </tr></thead><tbody><tr><td>1</td></tr></tbody></table>
           <div class="cell_output"><img alt="a figure" width="300"
@@ -611,6 +657,7 @@ def test_the_checks_catch_each_regression(browser) -> None:
     assert any("printed output wraps" in p for p in found["wrapped output"]), found
     assert any("raw TeX or $" in p for p in found["raw TeX"]), found
     assert any("display equation" in p and "wide" in p for p in found["wide equation"]), found
+    assert any("numbered equation (1.1) is cut" in p for p in found["wide equation"]), found
     assert any("breaks a word" in p for p in found["broken header"]), found
     figure = " ".join(found["figure"])
     assert "green / red (deuteranopia)" in figure and "on the page" in figure, found

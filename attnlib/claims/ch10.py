@@ -40,7 +40,7 @@ import numpy as np
 from scipy import optimize
 
 from .. import verdicts
-from .._validation import as_matrix
+from .._validation import as_matrix, check_positive_entries
 
 __all__ = ["CLAIMS", "LOG_MAX", "POWER_MIN", "MIN_RANGE", "MIN_POINTS", "CHI2_MAX", "FIRST_RULE",
            "growth_exponent", "fixed_temperature", "annealed", "log_time_as_stated",
@@ -73,8 +73,7 @@ def growth_exponent(epsilons: Sequence[float], times: Sequence[float]) -> float:
     :data:`MIN_POINTS` finite pairs remain or they span less than :data:`MIN_RANGE`."""
     eps = as_matrix("epsilons", epsilons, ndim=1, finite=False)
     t = as_matrix("times", times, shape=eps.shape, ndim=1, finite=False)
-    if np.any(eps[np.isfinite(eps)] <= 0):
-        raise ValueError("epsilons must be positive")
+    check_positive_entries("epsilons", eps[np.isfinite(eps)])
     keep = np.isfinite(eps) & np.isfinite(t)
     eps, t = eps[keep], t[keep]
     if eps.size < MIN_POINTS or eps.max() / eps.min() < MIN_RANGE:
@@ -190,7 +189,7 @@ def exponential_approach(times: object, mean: object, sem: object) -> ApproachFi
         raise ValueError("sem must be non-negative")
     keep = se > 0
     if keep.sum() < 8:
-        raise ValueError(f"need at least 8 records with a positive sem, got {int(keep.sum())}")
+        raise ValueError(f"sem must be positive in at least 8 records, got {int(keep.sum())}")
     t, y, se = t[keep], y[keep], se[keep]
     level, excess = float(y[-1]), float(y[0] - y[-1])
     span = float(t[-1] - t[0]) or 1.0

@@ -15,8 +15,9 @@
 * Page weight: drops the theme's 1.49 MB ``fontawesome.js`` (the theme's CSS already draws
   the same icons from the Font Awesome web font) and the ipywidgets state JSON that myst-nb
   embeds (the book loads no widget manager; its sliders are kernel-free).
-* Numbers figures and tables per chapter (``Fig. 5.3``: chapter 5, third figure; the
-  appendix is ``A``).
+* Numbers figures, tables and equations per chapter (``Fig. 5.3``: chapter 5, third figure;
+  ``Fig. 6b.1``, a Reproduction report page's ``Fig. R5.1``, the appendix's ``A.1``); the
+  pages of no chapter count 1, 2, 3 among themselves.
 * Footer: build date (``SOURCE_DATE_EPOCH`` when set, else today, UTC), the version from
   ``pyproject.toml``, the commit, and the licences (code MIT, text CC BY 4.0).
 * Repository links only when the build names a repository: ``ATTNBOOK_REPOSITORY_URL``
@@ -25,7 +26,10 @@
   (``binder/`` holds its environment) and Colab launch buttons. Colab opens a copy of the
   chapter, written next to the site under ``_colab/``, whose first cell installs ``attnlib``
   from the repository when it is missing. A local build without the variable shows none.
-* The ``attn-citation`` directive: the book's BibTeX entry from ``CITATION.cff``; the
+* The site root's ``index.html``: the redirect to the landing page, naming an (empty) icon
+  so that browsers do not ask for ``/favicon.ico``.
+* The ``attn-citation`` directive: the book's BibTeX entry from ``CITATION.cff`` (licences as
+  ``Code: MIT; text: CC BY 4.0``; a ``url`` when the build names a repository); the
   ``attn-pdf-link`` directive: a link to the whole-book PDF when the build makes one
   (``ATTNBOOK_PDF`` names its file at the site's root; ``scripts/build_book.sh`` prints it
   from the single-page build), nothing otherwise.
@@ -33,7 +37,9 @@
 
 from __future__ import annotations
 
+import base64
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -52,7 +58,10 @@ REPOSITORY_VARIABLE = "ATTNBOOK_REPOSITORY_URL"
 BINDER = "https://mybinder.org"
 COLAB = "https://colab.research.google.com"
 COLAB_DIR = "_colab"
-LICENCES = {"code": ("MIT", "LICENSE"), "text": ("CC BY 4.0", "LICENSE-TEXT.md")}
+#: The licence of each part of the book: (its SPDX identifier, as ``CITATION.cff`` lists it;
+#: its name; its file).
+LICENCES = {"code": ("MIT", "MIT", "LICENSE"),
+            "text": ("CC-BY-4.0", "CC BY 4.0", "LICENSE-TEXT.md")}
 _FONTAWESOME_JS = re.compile(r'<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*">'
                              r"</script>\s*")
 _REPOSITORY = re.compile(r"^https://github\.com/(?P<org>[\w.-]+)/(?P<repo>[\w.-]+?)/?$")
@@ -106,7 +115,7 @@ def footer_html(url: str | None) -> str:
     deeds = {"MIT": "https://opensource.org/license/mit",
              "CC BY 4.0": "https://creativecommons.org/licenses/by/4.0/"}
     licences = []
-    for part, (name, path) in LICENCES.items():
+    for part, (_, name, path) in LICENCES.items():
         target = f"{url}/blob/main/{path}" if url else deeds[name]
         licences.append(f'{part}: <a href="{target}">{name}</a>')
     return (f'<p class="attn-footer">Built {build_date()} &middot; {version} &middot; '
@@ -199,11 +208,83 @@ def _drop_fontawesome_js(app, exception) -> None:
             page.write_text(lean)
 
 
+#: Below this width (CSS px) a figure with a narrow rendering shows that one, in the page
+#: and in its enlarged view (book.css and book.js use the same breakpoint).
+NARROW_BREAKPOINT = 600
+_NARROW_KEY = "attn:narrow-png"   # attnlib.plotting.NARROW_METADATA_KEY
+_IMAGE_TAG = re.compile(r'(?<!\.narrow\.png">)<img\b[^>]*?\bsrc="(?P<src>[^"]*?_images/(?P<name>[\w.-]+?)'
+                        r'\.png)"[^>]*>')
+#: The book's own figures (drawn by scripts, e.g. scripts/readme_figure.py) keep their narrow
+#: renderings beside them as ``<name>.narrow.png``.
+STATIC_FIGURES = ROOT / "book" / "figures"
+
+
+def narrow_renderings(notebooks: list[Path]) -> dict[str, bytes]:
+    """The narrow renderings that the notebooks' figures carry (``attnlib.plotting``'s
+    :data:`NARROW_METADATA_KEY` in an output's metadata), keyed by the file name that
+    myst-nb gives the figure's image (the SHA-256 of its PNG bytes)."""
+    found = {}
+    for path in notebooks:
+        for cell in json.loads(path.read_text()).get("cells", []):
+            for output in cell.get("outputs", []):
+                narrow = output.get("metadata", {}).get("image/png", {}).get(_NARROW_KEY)
+                if narrow and "image/png" in output.get("data", {}):
+                    wide = base64.b64decode(output["data"]["image/png"])
+                    found[hashlib.sha256(wide).hexdigest()] = base64.b64decode(narrow)
+    return found
+
+
+def _serve_narrow_figures(app, exception) -> None:
+    """Write each figure's narrow rendering beside it (``_images/<hash>.narrow.png``) and make
+    its ``<img>`` a ``<picture>`` that phones (below :data:`NARROW_BREAKPOINT`) load instead."""
+    if exception is not None or app.builder.name not in ("html", "dirhtml"):
+        return
+    executed = Path(app.outdir).parent / "jupyter_execute"
+    notebooks = [path for docname in app.env.found_docs
+                 for path in (Path(app.env.doc2path(docname)), executed / f"{docname}.ipynb")
+                 if path.suffix == ".ipynb" and path.is_file()]
+    images = Path(app.outdir) / "_images"
+    served = set()
+    static = {path.name[:-len(".narrow.png")]: path.read_bytes()
+              for path in STATIC_FIGURES.glob("*.narrow.png")}
+    for name, narrow in {**narrow_renderings(notebooks), **static}.items():
+        if (images / f"{name}.png").is_file():
+            (images / f"{name}.narrow.png").write_bytes(narrow)
+            served.add(name)
+
+    def picture(match: re.Match) -> str:
+        if match["name"] not in served:
+            return match[0]
+        narrow = match["src"][:-len(".png")] + ".narrow.png"
+        return (f'<picture><source media="(max-width: {NARROW_BREAKPOINT - 0.02}px)" '
+                f'srcset="{narrow}">{match[0]}</picture>')
+
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text()
+        rewritten = _IMAGE_TAG.sub(picture, text)
+        if rewritten != text:
+            page.write_text(rewritten)
+
+
+def _write_root_redirect(app, exception) -> None:
+    """The site root's ``index.html``: the redirect to the root page that sphinx-external-toc
+    would write (it skips an existing file, and this runs first), naming an empty icon. A page
+    that names none makes the browser ask for ``/favicon.ico``: a 404, and outside the site
+    when it is served under a sub-path (a GitHub Pages project site). The page is left at
+    once, so its icon is never shown; a link to the book's own icon would be a request that
+    the redirect cancels."""
+    if exception is not None or app.builder.name != "html" or app.config.root_doc == "index":
+        return
+    (Path(app.outdir) / "index.html").write_text(
+        '<link rel="icon" href="data:," />\n'
+        f'<meta http-equiv="Refresh" content="0; url={app.config.root_doc}.html" />\n')
+
+
 def chapter_label(docname: str) -> str | None:
     """``notebooks/ch05_experiment`` -> ``"5"``, ``notebooks/ch06b_finite_sample`` -> ``"6b"``,
     a Reproduction report page ``notebooks/report_ch05_experiment`` -> ``"R5"``, the appendix ->
-    ``"A"``, else None (the front matter, the introduction and the main results, keeps Sphinx's
-    book-wide numbers 1, 2, 3)."""
+    ``"A"``, else None (a page of no chapter: the introduction, the main results, the back
+    matter)."""
     name = Path(docname).name
     if match := re.match(r"(report_)?ch(\d+)([a-z]?)_", name):
         return ("R" if match[1] else "") + str(int(match[2])) + match[3]
@@ -211,27 +292,53 @@ def chapter_label(docname: str) -> str | None:
 
 
 def _number_per_chapter(app, env) -> list[str]:
-    """Replace Sphinx's book-wide figure (and table) numbers by chapter.number."""
+    """Replace Sphinx's book-wide numbers of figures, tables and numbered equations: on a
+    chapter's page the k-th of a kind is ``(label, k)`` (``Fig. 5.3``, equation ``(6b.2)``);
+    the pages of no chapter share one sequence 1, 2, 3, ... in book order (Sphinx's own count
+    would go on from the chapters' figures)."""
+    # figtype -> (Sphinx's number, the page's numbers, node id) on the pages of no chapter
+    outside: dict[str, list[tuple[tuple, dict, str]]] = {}
     for docname, by_type in env.toc_fignumbers.items():
         chapter = chapter_label(docname)
-        if chapter is None:
-            continue
         for figtype, numbers in by_type.items():
-            ordered = sorted(numbers, key=lambda node_id: numbers[node_id])
-            for i, node_id in enumerate(ordered, start=1):
-                numbers[node_id] = (chapter, i)
+            ordered = sorted(numbers, key=numbers.__getitem__)
+            if chapter is None:
+                outside.setdefault(figtype, []).extend(
+                    (numbers[node_id], numbers, node_id) for node_id in ordered)
+                continue
+            for k, node_id in enumerate(ordered, start=1):
+                numbers[node_id] = (chapter, k)
+    for entries in outside.values():
+        entries.sort(key=lambda entry: entry[0])
+        for k, (_, numbers, node_id) in enumerate(entries, start=1):
+            numbers[node_id] = (k,)
     return []
 
 
+def licence_note(listed: str | list[str]) -> str:
+    """``"Code: MIT; text: CC BY 4.0"``: each part's licence (:data:`LICENCES`), once
+    ``listed`` (``CITATION.cff``'s ``license``) is checked to name exactly their SPDX
+    identifiers."""
+    identifiers = [spdx for spdx, _, _ in LICENCES.values()]
+    if sorted([listed] if isinstance(listed, str) else listed) != sorted(identifiers):
+        raise ValueError(f"CITATION.cff's license must list {identifiers}, got {listed!r}")
+    note = "; ".join(f"{part}: {name}" for part, (_, name, _) in LICENCES.items())
+    return note[0].upper() + note[1:]
+
+
 def citation_bibtex(url: str | None) -> str:
-    """The book's BibTeX entry, from ``CITATION.cff``."""
+    """The book's BibTeX entry, from ``CITATION.cff``, with ``url`` when the build names the
+    repository. A build that names none (a local build) has no address to give: the
+    repository's public address is not fixed in its files (the publishing workflow takes it
+    from GitHub as ``ATTNBOOK_REPOSITORY_URL``, and ``CITATION.cff`` records none), so the
+    entry then leaves ``url`` out rather than print a guessed one."""
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
     authors = " and ".join("{" + a["name"] + "}" if "name" in a
                            else f"{a['family-names']}, {a['given-names']}"
                            for a in cff["authors"])
     fields = {"author": authors, "title": "{" + cff["title"] + "}",
               "year": str(datetime.date.fromisoformat(build_date()).year),
-              "version": cff["version"], "note": f"Code: {cff['license']}; text: CC BY 4.0"}
+              "version": cff["version"], "note": licence_note(cff["license"])}
     if url:
         fields["url"] = url
     body = ",\n".join(f"  {key} = {{{value}}}" for key, value in fields.items())
@@ -271,6 +378,8 @@ def setup(app) -> dict[str, Any]:
     app.connect("env-get-updated", _number_per_chapter, priority=900)
     app.connect("build-finished", _drop_fontawesome_js)
     app.connect("build-finished", _write_colab_copies)
+    app.connect("build-finished", _write_root_redirect, priority=400)   # before the toc's own
+    app.connect("build-finished", _serve_narrow_figures)
     app.add_directive("attn-citation", CitationDirective)
     app.add_directive("attn-pdf-link", PdfLinkDirective)
     app.add_css_file("book.css", priority=900)

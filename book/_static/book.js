@@ -38,6 +38,21 @@ window.addEventListener("load", function () {
   });
 });
 
+// Phones: a display equation wider than the column is set in a smaller font, down to
+// MIN_DISPLAY_MATH_SCALE of MathJax's size, so that it fits and its number (moved under its
+// end by book.css) stays with it; only a formula still too wide then scrolls in its box.
+var MIN_DISPLAY_MATH_SCALE = 0.6;
+function fitDisplayMaths() {
+  document.querySelectorAll("article mjx-container[display='true']").forEach(function (math) {
+    if (!math.dataset.attnFontSize) math.dataset.attnFontSize = math.style.fontSize || "100%";
+    math.style.fontSize = math.dataset.attnFontSize;
+    if (math.scrollWidth > math.clientWidth + 1) {
+      var scale = Math.max(MIN_DISPLAY_MATH_SCALE, 0.98 * math.clientWidth / math.scrollWidth);
+      math.style.fontSize = parseFloat(math.dataset.attnFontSize) * scale + "%";
+    }
+  });
+}
+
 // Boxes that scroll sideways (printed output, display maths, tables): their non-scrolling
 // parent gets .attn-scroll-box, and .attn-scrolls while the box is wider than the column,
 // which shows the scroll cue of book.css; .attn-scrolled-end hides it at the right end.
@@ -82,10 +97,13 @@ function labelTableCells() {
     });
 }
 
-// Click or tap a figure: the enlarged view shows the image at its full resolution (a 2x
-// image at up to twice its column width), never narrower than its natural CSS size, so its
-// text is as large as drawn; the reader pans by scrolling. Escape, the button or a click
-// on the image closes it.
+// Click or tap a figure: the enlarged view fits the figure to the window's width, as large
+// as its full resolution allows (a 2x image at up to twice its size on the page) and, on a
+// wide screen, no taller than the window; a tall figure on a phone scrolls vertically and a
+// pinch zooms further. On a phone the figure's narrow rendering (panels stacked, 360 CSS px
+// wide at 2x, served by book_html.py below 600 px) is the one shown, so its text keeps the
+// size it was drawn at. Escape, the button or a click on the image closes it.
+var FIGURE_PIXEL_RATIO = 2;   // attnlib.plotting.PIXEL_RATIO: image pixels per CSS pixel
 function enlargeableFigures() {
   var dialog = document.createElement("dialog");
   dialog.className = "attn-enlarged";
@@ -105,13 +123,16 @@ function enlargeableFigures() {
     img.setAttribute("role", "button");
     var open = function (event) {
       event.preventDefault();   // Sphinx links a scaled image to its file: stay on the page
+      var source = img.currentSrc || img.src;
       var natural = img.naturalWidth;
-      var cssWidth = parseFloat(img.style.width) || parseFloat(img.getAttribute("width"))
-        || natural;
-      var room = document.documentElement.clientWidth - 16;
-      image.src = img.currentSrc || img.src;
+      var cssWidth = /\.narrow\.png$/.test(source) ? natural / FIGURE_PIXEL_RATIO
+        : parseFloat(img.style.width) || parseFloat(img.getAttribute("width")) || natural;
+      var room = document.documentElement.clientWidth - 8;   // a 4 px margin each side
+      var roomHeight = window.innerHeight - 56;   // below the close button
+      var fitHeight = roomHeight * natural / Math.max(img.naturalHeight, 1);
+      image.src = source;
       image.alt = img.alt;
-      image.style.width = Math.max(cssWidth, Math.min(natural, room)) + "px";
+      image.style.width = Math.min(room, Math.max(cssWidth, Math.min(natural, fitHeight))) + "px";
       dialog.showModal();
     };
     img.addEventListener("click", open);
@@ -121,12 +142,21 @@ function enlargeableFigures() {
   });
 }
 
-// Phones: the "on this page" drawer closes once the reader has picked a section.
+// Phones: the "on this page" drawer closes once the reader has picked a section, and the
+// section then opens at the top of the screen. (Left to the browser, the jump happens while
+// the modal drawer still holds the page, and the heading lands half a screen down.)
 document.addEventListener("click", function (event) {
   var link = event.target.closest && event.target.closest("#pst-secondary-sidebar-modal a");
-  if (link) {
-    var drawer = document.getElementById("pst-secondary-sidebar-modal");
-    if (drawer && drawer.open) drawer.close();
+  var drawer = document.getElementById("pst-secondary-sidebar-modal");
+  if (!link || !drawer || !drawer.open) return;
+  drawer.close();
+  var hash = link.getAttribute("href") || "";
+  var target = hash.charAt(0) === "#" && document.getElementById(
+    decodeURIComponent(hash.slice(1)));
+  if (target) {
+    event.preventDefault();
+    history.pushState(null, "", hash);
+    target.scrollIntoView({block: "start"});
   }
 });
 
@@ -136,8 +166,9 @@ document.addEventListener("DOMContentLoaded", function () {
 });
 window.addEventListener("load", function () {
   markScrollBoxes();
+  var fitted = function () { fitDisplayMaths(); markScrollBoxes(); };
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-    MathJax.startup.promise.then(markScrollBoxes);
+    MathJax.startup.promise.then(fitted);
   }
-  window.addEventListener("resize", function () { setTimeout(markScrollBoxes, 250); });
+  window.addEventListener("resize", function () { setTimeout(fitted, 250); });
 });

@@ -265,10 +265,10 @@ def show_weights(log10_scale: float) -> None:
     plt.show()
 
 
-# %% mystnb={"figure": {"caption": "Attention weights $w_{ji}$ at a small scale, $c = 0.1$: every row is spread over all tokens, for both masks.", "name": "fig-ch01-weights-small"}, "image": {"alt": "Two 20 by 20 heatmaps of attention weights, all tokens (left) and leave-one-out (right), at c = 0.1; both are nearly uniform, the left one with a slightly brighter diagonal."}}
+# %% mystnb={"figure": {"caption": "Attention weights $w_{ji}$ at a small scale, $c = 0.1$: every row is spread over all tokens, for both masks.", "name": "fig-ch01-weights-small"}, "image": {"alt": "Two 20 by 20 heatmaps of attention weights, all tokens (left) and leave-one-out (right), at c = 0.1; both are nearly uniform, the left one with a slightly brighter diagonal."}} tags=["hide-input"]
 show_weights(-1.0)
 
-# %% mystnb={"figure": {"caption": "Attention weights at a large scale, $c = 10$: each row collapses onto one token, the query itself with all tokens (the diagonal), another sample with leave-one-out.", "name": "fig-ch01-weights-large"}, "image": {"alt": "Two 20 by 20 heatmaps at c = 10: the all-tokens map is bright on the diagonal and dark elsewhere; the leave-one-out map has one bright cell per row off the diagonal."}}
+# %% mystnb={"figure": {"caption": "Attention weights at a large scale, $c = 10$: each row collapses onto one token, the query itself with all tokens (the diagonal), another sample with leave-one-out.", "name": "fig-ch01-weights-large"}, "image": {"alt": "Two 20 by 20 heatmaps at c = 10: the all-tokens map is bright on the diagonal and dark elsewhere; the leave-one-out map has one bright cell per row off the diagonal."}} tags=["hide-input"]
 show_weights(1.0)
 
 # %% [markdown]
@@ -281,7 +281,7 @@ show_weights(1.0)
 
 # %% mystnb={"figure": {"caption": "Interactive: the attention weights of both masks as the scale $c$ moves from $10^{-2}$ to $10^{3}$. The frames were computed when the notebook ran; in Jupyter with a kernel the slider recomputes them.", "name": "fig-ch01-weights-slider"}} tags=["nbval-ignore-output", "hide-input"]
 frame_slider(show_weights, controls={"log10_scale": np.arange(-2.0, 3.01, 0.5)},
-             labels={"log10_scale": "log10 c"}, initial={"log10_scale": 0.0},
+             labels={"log10_scale": "log₁₀ c"}, initial={"log10_scale": 0.0},
              alt="Heatmaps of the attention weights for both masks at c = 10^{log10_scale:g}")
 
 # %% [markdown]

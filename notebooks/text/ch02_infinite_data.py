@@ -489,14 +489,14 @@ def draw_limit(log2_n: int = 8, scale: float = 1.0) -> None:
 from attnlib.slider import frame_slider
 
 frame_slider(draw_limit, controls={"log2_n": [4, 6, 8, 10, 12, 14], "scale": [1.0, 2.5]},
-             labels={"log2_n": "log2 n", "scale": "scale c"},
+             labels={"log2_n": "log₂ n", "scale": "scale c"},
              initial={"log2_n": 12, "scale": 1.0},
              alt="Scatter of finite-n attention outputs against their limit, n = 2^{log2_n}, c = {scale:g}")
 
-# %% mystnb={"figure": {"caption": "Finite-$n$ outputs ($n = 256$) against the limit at scale $c = 1$: the points lie close to the diagonal.", "name": "fig-ch02-limit-c1"}, "image": {"alt": "Square scatter plot of finite-n attention output coordinates against their infinite-data limit at n = 256 and c = 1, points close to the dashed diagonal."}}
+# %% mystnb={"figure": {"caption": "Finite-$n$ outputs ($n = 256$) against the limit at scale $c = 1$: the points lie close to the diagonal.", "name": "fig-ch02-limit-c1"}, "image": {"alt": "Square scatter plot of finite-n attention output coordinates against their infinite-data limit at n = 256 and c = 1, points close to the dashed diagonal."}} tags=["hide-input"]
 draw_limit(log2_n=8, scale=1.0)
 
-# %% mystnb={"figure": {"caption": "The same at scale $c = 2.5$: sharper attention, fewer effective samples, a wider scatter around the limit.", "name": "fig-ch02-limit-c25"}, "image": {"alt": "Square scatter plot as before at c = 2.5: the points spread more widely around the dashed diagonal."}}
+# %% mystnb={"figure": {"caption": "The same at scale $c = 2.5$: sharper attention, fewer effective samples, a wider scatter around the limit.", "name": "fig-ch02-limit-c25"}, "image": {"alt": "Square scatter plot as before at c = 2.5: the points spread more widely around the dashed diagonal."}} tags=["hide-input"]
 draw_limit(log2_n=8, scale=2.5)
 
 # %% [markdown]

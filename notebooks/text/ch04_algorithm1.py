@@ -277,8 +277,10 @@ print(f"after {ITER_BY_HAND} steps, largest entry of |(A, B) by hand - (A, B) by
 # $\frac\lambda4(4N + 2N)$. Adding up,
 #
 # $$
-# \lVert\nabla^2 f(U, V)\rVert \le \beta(N) = \hat s_{\max} + \tfrac32(1+\lambda)N
-# \le \tfrac52(1+\lambda)\max(\hat s_{\max}, N).
+# \begin{aligned}
+# \lVert\nabla^2 f(U, V)\rVert &\le \beta(N) = \hat s_{\max} + \tfrac32(1+\lambda)N\\
+# &\le \tfrac52(1+\lambda)\max(\hat s_{\max}, N).
+# \end{aligned}
 # $$ (eq-ch04-hessian-bound)
 #
 # The rule {eq}`eq-ch04-eta` is one over the right-hand side at the start, with the $5/2$ folded

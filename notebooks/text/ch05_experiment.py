@@ -130,8 +130,8 @@ print(f"seed 0: Q_hat* (spectral basin) = {float(replay['basin_value'][0]):.6f},
 # $\sqrt{s_d}\,\phi_\perp\psi_d^\top$ and the regularizer not at all to second order
 # ($U^{\star\top}\Delta U = 0$), so the curvature is $s_d$, the smallest singular value of $X^\star$;
 # it is the smallest nonzero eigenvalue (chapter 4 measured the spectrum). With the step $\eta$ of
-# chapter 4, the predicted rate of Theorem 2's optimization term is, in this reconstruction
-# **[derived]**,
+# chapter 4, the predicted rate of Theorem 2's optimization term, {eq}`eq-ch05-linearized` at
+# $h = s_d$, is, in this reconstruction **[derived]**,
 #
 # $$
 # \mu = (1 - \eta\, s_d)^2 .
@@ -210,11 +210,11 @@ result_table(["measure", "population", "closed form", "finite Q_hat"],
 # rotation directions, and the smallest, $\hat h_{\min} = 0.00081$, is far below
 # $s_d = 0.0508$; {eq}`eq-ch05-finite-rate` then predicts 0.999892 per iteration for the slowest
 # mode. The fitted 0.999729 over iterations 1000 to 2000 is a little faster, because faster modes
-# have not died out yet; either way the rate proved for the population objective is not the rate
-# of the objective the experiment trains. This one cause, the weakly pinned $O(d)$ orbit, explains
-# every slow curve below. (Momentum with a curvature-matched step, or a Newton polish, closes the
-# gap in a few hundred iterations; the {doc}`Reproduction report <report_ch05_experiment>`
-# measures these remedies.)
+# of {eq}`eq-ch05-linearized` have not died out yet; either way the rate proved for the population
+# objective is not the rate of the objective the experiment trains. This one cause, the weakly
+# pinned $O(d)$ orbit, explains every slow curve below. (Momentum with a curvature-matched step,
+# or a Newton polish, closes the gap in a few hundred iterations; the
+# {doc}`Reproduction report <report_ch05_experiment>` measures these remedies.)
 
 # %% [markdown]
 # ## Optimization gap and excess risk against iterations
@@ -287,7 +287,7 @@ for j, sigma in enumerate(NOISE_AXIS):
     print(f"  sigma = {sigma:<4g}: " + " / ".join(f"{v:.2f}" for v in start_grid["log10_ratio"][:, j])
           + f"  (spectral (L - L*)/L* <= {start_grid['start'][j].max():.2g})")
 
-# %% mystnb={"figure": {"caption": "Observation 1 against the random start's scale c: the log10 ratio of the random start's population loss to the spectral start's (median over three seeds) at three noise levels; dashed where the spectral start is not within 10% of L*.", "name": "fig-ch05-start-ratio"}, "image": {"alt": "Three rising curves of the log10 loss ratio against the random start's scale on a log axis, one per noise level, a dotted threshold line at 2.5 and a vertical line at the book's start c = 0.3."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Observation 1 against the random start's scale $c$: the $\\log_{10}$ ratio of the random start's population loss to the spectral start's (median over three seeds) at three noise levels; dashed where the spectral start is not within 10% of $L^\\star$.", "name": "fig-ch05-start-ratio"}, "image": {"alt": "Three rising curves of the log10 loss ratio against the random start's scale on a log axis, one per noise level, a dotted threshold line at 2.5 and a vertical line at the book's start c = 0.3."}} tags=["hide-input"]
 fig, ax = figure(width="medium", height=3.6)
 for j, (sigma, colour) in enumerate(zip(NOISE_AXIS, (OKABE_ITO["vermillion"], OKABE_ITO["orange"],
                                                      OKABE_ITO["blue"]))):
@@ -500,10 +500,10 @@ def show_explorer(log10_kappa: float = 2.0, n: int = 200, step_scale: float = 0.
 
 # %% mystnb={"figure": {"caption": "Interactive: excess risk of the preconditioned and the plain method for $\\kappa(\\Sigma) = 10^0, \\dots, 10^3$ ($n = 200$, $c = 0.5$, with the regularizer). The page opens at $\\kappa = 1$ (the next figure shows $\\kappa = 100$); the frames were computed when the notebook ran; in Jupyter with a kernel the slider reruns the methods.", "name": "fig-ch05-explorer-slider"}} tags=["nbval-ignore-output", "hide-input"]
 frame_slider(show_explorer, controls={"log10_kappa": [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]},
-             labels={"log10_kappa": "log10 kappa"}, initial={"log10_kappa": 0.0},
+             labels={"log10_kappa": "log₁₀ κ"}, initial={"log10_kappa": 0.0},
              alt="Excess risk against iterations, preconditioned and plain, kappa = 10^{log10_kappa:g}")
 
-# %% mystnb={"figure": {"caption": "The explorer at $\\kappa(\\Sigma) = 100$, $n = 200$, $c = 0.5$, with the regularizer: excess risk of the preconditioned and the plain method against iterations, and the least-squares fit.", "name": "fig-ch05-explorer"}, "image": {"alt": "Log-log plot of excess risk against iteration: the preconditioned curve falls below the plain one; a dashed horizontal line marks the OLS fit."}}
+# %% mystnb={"figure": {"caption": "The explorer at $\\kappa(\\Sigma) = 100$, $n = 200$, $c = 0.5$, with the regularizer: excess risk of the preconditioned and the plain method against iterations, and the least-squares fit.", "name": "fig-ch05-explorer"}, "image": {"alt": "Log-log plot of excess risk against iteration: the preconditioned curve falls below the plain one; a dashed horizontal line marks the OLS fit."}} tags=["hide-input"]
 show_explorer(log10_kappa=2.0, n=200, step_scale=0.5, regularize=True)
 
 # %% [markdown]

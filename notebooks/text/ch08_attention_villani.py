@@ -270,8 +270,10 @@ print(f"{'[summary]':11s} {normalizable}")
 # like $1/\rho^2$:
 #
 # $$
-# \Delta L(\rho W_Q^\star, W_K^\star/\rho) = a\rho^2 + \frac{b}{\rho^2},\qquad
+# \begin{gathered}
+# \Delta L(\rho W_Q^\star, W_K^\star/\rho) = a\rho^2 + \frac{b}{\rho^2},\\
 # a = \Delta_{W_K} L(\theta^\star),\quad b = \Delta_{W_Q} L(\theta^\star).
+# \end{gathered}
 # $$ (eq-ch08-3)
 #
 # The Laplacians here are exact: the library sums analytic second directional derivatives
@@ -303,7 +305,8 @@ print(f"  max relative residual {format_deviation(resid)}")
 # \begin{aligned}
 # \mathcal V_s(\rho) = {}& \frac{4\lambda^2\big(t_Q\, g'(t_Q)^2 + t_K\, g'(t_K)^2\big)}{s}
 #  - a\rho^2 - \frac{b}{\rho^2}\\
-#  & - 2\lambda\big(D_Q g'(t_Q) + 2t_Q g''(t_Q)\big) - 2\lambda\big(D_K g'(t_K) + 2t_K g''(t_K)\big).
+#  & - 2\lambda\big(D_Q g'(t_Q) + 2t_Q g''(t_Q)\big)\\
+#  & - 2\lambda\big(D_K g'(t_K) + 2t_K g''(t_K)\big).
 # \end{aligned}
 # $$ (eq-ch08-4)
 #

@@ -342,9 +342,16 @@ STYLE = {"algorithm1": dict(color=OKABE_ITO["blue"], ls="-", marker="o"),
          "annealed (spectral)": dict(color=OKABE_ITO["reddish purple"], ls=(0, (1, 1)), marker="X"),
          "annealed (random)": dict(color=OKABE_ITO["reddish purple"], ls=":", marker="*")}
 MARKS = dict(markevery=0.12, markersize=5)
+
+
+def legend_label(name: str) -> str:
+    """A method's run name for the legend, with its maths typeset (mathtext)."""
+    return name.replace("lambda = 1", r"$\lambda = 1$")
+
+
 fig, axes_ = figure(1, 2)
 for k, name in enumerate(METHODS):
-    axes_[0].plot(iteration, np.maximum(mean_gap[k], 1e-9), label=name, **STYLE[name], **MARKS)
+    axes_[0].plot(iteration, np.maximum(mean_gap[k], 1e-9), label=legend_label(name), **STYLE[name], **MARKS)
     axes_[1].plot(iteration, mean_risk[k], **STYLE[name], **MARKS)
 axes_[1].axhline(r_star, color="k", lw=0.8, ls=":")
 axes_[1].axhline(floor_ols, color="k", lw=0.8, ls="--")
@@ -442,14 +449,14 @@ print("iterations to the target gap, methods against kappa:")
 result_table(["method"] + [f"kappa {kappa:.0f}" for kappa in kappas],
              [[name, *kappa_cells[:, j]] for j, name in enumerate(kappa_methods)])
 
-# %% mystnb={"figure": {"caption": "Iterations until the gap stays below twice the Laplace offset, against the condition number of Sigma (n = 100, X* fixed); crosses above the line: not reached within the run or diverged.", "name": "fig-ch12-kappa"}, "image": {"alt": "Log-log plot of iterations to target against kappa from 1 to 1000 for five methods; preconditioned curves flat, plain curves rising or missing, one preconditioned Langevin marked diverged at kappa 1000."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Iterations until the gap stays below twice the Laplace offset, against the condition number of $\\Sigma$ ($n = 100$, $X^\\star$ fixed); crosses above the line: not reached within the run or diverged.", "name": "fig-ch12-kappa"}, "image": {"alt": "Log-log plot of iterations to target against kappa from 1 to 1000 for five methods; preconditioned curves flat, plain curves rising or missing, one preconditioned Langevin marked diverged at kappa 1000."}} tags=["hide-input"]
 fig, ax = figure(1, 1, width="medium")
 KSTYLE = {"gd (lambda = 1)": STYLE["gd (lambda = 1)"], "random+precond+reg": STYLE["random+precond+reg"],
           "langevin": STYLE["langevin"], "precond langevin": STYLE["precond langevin"],
           "precond langevin (mild on U, V)": dict(color=OKABE_ITO["black"], ls=":", marker="o")}
 for j, name in enumerate(kappa_methods):
     shown = np.where(np.isfinite(times[:, j]), times[:, j], np.nan)
-    ax.plot(kappas, shown, label=name, **KSTYLE[name])
+    ax.plot(kappas, shown, label=legend_label(name), **KSTYLE[name])
     missed = ~np.isfinite(times[:, j])
     ax.plot(kappas[missed], np.full(missed.sum(), 1.3 * k_cap), marker="x", ls="none",
             color=KSTYLE[name]["color"])

@@ -231,8 +231,10 @@ plt.show()
 # $N$ tokens $X_i \in \mathbb R^{N\times d}$ per input and the loss
 #
 # $$
-# f(W_Q, W_K) = \frac{1}{2n}\sum_{i=1}^{n}\Bigl\lVert \operatorname{RowSoftmax}\Bigl(\frac{X_i W_Q
-# W_K^\top X_i^\top}{\sqrt{d_k}}\Bigr) X_i W_V - Y_i\Bigr\rVert_F^2 ,
+# \begin{aligned}
+# f(W_Q, W_K) &= \frac{1}{2n}\sum_{i=1}^{n}\bigl\lVert P_i X_i W_V - Y_i\bigr\rVert_F^2 ,\\
+# P_i &= \operatorname{RowSoftmax}\Bigl(\frac{X_i W_Q W_K^\top X_i^\top}{\sqrt{d_k}}\Bigr),
+# \end{aligned}
 # $$ (eq-main-attention)
 #
 # and a depth-2 network $\hat y(x) = a^\top\tanh((W_{\mathrm{pre}} + UV)x)$ trained through a
@@ -243,8 +245,10 @@ plt.show()
 # super-quadratic:
 #
 # $$
-# R(W) = \lambda\lVert W\rVert_F^2\log\bigl(1 + \lVert W\rVert_F^2\bigr)
-# \quad\text{or}\quad R(W) = \lambda\lVert W\rVert_F^{2+\varepsilon}, \qquad \lambda > 0 .
+# \begin{gathered}
+# R(W) = \lambda\lVert W\rVert_F^2\log\bigl(1 + \lVert W\rVert_F^2\bigr)\quad\text{or}\\
+# R(W) = \lambda\lVert W\rVert_F^{2+\varepsilon}, \qquad \lambda > 0 .
+# \end{gathered}
 # $$ (eq-main-regularizers)
 #
 # A smooth function $\tilde f$ of the parameters $\theta$ is a *Villani function* (the definition

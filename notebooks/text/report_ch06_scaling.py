@@ -162,7 +162,7 @@ for j, n in enumerate(n_bias):
         print(f"n = {n} (one replicate): excess risk {bias_run['excess_risk'][0, j][done][0]:.3g}, an "
               "upper estimate of the bias (it includes the replicate's own fluctuation)")
 
-# %% mystnb={"figure": {"caption": "Finite-context bias against the context length n at two scales of M (top: U-statistic with jackknife errors, single replicates as dots, the delta method's first-order prediction and its asymptote) and its local log-log slopes with 95% intervals against n^-1, n^-2 log^6 n and n^-2 (bottom).", "name": "fig-ch06-prompts-bias"}, "image": {"alt": "Top: bias points against context length on log-log axes for two scales of M with error bars, single replicates as faint dots, the first-order delta-method curves and their n^-2 asymptotes. Bottom: local log-log slopes with 95% intervals against reference lines n^-1, n^-2 log^6 n and n^-2."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Finite-context bias against the context length $n$ at two scales of $M$ (top: U-statistic with jackknife errors, single replicates as dots, the delta method's first-order prediction and its asymptote) and its local log-log slopes with 95% intervals against $n^{-1}$, $n^{-2}\\log^6 n$ and $n^{-2}$ (bottom).", "name": "fig-ch06-prompts-bias"}, "image": {"alt": "Top: bias points against context length on log-log axes for two scales of M with error bars, single replicates as faint dots, the first-order delta-method curves and their n^-2 asymptotes. Bottom: local log-log slopes with 95% intervals against reference lines n^-1, n^-2 log^6 n and n^-2."}} tags=["hide-input"]
 fig, axes = figure(2, 1, height=8.0)
 colours = {0: OKABE_ITO["blue"], 1: OKABE_ITO["vermillion"]}
 for k, scale in enumerate(bias_scales):
@@ -396,7 +396,7 @@ fit_m = fitting.fit_geometric_rate(its_m, gap_m, start=int(its_m[-1]) // 2)
 print(f"Algorithm 1 (n = 500, N = 8, sigma = 0.1): gap {gap_m[0]:.2e} -> {gap_m[-1]:.2e} over "
       f"{its_m[-1]} iterations; rate of the second half mu = {fit_m.rate:.5f}")
 
-# %% mystnb={"figure": {"caption": "Bias, variance and optimization in the prompts reconstruction: bias against n at sigma = 0, excess risk against the number of prompts N at n = 40 and sigma = 0.1, and Algorithm 1's optimization gap against the iteration m.", "name": "fig-ch06-prompts-decomposition"}, "image": {"alt": "Three log-log panels: a falling bias curve; an excess risk that rises slightly with N around the bias line; a slowly falling optimization gap."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Bias, variance and optimization in the prompts reconstruction: bias against $n$ at $\\sigma = 0$, excess risk against the number of prompts $N$ at $n = 40$ and $\\sigma = 0.1$, and Algorithm 1's optimization gap against the iteration $m$.", "name": "fig-ch06-prompts-decomposition"}, "image": {"alt": "Three log-log panels: a falling bias curve; an excess risk that rises slightly with N around the bias line; a slowly falling optimization gap."}} tags=["hide-input"]
 fig, axes = figure(3, 1, height=9.0)
 k_bias = [j for j in range(n_bias.size) if (0, j) in estimates]
 axes[0].errorbar(n_bias[k_bias], [estimates[0, j].bias for j in k_bias],
