@@ -389,12 +389,13 @@ def _fewer_legend_columns(fig, legend) -> None:
     labels = [label.get_text() for label in legend.texts]
     originals = {label: handle for ax in fig.axes
                  for handle, label in zip(*ax.get_legend_handles_labels())}
-    if not set(labels) <= set(originals):
-        return   # handles made for the legend only: leave it as drawn
+    # the plotted artists where the legend shows them, else the legend's own (for handles
+    # made for the legend only)
+    handles = [originals.get(label, own) for label, own in zip(labels, legend.legend_handles)]
     place, outside = legend._loc_real, legend._outside_loc
     while legend._ncols > 1 and _wider_than(fig, legend, legend.parent.bbox.width):
         legend.set_ncols(legend._ncols - 1)
-        legend._init_legend_box([originals[label] for label in labels], labels)
+        legend._init_legend_box(handles, labels)
         legend.set_title(text, prop=properties)
         legend.set_loc(place)
         legend._outside_loc = outside
@@ -574,32 +575,32 @@ def orbit_schematic(constants: "OrbitConstants", crossing: "OrbitCrossovers",
     x0, y0 = 0.5 * math.log10(constants.q), 0.5 * math.log10(constants.k)
     u_up, u_down = crossing.up / math.log(10), -crossing.down / math.log(10)
     span = 0.3 * (u_up - u_down)
-    fig, ax = figure(width="medium", height=5.2)
+    fig, ax = figure(width="small", height=4.3)
     for lo, hi, colour, style in [(u_down - span, u_down, "blue", "-"),
                                   (u_down, u_up, "vermillion", "--"),
                                   (u_up, u_up + span, "blue", "-")]:
         ax.plot([x0 + lo, x0 + hi], [y0 - lo, y0 - hi], color=OKABE_ITO[colour], ls=style, lw=3)
     ax.plot(x0, y0, "ko", ms=8)
     ax.annotate(r"$\theta^\star$", (x0, y0), xytext=(10, 6), textcoords="offset points",
-                fontsize=14)
+                fontsize=12)
     ax.text(x0 - 0.4 * span - 2, y0 + 0.4 * span - 2, r"$L = L(\theta^\star)$ all along",
-            rotation=-45, fontsize=13, ha="center", va="center", rotation_mode="anchor")
+            rotation=-45, fontsize=11, ha="center", va="center", rotation_mode="anchor")
     for u, name in [(u_up, r"\rho^\star"), (u_down, r"\rho_\star")]:
         ax.plot(x0 + u, y0 - u, "o", mfc="white", mec="k", ms=9, mew=2)
         ax.annotate(rf"${name}=10^{{{u:.1f}}}$", (x0 + u, y0 - u), xytext=(10, 6),
-                    textcoords="offset points", fontsize=13)
+                    textcoords="offset points", fontsize=11)
     for u in (u_up + 0.6 * span, u_down - 0.6 * span):        # -grad R, its exact direction
         x, y = x0 + u, y0 - u
         pull = -np.array([regularizer.dg(10.0 ** (2 * x)), regularizer.dg(10.0 ** (2 * y))])
         tip = np.array([x, y]) + 0.5 * span * pull / np.linalg.norm(pull)
         ax.annotate("", xy=tip, xytext=(x, y), arrowprops=dict(arrowstyle="-|>", lw=2, color="k"))
         vertical = abs(pull[1]) > abs(pull[0])
-        ax.text(*tip, r"$-\nabla R$ ", fontsize=13, ha="right" if vertical else "center",
+        ax.text(*tip, r"$-\nabla R$ ", fontsize=11, ha="right" if vertical else "center",
                 va="center" if vertical else "bottom")
     mid = 0.5 * (u_up + u_down)
-    ax.text(x0 + mid, y0 - mid, r"  $\mathcal{V}_s<0$", color=OKABE_ITO["vermillion"], fontsize=14)
+    ax.text(x0 + mid, y0 - mid, r"  $\mathcal{V}_s<0$", color=OKABE_ITO["vermillion"], fontsize=12)
     for u in (u_up + 0.9 * span, u_down - 0.9 * span):
-        ax.text(x0 + u, y0 - u, r"  $\mathcal{V}_s>0$", color=OKABE_ITO["blue"], fontsize=14)
+        ax.text(x0 + u, y0 - u, r"  $\mathcal{V}_s>0$", color=OKABE_ITO["blue"], fontsize=12)
     ax.set_xlabel(rf"$\log_{{10}}\Vert {blocks[0]}\Vert_F$")
     ax.set_ylabel(rf"$\log_{{10}}\Vert {blocks[1]}\Vert_F$")
     ax.set_title(title)

@@ -8,12 +8,15 @@
 * a build with a sample repository URL shows repository, issue, edit, Binder and Colab
   buttons with the right targets (and a Colab copy with the install cell); a build without
   one shows none;
+* the landing page's BibTeX entry parses (pybtex), prints no Python list, names the licences
+  and has the repository as its ``url`` exactly when the build names one;
 * scripts/publish.sh pushes a built site to the gh-pages branch of a remote (a throwaway bare
   repository here), with .nojekyll, replacing what was there.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -22,7 +25,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+from pybtex.database import parse_string
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
@@ -186,8 +191,15 @@ def _links(html: str) -> dict[str, str]:
     return found
 
 
-def test_repository_and_launch_buttons_follow_the_build_url(tmp_path):
-    site = _build_small_book(tmp_path, SAMPLE_URL)
+@pytest.fixture(scope="module")
+def small_books(tmp_path_factory) -> dict[str | None, Path]:
+    """The small book built with :data:`SAMPLE_URL` as its repository and with none."""
+    folder = tmp_path_factory.mktemp("small_books")
+    return {url: _build_small_book(folder, url) for url in (SAMPLE_URL, None)}
+
+
+def test_repository_and_launch_buttons_follow_the_build_url(small_books):
+    site = small_books[SAMPLE_URL]
     chapter = (site / "notebooks" / "ch01_model.html").read_text()
     links = _links(chapter)
     assert links == {
@@ -212,6 +224,35 @@ def test_repository_and_launch_buttons_follow_the_build_url(tmp_path):
     assert f"{SAMPLE_URL}/blob/main/LICENSE" in chapter
     assert (ROOT / "binder" / "postBuild").is_file() and (ROOT / "binder" / "runtime.txt").is_file()
 
-    local = _build_small_book(tmp_path, None)
+    local = small_books[None]
     assert _links((local / "notebooks" / "ch01_model.html").read_text()) == {}
     assert not (local / "_colab").exists()
+
+
+#: A Python list's repr in a BibTeX field (``['MIT', 'CC-BY-4.0']``).
+LIST_REPR = re.compile(r"\[\s*['\"]")
+
+
+def bibtex_fields(page: str) -> dict[str, str]:
+    """The fields (authors included) of the one BibTeX entry that ``page`` shows, as pybtex
+    parses it; a syntax error, a repeated field or a second entry fails."""
+    block = re.search(r'<div class="highlight-bibtex[^"]*"><div class="highlight"><pre>(.*?)</pre>',
+                      page, re.S)
+    assert block, "the page shows no BibTeX block"
+    entries = parse_string(html.unescape(re.sub(r"<[^>]+>", "", block[1])), "bibtex").entries
+    assert len(entries) == 1, f"{len(entries)} BibTeX entries"
+    (entry,) = entries.values()
+    people = {role: " and ".join(map(str, persons)) for role, persons in entry.persons.items()}
+    return {key.lower(): value for key, value in {**entry.fields, **people}.items()}
+
+
+def test_the_citation_parses_and_carries_the_build_url(small_books):
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    for url, site in small_books.items():
+        fields = bibtex_fields((site / "book" / "intro.html").read_text())
+        printed_lists = {key: value for key, value in fields.items() if LIST_REPR.search(value)}
+        assert not printed_lists, f"a Python list printed in BibTeX fields: {printed_lists}"
+        assert fields["title"].strip("{}") == citation["title"]
+        assert fields["version"] == citation["version"]
+        assert "MIT" in fields["note"] and "CC BY 4.0" in fields["note"], fields["note"]
+        assert fields.get("url") == url, f"built with repository {url}: url {fields.get('url')}"

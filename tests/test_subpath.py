@@ -4,8 +4,10 @@ Runs only when ``ATTNBOOK_HTML`` names a built site (the browser step of ``scrip
 The site is served at ``http://127.0.0.1:PORT/attnbook/`` and nothing else exists on that
 server, so a link or asset with an absolute path (``/_static/...``) fails with 404. Headless
 Chromium opens the root (Jupyter Book's redirect), a prose page, the ledger and two chapters;
-every request must succeed and stay on the server. The ledger's links to chapter sections
-must name sections that exist in the built chapters.
+every request must succeed and stay on the server, including those the browser makes on its
+own (a page that names no icon makes it ask for ``/favicon.ico``), which only the server
+sees; every page names an icon. The ledger's links to chapter sections must name sections
+that exist in the built chapters.
 """
 
 from __future__ import annotations
@@ -31,13 +33,20 @@ pytestmark = pytest.mark.skipif(not HTML_DIR, reason="set ATTNBOOK_HTML to a bui
 
 
 class _PrefixHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves the site only below PREFIX; every other path is a 404."""
+    """Serves the site only below PREFIX; every other path is a 404. Records the paths it
+    answers with an error."""
+
+    errors: list[str] = []
 
     def translate_path(self, path: str) -> str:
         route = urlparse(path).path
         if not route.startswith(PREFIX):
             return str(Path(self.directory) / "__outside_the_prefix__")
         return super().translate_path("/" + route[len(PREFIX):])
+
+    def send_error(self, code: int, *args: object, **kwargs: object) -> None:
+        self.errors.append(f"{code} {self.path}")
+        super().send_error(code, *args, **kwargs)
 
     def log_message(self, *args: object) -> None:
         pass
@@ -75,6 +84,7 @@ def test_pages_load_under_a_prefix_with_no_failed_request(site: str) -> None:
     assert landed[0].startswith(site) and landed[0] != site, "the root did not redirect"
     assert all(url.startswith(site) for url in landed), landed
     assert not failed, f"failed or off-site requests under {PREFIX}: {failed[:10]}"
+    assert not _PrefixHandler.errors, f"the server answered with errors: {_PrefixHandler.errors}"
 
 
 def test_ledger_links_point_at_existing_sections() -> None:
@@ -100,3 +110,15 @@ def test_no_page_links_to_an_absolute_path() -> None:
     assert len(offenders) >= 10, f"only {len(offenders)} pages built"
     offenders = {page: found[:3] for page, found in offenders.items() if found}
     assert not offenders, f"root-absolute links: {offenders}"
+
+
+def test_every_page_names_an_icon() -> None:
+    """A page that names no icon (as Jupyter Book's bare redirect at the root did) makes the
+    browser ask for ``/favicon.ico``: a 404, and outside the sub-path. The browser's own
+    request is not always made before the redirect, so the page's source is checked."""
+    root = Path(HTML_DIR)
+    pages = [path for path in root.rglob("*.html") if "_static" not in path.relative_to(root).parts]
+    assert len(pages) >= 10, f"only {len(pages)} pages built"
+    without = [str(path.relative_to(root)) for path in pages
+               if not re.search(r'<link rel="(shortcut )?icon"', path.read_text(errors="replace"))]
+    assert not without, f"pages naming no icon: {without}"

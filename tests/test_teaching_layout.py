@@ -1,5 +1,6 @@
 """A chapter teaches before it audits: its prose is broken up by figures and display
-equations, its visible code is short, and each paper's mechanism has a schematic.
+equations, its visible code is short (the code that draws a figure is folded), and each
+paper's mechanism has a schematic.
 
 Measured on the chapters' sources and stored outputs (the teaching layer; the Reproduction
 report pages are exempt). Prose words are the words of the markdown cells outside display
@@ -44,6 +45,7 @@ class Layout:
     displays: int = 0
     longest_run: int = 0
     long_code_cells: list[tuple[int, int]] = field(default_factory=list)
+    open_drawing_cells: list[int] = field(default_factory=list)
     schematics: list[str] = field(default_factory=list)
 
 
@@ -72,6 +74,8 @@ def layout(path: Path) -> Layout:
             if "image/png" in output.get("data", {}):
                 found.figures += 1
                 found.longest_run, run = max(found.longest_run, run), 0
+                if not tags & FOLDED and index not in found.open_drawing_cells:
+                    found.open_drawing_cells.append(index)
         caption = cell["metadata"].get("mystnb", {}).get("figure", {}).get("caption", "")
         if caption.startswith("Schematic"):
             found.schematics.append(cell["metadata"]["mystnb"]["figure"]["name"])
@@ -97,6 +101,14 @@ def test_visible_code_is_short(path: Path) -> None:
     assert not long_cells, (f"{path.stem}: visible code cells (index, non-blank lines) over "
                             f"{MAX_VISIBLE_CODE_LINES} lines: {long_cells}; fold drawing code, "
                             "move computation into attnlib")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_drawing_cells_are_folded(path: Path) -> None:
+    """A code cell that draws a figure shows the figure and folds its code, however short."""
+    open_cells = layout(path).open_drawing_cells
+    assert not open_cells, (f"{path.stem}: code cells drawing a figure with their code open "
+                            f"(cell index): {open_cells}; tag them hide-input")
 
 
 @pytest.mark.parametrize("stem", sorted(PROSE_BUDGET))

@@ -422,7 +422,7 @@ ax.loglog(ns, ns ** -0.5 * mc["output_error"].mean(axis=1)[0] * ns[0] ** 0.5, ":
 ax.set_xlabel("number of context samples $n$")
 ax.set_ylabel("distance to the infinite-data limit")
 ax.set_title(r"Finite-$n$ attention at fixed $\theta$ approaches its limit")
-ax.legend()
+plotting.legend_below(fig, ncol=3)
 plt.show()
 
 # %%

@@ -114,7 +114,7 @@ def tilt(t):                      # a fixed smooth function standing for the ran
 
 
 t_min = theta[np.argmin(tilt(theta))]
-fig, axes = figure(2, 1, width="medium", height=6.8, gridspec_kw={"height_ratios": [1.2, 1]})
+fig, axes = figure(2, 1, width="small", height=5.6, gridspec_kw={"height_ratios": [1.2, 1]})
 x_grid, y_grid = np.meshgrid(np.linspace(-1.6, 1.6, 300), np.linspace(-1.6, 1.6, 300))
 landscape = 3 * (np.hypot(x_grid, y_grid) - 1) ** 2 + 0.3 * tilt(np.arctan2(y_grid, x_grid))
 axes[0].contourf(x_grid, y_grid, landscape, levels=np.linspace(-0.5, 3.5, 17), cmap="Blues_r",
