@@ -27,13 +27,14 @@ the blocked one; the block size is chosen automatically from n
 (:func:`auto_block_size`: two blocks from n = 256 on, so that both cores work) unless given.
 The blocks compute per-row quantities only (``r_j``, ``h_j``, ``(dS X)_j``); the sums over
 rows that make the loss and the gradients are taken once, over all rows, after the blocks.
-Every path computes the softmax in :func:`_softmax_rows` (row-maximum subtraction), float64
-by default; ``dtype=np.float32`` runs the block arithmetic in single precision (results
+Every path computes the softmax in :func:`_softmax_rows` (exponentials unshifted where a
+Cauchy-Schwarz bound on the logits rules out overflow, else shifted by the row maximum),
+float64 by default; ``dtype=np.float32`` runs the block arithmetic in single precision (results
 returned in float64).
 
 Threads: when there are several blocks, ``workers`` threads (the calling thread and
 ``workers - 1`` pool threads; default: up to 2, the number of cores; at most
-:data:`MAX_WORKERS`) process them
+:data:`MAX_WORKERS`; one below ``PARALLEL_BYTES`` of work) process them
 concurrently, numpy releasing the GIL in ``exp`` and in BLAS. The products
 here have an inner dimension of only d, too skinny for a multithreaded BLAS to pay, and a
 threaded BLAS inside threaded blocks oversubscribes the cores; so every block runs with a
@@ -99,6 +100,14 @@ MAX_BLOCK_ELEMENTS = 2 ** 21
 #: From this many entries (n = 256 for n x n) on, a problem that fits in one block is split
 #: into two halves so that both cores work (one block would run on one thread).
 SPLIT_ELEMENTS = 2 ** 16
+#: Below this many bytes of one n x n array (float32 at n = 500), the blocks run on the calling
+#: thread whatever ``workers`` says: a second thread's hand-over costs about what it saves
+#: there (float32, n = 500: 1.18 ms on two threads against 1.20 ms on one; float64, 2 MB:
+#: 1.39 against 2.02 ms). Smaller blocks, which keep a block in a 2 MB L2 cache, were faster on
+#: one thread (n = 2000, float64: 32-row blocks 25 ms against 30 ms for 131 rows) but slower on
+#: two (25 against 16 ms: many short calls contend for the GIL), and the blocks may not depend
+#: on the thread count.
+PARALLEL_BYTES = 2 ** 20
 
 
 # ----------------------------------------------------------------------------- checks
@@ -170,10 +179,13 @@ _DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
 MAX_WORKERS = 256
 
 
-def _resolve_workers(workers: int | None, n_blocks: int) -> int:
+def _resolve_workers(workers: int | None, n_blocks: int, work_bytes: int) -> int:
+    """Threads for ``n_blocks`` blocks of ``work_bytes`` bytes of work arrays in all: at most
+    ``workers`` and the number of blocks, one below ``PARALLEL_BYTES``."""
     if workers is None:
         workers = _DEFAULT_WORKERS
-    return min(check_int("workers", workers, minimum=1, maximum=MAX_WORKERS), n_blocks)
+    workers = check_int("workers", workers, minimum=1, maximum=MAX_WORKERS)
+    return 1 if work_bytes < PARALLEL_BYTES else min(workers, n_blocks)
 
 
 #: The BLAS libraries loaded with numpy (found once: inspecting them costs about 0.2 ms).
@@ -263,7 +275,7 @@ def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int,
     once every thread has stopped.
     """
     spans = list(_blocks(n_queries, block))
-    threads = _resolve_workers(workers, len(spans))
+    threads = _resolve_workers(workers, len(spans), n_queries * width * dtype.itemsize)
     results: list[T] = [None] * len(spans)          # type: ignore[list-item]
     taken = iter(range(len(spans)))
     lock = threading.Lock()
@@ -337,30 +349,57 @@ def _queries_b(queries: np.ndarray, b: np.ndarray, dtype: np.dtype) -> np.ndarra
         return (queries @ b).astype(dtype, copy=False)
 
 
-def _softmax_rows(queries_b: np.ndarray, keys_t: np.ndarray, out: np.ndarray,
-                  self_columns: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Write the logits ``s_ji = (x_j^T B) x_i = queries_b @ keys_t`` into ``out`` (b, n), or a
-    stack (g, b, n) of prompts, overwrite them with ``exp(s_ji - max_i s_ji)`` and return that
-    with the row sums ``z_j``, so that ``w_ji = E_ji / z_j``.
+#: Logits within +-this bound are exponentiated as they are, with no maximum subtracted: a
+#: quarter of the log of the largest float, so that e^bound (4e9 in float32, 2e77 in float64)
+#: times 10^9 terms leaves at least a factor 10^19 of room below overflow, and e^-bound stays
+#: far above the smallest normal number.
+_SAFE_LOGIT = {np.dtype(np.float64): np.log(np.finfo(np.float64).max) / 4,
+               np.dtype(np.float32): np.log(np.finfo(np.float32).max) / 4}
 
-    ``self_columns[k]`` is the column of query row k's own token (in every prompt of a
-    stack), excluded from its context (leave-one-out): that logit is set to -inf, so its
-    weight is exactly 0. Raises ``ValueError`` when a row maximum is not finite (logits
-    overflowing float64); the product's own overflow warning is silenced, so the caller gets
-    that one error and no ``RuntimeWarning`` first.
+
+def _largest_norm(tokens: np.ndarray) -> float:
+    """``max_i ||x_i||`` over the last axis of ``tokens`` (any leading axes), in float64."""
+    return float(np.sqrt(np.einsum("...i,...i->...", tokens, tokens, dtype=np.float64).max()))
+
+
+def _softmax_rows(queries_b: np.ndarray, keys_t: np.ndarray, out: np.ndarray,
+                  self_columns: np.ndarray | None,
+                  key_norm: float) -> tuple[np.ndarray, np.ndarray]:
+    """Write the logits ``s_ji = (x_j^T B) x_i = queries_b @ keys_t`` into ``out`` (b, n), or a
+    stack (g, b, n) of prompts, overwrite them with ``E_ji = exp(s_ji - m_j)`` and return that
+    with the row sums ``z_j = sum_i E_ji`` (a product with a vector of ones), so that
+    ``w_ji = E_ji / z_j`` for any shift ``m_j``.
+
+    The shift: by Cauchy-Schwarz ``|s_ji| <= ||x_j^T B|| max_i ||x_i||`` (``key_norm`` is the
+    latter). When that bound is within ``_SAFE_LOGIT`` for every row of the block, ``m_j = 0``
+    and the exponential is taken directly, the one pass over the block besides the products;
+    otherwise ``m_j = max_i s_ji`` (two more passes: the maximum and the subtraction), which
+    keeps every exponent <= 0. ``self_columns[k]`` is the column of query row k's own token (in
+    every prompt of a stack), excluded from its context (leave-one-out): its ``E`` is exactly 0.
+    Raises ``ValueError`` when a row maximum is not finite (logits overflowing); the product's
+    own overflow warning is silenced, so the caller gets that one error and no
+    ``RuntimeWarning`` first.
     """
     with np.errstate(over="ignore", invalid="ignore"):
         logits = np.matmul(queries_b, keys_t, out=out)
-    if self_columns is not None:
-        logits[..., np.arange(logits.shape[-2]), self_columns] = -np.inf
-    row_max = logits.max(axis=-1, keepdims=True)
-    if not np.all(np.isfinite(row_max)):
-        raise ValueError("attention logits x_j^T B x_i overflow (not finite); B or X is too "
-                         "large in magnitude")
-    with np.errstate(over="ignore"):      # s - max below -1.8e308: -inf, exp gives 0, its limit
-        np.subtract(logits, row_max, out=logits)
-    np.exp(logits, out=logits)
-    return logits, logits.sum(axis=-1)
+        bound = np.sqrt(np.einsum("...i,...i->...", queries_b, queries_b,
+                                  dtype=np.float64).max()) * key_norm
+    rows = np.arange(logits.shape[-2])
+    if bound <= _SAFE_LOGIT[logits.dtype]:            # NaN or inf compare False
+        np.exp(logits, out=logits)
+        if self_columns is not None:
+            logits[..., rows, self_columns] = 0.0
+    else:
+        if self_columns is not None:
+            logits[..., rows, self_columns] = -np.inf
+        row_max = logits.max(axis=-1, keepdims=True)
+        if not np.all(np.isfinite(row_max)):
+            raise ValueError("attention logits x_j^T B x_i overflow (not finite); B or X is "
+                             "too large in magnitude")
+        with np.errstate(over="ignore"):  # s - max below -1.8e308: -inf, exp gives 0, its limit
+            np.subtract(logits, row_max, out=logits)
+        np.exp(logits, out=logits)
+    return logits, logits @ np.ones(logits.shape[-1], logits.dtype)
 
 
 def _block_rows(e: np.ndarray, z: np.ndarray, keys: np.ndarray, keys_t: np.ndarray,
@@ -431,7 +470,7 @@ def attention_weights(B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo") -> np
     _, b = _check_layer(None, B, x.shape[1])
     n = x.shape[0]
     weights, z = _softmax_rows(_queries_b(x, b, np.dtype(np.float64)), x.T, np.empty((n, n)),
-                               np.arange(n) if mask == "loo" else None)
+                               np.arange(n) if mask == "loo" else None, _largest_norm(x))
     weights /= z[:, None]
     return weights
 
@@ -443,13 +482,15 @@ def _hidden(b: np.ndarray, keys: np.ndarray, queries: np.ndarray, loo: bool,
     block = _resolve_block(block_size, m, keys.shape[0])
     keys_t = keys.astype(dtype, copy=False)
     keys_tt = np.ascontiguousarray(keys_t.T)
+    key_norm = _largest_norm(keys)
     with _one_blas_thread():
         queries_b = _queries_b(queries, b, dtype)
     hidden = np.empty((m, keys.shape[1]))
 
     def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
         self_columns = _self_columns(None, start, stop, loo)
-        e, z = _softmax_rows(queries_b[start:stop], keys_tt, scratch[0], self_columns)
+        e, z = _softmax_rows(queries_b[start:stop], keys_tt, scratch[0], self_columns,
+                             key_norm)
         hidden[start:stop] = (e @ keys_t) / z[:, None]
 
     _run_blocks(work, m, block, workers, buffers=1, width=keys.shape[0], dtype=dtype)
@@ -554,6 +595,7 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
         a_t = a.astype(kind, copy=False)
         y_t = y.astype(kind, copy=False)
         xb = _queries_b(x, b, kind)
+        key_norm = _largest_norm(x)
 
         residual, hidden, ds_x = (np.empty((m, p), kind), np.empty((m, d), kind),
                                   np.empty((m, d), kind))              # per query row
@@ -562,7 +604,8 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
             self_columns = _self_columns(index, start, stop, loo)
             targets = y_t[start:stop] if index is None else y_t[index[start:stop]]
             queries_b = xb[start:stop] if index is None else xb[index[start:stop]]
-            e, z = _softmax_rows(queries_b, keys_t, scratch[0], self_columns)   # E = z W
+            e, z = _softmax_rows(queries_b, keys_t, scratch[0], self_columns,   # E = z W
+                                 key_norm)
             _block_rows(e, z, keys, keys_t, targets, a_t, scratch[1],
                         (residual[start:stop], hidden[start:stop], ds_x[start:stop]))
 
@@ -628,11 +671,13 @@ def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.nda
     with _one_blas_thread():
         xb = _queries_b(x, b, np.dtype(np.float64))
     self_columns = np.arange(n) if mask == "loo" else None
+    key_norm = _largest_norm(x)
 
     def work(start: int, stop: int,
              scratch: list[np.ndarray]) -> tuple[float, np.ndarray, np.ndarray]:
         stack = [array.reshape(stop - start, n, n) for array in scratch]
-        e, z = _softmax_rows(xb[start:stop], keys_t[start:stop], stack[0], self_columns)
+        e, z = _softmax_rows(xb[start:stop], keys_t[start:stop], stack[0], self_columns,
+                             key_norm)
         residual = np.empty((stop - start, n, a.shape[0]))
         hidden, ds_x = np.empty((stop - start, n, d)), np.empty((stop - start, n, d))
         _block_rows(e, z, x[start:stop], keys_t[start:stop], y[start:stop], a, stack[1],

@@ -22,6 +22,15 @@ For d = 10, p = 20, the leave-one-out mask, float64 and float32, 1 and 2 threads
   one, up to n = 2000. That floor was too lenient with two threads: attnlib came out faster than
   it (ratio 0.90 at n = 2000, float64), so a target counted as met there was not established.
 
+The floor is split per configuration: ``products`` (the ``8 n^2 d`` flops at the GEMM rate),
+``exp`` (the ``n^2`` exponentials at the sustained exp rate) and ``overhead`` = attnlib's time
+minus both: what the passes around the exponential, the products' shortfall from the GEMM
+rate and the call itself cost. Beside it, the passes over the n^2 entries attnlib makes
+(:data:`PASSES`, counted from ``attention._softmax_rows`` and ``attention._block_rows``: every
+numpy or BLAS call that reads or writes a whole ``block x n`` work array counts once, in
+place or not; calls on one entry per row, such as the leave-one-out mask, do not count)
+against :data:`MIN_PASSES`, the fewest the math needs.
+
 Every round runs every configuration once, in a freshly shuffled order, and times its floor
 and attnlib back to back, so a change of the machine's load hits both; the ratio attnlib /
 floor is taken per round and reported as the median over rounds with its range. The 1-minute
@@ -50,6 +59,15 @@ from bench_attention import D, P, _problem
 
 DTYPES = ("float64", "float32")
 THREADS = (1, 2)
+#: Passes over the n^2 entries per call, by the softmax's shift (attention._softmax_rows):
+#: "none" (logits bounded: the bench's data) makes the logits product, exp, the row sums as a
+#: product with ones, E X, T = (G / z) X^T, T *= E and T X; "row maximum" adds the maximum and
+#: the subtraction.
+PASSES = {"none": 7, "row maximum": 9}
+#: The fewest passes the math needs: one that makes E (logits and exponential fused) with its
+#: row sums and E X, and one that reads E again for sum_i w_ji (g_j . x_i) x_i, which needs
+#: g_j, known only once the row's h_j is.
+MIN_PASSES = 2
 #: calls per round by n (one call at n = 8000 takes a quarter to a few seconds)
 CALLS = {500: 20, 2000: 3, 8000: 1}
 _POOL = ThreadPoolExecutor(max_workers=max(THREADS))
@@ -138,6 +156,15 @@ def exp_seconds(n: int, dtype: str, threads: int) -> tuple[float, float]:
     return _best_of_3(all_threads)
 
 
+def shift(x: np.ndarray, b: np.ndarray, dtype: str) -> str:
+    """The softmax's shift ``attention._softmax_rows`` takes on this data (a key of PASSES):
+    none when ``max_j ||x_j^T B|| max_i ||x_i||`` bounds the logits within its safe range."""
+    from attnlib import attention
+
+    bound = np.linalg.norm(x @ b, axis=1).max() * np.linalg.norm(x, axis=1).max()
+    return "none" if bound <= attention._SAFE_LOGIT[np.dtype(dtype)] else "row maximum"
+
+
 def measure(config: tuple[int, str, int], calls: int) -> dict:
     """One round of one configuration: its floor, then attnlib's time."""
     from attnlib import attention
@@ -148,16 +175,19 @@ def measure(config: tuple[int, str, int], calls: int) -> dict:
     exp_per_second, exp_per_cpu_second = exp_rate(dtype, threads)
     earlier_exp_time, _ = exp_seconds(n, dtype, threads)
     products = 8 * n * n * D / rate
-    floor = products + n * n / exp_per_second
+    exponentials = n * n / exp_per_second
+    floor = products + exponentials
     earlier_floor = products + earlier_exp_time
     call = lambda: attention.loss_and_grad(a, b, x, y, dtype=np.dtype(dtype),  # noqa: E731
                                            workers=threads)
     call()
     seconds, cpu = _seconds(call, calls)
-    result = {"seconds": seconds, "floor_seconds": floor, "gemm_gflops": rate / 1e9,
+    result = {"seconds": seconds, "floor_seconds": floor, "products_seconds": products,
+              "exp_seconds": exponentials, "overhead_seconds": seconds - floor,
+              "gemm_gflops": rate / 1e9,
               "exp_per_second": exp_per_second, "ratio": seconds / floor,
               "earlier_floor_seconds": earlier_floor, "earlier_ratio": seconds / earlier_floor,
-              "load": os.getloadavg()[0]}
+              "load": os.getloadavg()[0], "passes": PASSES[shift(x, b, dtype)]}
     if threads == 1:       # one thread: CPU seconds measure the work whatever the load
         result["cpu_ratio"] = cpu / (8 * n * n * D / cpu_rate + n * n / exp_per_cpu_second)
     return result
@@ -192,28 +222,32 @@ def main() -> None:
         print(f"round {index + 1}/{args.rounds} done, load {os.getloadavg()[0]:.2f}", flush=True)
     meta["load_average_after"] = os.getloadavg()
     rows = []
-    print(f"{'n':>6} {'dtype':>8} {'threads':>7} | {'attnlib s':>10} {'floor s':>10} | "
-          f"{'attnlib / floor [range]':>24} | {'target':>6} | {'earlier floor':>13} | "
+    print(f"{'n':>6} {'dtype':>8} {'threads':>7} | {'attnlib ms':>10} {'floor ms':>9} | "
+          f"{'attnlib / floor [range]':>24} | {'target':>6} | {'products':>8} {'exp':>7} "
+          f"{'overhead':>8} {'/ prod.':>7} | {'passes':>11} | {'earlier floor':>13} | "
           f"{'GEMM GF/s':>9} {'exp G/s':>7} | {'CPU ratio':>9} | load")
     for (n, dtype, threads), measured in rounds.items():
         ratios = [m["ratio"] for m in measured]
+        medians = {key: float(np.median([m[key] for m in measured]))
+                   for key in ("seconds", "floor_seconds", "products_seconds", "exp_seconds",
+                               "overhead_seconds", "earlier_ratio", "gemm_gflops",
+                               "exp_per_second")}
         row = {"n": n, "dtype": dtype, "threads": threads, "target": target(n),
-               "seconds_median": float(np.median([m["seconds"] for m in measured])),
-               "floor_seconds_median": float(np.median([m["floor_seconds"] for m in measured])),
+               **{f"{key}_median": value for key, value in medians.items()},
                "ratio_median": float(np.median(ratios)), "ratio_min": float(min(ratios)),
-               "ratio_max": float(max(ratios)),
-               "earlier_ratio_median": float(np.median([m["earlier_ratio"] for m in measured])),
-               "gemm_gflops_median": float(np.median([m["gemm_gflops"] for m in measured])),
-               "exp_per_second_median": float(np.median([m["exp_per_second"]
-                                                         for m in measured])),
-               "load": [m["load"] for m in measured]}
+               "ratio_max": float(max(ratios)), "passes": measured[0]["passes"],
+               "min_passes": MIN_PASSES, "load": [m["load"] for m in measured]}
         if threads == 1:
             row["cpu_ratio_median"] = float(np.median([m["cpu_ratio"] for m in measured]))
         rows.append(row)
-        print(f"{n:6d} {dtype:>8} {threads:7d} | {row['seconds_median']:10.4g} "
-              f"{row['floor_seconds_median']:10.4g} | {row['ratio_median']:8.2f} "
-              f"[{row['ratio_min']:.2f}, {row['ratio_max']:.2f}]{'':>6} | "
-              f"{'<= ' + format(row['target'], 'g'):>6} | {row['earlier_ratio_median']:13.2f} | "
+        ms = {key: 1e3 * value for key, value in medians.items() if key.endswith("seconds")}
+        print(f"{n:6d} {dtype:>8} {threads:7d} | {ms['seconds']:10.3f} {ms['floor_seconds']:9.3f} | "
+              f"{row['ratio_median']:8.2f} [{row['ratio_min']:.2f}, {row['ratio_max']:.2f}]"
+              f"{'':>6} | {'<= ' + format(row['target'], 'g'):>6} | "
+              f"{ms['products_seconds']:8.3f} {ms['exp_seconds']:7.3f} "
+              f"{ms['overhead_seconds']:8.3f} "
+              f"{ms['overhead_seconds'] / ms['products_seconds']:7.2f} | "
+              f"{row['passes']:3d} (min {MIN_PASSES}) | {row['earlier_ratio_median']:13.2f} | "
               f"{row['gemm_gflops_median']:9.1f} {row['exp_per_second_median'] / 1e9:7.3f} | "
               f"{row.get('cpu_ratio_median', float('nan')):9.2f} | "
               f"{min(row['load']):.1f}-{max(row['load']):.1f}")

@@ -59,7 +59,12 @@ def test_gradient_matches_central_differences(mask: str, n: int, d: int, p: int,
     # Central differences with h = 1e-6 have truncation error O(h^2) and rounding error
     # O(eps |L| / h) ~ 1e-10 relative: 1e-6 leaves a wide margin (observed: below 1e-8).
     assert _relative_error(fd_a, grad_a) < 1e-6
-    assert _relative_error(fd_b, grad_b) < 1e-6
+    if n == 2 and mask == "loo":
+        # grad_B is exactly 0 in theory (one token in each context) and both sides are
+        # round-off: judged against the gradient's overall scale.
+        assert np.abs(fd_b - grad_b).max() < 1e-6 * np.abs(grad_a).max()
+    else:
+        assert _relative_error(fd_b, grad_b) < 1e-6
     if not use_rows:
         assert value == pytest.approx(attention.loss(a, b, x, y, mask=mask), rel=1e-13)
 
