@@ -29,7 +29,7 @@ missing="$("$VENV"/bin/python -I - <<'PY' 2>&1
 import importlib.util
 modules = ("attnlib", "numpy", "scipy", "sympy", "matplotlib", "jupyter_book", "pytest",
            "xdist", "nbval", "hypothesis", "playwright", "ipywidgets", "mpmath", "dask",
-           "distributed", "threadpoolctl")
+           "distributed", "threadpoolctl", "pypdf")
 print(" ".join(m for m in modules if importlib.util.find_spec(m) is None))
 PY
 )"
