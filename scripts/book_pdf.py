@@ -19,7 +19,7 @@ and a page-number box for each entry of the contents list.
 The book is printed twice. Chromium writes a named destination for every in-page link
 target; the first print's destinations give each part's and chapter's page, which are
 written into the contents' boxes (fixed width, so nothing moves) for the second print, and a
-destination that moved between the two prints fails the run. The bookmarks are then
+part, chapter or section whose page differs between the two prints fails the run. The bookmarks are then
 added from the second print's destinations: the contents list, the introduction and the
 parts at the top, chapters (and the introduction's sections) under them, each chapter's
 sections (h3) under it, folded. Smaller headings are left out.
@@ -51,8 +51,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE_FORMAT, PAGE_WIDTH_MM, SIDE_MARGIN_MM = "A4", 210, 14
 MARGINS = {"top": "15mm", "bottom": "18mm", "left": f"{SIDE_MARGIN_MM}mm",
            "right": f"{SIDE_MARGIN_MM}mm"}
-# The printed column in CSS pixels (96 to the inch): book.js fits wide maths to the window's
-# width, so the window is set to this width before printing.
+# The printed column in CSS pixels (96 to the inch). book.js fits wide display maths to the
+# window's width (a formula wider than the column would be cut off in print): the window is
+# given this width before printing.
 COLUMN_PX = round((PAGE_WIDTH_MM - 2 * SIDE_MARGIN_MM) / 25.4 * 96)
 FOOTER = ('<div style="width: 100%; text-align: center; font-size: 9px; color: #444;">'
           '<span class="pageNumber"></span></div>')
@@ -62,8 +63,6 @@ logging.getLogger("pypdf").setLevel(logging.ERROR)
 # Shapes the single page as a book (see the module docstring). Returns the bookmarks to add,
 # [depth, title, target id] in reading order, and the target ids of the contents' entries.
 SHAPE_AS_BOOK = """() => {
-  // book.js refits maths after every resize, and printing resizes: keep the column's fit.
-  window.addEventListener("resize", (event) => event.stopImmediatePropagation(), true);
   const article = document.querySelector("article.bd-article");
   const toc = document.getElementById("jb-print-toc");
   const target = (link) => decodeURIComponent(link.hash.slice(1));
@@ -226,10 +225,11 @@ def print_pdf(site: Path, pdf: Path) -> None:
             browser.close()
     finally:
         server.shutdown()
-    moved = [target for target, place in draft_places.items() if places.get(target) != place]
+    # (pages only: Chromium may place a destination a line apart between two identical prints)
+    moved = [target for target in targets if places[target].page != draft_places[target].page]
     if moved:
         raise SystemExit("book_pdf: the page numbers in the contents moved the layout "
-                         f"({len(moved)} destinations moved, e.g. {moved[:3]})")
+                         f"({len(moved)} parts, chapters or sections changed page: {moved[:3]})")
     with pdf.open("wb") as out:
         with_bookmarks(printed, marks, places).write(out)
 
