@@ -68,8 +68,14 @@ def _source_title(docname: str) -> str:
     return next(line[2:] for line in text.splitlines() if line.startswith("# "))
 
 
+#: Pages written by the build step (scripts/build_ledger.py), absent from a fresh checkout;
+#: their titles name no chapter.
+GENERATED_PAGES = {"book/ledger"}
+
+
 def test_every_page_gets_the_label_its_title_gives() -> None:
-    labels = {docname: title_label(_source_title(docname)) for docname in _toc_docnames()}
+    labels = {docname: title_label(_source_title(docname)) for docname in _toc_docnames()
+              if docname not in GENERATED_PAGES}
     assert "6b" in labels.values() and "R6b" in labels.values() and "A" in labels.values()
     wrong = {docname: (book_html.chapter_label(docname), label)
              for docname, label in labels.items() if book_html.chapter_label(docname) != label}
