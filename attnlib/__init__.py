@@ -18,14 +18,13 @@ Part II (Frangi, Mukherjee, Kumar, Sun, Sun 2026)
     super-quadratic), ``villani`` (Villani diagnostics), ``langevin`` (Langevin dynamics and
     Gibbs measures), ``lora`` (LoRA on a depth-2 net), ``qk_attention`` (attention trained in
     W_Q, W_K), ``darcy`` (Darcy-flow data and solver), ``vit`` (the one-attention-layer ViT).
-Part III and shared
-    ``bridge`` (Part I's regression trained by Part II's Langevin dynamics), ``verdicts``
-    (verdicts computed from measurements), ``claims`` (each chapter's verdict rules),
-    ``experiments`` (named, seeded runs and their stored histories; the distributed runner
-    needs the ``distributed`` extra), ``plotting`` (the book's figure style), ``tables``
-    (result tables as HTML and aligned text), ``slider`` (interactive figures that work
-    without a kernel; the live control needs ipywidgets), ``report`` (a Reproduction report
-    page reruns its chapter first).
+Part III
+    ``bridge`` (Part I's regression trained by Part II's Langevin dynamics).
+
+attnlib needs numpy and scipy only; ``symbolic`` needs sympy (the ``symbolic`` extra), progress
+bars tqdm (``progress``), one BLAS thread per attention block threadpoolctl (``threads``). It
+never imports the book's own package, ``attnbook`` (stored runs, verdicts, figures), which
+stands on it.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -16,6 +16,9 @@ def progress(iterable: Iterable[T], *, total: int | None = None, desc: str = "",
     """
     if not enabled:
         return iter(iterable)
-    from tqdm.auto import tqdm
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        raise ImportError("a progress bar (progress=True) needs tqdm: pip install 'attnlib[progress]'") from None
 
     return iter(tqdm(iterable, total=total, desc=desc, leave=False))

@@ -34,11 +34,11 @@ returned in float64).
 
 Threads: when there are several blocks, ``workers`` threads (the calling thread and
 ``workers - 1`` pool threads; default: up to 2, the number of cores; at most
-:data:`MAX_WORKERS`; one below ``PARALLEL_BYTES`` of work) process them
+:data:`MAX_WORKERS`; one below ``attnlib._threads.PARALLEL_BYTES`` of work) process them
 concurrently, numpy releasing the GIL in ``exp`` and in BLAS. The products
 here have an inner dimension of only d, too skinny for a multithreaded BLAS to pay, and a
 threaded BLAS inside threaded blocks oversubscribes the cores; so every block runs with a
-single BLAS thread: :func:`_run_blocks` limits the BLAS libraries loaded with numpy
+single BLAS thread: ``attnlib._threads.run_blocks`` limits the BLAS libraries loaded with numpy
 (OpenBLAS, MKL, BLIS, ... through ``threadpoolctl``) to one thread while the blocks run and
 restores the previous count afterwards. The blocks depend on the sizes (and ``block_size``)
 only and the sums over rows are taken once, so results do not depend on ``workers``, bit for
@@ -48,22 +48,17 @@ automatic halves at n = 500 and for 64-row blocks, as tested), but some block le
 ones, for instance) move them by about 1e-16 relative, because the BLAS kernels treat
 leftover rows separately; the automatic blocks are tested against the direct computation to
 1e-14. :func:`limit_blas_threads` sets the count for the rest of a process (each Dask worker
-process of :mod:`attnlib.experiments` uses one).
+process of :mod:`attnbook.experiments` uses one).
 """
 
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Literal, TypeVar
+from typing import Literal
 
 import numpy as np
 from numpy.typing import DTypeLike
-from threadpoolctl import ThreadpoolController, threadpool_limits
-
+from ._threads import MAX_WORKERS, limit_blas_threads, one_blas_thread, run_blocks
 from ._validation import as_matrix, check_int, finite_result
 
 __all__ = [
@@ -86,7 +81,6 @@ __all__ = [
 ]
 
 Mask = Literal["loo", "all"]
-T = TypeVar("T")
 
 #: Target entries of one ``block_size x n`` work array (2**18 float64 entries = 2 MB) ...
 BLOCK_ELEMENTS = 2 ** 18
@@ -100,14 +94,6 @@ MAX_BLOCK_ELEMENTS = 2 ** 21
 #: From this many entries (n = 256 for n x n) on, a problem that fits in one block is split
 #: into two halves so that both cores work (one block would run on one thread).
 SPLIT_ELEMENTS = 2 ** 16
-#: Below this many bytes of one n x n array (float32 at n = 500), the blocks run on the calling
-#: thread whatever ``workers`` says: a second thread's hand-over costs about what it saves
-#: there (float32, n = 500: 1.18 ms on two threads against 1.20 ms on one; float64, 2 MB:
-#: 1.39 against 2.02 ms). Smaller blocks, which keep a block in a 2 MB L2 cache, were faster on
-#: one thread (n = 2000, float64: 32-row blocks 25 ms against 30 ms for 131 rows) but slower on
-#: two (25 against 16 ms: many short calls contend for the GIL), and the blocks may not depend
-#: on the thread count.
-PARALLEL_BYTES = 2 ** 20
 
 
 # ----------------------------------------------------------------------------- checks
@@ -171,135 +157,6 @@ def _resolve_block(block_size: int | None, n_queries: int, n_keys: int) -> int:
     if block_size is None:
         return auto_block_size(n_queries, n_keys)
     return min(check_int("block_size", block_size, minimum=1), n_queries)
-
-
-_DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
-#: The most threads ``workers`` may ask for (threads beyond the cores only compete for them;
-#: each costs a stack and a work array).
-MAX_WORKERS = 256
-
-
-def _resolve_workers(workers: int | None, n_blocks: int, work_bytes: int) -> int:
-    """Threads for ``n_blocks`` blocks of ``work_bytes`` bytes of work arrays in all: at most
-    ``workers`` and the number of blocks, one below ``PARALLEL_BYTES``."""
-    if workers is None:
-        workers = _DEFAULT_WORKERS
-    workers = check_int("workers", workers, minimum=1, maximum=MAX_WORKERS)
-    return 1 if work_bytes < PARALLEL_BYTES else min(workers, n_blocks)
-
-
-#: The BLAS libraries loaded with numpy (found once: inspecting them costs about 0.2 ms).
-_BLAS = ThreadpoolController()
-
-
-def limit_blas_threads(threads: int) -> None:
-    """Use ``threads`` BLAS threads in this process from now on (every BLAS library loaded so
-    far: numpy's and scipy's OpenBLAS, MKL, BLIS, ..., through ``threadpoolctl``). At most the
-    number of cores (``os.cpu_count()``): more threads than cores only compete for them."""
-    threadpool_limits(limits=check_int("threads", threads, minimum=1,
-                                       maximum=os.cpu_count() or 1), user_api="blas")
-
-
-#: Work arrays up to this many entries per thread are kept between calls (see _scratch).
-_SCRATCH_KEEP = 4 * BLOCK_ELEMENTS
-_THREAD_STATE = threading.local()
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-os.register_at_fork(after_in_child=_POOLS.clear)
-
-
-def _scratch(count: int, block: int, width: int, dtype: np.dtype) -> list[np.ndarray]:
-    """``count`` work arrays of shape ``(block, width)`` for the calling thread.
-
-    Small ones (the automatic block sizes) are cached per thread and reused across blocks and
-    calls: allocating fresh multi-megabyte arrays costs page faults that, measured on the
-    book's machine, took several times longer than the arithmetic done on them.
-    """
-    size = block * width
-    cached = getattr(_THREAD_STATE, "scratch", None)
-    if (cached is None or len(cached) < count or cached[0].dtype != dtype
-            or cached[0].size < size):
-        cached = [np.empty(size, dtype=dtype) for _ in range(count)]
-        if count * size <= _SCRATCH_KEEP:
-            _THREAD_STATE.scratch = cached
-    return [array[:size].reshape(block, width) for array in cached[:count]]
-
-
-def _pool(threads: int) -> ThreadPoolExecutor:
-    """A persistent pool per thread count (its threads keep their scratch arrays)."""
-    if threads not in _POOLS:
-        _POOLS[threads] = ThreadPoolExecutor(max_workers=threads,
-                                             thread_name_prefix="attnlib-attention")
-    return _POOLS[threads]
-
-
-@contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """Run the body with one thread in every BLAS library found at import (``_BLAS``).
-
-    Used around the blocks (:func:`_run_blocks`) and around the other products of an
-    evaluation (``X B``, the sums over rows), so that they run on one thread too: a product
-    on several OpenBLAS threads wakes its worker threads, which then wait busily for more
-    work while the block threads run (measured on the book's machine: at n = 8000 with one
-    block thread, about 0.11 s of another thread's CPU time per 0.7 s call). Nested uses
-    switch nothing. It is entered inside the functions' bodies, not as a decorator: the
-    problem sets' grader names the first attnlib function an answer enters. Only the
-    libraries not already on one thread are switched, and restored afterwards:
-    ``threadpoolctl``'s general ``limit`` context re-inspects the libraries on every entry,
-    which cost 0.07 to 0.3 ms per call, a tenth of a whole evaluation at n = 500.
-    """
-    switched = []
-    for library in _BLAS.lib_controllers:
-        count = library.get_num_threads() if library.user_api == "blas" else 1
-        if count != 1:
-            library.set_num_threads(1)
-            switched.append((library, count))
-    try:
-        yield
-    finally:
-        for library, count in switched:
-            library.set_num_threads(count)
-
-
-def _run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int, block: int,
-                workers: int | None, *, buffers: int, width: int, dtype: np.dtype) -> list[T]:
-    """``[work(start, stop, scratch) for each block]`` in block order, on ``workers`` threads.
-
-    The calling thread and ``workers - 1`` pool threads take the next block from a shared
-    counter until none is left: one hand-over to the pool per call, not one per block, and
-    the caller starts at once instead of sleeping until the pool is done (on the book's
-    machine a pool thread started 0.06 to 0.1 ms after the hand-over and a waiting caller
-    resumed up to 0.3 ms after the pool finished, a tenth of an evaluation at n = 500).
-    ``scratch`` holds ``buffers`` work arrays with ``stop - start`` rows and ``width`` columns
-    (from :func:`_scratch`); the blocks run with a single BLAS thread (module docstring). The
-    results are returned in block order whichever thread computed them; an error is raised
-    once every thread has stopped.
-    """
-    spans = list(_blocks(n_queries, block))
-    threads = _resolve_workers(workers, len(spans), n_queries * width * dtype.itemsize)
-    results: list[T] = [None] * len(spans)          # type: ignore[list-item]
-    taken = iter(range(len(spans)))
-    lock = threading.Lock()
-
-    def drain() -> None:
-        scratch = _scratch(buffers, block, width, dtype)
-        while True:
-            with lock:
-                index = next(taken, None)
-            if index is None:
-                return
-            start, stop = spans[index]
-            results[index] = work(start, stop, [array[:stop - start] for array in scratch])
-
-    with _one_blas_thread():
-        helpers = [_pool(threads - 1).submit(drain) for _ in range(threads - 1)]
-        try:
-            drain()
-        finally:
-            for helper in helpers:
-                helper.exception()                  # wait for every thread ...
-        for helper in helpers:
-            helper.result()                         # ... then raise the first error
-    return results
 
 
 # ---------------------------------------------------------------------------- softmax
@@ -444,11 +301,6 @@ def _row_sums(residual: np.ndarray, hidden: np.ndarray, queries: np.ndarray,
             queries.reshape(-1, d).T @ ds_x.reshape(-1, d).astype(np.float64))
 
 
-def _blocks(n_queries: int, block: int) -> Iterator[tuple[int, int]]:
-    for start in range(0, n_queries, block):
-        yield start, min(start + block, n_queries)
-
-
 def _self_columns(rows: np.ndarray | None, start: int, stop: int,
                   loo: bool) -> np.ndarray | None:
     """For leave-one-out, the columns of one block's query rows themselves (else None)."""
@@ -483,7 +335,7 @@ def _hidden(b: np.ndarray, keys: np.ndarray, queries: np.ndarray, loo: bool,
     keys_t = keys.astype(dtype, copy=False)
     keys_tt = np.ascontiguousarray(keys_t.T)
     key_norm = _largest_norm(keys)
-    with _one_blas_thread():
+    with one_blas_thread():
         queries_b = _queries_b(queries, b, dtype)
     hidden = np.empty((m, keys.shape[1]))
 
@@ -493,7 +345,7 @@ def _hidden(b: np.ndarray, keys: np.ndarray, queries: np.ndarray, loo: bool,
                              key_norm)
         hidden[start:stop] = (e @ keys_t) / z[:, None]
 
-    _run_blocks(work, m, block, workers, buffers=1, width=keys.shape[0], dtype=dtype)
+    run_blocks(work, m, block, workers, buffers=1, width=keys.shape[0], dtype=dtype)
     return hidden
 
 
@@ -589,7 +441,7 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
 
     m = n if index is None else index.size
     block = _resolve_block(block_size, m, n)
-    with _one_blas_thread():          # every product of the call (see _one_blas_thread)
+    with one_blas_thread():          # every product of the call (see one_blas_thread)
         keys = x.astype(kind, copy=False)
         keys_t = np.ascontiguousarray(keys.T)
         a_t = a.astype(kind, copy=False)
@@ -609,7 +461,7 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
             _block_rows(e, z, keys, keys_t, targets, a_t, scratch[1],
                         (residual[start:stop], hidden[start:stop], ds_x[start:stop]))
 
-        _run_blocks(work, m, block, workers, buffers=2, width=n, dtype=kind)
+        run_blocks(work, m, block, workers, buffers=2, width=n, dtype=kind)
         queries = x if index is None else x[index]
         total, grad_a, grad_b = _row_sums(residual, hidden, queries, ds_x)
     return total / (2 * m), grad_a / m, grad_b / m
@@ -668,7 +520,7 @@ def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.nda
                 np.sum([part[1] for part in parts], axis=0) / prompts,
                 np.sum([part[2] for part in parts], axis=0) / prompts)
     keys_t = np.ascontiguousarray(x.transpose(0, 2, 1))
-    with _one_blas_thread():
+    with one_blas_thread():
         xb = _queries_b(x, b, np.dtype(np.float64))
     self_columns = np.arange(n) if mask == "loo" else None
     key_norm = _largest_norm(x)
@@ -685,7 +537,7 @@ def prompts_loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.nda
         return _row_sums(residual, hidden, x[start:stop], ds_x)
 
     group = max(1, BLOCK_ELEMENTS // (n * n))
-    parts = _run_blocks(work, prompts, group, workers, buffers=2, width=n * n,
+    parts = run_blocks(work, prompts, group, workers, buffers=2, width=n * n,
                         dtype=np.dtype(np.float64))
     count = prompts * n
     return (sum(part[0] for part in parts) / (2 * count),

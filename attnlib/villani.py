@@ -44,14 +44,27 @@ import dataclasses
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import mpmath
 import numpy as np
 from scipy import optimize, special
 
 from ._validation import (as_matrix, check_generator, check_int, check_memory, check_positive,
                           finite_result)
 from .regularizers import Regularizer
+
+if TYPE_CHECKING:
+    import mpmath
+
+
+def _mpmath():  # noqa: ANN202 (the module)
+    """mpmath, for the arbitrary-precision orbit functions (the ``precision`` extra)."""
+    try:
+        import mpmath
+    except ImportError:
+        raise ImportError("the orbit and crossover functions of attnlib.villani compute in "
+                          "arbitrary precision with mpmath: pip install 'attnlib[precision]'") from None
+    return mpmath
 
 __all__ = [
     "FactorizedLoss",
@@ -415,6 +428,7 @@ def orbit_points(problem: FactorizedLoss, theta_star: np.ndarray,
 def _orbit_over_rho2_mp(consts: OrbitConstants, reg: Regularizer, s: float,
                         u: mpmath.mpf) -> mpmath.mpf:
     """``V_s(rho) / rho^2`` at ``u = log rho`` in mpmath (see the module docstring)."""
+    mpmath = _mpmath()
     rho2 = mpmath.exp(2 * u)
     value = -consts.a - consts.b / rho2 ** 2
     if reg.active:
@@ -449,6 +463,7 @@ def orbit_villani_over_rho2(consts: OrbitConstants, regularizer: Regularizer, s:
     Its sign is the sign of the Villani quantity; for weight decay it tends to
     ``4 lam^2 q / s - a`` as rho -> infinity.
     """
+    mpmath = _mpmath()
     s = check_positive("s", s)
     log_rho = as_matrix("log_rho", np.atleast_1d(log_rho), ndim=1)
     with mpmath.workdps(_check_precision(precision)):
@@ -526,6 +541,7 @@ def _last_root(h, max_u: float, precision: int, s: float) -> float:
     ``inf`` when ``h(max_u) <= 0`` and ``-inf`` when ``h > 0`` on the whole scan; raises
     ``ValueError`` naming the temperature ``s`` when the bisection cannot resolve the root.
     """
+    mpmath = _mpmath()
     with mpmath.workdps(_check_precision(precision)):
         grid = np.concatenate([np.linspace(0.0, 8.0, 81), np.geomspace(8.0, max_u, 240)[1:]])
         values = np.array([float(mpmath.sign(h(mpmath.mpf(u)))) for u in grid])
@@ -628,6 +644,7 @@ def lower_bound_log_radius(regularizer: Regularizer, s: float, *, grad_constant:
     ``2 lam <= C`` or ``s >= (2 lam - C)^2 / (2 C')``). ``precision``: mpmath digits, 15 to
     :data:`MAX_PRECISION`.
     """
+    mpmath = _mpmath()
     s = check_positive("s", s)
     C = check_positive("grad_constant", grad_constant, allow_zero=True)
     C2 = check_positive("laplacian_constant", laplacian_constant, allow_zero=True)

@@ -26,7 +26,7 @@ evaluation per recorded point 0..iterations). Ratios to ``loss_and_grad`` are ta
 the median over rounds and the range are reported with the 1-minute load average, and the
 same ratio in CPU seconds of the process (the work done, whatever share of the cores the
 process got on a shared machine). Results:
-``attnlib/experiments/stored/benchmark_algorithm.json``.
+``benchmarks/results/benchmark_algorithm.json``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ TARGET = 1.15
 def _setup(n: int, iterations: int) -> dict:
     """The timed calls, built once (data, reference minimizer) outside the timing."""
     from attnlib import algorithm, attention, data, reference
-    from attnlib.experiments import part1
+    from attnbook.experiments import part1
 
     settings = part1.SETTINGS
     rng = np.random.default_rng(0)
@@ -88,14 +88,14 @@ def main() -> None:
                         help="loss_and_grad and objective calls per round")
     parser.add_argument("--seed", type=int, default=0, help="seed of the shuffled orders")
     parser.add_argument("--output", default=None,
-                        help="default: attnlib/experiments/stored/benchmark_algorithm.json")
+                        help="default: benchmarks/results/benchmark_algorithm.json")
     args = parser.parse_args()
 
     import attnlib
-    from attnlib import experiments
+    from attnbook import experiments
 
     if args.iterations is None:
-        from attnlib.experiments import part1
+        from attnbook.experiments import part1
         args.iterations = part1.SETTINGS.iterations
     calls = _setup(args.n, args.iterations)
     for call, _ in calls.values():

@@ -44,20 +44,13 @@ from pathlib import Path
 
 import numpy as np
 
-D, P = 10, 20
-SEED = 8
+from _problem import D, P, SEED, problem as _problem, relative as _relative, status_kb as _status_kb
+
 HERE = Path(__file__).resolve().parent
 HUGE_N = 20_000
 
 
 # ------------------------------------------------------------------ measurement helpers
-def _status_kb(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"{field} not found in /proc/self/status")
-
-
 def _measure(call, repeats: int) -> dict:
     """Peak-memory rise of the first call, then wall time of ``repeats`` more calls."""
     baseline = _status_kb("VmRSS")
@@ -73,21 +66,6 @@ def _measure(call, repeats: int) -> dict:
         times.append(time.perf_counter() - start)
     return {"peak_mb": peak_mb, "seconds_first": first, "seconds_median": float(np.median(times)),
             "seconds_min": float(np.min(times)), "repeats": repeats}
-
-
-def _problem(n: int):
-    from attnlib import data
-
-    rng = np.random.default_rng(SEED)
-    problem = data.default_problem(rng=rng, d=D, p=P)
-    x, y = problem.sample(n, rng=rng)
-    a = 0.3 / np.sqrt(D) * rng.standard_normal((P, D))
-    b = 0.3 / np.sqrt(D) * rng.standard_normal((D, D))
-    return a, b, x, y
-
-
-def _relative(approx: np.ndarray, exact: np.ndarray) -> float:
-    return float(np.abs(np.asarray(approx) - exact).max() / np.abs(exact).max())
 
 
 # ------------------------------------------------------------------------------ workers
@@ -205,7 +183,7 @@ def main() -> None:
                         help="n at which block sizes are swept (0: no sweep)")
     parser.add_argument("--output", default=None,
                         help="where to write the results (default: attnlib's package data, "
-                             "attnlib/experiments/stored/benchmark_attention.json)")
+                             "benchmarks/results/benchmark_attention.json)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
@@ -214,7 +192,7 @@ def main() -> None:
         return
 
     import attnlib
-    from attnlib import experiments
+    from attnbook import experiments
 
     meta = {"date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
             "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),

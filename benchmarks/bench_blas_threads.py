@@ -65,7 +65,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.n)))
         return
-    from attnlib import experiments
+    from attnbook import experiments
 
     env = {k: v for k, v in os.environ.items()
            if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}

@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_attention import D, P, _problem, _relative, _status_kb  # the same data (seed 8) as the attention benchmark
+from _problem import D, P, problem as _problem, relative as _relative, status_kb as _status_kb
 
 BLOCK = 256
 #: Every implementation runs with its default threads: the thread variables that the book's
@@ -247,7 +247,7 @@ def main() -> None:
     if args.memory_only:
         remeasure_memory(Path(args.memory_only))
         return
-    from attnlib import experiments
+    from attnbook import experiments
 
     rng = random.Random(0)
     meta = {"date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),

@@ -37,7 +37,7 @@ floor is taken per round and reported as the median over rounds with its range. 
 load average is recorded at every round (the machine is shared: quote ratios, and the load
 beside them). With one thread the same ratio is also taken in CPU seconds of the process
 (``cpu_ratio``): it measures the work done, whatever share of the cores the process got.
-Results: ``attnlib/experiments/stored/benchmark_floor.json``.
+Results: ``benchmarks/results/benchmark_floor.json``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from bench_attention import D, P, _problem
+from _problem import D, P, problem as _problem
 
 DTYPES = ("float64", "float32")
 THREADS = (1, 2)
@@ -199,11 +199,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seed", type=int, default=0, help="seed of the shuffled orders")
     parser.add_argument("--output", default=None,
-                        help="default: attnlib/experiments/stored/benchmark_floor.json")
+                        help="default: benchmarks/results/benchmark_floor.json")
     args = parser.parse_args()
 
     import attnlib
-    from attnlib import experiments
+    from attnbook import experiments
 
     configs = [(n, dtype, threads) for n in args.ns for dtype in DTYPES for threads in THREADS]
     rounds: dict[tuple, list[dict]] = {config: [] for config in configs}

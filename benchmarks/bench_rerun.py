@@ -4,18 +4,18 @@ Usage (from the repository root)::
 
     python benchmarks/bench_rerun.py [--budget 30] [--output PATH]
 
-For every stored experiment registered as a task grid (:func:`attnlib.experiments.register_grid`)
+For every stored experiment registered as a task grid (:func:`attnbook.experiments.register_grid`)
 it takes the grid's tasks in order and runs them serially in this process, one at a time, until
 their total exceeds ``--budget`` seconds (at least two tasks): that set of tasks is the
 *measured subset* (the whole run when every task fitted). It then runs the same tasks through
-:func:`attnlib.experiments.run_grid` with ``workers=2`` (a fresh LocalCluster of two
+:func:`attnbook.experiments.run_grid` with ``workers=2`` (a fresh LocalCluster of two
 single-threaded worker processes, its start-up included) and checks that every task's result is
 identical to the serial one (except wall-clock times a task records about itself). Each task
 also records the CPU seconds its process spent on it (``time.process_time``): CPU time per task
 does not depend on how busy the machine is, wall time does. Experiments that are not grids are
 one task each: two workers cannot speed them up, and they are listed without a measurement. Nothing is saved to the
 stored runs. The 1-minute load average is recorded before and after every figure (the machine
-is shared); the results go to ``attnlib/experiments/stored/benchmark_rerun.json``.
+is shared); the results go to ``benchmarks/results/benchmark_rerun.json``.
 
 First, on synthetic grids of four tasks that each keep a core busy for a set CPU time (0.25 s
 to 20 s), it measures serial against 2 workers (cluster start and stop included): the speed-up
@@ -34,8 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlib import attention, experiments
-from attnlib.experiments import TaskGrid, run_grid
+from attnlib import attention
+from attnbook import experiments
+from attnbook.experiments import TaskGrid, run_grid
 
 
 def _same(first: dict, second: dict) -> bool:
@@ -86,7 +87,7 @@ def cluster_startup() -> float:
     """Seconds to start and stop an empty LocalCluster of 2 worker processes."""
     from distributed import Client
 
-    from attnlib.experiments._tasks import local_cluster
+    from attnbook.experiments._tasks import local_cluster
 
     start = time.perf_counter()
     with local_cluster(2) as cluster, Client(cluster) as client:
@@ -114,7 +115,7 @@ def task_length_sweep() -> list[dict]:
     """Serial against 2 workers on grids of ``SWEEP_TASKS`` busy tasks of each length; the
     2-worker time includes starting and stopping the cluster. ``overhead_seconds`` is the
     2-worker time minus the ideal split (serial / 2)."""
-    from attnlib.experiments._tasks import merge_tasks
+    from attnbook.experiments._tasks import merge_tasks
 
     rows = []
     for seconds in SWEEP_SECONDS:

@@ -11,7 +11,7 @@ PyTorch a user would write; default threads, then PyTorch on one thread) and ``b
 (serial against 2 Dask workers). The PyTorch benchmarks need a Python with torch
 (``--torch-python``, default: this one if it has torch); without one they are skipped with a
 note and their stored results are kept. Each benchmark stores its results in
-``attnlib/experiments/stored/benchmark_*.json``, which ``notebooks/appendix_benchmarks.ipynb``
+``benchmarks/results/benchmark_*.json``, which ``notebooks/appendix_benchmarks.ipynb``
 prints: re-execute it afterwards.
 """
 
@@ -45,8 +45,7 @@ def plan(torch_python: str | None) -> list[tuple[str, list[str], dict[str, str]]
         steps.append(("competitors", [torch_python, "bench_competitors.py"], {}))
         steps.append(("competitors_1thread",
                       [torch_python, "bench_competitors.py", "--keep-thread-env", "--output",
-                       str(HERE.parent / "attnlib/experiments/stored/"
-                           "benchmark_competitors_1thread.json")], ONE_THREAD))
+                       str(HERE / "results" / "benchmark_competitors_1thread.json")], ONE_THREAD))
     steps.append(("rerun", [python, "bench_rerun.py", "--budget", "10"], {}))
     return steps
 

@@ -7,7 +7,7 @@ book build)::
 
 It reads ``book/claims.yml`` (every checkable [summary]/[abstract] claim of the two papers, the
 chapter and section that tests it) and the stored outputs of the chapter notebooks, finds the
-verdict lines that the chapters print (``str(attnlib.verdicts.Verdict)``: ``"<claim>: <status>
+verdict lines that the chapters print (``str(attnbook.verdicts.Verdict)``: ``"<claim>: <status>
 (<reason>)"``, optionally after a label such as ``[summary]``) and writes ``book/ledger.md``:
 
 * a prose summary, computed from the rows: how many claims of each paper, how many of them
@@ -35,6 +35,7 @@ fresh execution (nbval), so the ledger is as current as the chapters.
 from __future__ import annotations
 
 import argparse
+import configparser
 import json
 import operator
 import re
@@ -45,8 +46,8 @@ from pathlib import Path
 import yaml
 from docutils.nodes import make_id
 
-from attnlib import claims as attnlib_claims
-from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, STATUSES, Verdict
+from attnbook import claims as attnlib_claims
+from attnbook.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, STATUSES, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "book" / "claims.yml"
@@ -181,7 +182,7 @@ def inconsistencies(verdict: Verdict) -> list[str]:
     Each ``value op threshold`` fragment must hold as printed (and each ``fails`` must fail,
     each ``meets partial`` must meet it); a value that prints equal to its threshold is
     accepted either way, since printing rounds. The status must follow from the fragments by
-    the rule of ``attnlib.verdicts`` (all pass: reproduced; none even partly: not reproduced;
+    the rule of ``attnbook.verdicts`` (all pass: reproduced; none even partly: not reproduced;
     otherwise partly). A combined reason (``sub-claim: status, ...``) must follow the rule of
     ``verdicts.combine``; a not-testable verdict must have a reason.
     """
@@ -215,7 +216,7 @@ def inconsistencies(verdict: Verdict) -> list[str]:
                 "a combination of sub-verdicts"]
     if any(p == NOT_TESTABLE for p in parts):
         return ["a combined reason lists a not-testable part among the testable ones"]
-    # attnlib.verdicts.combine: never reproduced while some part could not be tested
+    # attnbook.verdicts.combine: never reproduced while some part could not be tested
     expected = (REPRODUCED if all(p == REPRODUCED for p in parts) and not skipped
                 else NOT_REPRODUCED if all(p == NOT_REPRODUCED for p in parts) else PARTLY)
     if expected != verdict.status:
@@ -237,11 +238,11 @@ def load_claims(path: Path = CLAIMS) -> dict:
     ids = set()
     texts = attnlib_claims.registry()
     for claim in data["claims"]:
-        # the claim's text is typed once: in its chapter module of attnlib.claims
+        # the claim's text is typed once: in its chapter module of attnbook.claims
         if claim.get("id") in texts:
             if "claim" in claim:
                 raise ValueError(f"{path.name}: claim {claim['id']} has its text in "
-                                 "attnlib.claims; remove its 'claim' field here")
+                                 "attnbook.claims; remove its 'claim' field here")
             claim["claim"] = texts[claim["id"]]
         missing = [key for key in required if not claim.get(key)]
         if missing:
@@ -576,7 +577,7 @@ def render(rows: list[Row], notes: list[dict] = ()) -> str:
         "The thresholds are the book's **[choice]**; each chapter section says why. Nothing "
         "here is typed: `scripts/build_ledger.py` writes this page before each book build "
         "from `book/claims.yml` and the verdict lines the chapters print (computed by "
-        "`attnlib.verdicts` from the numbers, thresholds in the printed reason). A claim whose "
+        "`attnbook.verdicts` from the numbers, thresholds in the printed reason). A claim whose "
         "chapter prints no verdict yet is marked *not yet tested*, with the reason from the "
         "claims file.",
         "",
@@ -615,6 +616,64 @@ def render(rows: list[Row], notes: list[dict] = ()) -> str:
     return "\n".join(lines)
 
 
+#: The digits that may differ between machines, one home for the tests (nbval compares the
+#: stored outputs after these substitutions) and for the staleness check below.
+SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
+
+
+def machine_patterns(path: Path = SANITIZE) -> list[tuple[str, re.Pattern, str]]:
+    """(description, pattern, replacement) of every section of nbval's sanitize file."""
+    config = configparser.ConfigParser(interpolation=None)
+    config.read_string(path.read_text())
+    return [(name, re.compile(config[name]["regex"]), config[name]["replace"])
+            for name in config.sections()]
+
+
+def masked(text: str, patterns: list[tuple[str, re.Pattern, str]]) -> str:
+    for _, pattern, replacement in patterns:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _verdict_difference(where: str, old: Verdict, new: Verdict,
+                        patterns: list[tuple[str, re.Pattern, str]]) -> list[str]:
+    """What differs between the stored verdict ``old`` and the recomputed ``new``: the status
+    exactly, then each ``; ``-separated field of the reason after masking."""
+    if old.status != new.status:
+        return [f"{where}: verdict {old.status!r} stored, {new.status!r} here"]
+    if masked(old.reason, patterns) == masked(new.reason, patterns):
+        return []
+    olds, news = old.reason.split("; "), new.reason.split("; ")
+    if len(olds) != len(news):
+        return [f"{where}: {len(olds)} measured fields stored, {len(news)} here"]
+    return [f"{where}: {a!r} stored, {b!r} here (not within the machine-dependent digits)"
+            for a, b in zip(olds, news) if masked(a, patterns) != masked(b, patterns)]
+
+
+def row_differences(stored: list[Row], fresh: list[Row]) -> list[str]:
+    """Every claim whose verdict, or one of whose measured values, differs between ``stored``
+    and ``fresh`` rows: statuses exactly, values up to the machine-dependent digits."""
+    patterns = machine_patterns()
+    found = []
+    fresh_by_id = {row.claim["id"]: row for row in fresh}
+    for old in stored:
+        claim = old.claim["id"]
+        new = fresh_by_id.get(claim)
+        if new is None or (old.printed is None) != (new.printed is None):
+            found.append(f"{claim}: printed in one of the two runs only")
+            continue
+        if old.printed is None:
+            continue
+        found += _verdict_difference(claim, old.printed.verdict, new.printed.verdict, patterns)
+        if len(old.parts) != len(new.parts):
+            found.append(f"{claim}: {len(old.parts)} sub-verdicts stored, {len(new.parts)} here")
+            continue
+        for a, b in zip(old.parts, new.parts):
+            found += _verdict_difference(f"{claim}, {a.verdict.claim}", a.verdict, b.verdict,
+                                         patterns)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="check only; write nothing")
@@ -623,8 +682,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="read ROOT/notebooks/*.ipynb (default: the repository)")
     parser.add_argument("--verify", action="store_true",
-                        help="fail unless the page from ROOT's notebooks equals --out as written "
-                             "(build_book.sh: the freshly executed chapters against the stored)")
+                        help="fail, naming each claim and field, where the verdicts from ROOT's "
+                             "notebooks differ from the stored notebooks' (build_book.sh: the "
+                             "freshly executed chapters against the stored); values are "
+                             "compared after masking the digits tests/nbval_sanitize.cfg "
+                             "marks as machine-dependent")
+    parser.add_argument("--stored", type=Path, default=ROOT,
+                        help="with --verify: the root whose notebooks hold the stored outputs")
     args = parser.parse_args(argv)
     data = load_claims(args.claims)
     rows, problems = ledger_rows(data, root=args.root)
@@ -636,12 +700,17 @@ def main(argv: list[str] | None = None) -> int:
     tested = sum(row.printed is not None for row in rows)
     page = render(rows, data.get("design_notes", []))
     if args.verify:
-        if not args.out.exists() or args.out.read_text() != page:
-            print(f"build_ledger: the verdicts in {args.root / 'notebooks'} differ from those in "
-                  f"{args.out}: the stored outputs are stale; re-execute the chapters "
-                  "(scripts/execute_notebooks.py) and rerun", file=sys.stderr)
+        stored, stored_problems = ledger_rows(data, root=args.stored)
+        differences = stored_problems + row_differences(stored, rows)
+        if differences:
+            print(f"build_ledger: the verdicts in {args.root / 'notebooks'} differ from the "
+                  f"stored ones in {args.stored / 'notebooks'} (values compared after masking the "
+                  f"digits {SANITIZE.name} marks as machine-dependent):", file=sys.stderr)
+            for difference in differences:
+                print(f"  - {difference}", file=sys.stderr)
             return 1
-        print(f"build_ledger: {len(rows)} claims; {args.root / 'notebooks'} gives the same page")
+        print(f"build_ledger: {len(rows)} claims; {args.root / 'notebooks'} gives the same "
+              "verdicts and values")
         return 0
     if not args.check:
         args.out.write_text(page)

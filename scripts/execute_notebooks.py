@@ -3,7 +3,7 @@
 Usage: ``python scripts/execute_notebooks.py notebooks/ch01_model.ipynb [...]``
 (no argument: every notebook under notebooks/). Each notebook runs top to bottom with the
 working directory set to its folder, as Jupyter Book runs it (the book shows each interactive
-figure through its precomputed frames, :mod:`attnlib.slider`). Prints the wall time of each
+figure through its precomputed frames, :mod:`attnbook.slider`). Prints the wall time of each
 notebook and rewrites its text twin (``scripts/notebook_text.py``).
 """
 

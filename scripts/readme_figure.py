@@ -1,10 +1,10 @@
 """Draw the README's figure from the stored run ``paper1_defaults`` (chapter 5's experiment).
 
 Usage: ``python scripts/readme_figure.py`` writes ``book/figures/paper1_defaults.png``, at two
-image pixels per CSS pixel and with the book's figure records (``attnlib.plotting.figure_png``):
+image pixels per CSS pixel and with the book's figure records (``attnbook.plotting.figure_png``):
 the introduction shows it at its CSS width, half its pixel width (652 px, set there), and the
 book's browser checks read the records. Beside it, ``paper1_defaults.narrow.png``: the same
-figure laid out for phones (``attnlib.plotting.narrow_figure``), which the book serves below
+figure laid out for phones (``attnbook.plotting.narrow_figure``), which the book serves below
 600 px.
 """
 
@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 
 from attnlib import experiments  # noqa: E402
-from attnlib.plotting import (METHOD_COLOURS, figure, figure_png, narrow_figure,  # noqa: E402
+from attnbook.plotting import (METHOD_COLOURS, figure, figure_png, narrow_figure,  # noqa: E402
                               plot_series)
 
 OUT = Path(__file__).resolve().parents[1] / "book" / "figures" / "paper1_defaults.png"

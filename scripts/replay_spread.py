@@ -1,13 +1,13 @@
 """Measure how much of its tolerance every replay of a stored run uses on other CPUs.
 
-A chapter's replay (:func:`attnlib.experiments.replay`) compares a live rerun of a stored run's
+A chapter's replay (:func:`attnbook.experiments.replay`) compares a live rerun of a stored run's
 first stretch with the stored numbers, within a tolerance that must hold on any IEEE-754
 machine. This script executes every chapter that replays a stored run under several CPU and BLAS
 configurations (``scripts/cpu_env.py``: numpy's SIMD level, OpenBLAS's kernel set, one or two
 BLAS threads), with each replay logging the fraction of its tolerance each compared key used
 (``ATTNBOOK_REPLAY_LOG``; replays only warn, so a run outside its tolerance is measured too),
 and writes the largest fraction per replay and configuration to
-``attnlib/experiments/stored/replay_spread.json``. Each chapter then prints that spread beside
+``attnbook/experiments/stored/replay_spread.json``. Each chapter then prints that spread beside
 its tolerance, and ``tests/test_replay_spread.py`` requires a margin of at least 10 (a fraction
 of at most 0.1) for every replay.
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Create .venv (once) and install attnlib with the book, test and distributed extras, pinned by
-# constraints.txt. Reinstalls only when pyproject.toml or constraints.txt change.
+# Create .venv (once) and install the two packages, editable: the library attnlib (attnlib/pyproject.toml)
+# and the book's attnbook (pyproject.toml) with the book, test and distributed extras, pinned by
+# constraints.txt. Reinstalls only when a pyproject.toml or constraints.txt changes.
 # Sourced by build_book.sh and test.sh; sets $VENV (the environment's folder) and $VENV_PY.
 # PYTHON picks the interpreter (default python3) and ATTNBOOK_VENV the folder (default .venv):
 # scripts/test_portability.sh builds a second environment with the system's own python3.
@@ -23,11 +24,11 @@ if [ ! -x "$VENV"/bin/python ]; then
     rm -rf "$VENV"; exit 1; }
 fi
 stamp="$VENV"/.attnlib-install-stamp
-want="$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)"
+want="$(cat pyproject.toml attnlib/pyproject.toml constraints.txt | sha256sum | cut -c1-16)"
 # A current stamp with a package missing (a deleted or interrupted install) reinstalls too.
 missing="$("$VENV"/bin/python -I - <<'PY' 2>&1
 import importlib.util
-modules = ("attnlib", "numpy", "scipy", "sympy", "matplotlib", "jupyter_book", "pytest",
+modules = ("attnlib", "attnbook", "numpy", "scipy", "sympy", "matplotlib", "jupyter_book", "pytest",
            "xdist", "nbval", "hypothesis", "playwright", "ipywidgets", "mpmath", "dask",
            "distributed", "threadpoolctl", "pypdf")
 print(" ".join(m for m in modules if importlib.util.find_spec(m) is None))
@@ -38,8 +39,9 @@ if [ -n "$missing" ] && [ -e "$stamp" ]; then      # a fresh environment has no 
   rm -f "$stamp"
 fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "== installing attnlib and the pinned book/test stack into $VENV (a few minutes the first time)"
-  "$VENV"/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[book,test,distributed]"
+  echo "== installing attnlib, attnbook and the pinned book/test stack into $VENV (a few minutes the first time)"
+  "$VENV"/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt \
+    -e "./attnlib[all]" -e ".[book,test,distributed]"
   echo "$want" > "$stamp"
 fi
 VENV_PY="$ROOT/$VENV/bin/python"

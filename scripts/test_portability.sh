@@ -25,14 +25,16 @@ echo "== B. unit tests on the system python3 ($system_python)"
 if ! [ -x "$system_python" ]; then
   failed+=("B (no $system_python; set ATTNBOOK_SYSTEM_PYTHON)")
 else
-  if ! "$system_python" -c "import ensurepip, venv" 2> /dev/null && command -v apt-get > /dev/null; then
-    sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo -n"
-    echo "== installing python3-venv for $system_python"
-    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
-      python3-venv > /dev/null
+  source scripts/system_packages.sh
+  if ! "$system_python" -c "import ensurepip, venv" 2> /dev/null \
+      && ! { install_debian_packages python3-venv \
+             && "$system_python" -c "import ensurepip, venv" 2> /dev/null; }; then
+    echo "error: $system_python cannot create a venv: install Debian's python3-venv" >&2
+    failed+=("B (install Debian's python3-venv)")
+  else
+    PYTHON="$system_python" ATTNBOOK_VENV=.venv-system ATTNBOOK_STEPS=1 ATTNBOOK_NOTEBOOKS=0 \
+      bash scripts/test.sh || failed+=("B (system python3)")
   fi
-  PYTHON="$system_python" ATTNBOOK_VENV=.venv-system ATTNBOOK_STEPS=1 ATTNBOOK_NOTEBOOKS=0 \
-    bash scripts/test.sh || failed+=("B (system python3)")
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from attnlib import attention
-from attnlib.experiments import TaskGrid, register_grid
-from attnlib.experiments._tasks import merge_tasks
+from attnbook.experiments import TaskGrid, register_grid
+from attnbook.experiments._tasks import merge_tasks
 
 SEEDS = tuple(range(6))
 

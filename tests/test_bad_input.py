@@ -50,13 +50,19 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+import attnbook
 import attnlib
-from attnlib import (algorithm, plotting, tables, analysis, attention, bridge, darcy, data, fitting, geometry,
-                     landscape, langevin, lora, optim, orbit, population, potentials, qk_attention, reference,
-                     regularizers, symbolic, verdicts, villani, vit)
-from attnlib import claims, experiments, report  # noqa: F401 - resolved by name
+from attnlib import (algorithm, analysis, attention, bridge, darcy, data, fitting, geometry,
+                     landscape, langevin, lora, optim, orbit, population, potentials, qk_attention,
+                     reference, regularizers, symbolic, villani, vit)
+from attnbook import plotting, tables, verdicts
+from attnbook import report  # noqa: F401 - resolved by name
+from attnbook import claims, experiments
 from attnlib._validation import _non_finite
-from attnlib.experiments._tasks import merge_tasks
+from attnbook.experiments._tasks import merge_tasks
+
+#: The modules of the book's own package (the rest are attnlib's).
+BOOK_MODULES = {info.name for info in pkgutil.iter_modules(attnbook.__path__)}
 
 # --------------------------------------------------------------------------- enumeration
 #: Plain result containers (constructed by the package, never from user input) and protocols.
@@ -79,12 +85,13 @@ KERNEL_ONLY = {"report.rerun_chapter"}
 
 
 def _modules() -> list[str]:
-    names = [info.name for info in pkgutil.walk_packages(attnlib.__path__, "attnlib.")
+    names = [info.name for package in (attnlib, attnbook)
+             for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
              if not info.name.rsplit(".", 1)[1].startswith("_")]
     # experiments' and claims' submodules take the book's own configurations and
     # measurements; their own tests (test_experiments.py, test_claims_*.py) cover them
-    return [name for name in names if not name.startswith(("attnlib.experiments.",
-                                                           "attnlib.claims."))]
+    return [name for name in names if not name.startswith(("attnbook.experiments.",
+                                                           "attnbook.claims."))]
 
 
 def public_callables() -> list[str]:
@@ -92,7 +99,7 @@ def public_callables() -> list[str]:
     found = []
     for module_name in _modules():
         module = importlib.import_module(module_name)
-        short = module_name.removeprefix("attnlib.")
+        short = module_name.split(".", 1)[1]
         for name in module.__all__:
             obj = getattr(module, name)
             if inspect.isfunction(obj) or (inspect.isclass(obj)
@@ -237,7 +244,7 @@ INSTANCES: dict[str, Callable[[], Any]] = {
     "reference.ReferenceOptimum": lambda: reference.reference_minimizer(
         ctx()["objective"], start=ctx()["manifold"].point(), Sigma=ctx()["Sigma"]),
     "regularizers.Regularizer": lambda: ctx()["reg"],
-    "slider.FrameSlider": lambda: importlib.import_module("attnlib.slider").frame_slider(
+    "slider.FrameSlider": lambda: importlib.import_module("attnbook.slider").frame_slider(
         lambda a: plt.figure(figsize=(1, 1)), controls={"a": [1.0, 2.0]}, alt="a = {a:g}"),
     "symbolic.Identity": lambda: symbolic.Identity("x", symbolic.sp.Symbol("z"),
                                                    symbolic.sp.Symbol("z")),
@@ -992,7 +999,8 @@ def _resolve(qualname: str) -> Callable:
     module, name, *method = qualname.split(".")
     if method:
         return getattr(INSTANCES[f"{module}.{name}"](), method[0])
-    return getattr(importlib.import_module(f"attnlib.{module}"), name)
+    package = "attnbook" if module.split(".")[0] in BOOK_MODULES else "attnlib"
+    return getattr(importlib.import_module(f"{package}.{module}"), name)
 
 
 def cases() -> list[Any]:

@@ -1,4 +1,4 @@
-"""attnlib.claims: the registry of claim texts, and no notebook cell deciding a verdict."""
+"""attnbook.claims: the registry of claim texts, and no notebook cell deciding a verdict."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlib import claims
+from attnbook import claims
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("ch*.ipynb"))
@@ -16,7 +16,7 @@ DECIDING = {"verdict", "combine", "interval_verdict", "not_testable"}
 
 
 def deciding_calls(source: str) -> list[str]:
-    """Names of attnlib.verdicts' deciding functions that ``source`` calls (``verdicts.x(...)``
+    """Names of attnbook.verdicts' deciding functions that ``source`` calls (``verdicts.x(...)``
     or a bare ``x(...)`` imported from it), and ``"status comparison"`` for each comparison
     involving a verdict's ``.status`` (a rule combining verdicts), ignoring IPython magics."""
     lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
@@ -38,7 +38,7 @@ def deciding_calls(source: str) -> list[str]:
 
 def test_deciding_calls_are_found():
     assert deciding_calls("v = verdicts.verdict('c', 1.0, 2.0)") == ["verdict"]
-    assert deciding_calls("from attnlib.verdicts import combine\nprint(combine('c', []))") == [
+    assert deciding_calls("from attnbook.verdicts import combine\nprint(combine('c', []))") == [
         "combine"]
     assert deciding_calls("print(claims.ch05.headline(gap=1.0))") == []
     assert deciding_calls("both = [c for c in cells if v[c].status == verdicts.REPRODUCED]") == [
@@ -54,7 +54,7 @@ def test_no_notebook_cell_decides_a_verdict(notebook):
                  if c["cell_type"] == "code"]
     offending = [(i, calls) for i, calls in offending if calls]
     assert not offending, (f"{notebook.name}: cells {offending} decide verdicts; move the "
-                           "rule into attnlib.claims." + notebook.stem.split("_")[0])
+                           "rule into attnbook.claims." + notebook.stem.split("_")[0])
 
 
 def test_registry_ids_are_unique_and_texts_non_empty():
@@ -63,5 +63,5 @@ def test_registry_ids_are_unique_and_texts_non_empty():
 
 
 def test_unknown_claim_id_is_a_clear_error():
-    with pytest.raises(ValueError, match="claim_id must be an id defined by a module of attnlib.claims, got 'no-such-claim'"):
+    with pytest.raises(ValueError, match="claim_id must be an id defined by a module of attnbook.claims, got 'no-such-claim'"):
         claims.text("no-such-claim")

@@ -1,7 +1,7 @@
-"""attnlib.claims.ch02: the factorization verdict on both sides of its threshold."""
+"""attnbook.claims.ch02: the factorization verdict on both sides of its threshold."""
 
-from attnlib.claims import ch02
-from attnlib.verdicts import NOT_REPRODUCED, REPRODUCED
+from attnbook.claims import ch02
+from attnbook.verdicts import NOT_REPRODUCED, REPRODUCED
 
 
 def test_factorization_fails_when_an_identity_fails():

@@ -1,11 +1,11 @@
-"""attnlib.claims.ch03: verdicts on the manifold of minima and one-point convexity."""
+"""attnbook.claims.ch03: verdicts on the manifold of minima and one-point convexity."""
 
 import importlib.util
 import sys
 from pathlib import Path
 
-from attnlib.claims import ch03
-from attnlib.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED
+from attnbook.claims import ch03
+from attnbook.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED
 
 
 def test_connected_manifold_needs_one_component():

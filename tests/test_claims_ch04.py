@@ -1,9 +1,9 @@
-"""attnlib.claims.ch04: each threshold of chapter 4's verdicts from both sides."""
+"""attnbook.claims.ch04: each threshold of chapter 4's verdicts from both sides."""
 
 import pytest
 
-from attnlib.claims import ch04
-from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+from attnbook.claims import ch04
+from attnbook.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
 
 def test_spectral_start_and_preconditioner_thresholds():

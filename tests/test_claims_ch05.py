@@ -1,10 +1,10 @@
-"""attnlib.claims.ch05: the two readings of each observation, both sides of every threshold."""
+"""attnbook.claims.ch05: the two readings of each observation, both sides of every threshold."""
 
 import numpy as np
 import pytest
 
-from attnlib.claims import ch05
-from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+from attnbook.claims import ch05
+from attnbook.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
 SEEDS = (0, 1)
 

@@ -1,10 +1,10 @@
-"""attnlib.claims.ch06: each threshold of chapter 6's verdicts from both sides."""
+"""attnbook.claims.ch06: each threshold of chapter 6's verdicts from both sides."""
 
 import numpy as np
 import pytest
 
-from attnlib.claims import ch06
-from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+from attnbook.claims import ch06
+from attnbook.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
 
 def test_statistical_term_and_one_over_n():

@@ -1,9 +1,9 @@
-"""attnlib.claims.ch06b: the chapter's own verdicts on both sides of their thresholds."""
+"""attnbook.claims.ch06b: the chapter's own verdicts on both sides of their thresholds."""
 
 import pytest
 
-from attnlib.claims import ch06b
-from attnlib.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED
+from attnbook.claims import ch06b
+from attnbook.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED
 
 
 def test_curvature_law_within_and_beyond_two_standard_errors():

@@ -1,9 +1,9 @@
-"""attnlib.claims.ch07: the Poincare verdict on both sides of its thresholds."""
+"""attnbook.claims.ch07: the Poincare verdict on both sides of its thresholds."""
 
 from __future__ import annotations
 
-from attnlib.claims import ch07
-from attnlib.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED
+from attnbook.claims import ch07
+from attnbook.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED
 
 
 def test_poincare_on_both_sides_of_10_percent_and_1e_3():

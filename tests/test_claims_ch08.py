@@ -1,9 +1,9 @@
-"""attnlib.claims.ch08: the verdicts of chapter 8 on both sides of their thresholds."""
+"""attnbook.claims.ch08: the verdicts of chapter 8 on both sides of their thresholds."""
 
 from __future__ import annotations
 
-from attnlib.claims import ch08
-from attnlib.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED
+from attnbook.claims import ch08
+from attnbook.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED
 
 
 def test_symmetry_at_rounding_level():

@@ -1,9 +1,9 @@
-"""attnlib.claims.ch09: Theorem 3.2's verdict on both sides of its thresholds."""
+"""attnbook.claims.ch09: Theorem 3.2's verdict on both sides of its thresholds."""
 
 from __future__ import annotations
 
-from attnlib.claims import ch09
-from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+from attnbook.claims import ch09
+from attnbook.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
 
 def test_theorem_32_on_both_sides_of_300_decades_and_zero_margin():

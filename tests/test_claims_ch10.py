@@ -1,12 +1,12 @@
-"""attnlib.claims.ch10: the Box-Cox rule separates log(1/eps) from power laws; thresholds."""
+"""attnbook.claims.ch10: the Box-Cox rule separates log(1/eps) from power laws; thresholds."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from attnlib.claims import ch10
-from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+from attnbook.claims import ch10
+from attnbook.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
 EPS = np.geomspace(0.4, 0.02, 8)
 

@@ -1,12 +1,12 @@
-"""attnlib.claims.ch11: the Darcy findings, fed numbers on both sides of every threshold."""
+"""attnbook.claims.ch11: the Darcy findings, fed numbers on both sides of every threshold."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from attnlib.claims import ch11
-from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+from attnbook.claims import ch11
+from attnbook.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
 
 def _entry(**values: float) -> dict[str, float]:

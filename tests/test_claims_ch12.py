@@ -1,9 +1,9 @@
-"""attnlib.claims.ch12: the verdicts of chapter 12 on both sides of their thresholds."""
+"""attnbook.claims.ch12: the verdicts of chapter 12 on both sides of their thresholds."""
 
 from __future__ import annotations
 
-from attnlib.claims import ch12
-from attnlib.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED
+from attnbook.claims import ch12
+from attnbook.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED
 
 
 def test_speedup_on_both_sides_of_2_and_1():

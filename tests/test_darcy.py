@@ -138,8 +138,8 @@ def test_input_errors_name_the_argument() -> None:
 def test_experiment_prefix_replays_the_start_of_a_longer_run() -> None:
     from dataclasses import replace
 
-    from attnlib import experiments
-    from attnlib.experiments import darcy_runs
+    from attnbook import experiments
+    from attnbook.experiments import darcy_runs
 
     setup = replace(darcy_runs.BOOK, size=8, n_train=12, n_test=4, patch=4, width=4, key_dim=4,
                     hidden=4, phase2_batch=4, seeds=(0, 1))
@@ -183,7 +183,7 @@ def test_experiment_prefix_replays_the_start_of_a_longer_run() -> None:
 
 
 def test_log_slope_recovers_an_exponential_rate() -> None:
-    from attnlib.experiments import darcy_runs
+    from attnbook.experiments import darcy_runs
 
     values = 3.0 * np.exp(0.02 * np.arange(50))
     assert darcy_runs.log_slope(values, last=10) == pytest.approx(0.02, rel=1e-9)
@@ -191,7 +191,7 @@ def test_log_slope_recovers_an_exponential_rate() -> None:
 
 
 def test_gibbs_mode_norm_solves_the_stationarity_equation() -> None:
-    from attnlib.experiments import darcy_runs
+    from attnbook.experiments import darcy_runs
     from attnlib.regularizers import Regularizer
 
     # weight decay: t = s (m/2 - 1) / (2 lambda) in closed form
@@ -206,7 +206,7 @@ def test_gibbs_mode_norm_solves_the_stationarity_equation() -> None:
 
 
 def test_orbit_min_norm_is_reached_by_the_balanced_factorisation() -> None:
-    from attnlib.experiments import darcy_runs
+    from attnbook.experiments import darcy_runs
 
     rng = np.random.default_rng(8)
     w_q, w_k = rng.standard_normal((6, 3)), 3.0 * rng.standard_normal((6, 3))

@@ -271,7 +271,7 @@ def test_bundle_runs_in_a_fresh_venv(bundle, tmp_path) -> None:
            "OPENBLAS_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     statements = _import_statements(sorted(bundle.rglob("*.ipynb")))
     assert {"import numpy as np", "import otter"} <= set(statements)
-    assert any(line.startswith("from attnlib.experiments import") for line in statements)
+    assert any(line.startswith("from attnbook.experiments import") for line in statements)
     done = subprocess.run([python, "-c", "\n".join(statements)],
                           capture_output=True, text=True, cwd=tmp_path, env=env)
     assert done.returncode == 0, f"an import of the notebooks fails:\n{done.stderr}"

@@ -516,6 +516,6 @@ def test_the_checks_never_enter_the_sandbox(ps1, tmp_path) -> None:
 
 
 def test_bubblewrap_is_available() -> None:
-    """The trusted engine needs bwrap; .ci/run installs it (Debian package bubblewrap)."""
+    """The trusted engine needs bwrap; scripts/test.sh installs it (Debian package bubblewrap)."""
     assert shutil.which("bwrap"), ("bubblewrap is missing: apt-get install bubblewrap "
-                                   "(.ci/run installs it)")
+                                   "(scripts/test.sh installs it)")

@@ -70,7 +70,7 @@ def test_every_figure_is_referenced_and_every_display_equation_numbered(path: Pa
 #: figures through ``plotting.figure``, colours by name, stored runs through ``experiments.replay``
 #: and ``experiments.config``, regularizers by their library name.
 HOUSE_RULES = {
-    r"plt\.subplots\(|plt\.figure\(": "make figures with attnlib.plotting.figure",
+    r"plt\.subplots\(|plt\.figure\(": "make figures with attnbook.plotting.figure",
     r"[\"']#[0-9a-fA-F]{3}(?:[0-9a-fA-F]{3})?[\"']": "name colours (plotting.OKABE_ITO, SERIES)",
     r"assert_prefix_matches|experiments\.run\(": "replay stored runs with experiments.replay",
     r"json\.loads": "read a stored run's settings with experiments.config",

@@ -1,8 +1,6 @@
-"""A core install (no extras) imports every public module it ships (issue 28: honest packaging).
-
-Builds a fresh virtual environment, installs attnlib from this checkout without extras (pinned
-by constraints.txt, from pip's cache where it has the wheels), and imports every public module.
-"""
+"""The library installs as a library: a wheel of attnlib alone, in a fresh virtual environment
+(pinned by constraints.txt, from pip's cache where it has the wheels), needs numpy and scipy
+only, imports every public module and passes the library's own unit tests."""
 
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -32,35 +31,64 @@ def test_the_package_docstring_lists_every_public_top_level_module():
     assert missing == []
 
 
-def test_a_core_install_imports_every_public_module(tmp_path):
+#: attnlib's own unit tests that need nothing beyond the library, numpy, scipy and pytest: the
+#: wheel runs them in its fresh environment.
+LIBRARY_ONLY_TESTS = ("test_data.py", "test_optim.py", "test_reference.py", "test_lora.py",
+                      "test_qk_attention.py", "test_landscape.py")
+
+
+def test_the_library_wheel_installs_with_numpy_and_scipy_only_and_passes_its_tests(tmp_path):
+    """A wheel of attnlib alone (attnlib/pyproject.toml) in a fresh venv: it brings numpy and
+    scipy and nothing else, ships no data files, imports every public module but the sympy one
+    (which names its extra), and runs the library's own unit tests there."""
     env_dir = tmp_path / "core"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
     environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    source = tmp_path / "source"            # a copy, so the build leaves no build/ here
-    shutil.copytree(ROOT / "attnlib", source / "attnlib",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "-c", str(ROOT / "constraints.txt"), str(source)],
-        capture_output=True, text=True, env=environment, timeout=900)
+    source = tmp_path / "source" / "attnlib"   # a copy, so the build leaves no build/ here
+    shutil.copytree(ROOT / "attnlib", source,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
+    pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
+    wheel = subprocess.run([*pip, "wheel", "--quiet", "--no-deps", str(source), "-w",
+                            str(tmp_path / "dist")], capture_output=True, text=True,
+                           env=environment, timeout=600)
+    assert wheel.returncode == 0, wheel.stderr[-2000:]
+    [built] = (tmp_path / "dist").glob("attnlib-*.whl")
+    with zipfile.ZipFile(built) as archive:
+        shipped = [name for name in archive.namelist() if not name.startswith("attnlib-")]
+    assert all(name.endswith(".py") or name == "attnlib/py.typed" for name in shipped), shipped
+    install = subprocess.run([*pip, "install", "--quiet", "-c", str(ROOT / "constraints.txt"),
+                              str(built)], capture_output=True, text=True, env=environment,
+                             timeout=900)
     assert install.returncode == 0, install.stderr[-2000:]
-    modules = public_modules()
+    listed = subprocess.run([*pip, "list", "--format=freeze"], capture_output=True, text=True,
+                            env=environment, check=True).stdout
+    installed = {line.split("==")[0].lower() for line in listed.split()} - {"pip", "setuptools"}
+    assert installed == {"attnlib", "numpy", "scipy"}
+    modules = [name for name in public_modules() if name != "attnlib.symbolic"]
     script = ("import importlib, sys\n"
               f"for name in {modules!r}:\n"
               "    importlib.import_module(name)\n"
               "import attnlib\n"
               "print(attnlib.__file__)\n"
-              "print('distributed' in sys.modules)\n")
+              "try:\n    import attnlib.symbolic\nexcept ImportError as e:\n    print('sympy' in str(e))\n")
     result = subprocess.run([str(python), "-c", script], capture_output=True, text=True,
                             env=environment, cwd=tmp_path, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    location, distributed_loaded = result.stdout.split()
+    location, names_sympy = result.stdout.split()
     assert str(env_dir) in location              # the installed copy, not this checkout
-    assert distributed_loaded == "False"         # the Dask runner stays an extra
-    # extras really are absent, so the import above proved the core dependencies suffice
-    probe = subprocess.run([str(python), "-c", "import distributed"], capture_output=True,
-                           env=environment, cwd=tmp_path)
-    assert probe.returncode != 0
+    assert names_sympy == "True"
+    # the library's own tests, run against the installed wheel with pytest added
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    for name in LIBRARY_ONLY_TESTS:
+        shutil.copy(ROOT / "tests" / name, tests / name)
+    runner = subprocess.run([*pip, "install", "--quiet", "-c", str(ROOT / "constraints.txt"),
+                             "pytest"], capture_output=True, text=True, env=environment,
+                            timeout=900)
+    assert runner.returncode == 0, runner.stderr[-2000:]
+    run = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          str(tests)], capture_output=True, text=True, env=environment,
+                         cwd=tmp_path, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert " passed" in run.stdout

@@ -1,10 +1,10 @@
-"""Part I's experiment helpers (attnlib.experiments.part1, ablations) used by chapter 5."""
+"""Part I's experiment helpers (attnbook.experiments.part1, ablations) used by chapter 5."""
 
 import numpy as np
 import pytest
 
 from attnlib import algorithm
-from attnlib.experiments import ablations, part1
+from attnbook.experiments import ablations, part1
 
 
 def test_reference_start_labels_name_the_det_of_each_start():
@@ -73,7 +73,7 @@ def test_the_regularizer_and_the_gradient_of_q_vanish_on_s():
 
 
 def test_dimension_rates_match_the_prediction_for_small_d():
-    from attnlib.experiments import scaling
+    from attnbook.experiments import scaling
     out = scaling.dimension_rates((3, 4), iterations=1500)
     assert np.allclose(out["mu_predicted"], out["mu_predicted"][0])     # d-independent
     assert np.all(np.abs(out["mu_measured"] - out["mu_predicted"]) < 5e-3)

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from attnlib import plotting
+from attnbook import plotting
 
 CVD = plotting.CVD
 MIN_DELTA_E = plotting.MIN_DELTA_E

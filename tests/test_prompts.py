@@ -176,7 +176,7 @@ def test_deployed_risk_of_the_zero_map_is_half_the_signal(task) -> None:
 def test_map_claims_judge_the_values_of_the_history() -> None:
     import json
 
-    from attnlib.experiments import paper1_prompts
+    from attnbook.experiments import paper1_prompts
 
     methods = list(algorithm.METHODS)
     objective = np.ones((3, 5))
@@ -188,7 +188,7 @@ def test_map_claims_judge_the_values_of_the_history() -> None:
                "objective": objective[None, None], "loss": loss[None, None],   # (noise, seed, ...)
                "start_excess": np.array([[[0.01, 10.0]]]), "L_star": np.array([[0.1]]),
                "basin_value": np.array([[0.5]]), "best_loss": np.array([[0.8]])}
-    from attnlib.claims import ch05
+    from attnbook.claims import ch05
 
     claims = ch05.map_claims(paper1_prompts.claim_values(history, 0), 2)
     assert claims["start"].status == "reproduced"             # 0.01 / 0.1 <= 0.1
@@ -204,9 +204,9 @@ def test_map_claims_judge_the_values_of_the_history() -> None:
 
 
 def test_a_claims_map_cell_is_judged_like_an_experiment_cell() -> None:
-    from attnlib import experiments
-    from attnlib.claims import ch05
-    from attnlib.experiments import paper1_prompts
+    from attnbook import experiments
+    from attnbook.claims import ch05
+    from attnbook.experiments import paper1_prompts
 
     rng = np.random.default_rng(5)
     tasks = paper1_prompts.claims_map_tasks()

@@ -21,7 +21,7 @@ wide (desktop, tablet, phone), and fails when
   right under its end;
 * raw TeX or a ``$`` is left in the page's text (outside code and rendered maths);
 * a figure cannot be enlarged, its enlarged view is wider than the window, its smallest
-  text (the ``attn:min-text-px`` record that ``attnlib.plotting.figure_png`` writes into the
+  text (the ``attn:min-text-px`` record that ``attnbook.plotting.figure_png`` writes into the
   image shown: on a phone, the figure's narrow rendering) is under 11 CSS px in the enlarged
   view or, at 900 px and up, on the page, it carries no such record, or it has series that
   only colour tells apart and a colour-blind reader cannot (``attn:confusable``);
@@ -54,7 +54,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from attnlib.plotting import png_records
+from attnbook.plotting import png_records
 
 HTML_DIR = os.environ.get("ATTNBOOK_HTML")
 CHROMIUM = os.environ.get("ATTNBOOK_CHROMIUM", "/usr/bin/chromium")
@@ -474,7 +474,7 @@ def _check_figure_text(page, width: int) -> list[str]:
     for i in range(images.count()):
         image = images.nth(i)
         if image.evaluate("img => !!img.closest('.attn-slider')"):
-            continue   # slider frames are drawn by attnlib.slider, without the records
+            continue   # slider frames are drawn by attnbook.slider, without the records
         src = image.evaluate("img => img.currentSrc || img.src") or ""
         data = _image_bytes(src, page.url)
         if data is None:
@@ -486,7 +486,7 @@ def _check_figure_text(page, width: int) -> list[str]:
                             f"{records['attn:confusable']} ({name})")
         if "attn:min-text-px" not in records:
             problems.append(f"figure without a text-size record (draw it after "
-                            f"attnlib.plotting.use_book_style): {name}")
+                            f"attnbook.plotting.use_book_style): {name}")
             continue
         text_px = float(records["attn:min-text-px"])
         sizes = image.evaluate("""img => ({shown: img.getBoundingClientRect().width,
@@ -609,7 +609,7 @@ def _synthetic_figure_png() -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from attnlib import plotting
+    from attnbook import plotting
 
     fig, ax = plotting.figure(width="small")
     ax.plot([0, 1], [0, 1], color="#2ca02c", label="green")

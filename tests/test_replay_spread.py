@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attnlib import experiments
+from attnbook import experiments
 
 ROOT = Path(__file__).resolve().parents[1]
 SPREAD = json.loads(experiments.REPLAY_SPREAD_FILE.read_text())

@@ -1,4 +1,4 @@
-"""The Reproduction report's pages rerun their chapter (attnlib.report), and the chapters'
+"""The Reproduction report's pages rerun their chapter (attnbook.report), and the chapters'
 checks and first cells are folded by one rule (scripts/fold_checks.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attnlib import report
+from attnbook import report
 
 ROOT = Path(__file__).resolve().parents[1]
 

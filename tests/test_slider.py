@@ -13,8 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from attnlib import plotting
-from attnlib.slider import frame_slider
+from attnbook import plotting
+from attnbook.slider import frame_slider
 
 CALLS: list[dict] = []
 

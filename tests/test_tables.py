@@ -1,10 +1,10 @@
-"""attnlib.tables: result tables as aligned text and as HTML."""
+"""attnbook.tables: result tables as aligned text and as HTML."""
 
 from __future__ import annotations
 
 import pytest
 
-from attnlib.tables import result_table
+from attnbook.tables import result_table
 
 
 def test_text_form_keeps_columns_aligned() -> None:

@@ -1,4 +1,4 @@
-"""Task grids (attnlib/experiments/_tasks.py): serial, LocalCluster and an external Dask
+"""Task grids (attnbook/experiments/_tasks.py): serial, LocalCluster and an external Dask
 cluster give identical stored histories; Ctrl-C leaves the stored file untouched."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import grid_fixture  # noqa: F401  (registers tiny_grid and slow_grid)
-from attnlib import experiments
-from attnlib.experiments import TaskGrid, run_grid
-from attnlib.experiments._tasks import merge_tasks
+from attnbook import experiments
+from attnbook.experiments import TaskGrid, run_grid
+from attnbook.experiments._tasks import merge_tasks
 from conftest import stop_process
 
 TESTS = Path(__file__).resolve().parent
@@ -121,8 +121,8 @@ CLI = textwrap.dedent("""
     import sys
     from pathlib import Path
     import grid_fixture
-    from attnlib import experiments
-    from attnlib.experiments.__main__ import main
+    from attnbook import experiments
+    from attnbook.experiments.__main__ import main
     experiments.STORED_DIR = Path(sys.argv[1])
     sys.exit(main(sys.argv[2:]))
 """)
@@ -215,7 +215,7 @@ def test_the_cli_exits_at_once_with_a_clear_message_when_a_task_fails(
 
 
 def test_a_cluster_start_that_loses_a_worker_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
-    from attnlib.experiments import _tasks
+    from attnbook.experiments import _tasks
 
     calls: list[int] = []
 
@@ -237,7 +237,7 @@ def test_every_local_cluster_service_listens_on_loopback_only() -> None:
     import psutil
     from distributed import Client
 
-    from attnlib.experiments._tasks import local_cluster
+    from attnbook.experiments._tasks import local_cluster
 
     with local_cluster(2) as cluster, Client(cluster) as client:
         client.wait_for_workers(2, timeout=60)
@@ -279,7 +279,7 @@ def test_a_tls_scheduler_runs_the_grid_with_a_security_configuration(tmp_path: P
 
 def test_a_missing_distributed_extra_is_a_clear_error(monkeypatch):
     """Serial grids need only the core install; workers need attnlib[distributed]."""
-    from attnlib.experiments import _tasks
+    from attnbook.experiments import _tasks
 
     grid = _tasks.TaskGrid([(1,), (2,)], _square_task, _tasks.merge_tasks)
     monkeypatch.setitem(sys.modules, "distributed", None)      # as if not installed
@@ -297,7 +297,7 @@ def test_a_server_that_is_not_a_dask_scheduler_gives_a_clear_error() -> None:
     import socket
     import threading
 
-    from attnlib.experiments._tasks import _connect
+    from attnbook.experiments._tasks import _connect
 
     server = socket.socket()
     server.bind(("127.0.0.1", 0))

@@ -1,12 +1,12 @@
-"""Tests of attnlib.verdicts: verdicts on the papers' claims computed from numbers."""
+"""Tests of attnbook.verdicts: verdicts on the papers' claims computed from numbers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from attnlib import verdicts
-from attnlib.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+from attnbook import verdicts
+from attnbook.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
 
 def test_single_value_each_direction_and_reason_shows_threshold():

@@ -211,7 +211,7 @@ def _drop_fontawesome_js(app, exception) -> None:
 #: Below this width (CSS px) a figure with a narrow rendering shows that one, in the page
 #: and in its enlarged view (book.css and book.js use the same breakpoint).
 NARROW_BREAKPOINT = 600
-_NARROW_KEY = "attn:narrow-png"   # attnlib.plotting.NARROW_METADATA_KEY
+_NARROW_KEY = "attn:narrow-png"   # attnbook.plotting.NARROW_METADATA_KEY
 _IMAGE_TAG = re.compile(r'(?<!\.narrow\.png">)<img\b[^>]*?\bsrc="(?P<src>[^"]*?_images/(?P<name>[\w.-]+?)'
                         r'\.png)"[^>]*>')
 #: The book's own figures (drawn by scripts, e.g. scripts/readme_figure.py) keep their narrow
@@ -220,7 +220,7 @@ STATIC_FIGURES = ROOT / "book" / "figures"
 
 
 def narrow_renderings(notebooks: list[Path]) -> dict[str, bytes]:
-    """The narrow renderings that the notebooks' figures carry (``attnlib.plotting``'s
+    """The narrow renderings that the notebooks' figures carry (``attnbook.plotting``'s
     :data:`NARROW_METADATA_KEY` in an output's metadata), keyed by the file name that
     myst-nb gives the figure's image (the SHA-256 of its PNG bytes)."""
     found = {}

@@ -103,7 +103,7 @@ function labelTableCells() {
 // pinch zooms further. On a phone the figure's narrow rendering (panels stacked, 360 CSS px
 // wide at 2x, served by book_html.py below 600 px) is the one shown, so its text keeps the
 // size it was drawn at. Escape, the button or a click on the image closes it.
-var FIGURE_PIXEL_RATIO = 2;   // attnlib.plotting.PIXEL_RATIO: image pixels per CSS pixel
+var FIGURE_PIXEL_RATIO = 2;   // attnbook.plotting.PIXEL_RATIO: image pixels per CSS pixel
 function enlargeableFigures() {
   var dialog = document.createElement("dialog");
   dialog.className = "attn-enlarged";

@@ -24,7 +24,7 @@
 #
 # **How the numbers were made.** `python benchmarks/bench_attention.py --torch-python PYTHON`
 # runs every configuration in its own subprocess and stores the results as package data of
-# `attnlib` (`attnlib.experiments.load_benchmark("attention")` reads them, so this notebook runs
+# `attnlib` (`attnbook.experiments.load_benchmark("attention")` reads them, so this notebook runs
 # from any directory); this page only loads them (no timing happens while the book builds). Peak memory is the rise of the process's peak resident set size over its
 # resident set size just before the call. Seconds are the median of several calls after a first
 # one. The *floor* is one `numpy.exp` pass over $n^2$ entries plus the $8n^2d$ flops of the
@@ -38,8 +38,8 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnlib import experiments
-from attnlib.plotting import OKABE_ITO, figure, legend_below, use_book_style
+from attnbook import experiments
+from attnbook.plotting import OKABE_ITO, figure, legend_below, use_book_style
 
 use_book_style()
 results = experiments.load_benchmark("attention")
@@ -523,9 +523,9 @@ for name, row in (results["langevin"] or {}).items():
 # %% [markdown]
 # ## Rerunning the stored experiments on Dask workers
 #
-# Every long run of the book is a registered experiment (`attnlib.experiments`); those made of
+# Every long run of the book is a registered experiment (`attnbook.experiments`); those made of
 # independent seeded tasks are declared as task grids (`register_grid`: the tasks, one pure
-# task function, and how to assemble the results), so `python -m attnlib.experiments NAME
+# task function, and how to assemble the results), so `python -m attnbook.experiments NAME
 # --workers K` runs them on a local Dask cluster of K single-threaded worker processes, and
 # `--scheduler ADDRESS` on any existing Dask cluster, with results identical to the serial run
 # task by task. `python benchmarks/bench_rerun.py` measures what that buys on this 2-core machine.
@@ -616,7 +616,7 @@ print(f"scheduler setting sched_autogroup_enabled = {rmeta['sched_autogroup']}")
 # `attnlib.attention` now sets the BLAS thread count through `threadpoolctl` (it works with
 # OpenBLAS, MKL or BLIS, where the old direct call into numpy's bundled OpenBLAS did nothing with
 # any other BLAS): the block threads run with one BLAS thread each, and every Dask worker process
-# of `attnlib.experiments` uses one. `benchmarks/bench_algorithm.py` had measured an evaluation at
+# of `attnbook.experiments` uses one. `benchmarks/bench_algorithm.py` had measured an evaluation at
 # $n = 8000$ to be much slower with the default threads than with one, and the suspected cause
 # was OpenBLAS threads left spinning after the large matmul the benchmark makes just before.
 # `python benchmarks/bench_blas_threads.py` checks it in fresh processes: the evaluation right

@@ -83,9 +83,9 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from attnlib import attention, data, geometry
-from attnlib.tables import result_table
-from attnlib.plotting import NEUTRAL_GREY, OKABE_ITO, figure, use_book_style
-from attnlib.slider import frame_slider
+from attnbook.tables import result_table
+from attnbook.plotting import NEUTRAL_GREY, OKABE_ITO, figure, use_book_style
+from attnbook.slider import frame_slider
 
 use_book_style()
 SEED_PROBLEM, SEED_TRAIN, SEED_TEST, SEED_INIT, SEED_PROMPT = 2026, 1, 2, 3, 4

@@ -67,9 +67,10 @@ import sympy as sp
 import matplotlib.pyplot as plt
 from IPython.display import Math, display
 
-from attnlib import attention, data, fitting, geometry, plotting, population
+from attnlib import attention, data, fitting, geometry, population
+from attnbook import plotting
 from attnlib import symbolic
-from attnlib.tables import result_table
+from attnbook.tables import result_table
 
 plotting.use_book_style()
 rng = np.random.default_rng(2)            # the default problem of this chapter
@@ -283,7 +284,7 @@ for identity in symbolic.factorization_identities(3, 2):
     identity.assert_holds()
     print(f"{identity.name}: {identity.holds()}")
 
-from attnlib.claims import ch02 as judge
+from attnbook.claims import ch02 as judge
 
 checked = list(loss_identities.values()) + list(symbolic.factorization_identities(3, 2))
 print(f"{'[summary]':11s} {judge.factorization(sum(not i.holds() for i in checked), len(checked))}")
@@ -486,7 +487,7 @@ def draw_limit(log2_n: int = 8, scale: float = 1.0) -> None:
 
 
 # %% mystnb={"figure": {"caption": "Interactive: finite-$n$ attention outputs against their limit $c\\,\\Sigma B^\\top x$ for $n = 2^4, \\dots, 2^{14}$ context samples and two scales $c$. The frames were computed when the notebook ran; in Jupyter with a kernel the sliders recompute them.", "name": "fig-ch02-limit-slider"}} tags=["nbval-ignore-output", "hide-input"]
-from attnlib.slider import frame_slider
+from attnbook.slider import frame_slider
 
 frame_slider(draw_limit, controls={"log2_n": [4, 6, 8, 10, 12, 14], "scale": [1.0, 2.5]},
              labels={"log2_n": "log₂ n", "scale": "scale c"},

@@ -61,8 +61,9 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from attnlib import algorithm, data, fitting, geometry, landscape, plotting, population
-from attnlib.tables import result_table
+from attnlib import algorithm, data, fitting, geometry, landscape, population
+from attnbook import plotting
+from attnbook.tables import result_table
 
 plotting.use_book_style()
 rng = np.random.default_rng(3)                 # the default problem of this chapter
@@ -153,8 +154,8 @@ print("det O of the limit point:", " ".join(f"{v:+.0f}" for v in dets))
 print(f"largest final dist_P to S: {max(dists):.1e}")
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
-from attnlib.claims import ch03 as judge
-from attnlib.experiments import ablations
+from attnbook.claims import ch03 as judge
+from attnbook.experiments import ablations
 
 components = np.unique(np.sign(dets)).size
 print(f"{'[summary]':11s} {judge.connected_manifold(components, len(dets))}")

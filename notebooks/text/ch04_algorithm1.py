@@ -156,10 +156,11 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from attnlib import algorithm, analysis, experiments, geometry, population
-from attnlib.experiments import ablations, part1
-from attnlib.plotting import METHOD_COLOURS, OKABE_ITO, figure, legend_below, use_book_style
-from attnlib.tables import result_table
+from attnlib import algorithm, analysis, geometry, population
+from attnbook import experiments
+from attnbook.experiments import ablations, part1
+from attnbook.plotting import METHOD_COLOURS, OKABE_ITO, figure, legend_below, use_book_style
+from attnbook.tables import result_table
 from IPython.display import display
 
 use_book_style()
@@ -186,7 +187,7 @@ print(f"d = {problem.d}, p = {problem.p}, n = {X.shape[0]}, cond(Sigma) = "
 
 # %% mystnb={"figure": {"caption": "Schematic: Algorithm 1 as a pipeline, from the data to the trained parameters; the numbers in brackets are this page's equations.", "name": "fig-ch04-pipeline"}, "image": {"alt": "Six stacked boxes joined by downward arrows: data, moments (1), spectral start and step size (2, 6), gradient and preconditioned step (3, 4), renormalization (5), trained parameters; an arrow from the data to the step box, and a loop arrow from renormalization back to the step."}} tags=["hide-input"]
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-from attnlib.plotting import NEUTRAL_GREY
+from attnbook.plotting import NEUTRAL_GREY
 
 fig, ax = figure(width="small", height=5.6)
 ax.set(xlim=(0, 11), ylim=(0.2, 14)); ax.axis("off")

@@ -70,17 +70,18 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from attnlib import algorithm, analysis, experiments, fitting, population, verdicts
-from attnlib.claims import ch05 as judge
-from attnlib.experiments import ablations, optimum, part1
-from attnlib.plotting import (
+from attnlib import algorithm, analysis, fitting, population
+from attnbook import experiments, verdicts
+from attnbook.claims import ch05 as judge
+from attnbook.experiments import ablations, optimum, part1
+from attnbook.plotting import (
     METHOD_COLOURS, NEUTRAL_GREY, OKABE_ITO, figure, legend_below, plot_series, use_book_style)
-from attnlib.slider import frame_slider
-from attnlib.tables import result_table
+from attnbook.slider import frame_slider
+from attnbook.tables import result_table
 
 use_book_style()
 # rtol 1e-7: the distances to the basin minimizer move by up to 3e-9 relative on other CPUs
-runs, replay, check = experiments.replay(      # python -m attnlib.experiments paper1_defaults
+runs, replay, check = experiments.replay(      # python -m attnbook.experiments paper1_defaults
     "paper1_defaults", keys=part1.prefix_keys, absolute=part1.ROUND_OFF, rtol=1e-7,
     align=experiments.leading_block)                  # seed 0's first iterations
 config = experiments.describe("paper1_defaults")
@@ -98,7 +99,7 @@ print(f"L* = {L_STAR:.3g}; expected OLS excess risk p sigma^2 d / (2 (n - d - 1)
 
 # %% [markdown]
 # The experiment's full run (three seeds, five methods, 2000 iterations each, plus certified
-# minima) takes several minutes, so the chapter loads it (`python -m attnlib.experiments
+# minima) takes several minutes, so the chapter loads it (`python -m attnbook.experiments
 # paper1_defaults` reruns it); the folded cell below recomputes its first 20 iterations live and
 # compares them with the stored run.
 

@@ -50,7 +50,7 @@
 # training samples as its context.
 #
 # The runs take about 10 minutes on one core, so the notebook loads precomputed results
-# (`python -m attnlib.experiments scaling` reruns them in full); the next cell recomputes a reduced
+# (`python -m attnbook.experiments scaling` reruns them in full); the next cell recomputes a reduced
 # configuration live and compares it with the loaded results.
 
 # %% [markdown]
@@ -86,11 +86,12 @@ import numpy as np
 import matplotlib.pyplot as plt
 from matplotlib.colors import LogNorm
 
-from attnlib import experiments, fitting, geometry, population
-from attnlib.claims import ch06 as judge
-from attnlib.experiments import ablations, scaling
-from attnlib.plotting import METHOD_COLOURS, OKABE_ITO, figure, legend_below, use_book_style
-from attnlib.tables import result_table
+from attnlib import fitting, geometry, population
+from attnbook import experiments
+from attnbook.claims import ch06 as judge
+from attnbook.experiments import ablations, scaling
+from attnbook.plotting import METHOD_COLOURS, OKABE_ITO, figure, legend_below, use_book_style
+from attnbook.tables import result_table
 
 use_book_style()
 SEED_BOOT = 6                      # generator of the seed bootstraps below
@@ -388,7 +389,7 @@ plt.show()
 # in $[s_d, 2s_1]$ whatever $d$ is (chapter 3). The next cell measures it: $d = 5, 10, 20$ with
 # $p = 2d$, singular values of $X^\star$ from 1 to $1/8$, the theory's step $\eta = 0.5/(2 s_1)$,
 # a start near $S$, and the rate of the excess risk fitted where it falls from $10^{-6}$ to
-# $10^{-18}$ (`attnlib.experiments.scaling.dimension_rates`, live, a few seconds). In that window
+# $10^{-18}$ (`attnbook.experiments.scaling.dimension_rates`, live, a few seconds). In that window
 # the fitted rate drifts from the prediction as $d$ grows: the modes next to the slowest one, the
 # closer to it the larger $d$, have not yet died out. The
 # {doc}`Reproduction report <report_ch06_scaling>` refits each run later, where its excess risk

@@ -24,7 +24,7 @@
 #
 # The runs are two grids of tasks, loaded from precomputed runs (rerunning them in full takes 51 and
 # 22 minutes on two cores:
-# `python -m attnlib.experiments finite_sample_methods finite_sample_spectra --workers 2`).
+# `python -m attnbook.experiments finite_sample_methods finite_sample_spectra --workers 2`).
 # Their data are chapter 5's (the defaults of chapter 1: $d = 10$, $p = 20$,
 # $\kappa(\Sigma) = 10$, $\sigma = 0.1$, leave-one-out mask, $\lambda = 1$) at
 # $n = 125, 250, \dots, 4000$, two data seeds each: two seeds is what the time
@@ -64,12 +64,12 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import NullFormatter
 import sympy as sp
 
-from attnlib import (algorithm, analysis, attention, data, experiments, fitting, orbit,
-                     population)
-from attnlib.claims import ch06b as judge
-from attnlib.experiments import finite_sample
-from attnlib.plotting import NEUTRAL_GREY, OKABE_ITO, figure, legend_below, use_book_style
-from attnlib.tables import result_table
+from attnlib import algorithm, analysis, attention, data, fitting, orbit, population
+from attnbook import experiments
+from attnbook.claims import ch06b as judge
+from attnbook.experiments import finite_sample
+from attnbook.plotting import NEUTRAL_GREY, OKABE_ITO, figure, legend_below, use_book_style
+from attnbook.tables import result_table
 
 use_book_style()
 attention.limit_blas_threads(1)      # as the stored runs' Dask workers

@@ -76,7 +76,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlib import langevin, potentials
-from attnlib.plotting import NEUTRAL_GREY, OKABE_ITO, figure, use_book_style
+from attnbook.plotting import NEUTRAL_GREY, OKABE_ITO, figure, use_book_style
 
 use_book_style()
 SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bias": 11}

@@ -77,12 +77,12 @@ import sympy as sp
 
 from attnlib import qk_attention
 from attnlib import villani
-from attnlib.claims import ch08
-from attnlib.experiments import format_deviation, part2
-from attnlib.plotting import (NEUTRAL_GREY, OKABE_ITO, SERIES, figure, legend_below, orbit_schematic,
+from attnbook.claims import ch08
+from attnbook.experiments import format_deviation, part2
+from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, SERIES, figure, legend_below, orbit_schematic,
                               plot_series, use_book_style)
 from attnlib.regularizers import Regularizer
-from attnlib.tables import result_table
+from attnbook.tables import result_table
 
 use_book_style()
 PROBLEM_SEED = 8      # the synthetic problem

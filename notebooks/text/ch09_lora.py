@@ -66,13 +66,13 @@ import numpy as np
 from attnlib import lora
 from attnlib import qk_attention
 from attnlib import villani
-from attnlib.claims import ch09
-from attnlib.experiments import part2
-from attnlib.experiments import format_deviation
-from attnlib.plotting import (OKABE_ITO, SERIES, figure, legend_below, orbit_schematic, plot_series,
+from attnbook.claims import ch09
+from attnbook.experiments import part2
+from attnbook.experiments import format_deviation
+from attnbook.plotting import (OKABE_ITO, SERIES, figure, legend_below, orbit_schematic, plot_series,
                               use_book_style)
 from attnlib.regularizers import Regularizer
-from attnlib.tables import result_table
+from attnbook.tables import result_table
 
 use_book_style()
 PROBLEM_SEED = 0      # the synthetic problem

@@ -68,12 +68,13 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnlib import experiments, langevin
-from attnlib.claims import ch10
-from attnlib.experiments import part2
-from attnlib.plotting import (NEUTRAL_GREY, OKABE_ITO, SERIES, figure, legend_below,
+from attnlib import langevin
+from attnbook import experiments
+from attnbook.claims import ch10
+from attnbook.experiments import part2
+from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, SERIES, figure, legend_below,
                               plot_series, use_book_style)
-from attnlib.tables import result_table
+from attnbook.tables import result_table
 
 use_book_style()
 MODELS = ("attention", "lora")
@@ -98,7 +99,7 @@ BLOCKS = {"attention": (r"$\|W_Q\|_F$", r"$\|W_K\|_F$"), "lora": (r"$\|U\|_F$", 
 #   i.i.d. $\mathcal N(0, 1.5^2)$ entries (far above the Gibbs mean, so that the approach is
 #   visible); the norm experiment starts at a point with $\mathcal N(0, 0.5^2)$ entries.
 #
-# The runs are precomputed (configurations in `attnlib/experiments/part2.py`); the next
+# The runs are precomputed (configurations in `attnbook/experiments/part2.py`); the next
 # cell loads them and reruns the start of each live to confirm that they match.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]

@@ -62,7 +62,7 @@
 # ```
 #
 # The sources give no sizes, optimiser, epochs or strengths: every one of them below is a
-# **[choice]** of this book, collected in one place (`attnlib.experiments.darcy_runs.BOOK`) and shown
+# **[choice]** of this book, collected in one place (`attnbook.experiments.darcy_runs.BOOK`) and shown
 # by the first code cell.
 
 # %% [markdown]
@@ -80,11 +80,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # [choice] tiny matrices: on
 import numpy as np
 import matplotlib.pyplot as plt
 
-from attnlib import darcy, experiments, vit
-from attnlib.claims import ch11
-from attnlib.experiments import darcy_runs
-from attnlib.plotting import SERIES, figure, legend_below, use_book_style
-from attnlib.tables import result_table
+from attnlib import darcy, vit
+from attnbook import experiments
+from attnbook.claims import ch11
+from attnbook.experiments import darcy_runs
+from attnbook.plotting import SERIES, figure, legend_below, use_book_style
+from attnbook.tables import result_table
 
 use_book_style()
 setup = darcy_runs.BOOK          # every size, seed and optimiser setting of this chapter
@@ -489,18 +490,18 @@ print(f"low-regularization regime (both within {ch11.ACCURACY_TOL:.0%} of none):
 # %% [markdown]
 # ## Rerunning the experiments
 #
-# The stored histories are in `attnlib/experiments/stored/`. From the repository root,
+# The stored histories are in `attnbook/experiments/stored/`. From the repository root,
 #
 # ```bash
-# OPENBLAS_NUM_THREADS=1 python -m attnlib.experiments darcy_phase1
-# OPENBLAS_NUM_THREADS=1 python -m attnlib.experiments darcy_phase2_adam darcy_phase2_sgd darcy_phase2_noisy \
+# OPENBLAS_NUM_THREADS=1 python -m attnbook.experiments darcy_phase1
+# OPENBLAS_NUM_THREADS=1 python -m attnbook.experiments darcy_phase2_adam darcy_phase2_sgd darcy_phase2_noisy \
 #     darcy_phase2_noisy_strong darcy_phase2_lambda_sweep
 # ```
 #
 # rerun them in full (Phase 2 starts from the saved Phase-1 weights, so Phase 1 comes first), and
 #
 # ```bash
-# OPENBLAS_NUM_THREADS=1 python -m attnlib.experiments darcy_large
+# OPENBLAS_NUM_THREADS=1 python -m attnbook.experiments darcy_large
 # ```
 #
 # runs a larger configuration ($64 \times 64$ grid, 1000 training and 200 test samples, $8\times 8$

@@ -64,17 +64,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlib import langevin, population, potentials
-from attnlib import experiments
-from attnlib.claims import ch12
-from attnlib.experiments import bridge_runs
-from attnlib.plotting import OKABE_ITO, figure, legend_below, plot_series, use_book_style
-from attnlib.tables import result_table
+from attnbook import experiments
+from attnbook.claims import ch12
+from attnbook.experiments import bridge_runs
+from attnbook.plotting import OKABE_ITO, figure, legend_below, plot_series, use_book_style
+from attnbook.tables import result_table
 
 use_book_style()
 rng = np.random.default_rng(12)          # the live check of the preconditioned sampler below
-side = experiments.load("bridge_side_by_side")      # python -m attnlib.experiments bridge_side_by_side
-sweep = experiments.load("bridge_kappa")            # python -m attnlib.experiments bridge_kappa
-floors = experiments.load("bridge_floors")          # python -m attnlib.experiments bridge_floors
+side = experiments.load("bridge_side_by_side")      # python -m attnbook.experiments bridge_side_by_side
+sweep = experiments.load("bridge_kappa")            # python -m attnbook.experiments bridge_kappa
+floors = experiments.load("bridge_floors")          # python -m attnbook.experiments bridge_floors
 config = experiments.config(side)
 P, D_IN, N, SIGMA = 20, 10, config["n"], 0.1
 DIM = P * D_IN + D_IN ** 2
@@ -169,7 +169,7 @@ plt.show()
 #   starts (the spectral point and six points of $\hat S$ at random rotations) and from the final
 #   iterate of every trajectory of this chapter.
 #
-# The runs are precomputed (configurations in `attnlib/experiments/bridge_runs.py`); the
+# The runs are precomputed (configurations in `attnbook/experiments/bridge_runs.py`); the
 # next cell loads them and reruns the first iterations of a few trajectories live to confirm that they match.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]

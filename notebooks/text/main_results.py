@@ -35,14 +35,15 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnlib import algorithm, analysis, experiments, fitting, langevin, lora, population
+from attnlib import algorithm, analysis, fitting, langevin, lora, population
+from attnbook import experiments
 from attnlib import qk_attention, villani
-from attnlib.claims import ch10, ch11
-from attnlib.experiments import ablations, darcy_runs, part1, part2
-from attnlib.plotting import (NEUTRAL_GREY, OKABE_ITO, figure, legend_below, plot_series,
+from attnbook.claims import ch10, ch11
+from attnbook.experiments import ablations, darcy_runs, part1, part2
+from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, figure, legend_below, plot_series,
                               use_book_style)
 from attnlib.regularizers import Regularizer
-from attnlib.tables import result_table
+from attnbook.tables import result_table
 
 use_book_style()
 defaults = experiments.load("paper1_defaults")       # chapter 5's experiment

@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Checks for Chapter 4: Algorithm 1
 #
-# This page of the Reproduction report checks what {doc}`Chapter 4 <ch04_algorithm1>` measures against what the papers claim. Every verdict is computed by `attnlib.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 4 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 4 <ch04_algorithm1>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 4 (its output is not shown), so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnlib.report import rerun_chapter
+from attnbook.report import rerun_chapter
 
 cells = rerun_chapter("ch04_algorithm1", globals())
 print(f"reran the {cells} code cells of Chapter 4")
@@ -47,8 +47,8 @@ print(f"reran the {cells} code cells of Chapter 4")
 # its row reports the measured ratio and says so instead of calling it reproduced.
 
 # %%
-from attnlib.verdicts import verdict_table
-from attnlib.claims import ch04 as judge
+from attnbook.verdicts import verdict_table
+from attnbook.claims import ch04 as judge
 
 regularized = algorithm.train(algorithm.closed_form_loss(Sigma_hat, M_hat),
                               algorithm.Method(lam=1.0), init=(A_unbal, B_unbal),

@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Checks for Chapter 5: Rerunning the experiment
 #
-# This page of the Reproduction report checks what {doc}`Chapter 5 <ch05_experiment>` measures against what the papers claim. Every verdict is computed by `attnlib.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 5 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 5 <ch05_experiment>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 5 (its output is not shown), so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnlib.report import rerun_chapter
+from attnbook.report import rerun_chapter
 
 cells = rerun_chapter("ch05_experiment", globals())
 print(f"reran the {cells} code cells of Chapter 5")
@@ -172,7 +172,7 @@ print("(c, sigma) where (1) and (2) are both reproduced: "
 # below were made: a run has *converged to the optimal loss within 2000 iterations* when
 # $(L(\theta_k) - L^\star)/L^\star \le 0.1$ at every recorded iteration $k$ from 1000 to 2000 (every
 # 10th is recorded), that is, it came within 10% of $L^\star$ by half the run and stayed there
-# (`attnlib.claims.ch05.held_loss`); "SGD has not converged" is its negation. An earlier rule read
+# (`attnbook.claims.ch05.held_loss`); "SGD has not converged" is its negation. An earlier rule read
 # iteration 2000 alone; its verdicts are printed beside the new ones, with the iteration from which
 # each run stays within 10% and its best iterate, so a reader can apply another window. The book's stricter reading is
 # the optimization gap: a run has converged when $\hat Q(\theta_k) - \hat Q^\star$ is below $10^{-3}$ of
@@ -260,7 +260,7 @@ for verdict in (claims["alg1_loss"], *earlier.values(), claims["alg1"], claims["
 # \lVert U\rVert_F^2 + \lVert V\rVert_F^2)$ (times $\max(\lVert\hat\Sigma\rVert,
 # \lVert\hat\Sigma\rVert^2)$ without the preconditioner). Evaluated once, at the start, as in every
 # other run of the book, a larger random start gets a smaller step for the whole run. The stored
-# run `paper1_init_scale` (`attnlib.experiments.paper1_init_scale`) trains SGD and
+# run `paper1_init_scale` (`attnbook.experiments.paper1_init_scale`) trains SGD and
 # random + precond + reg from the five scales of observation 1 with two step rules **[choice]**:
 #
 # * **fixed**: the rule evaluated at the start (the cell $c = 0.3$, fixed, is the run above);
@@ -270,7 +270,7 @@ for verdict in (claims["alg1_loss"], *earlier.values(), claims["alg1"], claims["
 #
 # Algorithm 1 starts at the spectral point: neither $c$ nor the start's step changes it. Each claim is
 # judged by the rule above at every (scale, step rule) cell, and holds at a cell when it holds for
-# all three seeds (`attnlib.claims.ch05.scale_region`): "converges fast" when the largest value
+# all three seeds (`attnbook.claims.ch05.scale_region`): "converges fast" when the largest value
 # over the seeds of $\max_{1000 \le k \le 2000} (L(\theta_k) - L^\star)/L^\star$ is at most 0.1,
 # "SGD has not converged" when the smallest is above 0.1. The stricter gap reading stays at the
 # book's point ($c = 0.3$, step fixed at the start): its threshold is relative to the starting gap,
@@ -279,7 +279,7 @@ for verdict in (claims["alg1_loss"], *earlier.values(), claims["alg1"], claims["
 
 # %%
 # default rtol 1e-8: 20 iterations of four runs, within 3e-7 of it on other CPUs
-scale_run, replay_scale, check = experiments.replay(   # python -m attnlib.experiments paper1_init_scale
+scale_run, replay_scale, check = experiments.replay(   # python -m attnbook.experiments paper1_init_scale
     "paper1_init_scale", keys=("excess_risk", "objective", "step"),
     align=experiments.leading_block)                  # seed 0 at c = 0.3
 print(f"replayed iterations 0..{replay_scale['iteration'][-1]} of seed 0 at c = 0.3 live.\n{check}")
@@ -387,10 +387,10 @@ plt.show()
 # preconditioner. "Multiplied by $\hat\Sigma^{-1}$" does not say on which side, so both
 # $\hat\Sigma^{-1}G_B$ and $G_B\hat\Sigma^{-1}$ are run, $A$'s gradient unchanged; since $A$'s gradient is
 # not preconditioned, both use the step of the rule without the preconditioner
-# (`attnlib.experiments.paper1_init_scale.literal_preconditioner`; live, about a second).
+# (`attnbook.experiments.paper1_init_scale.literal_preconditioner`; live, about a second).
 
 # %%
-from attnlib.experiments import paper1_init_scale
+from attnbook.experiments import paper1_init_scale
 
 literal = paper1_init_scale.literal_preconditioner()    # live: closed form, 4 x 100 iterations
 PRECONDITIONERS = {"two_sided": "two-sided (Algorithm 1 here)", "plain": "none (plain GD)",
@@ -581,7 +581,7 @@ plt.show()
 # $M$ (the book's $M$ times 0.25 to 2) and noise levels (live: no training is needed).
 
 # %%
-from attnlib.experiments import paper1_prompts
+from attnbook.experiments import paper1_prompts
 
 start_map = paper1_prompts.start_ratio_map(init_scales=INIT_SCALES)
 map_l_star = start_map["L_star"][..., None]          # axes: scale of M, sigma, c
@@ -642,7 +642,7 @@ plt.show()
 #
 # The random start's scale $c$ is the map's third axis, and it changes that conclusion. The random
 # start's excess risk grows like $c^4$, which lifts the cap, while claim (1) does not depend on $c$.
-# By the printed rule (`attnlib.claims.ch05.observation1_region`), both parts hold in 25 of the 80
+# By the printed rule (`attnbook.claims.ch05.observation1_region`), both parts hold in 25 of the 80
 # cells: for the book's $M$ from $c = 2$ at $\sigma = 0.03$, from $c = \sqrt d$ (entries of unit variance)
 # at $\sigma = 0.1$, and at $c = 5$ at $\sigma = 0.3$; at $c = 1$ only in one cell ($M \times 0.25$,
 # $\sigma = 0.01$). In {numref}`fig-ch05-prompts-map` they are the cells to the right of the dashed line and to the left of the 2.5
@@ -659,7 +659,7 @@ plt.show()
 # map" below runs Algorithm 1 and SGD over a sub-grid of the map, so that no verdict rests on one chosen point.
 
 # %%
-prompt_exp, replay_prompts, check = experiments.replay(   # python -m attnlib.experiments paper1_prompts_experiment
+prompt_exp, replay_prompts, check = experiments.replay(   # python -m attnbook.experiments paper1_prompts_experiment
     "paper1_prompts_experiment", keys=("objective", "loss", "excess_risk"),
     align=experiments.leading_block)                        # the first cell: first noise level, seed 0
 print(f"replayed iterations 0..{replay_prompts['iteration'][-1]} of the sigma = "
@@ -761,12 +761,12 @@ for key, label in (("start", "(1)"), ("orders", "(2)"), ("alg1", "(3)"), ("sgd",
 # $3 \times 3$ sub-grid of the map (scales 0.5, 1 and 2 of $M$; $\sigma$ = 0.01, 0.03 and 0.1;
 # seed 0) and certifies each cell's basin minimizer, so that all four claims get a verdict at
 # every cell, computed by the same function as the table above
-# (`attnlib.claims.ch05.map_claims`). To fit the budget the cells use $N = 4$ prompts
+# (`attnbook.claims.ch05.map_claims`). To fit the budget the cells use $N = 4$ prompts
 # of $n = 500$ tokens instead of 8 **[choice]**; the next cell prints the quantity and the status of
 # every claim at every cell.
 
 # %%
-claims_map, replay_map, check = experiments.replay(   # python -m attnlib.experiments paper1_prompts_claims_map
+claims_map, replay_map, check = experiments.replay(   # python -m attnbook.experiments paper1_prompts_claims_map
     "paper1_prompts_claims_map", keys=("objective", "loss", "excess_risk"),
     align=experiments.leading_block)                        # the first cell: first scale and noise level
 print(f"replayed iterations 0..{replay_map['iteration'][-1]} of the first cell live.\n{check}")
@@ -846,7 +846,7 @@ plt.show()
 # %% [markdown]
 # ## The sources' claims and what this chapter measured
 #
-# Every verdict below is decided by `attnlib.claims.ch05` from the numbers printed above, with its
+# Every verdict below is decided by `attnbook.claims.ch05` from the numbers printed above, with its
 # threshold in the printed reason; this cell only collects them. Each observation appears first
 # under the summary's own wording **[summary]**, then, where the book reads it more strictly, under that
 # reading **[choice]**. The thresholds are this book's **[choice]**: "close" and "converges to the
@@ -869,7 +869,7 @@ plt.show()
 # the previous section, beside the one-set verdicts.
 
 # %%
-from attnlib.verdicts import verdict_table
+from attnbook.verdicts import verdict_table
 alg1_final = stacked("excess_risk", "algorithm1")[:, -1]
 minima = runs["ref_Q_excess_risk"]               # seeds, starts of the search (first: the basin)
 claims["global"], claims["global_basin"] = judge.global_optimum(

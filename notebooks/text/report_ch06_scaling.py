@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Checks for Chapter 6: Scaling laws
 #
-# This page of the Reproduction report checks what {doc}`Chapter 6 <ch06_scaling>` measures against what the papers claim. Every verdict is computed by `attnlib.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 6 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 6 <ch06_scaling>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 6 (its output is not shown), so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnlib.report import rerun_chapter
+from attnbook.report import rerun_chapter
 
 cells = rerun_chapter("ch06_scaling", globals())
 print(f"reran the {cells} code cells of Chapter 6")
@@ -59,11 +59,11 @@ print(f"reran the {cells} code cells of Chapter 6")
 
 # %%
 from attnlib import prompts, symbolic
-from attnlib.experiments import paper1_prompts
+from attnbook.experiments import paper1_prompts
 
 # the first cell (scale 1, n = 10, replicate 0): its certified minimizer to the scale at which it
 # is certified (gradient norm 1e-6); delta = U V^T - X* (entries near 0) to 1e-6 absolute
-bias_run, replay_bias, check = experiments.replay(   # python -m attnlib.experiments paper1_prompts_bias
+bias_run, replay_bias, check = experiments.replay(   # python -m attnbook.experiments paper1_prompts_bias
     "paper1_prompts_bias", align=experiments.leading_block, rtol=1e-6,
     absolute=paper1_prompts.DELTA_ROUND_OFF,
     keys=("excess_risk", "delta", "value", "deployed_minimizer", "deployed_start"))
@@ -197,7 +197,7 @@ axes[1].legend(loc="lower left")
 plt.show()
 
 # %%
-tokens_run, replay_tokens, check = experiments.replay(   # python -m attnlib.experiments paper1_prompts_bias_tokens
+tokens_run, replay_tokens, check = experiments.replay(   # python -m attnbook.experiments paper1_prompts_bias_tokens
     "paper1_prompts_bias_tokens", align=experiments.cell(0, 0), rtol=1e-6,
     absolute=paper1_prompts.DELTA_ROUND_OFF,
     keys=("excess_risk", "delta"))                           # n = 40, replicate 0
@@ -315,7 +315,7 @@ for k, scale in enumerate(bias_scales):
 # says nothing.
 
 # %%
-from attnlib.verdicts import verdict_table
+from attnbook.verdicts import verdict_table
 k0, half_scale = 0, 1
 large = [j for j in range(n_bias.size) if (k0, j) in estimates and n_bias[j] >= 640
          and np.isfinite(estimates[k0, j].stderr)]
@@ -464,7 +464,7 @@ plt.show()
 
 # %%
 form_keys = ["excess_risk", "delta", "logit_scale", "imbalance", "deployed_minimizer"]
-forms, replay_forms, check = experiments.replay(   # python -m attnlib.experiments paper1_prompts_regularizer_forms
+forms, replay_forms, check = experiments.replay(   # python -m attnbook.experiments paper1_prompts_regularizer_forms
     "paper1_prompts_regularizer_forms", align=experiments.cell(0, 0, 0, 0), keys=form_keys, rtol=1e-6,
     absolute=paper1_prompts.DELTA_ROUND_OFF)
 print(f"replayed the first cell live.\n{check}")
@@ -501,7 +501,7 @@ print(f"logit scale ||V||_F / tau at the minimizers, all cells: "
 # $\lVert B\rVert$ nor its normalized form removes that cost **[choice: both forms are this book's]**.
 
 # %%
-renorm, replay_renorm, check = experiments.replay(   # python -m attnlib.experiments paper1_prompts_renormalization
+renorm, replay_renorm, check = experiments.replay(   # python -m attnbook.experiments paper1_prompts_renormalization
     "paper1_prompts_renormalization", align=experiments.cell(0, 0), keys=("excess_risk", "logit_scale"),
     rtol=1e-9)
 print(f"replayed iterations 0..{replay_renorm['iteration'][-1]} of the first cell live.\n{check}")
@@ -562,7 +562,7 @@ plt.show()
 # %% [markdown]
 # ## Sources and measurements side by side
 #
-# Every verdict below is decided by `attnlib.claims.ch06` from the numbers printed here and in the
+# Every verdict below is decided by `attnbook.claims.ch06` from the numbers printed here and in the
 # chapter, with the threshold in its reason (thresholds are this book's **[choice]**): "decreases
 # as $1/n$" is a fitted exponent within 0.1 of $-1$ (partly within 0.35); "matches the minimax
 # rate" is Algorithm 1's exponent within 0.1 of the OLS fit's over $n \ge 200$, with the constant
@@ -585,7 +585,7 @@ plt.show()
 # must come late, and at the same place for every $d$. The rule **[choice]**, fixed before its
 # results were computed: fit where the excess risk lies between $10^{-16}$ and $10^{-10}$ of its
 # value at the start, ten decades of decay before the window and six inside it, all above the runs'
-# stop at $10^{-20}$ (`attnlib.claims.ch06.window_rate`). The first cell prints both fits, and the
+# stop at $10^{-20}$ (`attnbook.claims.ch06.window_rate`). The first cell prints both fits, and the
 # verdict table both outcomes.
 #
 # **Theorem 2 at finite $n$: two readings.** The summaries state the optimization term as $\mu^m$
@@ -634,7 +634,7 @@ for i, s in enumerate(int(s) for s in defaults["seeds"]):
           f"              {local_500[s]:.6f}           {excess[0]:.2e} / {excess[-1]:.2e}")
 
 # %%
-from attnlib.verdicts import verdict_table
+from attnbook.verdicts import verdict_table
 late = closed_n >= 1600
 slope_late = {sigma: fitting.fit_power_law(closed_n[late], closed[i][late]).exponent
               for i, sigma in enumerate(noise_levels)}

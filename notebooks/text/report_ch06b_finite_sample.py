@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Checks for Chapter 6b: Why the finite sample slows Algorithm 1 down
 #
-# This page of the Reproduction report checks what {doc}`Chapter 6b <ch06b_finite_sample>` measures against what the papers claim. Every verdict is computed by `attnlib.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 6b (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 6b <ch06b_finite_sample>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 6b (its output is not shown), so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnlib.report import rerun_chapter
+from attnbook.report import rerun_chapter
 
 cells = rerun_chapter("ch06b_finite_sample", globals())
 print(f"reran the {cells} code cells of Chapter 6b")
@@ -86,7 +86,7 @@ display(result_table(["n", "reference", "best end", "by", "Alg. 1 end", "early s
 # %% [markdown]
 # ## The claim fixed before the runs
 #
-# The claim and its reading were written into `attnlib.claims.ch06b` and committed before the
+# The claim and its reading were written into `attnbook.claims.ch06b` and committed before the
 # grid was run **[choice]**: for each method, fit $\log(\text{evaluations to } 10^{-6}) \sim b \log n$
 # over all (n, seed) and take the upper end of the 95% interval of $b$; a method qualifies only
 # if it reached the gap, measured against the lowest known minimum, in every run (elsewhere its
@@ -100,7 +100,7 @@ display(result_table(["n", "reference", "best end", "by", "Alg. 1 end", "early s
 # its slowest mode needs, printed beside the fits and not judged.
 
 # %%
-from attnlib.verdicts import verdict_table
+from attnbook.verdicts import verdict_table
 def growth(six):
     """Per method: the upper end of the fitted exponent's 95% interval (inf unless the gap was
     reached in every run) and where it was reached; prints the fits."""

@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Checks for Chapter 7: Gibbs measures, Poincare inequalities and the Villani condition
 #
-# This page of the Reproduction report checks what {doc}`Chapter 7 <ch07_gibbs_poincare_villani>` measures against what the papers claim. Every verdict is computed by `attnlib.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 7 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 7 <ch07_gibbs_poincare_villani>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 7 (its output is not shown), so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnlib.report import rerun_chapter
+from attnbook.report import rerun_chapter
 
 cells = rerun_chapter("ch07_gibbs_poincare_villani", globals())
 print(f"reran the {cells} code cells of Chapter 7")
@@ -86,7 +86,7 @@ for s_i in (0.05, 0.1, 0.2, 0.4, 0.7):
 #
 
 # %%
-from attnlib.verdicts import verdict_table
-from attnlib.claims import ch07
+from attnbook.verdicts import verdict_table
+from attnbook.claims import ch07
 poincare, examples = ch07.poincare(rate_1d, gap_1d, rate_2d, gap_2d, gap_well_big / gap_1d - 1)
 verdict_table([("[summary]", poincare, [examples])])

@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Checks for Chapter 8: Attention in W_Q, W_K and the Villani condition
 #
-# This page of the Reproduction report checks what {doc}`Chapter 8 <ch08_attention_villani>` measures against what the papers claim. Every verdict is computed by `attnlib.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 8 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 8 <ch08_attention_villani>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 8 (its output is not shown), so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnlib.report import rerun_chapter
+from attnbook.report import rerun_chapter
 
 cells = rerun_chapter("ch08_attention_villani", globals())
 print(f"reran the {cells} code cells of Chapter 8")
@@ -31,15 +31,15 @@ print(f"reran the {cells} code cells of Chapter 8")
 # instances: this chapter's ($n = 6$ inputs of $N = 5$ tokens, $d = 3$, $d_k = 2$, Gaussian inputs), four
 # that each change one size ($n = 12$; $N = 8$; $d = 4$ with $d_k = 3$; $d_k = 1$), and two that change the law
 # of the inputs to a heavy-tailed Student $t_3$ and to a uniform law (both of unit variance), all
-# with the same random seed (`attnlib.experiments.part2.INSTANCE_GRID`). On each, with the log and power
+# with the same random seed (`attnbook.experiments.part2.INSTANCE_GRID`). On each, with the log and power
 # forms at $\lambda = 0.01$ and $s = 1$: the decisive crossover on the orbit through a stationary point
 # (BFGS from the teacher), and the radius beyond which the every-direction bound $B$ of the chapter's
 # last section is positive, with that instance's constants $C$ and $C'$. **Rule [choice]**: every crossover
 # at most $10^{300}$ and every bound radius finite (at most $10^{10^5}$).
 
 # %%
-from attnlib.tables import result_table
-from attnlib.verdicts import verdict_table
+from attnbook.tables import result_table
+from attnbook.verdicts import verdict_table
 mild_forms = {"log": regs["log"], "power": regs["power"]}
 evidence, rows = {}, []
 for sizes in part2.INSTANCE_GRID:
@@ -171,7 +171,7 @@ print(f"B > 0 at {check.positive} of the checks")
 #
 
 # %%
-from attnlib.verdicts import verdict_table
+from attnbook.verdicts import verdict_table
 mild = [(name, s) for name in ("log", "power") for s in temperatures]
 theorem_31, parts_31 = ch08.theorem_31(
     {f"{name} s = {s:g}": crossovers[(name, s)].decisive / math.log(10) for name, s in mild},

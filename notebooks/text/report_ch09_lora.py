@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Checks for Chapter 9: LoRA, scale redundancy and its cure
 #
-# This page of the Reproduction report checks what {doc}`Chapter 9 <ch09_lora>` measures against what the papers claim. Every verdict is computed by `attnlib.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 9 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 9 <ch09_lora>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 9 (its output is not shown), so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnlib.report import rerun_chapter
+from attnbook.report import rerun_chapter
 
 cells = rerun_chapter("ch09_lora", globals())
 print(f"reran the {cells} code cells of Chapter 9")
@@ -28,7 +28,7 @@ print(f"reran the {cells} code cells of Chapter 9")
 #
 # The summary says the results hold "for any data distribution and any network size" [summary]. As for
 # attention in Chapter 8, one instance cannot show that; a grid of instances can look for a
-# counterexample. **[choice]** Nine LoRA instances (`attnlib.experiments.part2.LORA_INSTANCE_GRID`):
+# counterexample. **[choice]** Nine LoRA instances (`attnbook.experiments.part2.LORA_INSTANCE_GRID`):
 # this chapter's ($n = 20$, $d = 3$, $m = 8$, $r = 2$, Gaussian inputs), six that each change one size
 # ($n = 40$; $d = 4$; $d = 5$; $m = 16$; $r = 1$; $r = 3$), and two that change the law of the inputs to
 # a heavy-tailed Student $t_3$ and to a uniform law (both of unit variance), with the same random seed. On
@@ -49,8 +49,8 @@ print(f"reran the {cells} code cells of Chapter 9")
 # and the verdict then cannot be more than "partly".
 
 # %%
-from attnlib.tables import result_table
-from attnlib.verdicts import verdict_table
+from attnbook.tables import result_table
+from attnbook.verdicts import verdict_table
 mild_forms = {"log": regs["log"], "power": regs["power"]}
 lora_evidence, lora_grad_norms, lora_untested = part2.lora_grid_evidence(mild_forms, 1.0)
 rows = []
@@ -167,7 +167,7 @@ print(f"B > 0 at {check.positive} of the checks")
 #
 
 # %%
-from attnlib.verdicts import verdict_table
+from attnbook.verdicts import verdict_table
 mild = [(name, s) for name in ("log", "power") for s in temperatures]
 theorem_32, parts_32 = ch09.theorem_32(
     {f"{name} s = {s:g}": crossovers[(name, s)].decisive / math.log(10) for name, s in mild},

@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Checks for Chapter 10: Langevin training of attention and LoRA
 #
-# This page of the Reproduction report checks what {doc}`Chapter 10 <ch10_langevin>` measures against what the papers claim. Every verdict is computed by `attnlib.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 10 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 10 <ch10_langevin>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 10 (its output is not shown), so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnlib.report import rerun_chapter
+from attnbook.report import rerun_chapter
 
 cells = rerun_chapter("ch10_langevin", globals())
 print(f"reran the {cells} code cells of Chapter 10")
@@ -40,7 +40,7 @@ print(f"reran the {cells} code cells of Chapter 10")
 #    chain-mean loss should approach $F_s$ exponentially. Each temperature run of both models
 #    (128 chains, time 100, 1001 records) is fitted by one and by two exponential rates and, as the
 #    alternative, by a power-law approach $F + c(1 + t/t_0)^{-a}$, by weighted least squares with
-#    the chains' standard errors (`attnlib.claims.ch10.exponential_approach`, several starts per
+#    the chains' standard errors (`attnbook.claims.ch10.exponential_approach`, several starts per
 #    fit). **Rule [choice]**: the approach is exponential when the better exponential fit has
 #    $\chi^2$ per record at most 3 (a correct model has mean 1; records of the same chains are
 #    correlated over the relaxation time, so its spread is wide). The rule was set after the fits
@@ -61,7 +61,7 @@ print(f"reran the {cells} code cells of Chapter 10")
 # shape, not as the verdict on the theorem.
 
 # %%
-from attnlib.verdicts import verdict_table
+from attnbook.verdicts import verdict_table
 anneal, replay, check = experiments.replay("langevin_anneal_lora", rtol=1e-9, atol=1e-12,
                                        align=experiments.leading_block)
 acfg = experiments.config(anneal)
@@ -97,7 +97,7 @@ verdict_table([("first rule", first_rule, readings_33),
                ("[summary]", ch10.log_time_as_stated())])
 
 # %%
-from attnlib.verdicts import verdict_table
+from attnbook.verdicts import verdict_table
 print("2. fixed s: the chain-mean loss against one rate, two rates and a power law")
 print("   chi^2 per record:          one rate   two rates   power law")
 approach_fits = {}
@@ -114,7 +114,7 @@ print("the rule varied: " + "; ".join(
 verdict_table([("[summary]", ch10.exponential_verdict(approach_fits))])
 
 # %%
-from attnlib.verdicts import verdict_table
+from attnbook.verdicts import verdict_table
 print("3. annealed, s = 2 eps / D")
 t_reach, tau_own = [], []
 for k, (eps, s_eps) in enumerate(zip(acfg["epsilons"], acfg["temperatures"])):

@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Checks for Chapter 11: Darcy flow with a one-attention-layer ViT
 #
-# This page of the Reproduction report checks what {doc}`Chapter 11 <ch11_darcy>` measures against what the papers claim. Every verdict is computed by `attnlib.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 11 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 11 <ch11_darcy>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 11 (its output is not shown), so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnlib.report import rerun_chapter
+from attnbook.report import rerun_chapter
 
 cells = rerun_chapter("ch11_darcy", globals())
 print(f"reran the {cells} code cells of Chapter 11")
@@ -26,7 +26,7 @@ print(f"reran the {cells} code cells of Chapter 11")
 # %% [markdown]
 # ## The four findings, one by one
 #
-# Each verdict below is computed by `attnlib.claims.ch11` from the numbers above, with the
+# Each verdict below is computed by `attnbook.claims.ch11` from the numbers above, with the
 # rule and threshold printed beside it **[choice of rules]**: "nearly the same" test error means
 # that both the test RMSE and the relative $L^2$ error are within 2% (relative) of the unregularized ones; a norm "grows" when its end value exceeds the start
 # by at least 5% beyond two standard errors over seeds, and "without bound" is read as still rising

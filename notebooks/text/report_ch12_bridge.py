@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Checks for Chapter 12: Both papers on one problem
 #
-# This page of the Reproduction report checks what {doc}`Chapter 12 <ch12_bridge>` measures against what the papers claim. Every verdict is computed by `attnlib.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 12 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 12 <ch12_bridge>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 12 (its output is not shown), so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnlib.report import rerun_chapter
+from attnbook.report import rerun_chapter
 
 cells = rerun_chapter("ch12_bridge", globals())
 print(f"reran the {cells} code cells of Chapter 12")
@@ -45,7 +45,7 @@ print(f"reran the {cells} code cells of Chapter 12")
 #   long it runs, so for it the temperature choice, not the dynamics, decides the part.
 
 # %%
-from attnlib.verdicts import verdict_table
+from attnbook.verdicts import verdict_table
 plain, pre = kappa_methods.index("langevin"), kappa_methods.index("precond langevin")
 t_plain = np.where(np.isfinite(times[:, plain]), times[:, plain], k_cap)
 t_pre = np.where(np.isfinite(times[:, pre]), times[:, pre], np.inf)

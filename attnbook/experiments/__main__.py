@@ -1,4 +1,4 @@
-"""Command line: ``python -m attnlib.experiments [NAME ...]`` reruns and stores experiments.
+"""Command line: ``python -m attnbook.experiments [NAME ...]`` reruns and stores experiments.
 
 Without a name it lists the registered experiments (``*`` marks those with a stored file).
 ``--all`` reruns every experiment that has a stored file (long, unstored ones such as
@@ -43,7 +43,7 @@ def _listing(experiments: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (0, or 2 for a usage error)."""
     experiments = registry()
-    parser = argparse.ArgumentParser(prog="python -m attnlib.experiments", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m attnbook.experiments", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help="experiments to run and store")
     parser.add_argument("--all", action="store_true",

@@ -19,8 +19,8 @@ CLAIMS = {
 def theorem_32(log10_crossovers: Mapping[str, float], worst_margin: Mapping[str, float], *,
                maximum: float = CROSSOVER_MAX) -> tuple[verdicts.Verdict, list[verdicts.Verdict]]:
     """Theorem 3.2 on this instance, by the rules of chapter 8: the orbit part
-    (:func:`attnlib.claims.ch08.crossover_part`) and the every-direction inequalities at the
-    random points (:func:`attnlib.claims.ch08.every_direction_part`). Returns the combined
+    (:func:`attnbook.claims.ch08.crossover_part`) and the every-direction inequalities at the
+    random points (:func:`attnbook.claims.ch08.every_direction_part`). Returns the combined
     verdict and its two parts."""
     parts = [crossover_part(log10_crossovers, maximum=maximum),
              every_direction_part(worst_margin)]
@@ -32,7 +32,7 @@ def lora_any_data_and_size(evidence: Mapping[str, Mapping[str, tuple[float, floa
                            bound_max: float = BOUND_MAX
                            ) -> tuple[verdicts.Verdict, list[verdicts.Verdict]]:
     """Theorem 3.2 on a grid of LoRA instances, by chapter 8's rule
-    (:func:`attnlib.claims.ch08.any_data_and_size`); ``untested`` maps the instances where no
+    (:func:`attnbook.claims.ch08.any_data_and_size`); ``untested`` maps the instances where no
     stationary point of the data loss was found to the reason."""
     return any_data_and_size(evidence, untested=untested,
                              claim=CLAIMS["p2-lora-any-data-size"],

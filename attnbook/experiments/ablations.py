@@ -1,6 +1,6 @@
 """Registered ablations of Algorithm 1 (chapters 4 and 5): stored runs beyond ``paper1_defaults``.
 
-The default runs of the five methods live in :mod:`attnlib.experiments.part1`
+The default runs of the five methods live in :mod:`attnbook.experiments.part1`
 (``paper1_defaults``); this module adds what chapters 4 and 5 need on top of them, with the same
 data (seed s draws the problem, the training set and the test set from ``default_rng(s)``; every
 random start and SGD's minibatches come from ``default_rng(100 + s)``):
@@ -36,7 +36,7 @@ targets); ``tau`` (S,) the renormalization bound of each seed.
 
 Every setting of each run is a field of its frozen settings instance (``SWEEP_SETTINGS``,
 ``ABLATION_SETTINGS``, ``SMALL_N_SETTINGS``), whose defaults are those of ``paper1_defaults``
-(:data:`attnlib.experiments.part1.SETTINGS`); the stored ``config`` is written from it.
+(:data:`attnbook.experiments.part1.SETTINGS`); the stored ``config`` is written from it.
 
 :func:`explorer_run` is the short live experiment behind chapter 5's widget.
 """
@@ -48,9 +48,9 @@ from typing import Mapping
 
 import numpy as np
 
-from .. import algorithm, analysis, attention, data, geometry, population
-from .._validation import check_int, check_positive
-from ..data import RegressionProblem
+from attnlib import algorithm, analysis, attention, data, geometry, population
+from attnlib._validation import check_int, check_positive
+from attnlib.data import RegressionProblem
 from . import register
 from ._tasks import stack_tasks
 from .part1 import SETTINGS as DEFAULTS
@@ -197,7 +197,7 @@ def defaults_data(seed: int, *, kappa: float | None = None, n: int = DEFAULTS.n
                              tuple[np.ndarray, np.ndarray]]:
     """Return ``(problem, (X, Y), (X_test, Y_test))`` as ``paper1_defaults`` draws them for
     ``seed`` (problem, then n training and ``n_test`` test samples from ``default_rng(seed)``;
-    the settings of :data:`attnlib.experiments.part1.SETTINGS`).
+    the settings of :data:`attnbook.experiments.part1.SETTINGS`).
 
     With ``kappa`` the problem is replaced by :func:`fixed_target_problem` with the default
     problem's X*, the eigenvectors of its Sigma and eigenvalues ``geomspace(1, 1/kappa, d)``;

@@ -135,7 +135,7 @@ def window_rate(excess: Sequence[float], *, window: tuple[float, float] = RATE_W
     it, six inside it. It ends above the runs' stop at 1e-20 when E_0 >= 1e-4 (checked: a
     ``ValueError`` otherwise, as when the window holds fewer than 3 points).
     """
-    from ..fitting import fit_geometric_rate
+    from attnlib.fitting import fit_geometric_rate
 
     values = np.asarray(excess, dtype=float)
     values = values[np.isfinite(values)]

@@ -40,7 +40,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .. import algorithm, data, population, reference
+from attnlib import algorithm, data, population, reference
 from . import load, register
 from ._tasks import stack_tasks
 

@@ -1,11 +1,11 @@
 """The deciding logic of every verdict the book prints, one module per chapter.
 
-A chapter measures numbers; the module of the same name here (``attnlib.claims.ch05`` for
-``notebooks/ch05_experiment.ipynb``) turns them into :class:`attnlib.verdicts.Verdict` objects,
+A chapter measures numbers; the module of the same name here (``attnbook.claims.ch05`` for
+``notebooks/ch05_experiment.ipynb``) turns them into :class:`attnbook.verdicts.Verdict` objects,
 and the chapter only prints them. No notebook cell compares a measurement with a threshold
 or combines verdicts (``tests/test_claims.py`` fails if one calls
-:func:`attnlib.verdicts.verdict`, :func:`~attnlib.verdicts.combine`,
-:func:`~attnlib.verdicts.interval_verdict` or :func:`~attnlib.verdicts.not_testable`, or
+:func:`attnbook.verdicts.verdict`, :func:`~attnbook.verdicts.combine`,
+:func:`~attnbook.verdicts.interval_verdict` or :func:`~attnbook.verdicts.not_testable`, or
 compares a verdict's ``status``).
 
 Each chapter module defines
@@ -53,6 +53,6 @@ def text(claim_id: str) -> str:
                         f"{type(claim_id).__name__}")
     texts = registry()
     if claim_id not in texts:
-        raise ValueError(f"claim_id must be an id defined by a module of attnlib.claims, got "
+        raise ValueError(f"claim_id must be an id defined by a module of attnbook.claims, got "
                          f"{claim_id!r} (known: {len(texts)} ids)")
     return texts[claim_id]

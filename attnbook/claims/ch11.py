@@ -1,7 +1,7 @@
 """Chapter 11 (Darcy flow): verdicts on the source's four findings of the ViT experiment.
 
 Every function takes ``summaries``: per run (an optimizer: ``"adam"``, ``"sgd"``, ``"noisy"``),
-the per-condition summary of :func:`attnlib.experiments.darcy_runs.summarize_phase2` (means over
+the per-condition summary of :func:`attnbook.experiments.darcy_runs.summarize_phase2` (means over
 seeds and their standard errors, keyed ``"none"``, ``"log"``, ``"power"``). The thresholds
 below are this book's [choice]; every verdict prints them.
 """

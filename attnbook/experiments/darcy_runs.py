@@ -6,7 +6,7 @@ Phase 2 starts from the Phase-1 weights and trains only ``W_Q, W_K`` under three
 with Adam, plain SGD, or SGD with injected Gaussian noise. Every size, optimiser setting,
 epoch count and strength below is a [choice] of this book (the source gives none).
 
-Registered configurations (``python -m attnlib.experiments NAME``):
+Registered configurations (``python -m attnbook.experiments NAME``):
 
 * ``darcy_phase1``: book scale, Phase 1 (stores the per-epoch history and the final weights);
 * ``darcy_phase2_adam``, ``darcy_phase2_sgd``, ``darcy_phase2_noisy``: book scale, Phase 2
@@ -39,8 +39,8 @@ from typing import Callable
 
 import numpy as np
 
-from .. import darcy, vit
-from ..regularizers import Regularizer
+from attnlib import darcy, vit
+from attnlib.regularizers import Regularizer
 from . import TaskGrid, load, register, register_grid, run_grid
 from ._tasks import stack_tasks
 

@@ -5,7 +5,7 @@ returns its slice of the history, ``assemble_*`` stacks them), run here with a p
 prefix replayed by the chapter is a short version of the first tasks.
 
 The problem is seed 0's default problem of ``paper1_defaults``
-(:func:`attnlib.experiments.ablations.defaults_data`: p = 20, d = 10, kappa = 10, sigma = 0.1,
+(:func:`attnbook.experiments.ablations.defaults_data`: p = 20, d = 10, kappa = 10, sigma = 0.1,
 n = 500 samples), the objective Q_hat = L_hat + R_hat with lambda = 1 (Algorithm 1's), and for
 the Langevin chains the potential ``f = Q_hat + R_mild(A) + R_mild(B)`` with the log-amplified
 regularizer of Part II at ``mild.lam`` (:class:`attnlib.bridge.Potential`) [choice]. The
@@ -34,11 +34,11 @@ certified minimum of Q_hat reached from it by :func:`attnlib.reference.reference
 basin it ends in; ``end_min_min_eigenvalue`` its smallest Hessian eigenvalue). The reference
 task adds ``ref_value``, ``ref_excess_risk``, ``ref_grad_norm``, ``ref_min_eigenvalue``,
 ``ref_max_eigenvalue`` for the minima reached from the spectral point and from the six points
-of S_hat of :func:`attnlib.experiments.part1.reference_starts`, and ``mild_shift`` (Q_hat at
+of S_hat of :func:`attnbook.experiments.part1.reference_starts`, and ``mild_shift`` (Q_hat at
 the minimizer of f minus Q_hat at the basin minimizer).
 
 ``bridge_kappa`` (n = ``KAPPA.n`` [choice: a smaller sample keeps the sweep in budget]): for
-kappa in ``KAPPA.kappas`` (X* held fixed, :func:`attnlib.experiments.ablations.defaults_data`),
+kappa in ``KAPPA.kappas`` (X* held fixed, :func:`attnbook.experiments.ablations.defaults_data`),
 plain and preconditioned gradient descent on Q_hat and Langevin (``KAPPA.chains`` chains) at
 ``s_0(n)``, all from the random start, ``KAPPA.iterations`` iterations; the last method is
 preconditioned Langevin with the mild term on (U, V) instead of (A, B). Keys: ``objective``
@@ -61,8 +61,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .. import algorithm, bridge, langevin, population, reference
-from ..regularizers import make_regularizer
+from attnlib import algorithm, bridge, langevin, population, reference
+from attnlib.regularizers import make_regularizer
 from . import TaskGrid, register_grid
 from .ablations import defaults_data
 from .part1 import reference_starts
@@ -538,7 +538,7 @@ def bridge_floors(full: bool = True) -> TaskGrid:
 
 def replayed_trajectories(stored: Mapping[str, np.ndarray], prefix: Mapping[str, np.ndarray]
                           ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """An ``align`` for :func:`attnlib.experiments.replay` on the three grids above: the
+    """An ``align`` for :func:`attnbook.experiments.replay` on the three grids above: the
     trajectories (last axis: recorded iterations) that the prefix ran (finite first record),
     against the same trajectories' leading records in the stored run."""
     stored_view, prefix_view = {}, {}

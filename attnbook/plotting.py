@@ -34,11 +34,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from cycler import cycler
 
-from ._validation import check_int, check_positive
+from attnlib._validation import check_int, check_positive
 
 if TYPE_CHECKING:
-    from .regularizers import Regularizer
-    from .villani import OrbitConstants, OrbitCrossovers
+    from attnlib.regularizers import Regularizer
+    from attnlib.villani import OrbitConstants, OrbitCrossovers
 
 # plot_series and legend_below are thin wrappers of matplotlib calls (they accept whatever
 # ax.plot and fig.legend accept, NaN gaps included) and stay outside the checked API.

@@ -330,7 +330,7 @@ def preconditioner_kappa(iteration_ratio: float, *, threshold: float = 2.0) -> v
 def map_claims(values: Mapping[str, float], last: int, *, converged: float = CONVERGED
                ) -> dict[str, verdicts.Verdict]:
     """Verdicts on observations (1)-(4) for one cell of the prompts experiment or its claims map,
-    from ``attnlib.experiments.paper1_prompts.claim_values`` (``start``, ``orders``, ``alg1``, ``sgd``)
+    from ``attnbook.experiments.paper1_prompts.claim_values`` (``start``, ``orders``, ``alg1``, ``sgd``)
     after ``last`` iterations: (1) ``start <= LOSS_TOLERANCE``; (2) ``orders >= ORDERS`` (partly
     from ``ORDERS_PARTLY``); (3) ``alg1 <= converged``; (4) ``sgd > converged``. ``sgd`` is a
     certified lower bound of SGD's gap ratio (no minimum of L_hat is certified there), so a bound

@@ -1,11 +1,11 @@
 """Registered runs of the prompts reconstruction (chapters 5 and 6; :mod:`attnlib.prompts`).
 
 Every run is a grid of independent seeded tasks (one function call each) registered with
-:func:`attnlib.experiments.register_grid`: the results are stacked in task order, so the stored
-arrays do not depend on how many processes ran them (``python -m attnlib.experiments NAME
+:func:`attnbook.experiments.register_grid`: the results are stacked in task order, so the stored
+arrays do not depend on how many processes ran them (``python -m attnbook.experiments NAME
 --workers K`` or ``--scheduler ADDRESS``).
 
-The task is seed 0's default problem of ``paper1_defaults`` (:func:`attnlib.experiments.ablations.defaults_data`),
+The task is seed 0's default problem of ``paper1_defaults`` (:func:`attnbook.experiments.ablations.defaults_data`),
 d = 10, p = 20, kappa = 10, with M multiplied by ``scale`` and noise level ``noise_std``.
 
 Every setting of a run is a field of its frozen settings instance (``BIAS_SETTINGS``,
@@ -44,9 +44,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import algorithm, attention, population, prompts, reference
-from .._validation import check_positive
-from ..data import RegressionProblem
+from attnlib import algorithm, attention, population, prompts, reference
+from attnlib._validation import check_positive
+from attnlib.data import RegressionProblem
 from . import TaskGrid, register_grid
 from .ablations import defaults_data
 from .part1 import derive, method_options, recorded_iterations
@@ -624,7 +624,7 @@ def paper1_prompts_variance(full: bool = True) -> TaskGrid:
 
 def claim_values(history: dict[str, np.ndarray], noise_index: int,
                  seed: int = 0) -> dict[str, float]:
-    """The four numbers that ``attnlib.claims.ch05.map_claims`` judges, for one cell of
+    """The four numbers that ``attnbook.claims.ch05.map_claims`` judges, for one cell of
     ``paper1_prompts_experiment``: ``start`` = ``(L(theta_0) - L*)/L*`` of the spectral start,
     ``orders`` = log10 of the population-loss ratio random / spectral start, ``alg1`` =
     Algorithm 1's gap ratio ``gap(last)/gap(0)`` to the certified basin minimizer, ``sgd`` = a

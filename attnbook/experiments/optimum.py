@@ -1,8 +1,8 @@
 """Registered Part I runs measured against a certified optimum (chapters 5 and 6).
 
 Both experiments are grids of independent tasks (one function call per seed or per (n, seed)),
-registered with :func:`attnlib.experiments.register_grid` and combined by stacking; each task draws its data exactly as ``paper1_defaults`` does
-(:func:`attnlib.experiments.ablations.defaults_data`: problem, n training and test samples from
+registered with :func:`attnbook.experiments.register_grid` and combined by stacking; each task draws its data exactly as ``paper1_defaults`` does
+(:func:`attnbook.experiments.ablations.defaults_data`: problem, n training and test samples from
 ``default_rng(seed)``).
 
 Every setting is a field of ``SLOW_SETTINGS`` or ``CURVATURE_SETTINGS`` (frozen dataclasses; the
@@ -44,7 +44,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .. import algorithm, population, reference
+from attnlib import algorithm, population, reference
 from . import TaskGrid, register_grid
 from ._tasks import stack_tasks
 from .ablations import defaults_data

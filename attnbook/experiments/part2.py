@@ -47,7 +47,7 @@ by the code from there; the stored ``config`` is ``dataclasses.asdict`` of it pl
 ``full=False`` runs only the first ``PREFIX_STEPS`` steps of every run with the same seeds, so
 its history is the prefix of the full one along the record axis (replayed with
 ``align=experiments.leading_block`` for the grids; see
-:func:`attnlib.experiments.assert_prefix_matches`).
+:func:`attnbook.experiments.assert_prefix_matches`).
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ from typing import Mapping
 import numpy as np
 from scipy.optimize import least_squares
 
-from .. import langevin, lora, qk_attention
-from ..regularizers import Regularizer, make_regularizer
-from ..villani import (FactorizedLoss, lower_bound_log_radius, minimize_data_loss,
+from attnlib import langevin, lora, qk_attention
+from attnlib.regularizers import Regularizer, make_regularizer
+from attnlib.villani import (FactorizedLoss, lower_bound_log_radius, minimize_data_loss,
                        orbit_constants, orbit_crossovers)
 from . import TaskGrid, register, register_grid
 from ._tasks import stack_tasks

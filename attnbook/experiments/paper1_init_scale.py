@@ -43,8 +43,8 @@ from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
 
-from .. import algorithm, population
-from ..optim import EmptyState, Params, Transform, apply_updates, chain, scale
+from attnlib import algorithm, population
+from attnlib.optim import EmptyState, Params, Transform, apply_updates, chain, scale
 from . import TaskGrid, register_grid
 from ._tasks import stack_tasks
 from .ablations import defaults_data
@@ -223,7 +223,7 @@ def literal_preconditioner(*, seed: int = 0, kappa: float = 1000.0, iterations: 
                            init_seed: int = 100) -> dict[str, np.ndarray]:
     """Chapter 4's preconditioner test with four preconditioners: on the closed-form objective
     of ``seed``'s problem at condition number ``kappa`` (X* fixed,
-    :func:`attnlib.experiments.ablations.defaults_data`), from the random start of
+    :func:`attnbook.experiments.ablations.defaults_data`), from the random start of
     ``default_rng(init_seed)``, with the regularizer (lambda = 1), ``iterations`` steps of
     gradient descent with
 

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ._validation import check_finite, check_positive
+from attnlib._validation import check_finite, check_positive
 
 __all__ = ["REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "STATUSES",
            "Verdict", "verdict", "interval_verdict", "not_testable", "combine",

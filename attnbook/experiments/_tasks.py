@@ -42,8 +42,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .._progress import progress as progress_bar
-from .._validation import check_int, check_memory
+from attnlib._progress import progress as progress_bar
+from attnlib._validation import check_int, check_memory
 
 __all__ = ["TaskGrid", "run_grid", "merge_tasks", "stack_tasks", "one_task", "local_cluster",
            "check_workers"]
@@ -163,7 +163,7 @@ def require_distributed() -> None:
 
 def _one_blas_thread() -> None:
     """Worker-process setup: one BLAS thread (the cores are shared by the worker processes)."""
-    from ..attention import limit_blas_threads
+    from attnlib.attention import limit_blas_threads
 
     limit_blas_threads(1)
 

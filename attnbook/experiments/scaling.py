@@ -1,4 +1,4 @@
-"""Registered experiment of chapter 6 (scaling laws): ``python -m attnlib.experiments scaling``.
+"""Registered experiment of chapter 6 (scaling laws): ``python -m attnbook.experiments scaling``.
 
 One configuration, three parts, all on the book's default task family (d = 10, p = 20, Sigma with
 condition number 10 and a random rotation, M with i.i.d. N(0, 1/(p d)) entries, drawn once from
@@ -50,7 +50,7 @@ is written from it.
    the stop.
 
 ``full=False`` replays the leading block of every array (small n, first seeds, first runs,
-few iterations); :func:`attnlib.experiments.leading_block` cuts the stored arrays to the replayed
+few iterations); :func:`attnbook.experiments.leading_block` cuts the stored arrays to the replayed
 shapes.
 """
 
@@ -60,11 +60,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import algorithm, data, population
-from .._progress import progress as progress_bar
-from .._validation import DivergenceError, check_int, check_positive
-from ..fitting import fit_geometric_rate, local_gd_rate
-from ..geometry import gd_contraction_factor
+from attnlib import algorithm, data, population
+from attnlib._progress import progress as progress_bar
+from attnlib._validation import DivergenceError, check_int, check_positive
+from attnlib.fitting import fit_geometric_rate, local_gd_rate
+from attnlib.geometry import gd_contraction_factor
 from . import register
 from .part1 import recorded_iterations
 
@@ -299,7 +299,7 @@ def dimension_rates(dims: tuple[int, ...] = DIMENSIONS, *, kappa_x: float = SETT
     square of :func:`attnlib.geometry.gd_contraction_factor` (the excess risk is quadratic in the
     distance to S), and the runs' excess risk ``excess_risk`` (one row per d, one column per
     iteration from 0, NaN after a run stopped below ``SETTINGS.rate_floor``), which chapter 6's
-    report refits (``attnlib.claims.ch06.window_rate``).
+    report refits (``attnbook.claims.ch06.window_rate``).
     """
     dims = tuple(check_int("dims", d, minimum=2) for d in dims)
     kappa_x = check_positive("kappa_x", kappa_x)

@@ -3,7 +3,7 @@ the finite-sample objective Q_hat = L_hat + R_hat (lambda = 1) from Algorithm 1'
 start.
 
 Each task draws its data as ``paper1_defaults`` does
-(:func:`attnlib.experiments.ablations.defaults_data`: problem, n samples from
+(:func:`attnbook.experiments.ablations.defaults_data`: problem, n samples from
 ``default_rng(seed)``), computes the certified minimizer of the spectral start's basin
 (:func:`attnlib.reference.reference_minimizer`) and the Hessian of Q_hat restricted to the
 orbit tangent there (:func:`attnlib.orbit.restricted_hessian`, 45 eigenvalues for d = 10).
@@ -54,7 +54,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .. import algorithm, analysis, attention, orbit, population, reference
+from attnlib import algorithm, analysis, attention, orbit, population, reference
 from . import TaskGrid, leading_block, register_grid
 from ._tasks import stack_tasks
 from .ablations import defaults_data
@@ -258,8 +258,8 @@ LBFGS_REPLAYED_RECORDS = 80
 
 def recorded_prefix(stored: Mapping[str, np.ndarray], prefix: Mapping[str, np.ndarray]
                     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """An ``align`` for :func:`attnlib.experiments.replay`: the stored leading block
-    (:func:`attnlib.experiments.leading_block`), compared only where the prefix recorded a
+    """An ``align`` for :func:`attnbook.experiments.replay`: the stored leading block
+    (:func:`attnbook.experiments.leading_block`), compared only where the prefix recorded a
     value (its runs stop at a smaller budget, NaN after), and for L-BFGS only its first
     ``LBFGS_REPLAYED_RECORDS`` records (NaN in both after)."""
     cut, new = leading_block(stored, prefix)

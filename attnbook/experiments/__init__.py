@@ -5,8 +5,8 @@ Every long run in the book follows the pattern "stored run, replayed prefix" (bo
 * a configuration is a function registered under a name with :func:`register`; called with
   ``full=True`` it runs the whole experiment, with ``full=False`` only the first stretch, and it
   returns a dict of numpy arrays (its history);
-* ``python -m attnlib.experiments NAME`` runs the full configuration and saves its history
-  in ``attnlib/experiments/stored/NAME.npz`` (see :func:`save`);
+* ``python -m attnbook.experiments NAME`` runs the full configuration and saves its history
+  in ``attnbook/experiments/stored/NAME.npz`` (see :func:`save`);
 * a chapter calls :func:`replay`, which loads the stored run (checked against its manifest),
   reruns the prefix live and checks it against the start of the stored run
   (:func:`assert_prefix_matches`), so a stale or hand-edited result fails the tests; the
@@ -14,9 +14,9 @@ Every long run in the book follows the pattern "stored run, replayed prefix" (bo
 
 An experiment made of independent seeded tasks (one per seed or grid point) is registered
 with :func:`register_grid` as a :class:`TaskGrid` (its tasks, one pure task function, and how
-to assemble the results): ``python -m attnlib.experiments NAME --workers K`` then runs its
+to assemble the results): ``python -m attnbook.experiments NAME --workers K`` then runs its
 tasks on K local Dask worker processes and ``--scheduler ADDRESS`` on an existing Dask
-cluster, with results identical to the serial run task by task (``attnlib/experiments/_tasks.py``).
+cluster, with results identical to the serial run task by task (``attnbook/experiments/_tasks.py``).
 Any other registered experiment runs there as a single task.
 
 Stored files are written atomically (a temporary file in ``stored/``, flushed and fsynced, then
@@ -29,7 +29,7 @@ one) is refused. The manifests are also kept apart from the files, in the tracke
 ``stored/manifests.json``: a file whose own manifest differs from
 that copy (values edited and the manifest recomputed inside the file) is refused too, and so is
 a file the copy does not list; each array's ``.npy`` header is read and compared with the
-manifest before its entries are decompressed. ``python -m attnlib.experiments --add-manifest
+manifest before its entries are decompressed. ``python -m attnbook.experiments --add-manifest
 [NAME ...]`` writes the manifest of stored files (in the file and in the tracked copy) from
 their current contents, without rerunning anything: without names, of every stored file that
 has no hashed manifest; with names, of those files (a deliberate edit, blessed; the change to
@@ -42,7 +42,7 @@ discovered automatically, so adding a module needs no edit here. A submodule is 
 stored runs it writes (``paper1_prompts`` writes ``paper1_prompts_*``, ``darcy_runs`` the
 ``darcy_*`` runs, ``bridge_runs`` the ``bridge_*`` runs) and never after a module of
 ``attnlib``, so a chapter imports both (``from attnlib import prompts`` and
-``from attnlib.experiments import paper1_prompts``) without an alias; ``tests/test_experiments.py``
+``from attnbook.experiments import paper1_prompts``) without an alias; ``tests/test_experiments.py``
 fails on a clash and on a chapter that imports an attnlib module under an alias.
 """
 
@@ -65,7 +65,7 @@ from typing import Callable, Iterable, Mapping, NamedTuple
 
 import numpy as np
 
-from .._validation import check_int, check_positive
+from attnlib._validation import check_int, check_positive
 from ._tasks import TaskGrid, one_task, run_grid
 
 __all__ = [
@@ -95,7 +95,7 @@ def register(name: str, *, settings: object) -> Callable[[Experiment], Experimen
     its fields. The decorated function returns ``fn``'s history with its ``config`` entry,
     ``settings_config(settings, full=full)`` (:func:`settings_config`; ``fn`` does not write
     one), so a replayed prefix records the full run's settings and ``full = false``. The first
-    line of the function's docstring is shown by ``python -m attnlib.experiments``.
+    line of the function's docstring is shown by ``python -m attnbook.experiments``.
     """
 
     check_name(name)
@@ -391,14 +391,14 @@ def _existing(name: str) -> Path:
     path = _path(name)
     if not path.exists():
         raise FileNotFoundError(f"no stored run {path}; create it with "
-                                f"`python -m attnlib.experiments {name}`")
+                                f"`python -m attnbook.experiments {name}`")
     return path
 
 
 def _regenerate(name: str) -> str:
-    return (f"rerun `python -m attnlib.experiments {name}`, or, if its contents are known to "
+    return (f"rerun `python -m attnbook.experiments {name}`, or, if its contents are known to "
             f"be right, write a manifest from them with "
-            f"`python -m attnlib.experiments --add-manifest {name}`")
+            f"`python -m attnbook.experiments --add-manifest {name}`")
 
 
 def _checked_manifest(path: Path, text: str) -> dict[str, dict[str, object]]:
@@ -563,7 +563,7 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict[str, object
                 arrays[key] = stored[key]
     except (zipfile.BadZipFile, EOFError, OSError) as exc:
         raise ValueError(f"stored run {path} is not a readable npz file ({exc}); delete it "
-                         f"and rerun `python -m attnlib.experiments {name}`") from exc
+                         f"and rerun `python -m attnbook.experiments {name}`") from exc
     return arrays, listed
 
 
@@ -611,7 +611,7 @@ def load(name: str, *, expect: Iterable[str] = ()) -> dict[str, np.ndarray]:
     missing = [key for key in expect if key not in arrays]
     if missing:
         raise ValueError(f"stored run {path} has no key {missing[0]!r} (missing: {missing})"
-                         f"; rerun `python -m attnlib.experiments {name}`")
+                         f"; rerun `python -m attnbook.experiments {name}`")
     return arrays
 
 
@@ -624,7 +624,7 @@ def _read_unchecked(path: Path, *, match_older: bool) -> dict[str, np.ndarray]:
             arrays = {key: stored[key] for key in stored.files}
     except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
         raise ValueError(f"stored run {path} is not a readable npz file ({exc}); delete it "
-                         f"and rerun `python -m attnlib.experiments {path.stem}`") from exc
+                         f"and rerun `python -m attnbook.experiments {path.stem}`") from exc
     if MANIFEST_KEY in arrays and not match_older:
         arrays.pop(MANIFEST_KEY)
     elif MANIFEST_KEY in arrays:
@@ -638,7 +638,7 @@ def _read_unchecked(path: Path, *, match_older: bool) -> dict[str, np.ndarray]:
             return arrays                       # a malformed manifest is replaced
         if older != actual:
             raise ValueError(f"stored run {path} does not match its own manifest (keys, shapes "
-                             f"or dtypes); rerun `python -m attnlib.experiments {path.stem}`")
+                             f"or dtypes); rerun `python -m attnbook.experiments {path.stem}`")
     return arrays
 
 
@@ -676,13 +676,17 @@ def stored_names() -> list[str]:
     return sorted(name for name in registry() if _path(name).exists())
 
 
-def benchmark_path(name: str) -> Path:
-    """Where ``benchmarks/bench_NAME.py`` stores its results: ``stored/benchmark_NAME.json``.
+#: Where the benchmarks (``benchmarks/bench_NAME.py``) write their results by default.
+BENCHMARK_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
-    The results ship as package data, so a notebook that shows them runs from any directory.
-    ``name`` must be a plain identifier (:func:`check_name`).
+
+def benchmark_path(name: str) -> Path:
+    """Where ``benchmarks/bench_NAME.py`` stores its results by default:
+    ``benchmarks/results/benchmark_NAME.json`` in the book's repository (a benchmark's
+    ``--output PATH`` writes elsewhere). ``name`` must be a plain identifier
+    (:func:`check_name`).
     """
-    return STORED_DIR / f"benchmark_{check_name(name)}.json"
+    return BENCHMARK_DIR / f"benchmark_{check_name(name)}.json"
 
 
 def load_benchmark(name: str) -> dict:
@@ -849,7 +853,7 @@ class ReplayCheck:
                 f"{worst.key!r}: max abs deviation {worst.abs_deviation:.3g}, "
                 f"{worst.used:.3g} times its tolerance (rtol {worst.rtol:.0e}, atol "
                 f"{worst.atol:.0e}). To regenerate the stored run on this machine: "
-                f"python -m attnlib.experiments {self.name}")
+                f"python -m attnbook.experiments {self.name}")
 
     def __str__(self) -> str:
         if not self.passed:

@@ -40,7 +40,7 @@ import numpy as np
 from scipy import optimize
 
 from .. import verdicts
-from .._validation import as_matrix, check_positive_entries
+from attnlib._validation import as_matrix, check_positive_entries
 
 __all__ = ["CLAIMS", "LOG_MAX", "POWER_MIN", "MIN_RANGE", "MIN_POINTS", "CHI2_MAX", "FIRST_RULE",
            "growth_exponent", "fixed_temperature", "annealed", "log_time_as_stated",

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 
-from attnlib.plotting import PIXEL_RATIO, _png_size, figure_png
+from attnbook.plotting import PIXEL_RATIO, _png_size, figure_png
 
 __all__ = ["Frame", "FrameSlider", "frame_slider"]
 

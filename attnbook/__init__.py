@@ -1,0 +1,23 @@
+"""attnbook: the machinery of the book *How softmax attention trains*, standing on ``attnlib``.
+
+``attnlib`` holds the papers' algorithms; this package holds how the book computes, stores,
+replays, judges and draws them. Import the submodules directly, e.g.
+``from attnbook import experiments``:
+
+``experiments``
+    named, seeded runs, their stored histories and replays (``python -m attnbook.experiments
+    NAME`` reruns one; the distributed runner needs the ``distributed`` extra);
+``verdicts``
+    verdicts computed from measured numbers, with their thresholds;
+``claims``
+    each chapter's verdict rules, one module per chapter;
+``plotting``, ``tables``, ``slider``
+    the book's figure style, result tables as HTML and aligned text, and interactive figures
+    that work without a kernel (the live control needs ipywidgets);
+``report``
+    what a Reproduction report page shares with its chapter.
+
+Nothing in ``attnlib`` imports this package.
+"""
+
+__version__ = "0.2.0"
