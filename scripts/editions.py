@@ -61,11 +61,14 @@ import yaml  # noqa: E402  (after the switch to .venv, which has it)
 
 EDITIONS = ("student", "instructor")
 PROBLEM_SETS = ROOT / "notebooks" / "problem_sets"
-# What the student notebooks and problem sets need besides attnlib's own dependencies, and what
-# the autograder needs (both get attnlib as a wheel and pins from constraints.txt).
-STUDENT_PACKAGES = ("matplotlib", "sympy", "mpmath", "ipywidgets", "ipykernel", "otter-grader",
-                    "jupyterlab", "jupyterlab-myst")
-GRADER_PACKAGES = ("otter-grader", "ipykernel")
+# What the student notebooks and problem sets need (the book's package attnbook, which stands on
+# attnlib with all its extras), and what the autograder needs (attnlib with its extras); both
+# get the book's packages as wheels and every other package pinned from constraints.txt.
+STUDENT_PACKAGES = ("attnbook", "ipywidgets", "ipykernel", "otter-grader", "jupyterlab",
+                    "jupyterlab-myst")
+GRADER_PACKAGES = ("attnlib[all]", "otter-grader", "ipykernel")
+#: The book's own packages, installed from wheels beside the requirements file.
+OWN_PACKAGES = ("attnlib", "attnbook")
 LICENSES = ("LICENSE", "LICENSE-TEXT.md")
 # An opening fence of three or more backticks or colons with the Solution admonition; the
 # block ends at the next line holding only the same fence (CommonMark/MyST fenced directive).
@@ -156,7 +159,8 @@ def constraint_pins() -> dict[str, str]:
 
 
 def pinned_requirements(roots: tuple[str, ...]) -> list[str]:
-    """``name==version`` for attnlib's dependencies, ``roots`` and everything they need.
+    """``name==version`` for ``roots`` and everything they need (the book's own packages,
+    installed from their wheels, are left out).
 
     The dependency graph is read from the installed packages' metadata (markers evaluated for
     this platform and the requested extras); every version comes from constraints.txt, and a
@@ -168,8 +172,6 @@ def pinned_requirements(roots: tuple[str, ...]) -> list[str]:
 
     pins = constraint_pins()
     wanted = [Requirement(root) for root in roots]
-    wanted += [Requirement(r) for r in metadata.requires("attnlib") or []
-               if Requirement(r).marker is None]
     seen: set[tuple[str, frozenset[str]]] = set()
     names: set[str] = set()
     while wanted:
@@ -186,6 +188,7 @@ def pinned_requirements(roots: tuple[str, ...]) -> list[str]:
             if marker is None or any(marker.evaluate({"extra": extra})
                                      for extra in ("", *requirement.extras)):
                 wanted.append(dependency)
+    names -= set(OWN_PACKAGES)
     missing = sorted(names - set(pins))
     if missing:
         raise ValueError(f"constraints.txt pins no version of {', '.join(missing)}")
@@ -193,11 +196,13 @@ def pinned_requirements(roots: tuple[str, ...]) -> list[str]:
 
 
 def write_requirements(path: Path, roots: tuple[str, ...], *, wheel_dir: str) -> Path:
-    """A requirements file: attnlib from the wheel in ``wheel_dir`` (relative to the file) and
+    """A requirements file: the book's own packages that ``roots`` name (attnbook brings
+    attnlib) from the wheels in ``wheel_dir`` (relative to the file) and
     :func:`pinned_requirements` of ``roots``."""
-    version = metadata_version("attnlib")
-    lines = ["# attnlib from the wheel beside this file; every other package pinned",
-             f"--find-links {wheel_dir}", f"attnlib=={version}", *pinned_requirements(roots)]
+    own = ["attnlib", *(["attnbook"] if "attnbook" in roots else [])]
+    lines = [f"# {' and '.join(own)} from the wheels beside this file; every other package pinned",
+             f"--find-links {wheel_dir}",
+             *(f"{name}=={metadata_version(name)}" for name in own), *pinned_requirements(roots)]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -208,20 +213,27 @@ def metadata_version(package: str) -> str:
     return metadata.version(package)
 
 
-def build_wheel(dest: Path) -> Path:
-    """Build the attnlib wheel from a copy of the package sources (the repository is untouched)."""
+def build_wheel(dest: Path, package: str = "attnlib") -> Path:
+    """Build the wheel of ``package`` (``attnlib``, from ``attnlib/pyproject.toml``, or
+    ``attnbook``, from the root ``pyproject.toml``) from a copy of its sources (the repository
+    is untouched)."""
+    if package not in OWN_PACKAGES:
+        raise ValueError(f"package must be one of {OWN_PACKAGES}, got {package!r}")
     dest.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
     with tempfile.TemporaryDirectory() as scratch:
         source = Path(scratch) / "src"
-        source.mkdir()
-        for name in ("pyproject.toml", "README.md"):
-            shutil.copy(ROOT / name, source / name)
-        shutil.copytree(ROOT / "attnlib", source / "attnlib",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        if package == "attnlib":
+            shutil.copytree(ROOT / "attnlib", source, ignore=ignore)
+        else:
+            source.mkdir()
+            for name in ("pyproject.toml", "README.md"):
+                shutil.copy(ROOT / name, source / name)
+            shutil.copytree(ROOT / "attnbook", source / "attnbook", ignore=ignore)
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
                         "--no-build-isolation", "--disable-pip-version-check",
                         "--wheel-dir", str(dest), str(source)], check=True)
-    return next(dest.glob("attnlib-*.whl"))
+    return next(dest.glob(f"{package}-*.whl"))
 
 
 def _stage_master(master: Path, stage: Path, wheel: Path) -> Path:
@@ -376,12 +388,14 @@ def student_bundle(out: Path) -> Path:
     write_notebooks("student", bundle)
     assign_problem_sets("student", bundle, run_tests=False)
     wheel = build_wheel(bundle)
+    book_wheel = build_wheel(bundle, "attnbook")
     write_requirements(bundle / "requirements.txt", STUDENT_PACKAGES, wheel_dir=".")
     for name in LICENSES:
         shutil.copy(ROOT / name, bundle / name)
     (bundle / "README.md").write_text(BUNDLE_README)
     print(f"student bundle: {len(chapter_notebooks())} notebooks, "
-          f"{len(list((bundle / 'problem_sets').glob('*/*.ipynb')))} problem sets, {wheel.name} "
+          f"{len(list((bundle / 'problem_sets').glob('*/*.ipynb')))} problem sets, {wheel.name}, "
+          f"{book_wheel.name} "
           f"-> {bundle}")
     return bundle
 
