@@ -210,7 +210,9 @@ class Adam:
                      scale(-check_positive("eta", eta)))
 
 
-Regularizer = Literal["balancing", "normalized"]
+#: The form of Part I's balancing regularizer R_hat (Part II's regularizers are the class
+#: :class:`attnlib.regularizers.Regularizer`).
+BalancingForm = Literal["balancing", "normalized"]
 
 
 def _check_regularizer(regularizer: object) -> str:
@@ -238,7 +240,7 @@ class Method:
     batch_size: int | None = None
     tau: float | None = None
     init_scale: float = 0.3
-    regularizer: Regularizer = "balancing"
+    regularizer: BalancingForm = "balancing"
 
     def __post_init__(self) -> None:
         if self.init not in ("spectral", "random"):
@@ -332,7 +334,7 @@ class DataLoss:
                              "query rows of the empirical loss)")
         return population_loss_and_grad(A, B, self.Sigma_hat, self.M_hat)
 
-    def objective(self, lam: float, *, regularizer: Regularizer = "balancing"
+    def objective(self, lam: float, *, regularizer: BalancingForm = "balancing"
                   ) -> Callable[..., tuple[float, float, np.ndarray, np.ndarray]]:
         """``(A, B[, rows]) -> (Q_hat, loss, dQ/dA, dQ/dB)`` with ``Q_hat = loss + R_hat``
         (``regularizer``: the balancing R_hat or its ``"normalized"`` form,
@@ -354,7 +356,7 @@ class DataLoss:
 
         return value_and_grad
 
-    def reference_objective(self, lam: float, *, regularizer: Regularizer = "balancing"
+    def reference_objective(self, lam: float, *, regularizer: BalancingForm = "balancing"
                             ) -> Callable[[np.ndarray, np.ndarray],
                                           tuple[float, np.ndarray, np.ndarray]]:
         """``(A, B) -> (Q_hat, dQ/dA, dQ/dB)``, the form :mod:`attnlib.reference` minimizes."""

@@ -211,8 +211,10 @@ def _tiny_experiment(full: bool = True, progress: bool = False) -> dict[str, np.
 
 @pytest.fixture()
 def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temporary store and a registry copy holding one tiny experiment."""
+    """A temporary store (stored runs and benchmark results) and a registry copy holding one
+    tiny experiment."""
     monkeypatch.setattr(experiments, "STORED_DIR", tmp_path)
+    monkeypatch.setattr(experiments, "BENCHMARK_DIR", tmp_path)
     registry = {**experiments.registry(), "fuzz_tiny": (_tiny_experiment, "tiny")}
     monkeypatch.setattr(experiments, "_REGISTRY", registry)
     return tmp_path

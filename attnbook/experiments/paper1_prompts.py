@@ -127,7 +127,7 @@ def _prompt_minimizer(task: RegressionProblem, n: int, rng: np.random.Generator,
                       prompts_count: int, gtol: float,
                       mask: attention.Mask = BIAS_SETTINGS.mask,
                       lam: float = BIAS_SETTINGS.lam,
-                      regularizer: algorithm.Regularizer = "balancing"
+                      regularizer: algorithm.BalancingForm = "balancing"
                       ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """Certified minimizer (gradient tolerance ``gtol``) of the prompt-averaged
     ``L_hat + lam R_hat`` (``regularizer``, ``mask``) on ``prompts_count`` whitened prompts of n
