@@ -34,7 +34,7 @@ returned in float64).
 
 Threads: when there are several blocks, ``workers`` threads (the calling thread and
 ``workers - 1`` pool threads; default: up to 2, the number of cores; at most
-:data:`MAX_WORKERS`; one below ``attnlib._threads.PARALLEL_BYTES`` of work) process them
+``MAX_WORKERS`` = 256; one below ``attnlib._threads.PARALLEL_BYTES`` of work) process them
 concurrently, numpy releasing the GIL in ``exp`` and in BLAS. The products
 here have an inner dimension of only d, too skinny for a multithreaded BLAS to pay, and a
 threaded BLAS inside threaded blocks oversubscribes the cores; so every block runs with a
