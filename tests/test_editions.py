@@ -153,10 +153,11 @@ def test_bundle_holds_only_what_students_get(bundle) -> None:
     expected = {"README.md", "requirements.txt", *editions.LICENSES,
                 *(f"notebooks/{path.name}" for path in SOURCES),
                 *(f"problem_sets/{m.stem}/{m.name}" for m in MASTERS)}
-    wheels = [name for name in files if re.fullmatch(r"attnlib-[\w.]+-py3-none-any\.whl", name)]
+    wheels = [name for name in files
+              if re.fullmatch(r"(attnlib|attnbook)-[\w.]+-py3-none-any\.whl", name)]
     public_checks = [name for name in files
                      if re.fullmatch(r"problem_sets/ps\w+/tests/q\w+\.py", name)]
-    assert len(wheels) == 1 and public_checks
+    assert len(wheels) == 2 and public_checks
     assert set(files) == expected | set(wheels) | set(public_checks), (
         sorted(set(files) ^ (expected | set(wheels) | set(public_checks))))
 
@@ -165,10 +166,11 @@ def _bundle_texts(bundle: Path) -> dict[str, str]:
     """Every text in the bundle: its files and the members of the wheel."""
     texts = {str(p.relative_to(bundle)): p.read_text() for p in bundle.rglob("*")
              if p.is_file() and p.suffix != ".whl"}
-    with zipfile.ZipFile(next(bundle.glob("*.whl"))) as wheel:
-        for name in wheel.namelist():
-            if not name.endswith((".npz", ".pyc")):
-                texts[f"wheel:{name}"] = wheel.read(name).decode()
+    for path in sorted(bundle.glob("*.whl")):
+        with zipfile.ZipFile(path) as wheel:
+            for name in wheel.namelist():
+                if not name.endswith((".npz", ".pyc")):
+                    texts[f"wheel:{name}"] = wheel.read(name).decode()
     return texts
 
 
@@ -264,7 +266,7 @@ def _import_statements(notebooks: list[Path]) -> list[str]:
 
 
 def test_bundle_runs_in_a_fresh_venv(bundle, tmp_path) -> None:
-    bin_dir = venv(bundle / "requirements.txt", next(bundle.glob("attnlib-*.whl")))
+    bin_dir = venv(bundle / "requirements.txt", *sorted(bundle.glob("*.whl")))
     python = str(bin_dir / "python")
     # nothing from the repository or the development environment (no PYTHONPATH)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "OMP_NUM_THREADS": "1",
