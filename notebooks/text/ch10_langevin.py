@@ -70,6 +70,7 @@ import numpy as np
 
 from attnlib import langevin
 from attnbook import experiments
+from attnbook.chapters.ch10 import MODELS, run_names, shared_temperatures
 from attnbook.claims import ch10
 from attnbook.experiments import part2
 from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, SERIES, figure, legend_below,
@@ -77,7 +78,6 @@ from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, SERIES, figure, legend_b
 from attnbook.tables import result_table
 
 use_book_style()
-MODELS = ("attention", "lora")
 TITLES = {"attention": r"attention in $(W_Q, W_K)$", "lora": r"LoRA in $(U, V)$"}
 BLOCKS = {"attention": (r"$\|W_Q\|_F$", r"$\|W_K\|_F$"), "lora": (r"$\|U\|_F$", r"$\|V\|_F$")}
 
@@ -104,12 +104,12 @@ BLOCKS = {"attention": (r"$\|W_Q\|_F$", r"$\|W_K\|_F$"), "lora": (r"$\|U\|_F$", 
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 stored = {}
-for name in [f"langevin_{kind}_{model}" for kind in ("temperatures", "norms") for model in MODELS]:
+for name in run_names():        # langevin_{temperatures, norms}_{attention, lora}
     stored[name], replay, check = experiments.replay(name, rtol=1e-9, atol=1e-12)
     print(f"{len(stored[name]['times'])} records to t = {stored[name]['times'][-1]:.0f}; "
           f"replayed the first {len(replay['times'])}.\n{check}")
 config = experiments.config(stored["langevin_temperatures_attention"])
-temperatures = config["temperatures"]
+temperatures = shared_temperatures(stored)     # both models share them
 print("temperatures:", temperatures, "| chains:", config["chains"], "| step:", config["step"])
 
 # %% [markdown]

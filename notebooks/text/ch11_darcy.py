@@ -82,6 +82,7 @@ import matplotlib.pyplot as plt
 
 from attnlib import darcy, vit
 from attnbook import experiments
+from attnbook.chapters.ch11 import PHASE2_RUNS, phase2_summaries, strong_lambda
 from attnbook.claims import ch11
 from attnbook.experiments import darcy_runs
 from attnbook.plotting import SERIES, figure, legend_below, use_book_style
@@ -326,10 +327,8 @@ print(f"for comparison, the ViT's test relative L2 error after Phase 1: {final['
 # See {numref}`fig-ch11-norms`.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
-RUNS = {"adam": "darcy_phase2_adam", "sgd": "darcy_phase2_sgd", "noisy": "darcy_phase2_noisy",
-        "noisy, strong": "darcy_phase2_noisy_strong"}
 stored2 = {}
-for label, name in RUNS.items():
+for label, name in PHASE2_RUNS.items():
     stored2[label], _, check = experiments.replay(
         name, prefix=darcy_runs.phase2_run(name, task, weights, full=False), rtol=1e-3,
         align=experiments.leading_block)                 # the first seed of every regime
@@ -342,8 +341,9 @@ print(f"smallest balanced norm on the Phase-1 orbit, sqrt(||W_Q W_K^T||_*) = "
       f"{darcy_runs.orbit_min_norm(weights['W_Q'], weights['W_K']):.2f}")
 
 # %%
-summaries = {label: darcy_runs.summarize_phase2(stored2[label], last=20) for label in RUNS}
-table_rows = [(label, regime, m) for label in RUNS for regime, m in summaries[label].items()]
+summaries = phase2_summaries(stored2)      # per run and regime: seed means, last 20 epochs
+table_rows = [(label, regime, m) for label in PHASE2_RUNS
+              for regime, m in summaries[label].items()]
 display(result_table(["run", "regime", "rel. L2 (+- SE)", "test loss, last 20 (+- SE)"],
                      [[label, regime, f"{m['rel_l2']:.2%} +- {m['rel_l2_sem']:.2%}",
                        f"{m['test_loss']:.3e} +- {m['test_loss_sem']:.1e}"]
@@ -359,7 +359,7 @@ result_table(["run", "regime", "gap: start -> last 20 (+- SE)"],
 # %% mystnb={"figure": {"caption": "Phase 2: Frobenius norms of $W_Q$ (solid) and $W_K$ (dashed) against epochs for each seed, under the three regularization regimes, in the four Phase-2 runs.", "name": "fig-ch11-norms"}, "image": {"alt": "Four panels in a two by two grid, one per Phase-2 run, of weight norms against epoch; one colour per regime, solid for W_Q and dashed for W_K."}} tags=["hide-input"]
 COLOURS = {regime: SERIES[regime]["color"] for regime in darcy_runs.REGIMES}
 fig, axes = figure(2, 2, sharey=True, height=5.4)
-for ax, label in zip(axes.flat, RUNS):
+for ax, label in zip(axes.flat, PHASE2_RUNS):
     for regime in darcy_runs.REGIMES:
         wq = darcy_runs.seed_series(stored2[label], regime, "norm_WQ")
         wk = darcy_runs.seed_series(stored2[label], regime, "norm_WK")
@@ -383,7 +383,7 @@ plt.show()
 
 # %% mystnb={"figure": {"caption": "Phase 2 under the three regimes, one row per run: train (solid) and test (dashed) loss, seed means (left), and the generalization gap (right) against epochs.", "name": "fig-ch11-phase2"}, "image": {"alt": "Four rows of two panels: left, train and test loss against epoch for the none, log and power regimes; right, the gap between them."}} tags=["hide-input"]
 fig, axes = figure(4, 2, layout="constrained", height=8.4)
-for col, label in enumerate(RUNS):
+for col, label in enumerate(PHASE2_RUNS):
     for regime in darcy_runs.REGIMES:
         train = darcy_runs.seed_series(stored2[label], regime, "train_loss").mean(axis=0)
         test = darcy_runs.seed_series(stored2[label], regime, "test_loss").mean(axis=0)
@@ -408,16 +408,16 @@ plt.show()
 fig, (ax1, ax2) = figure(1, 2, height=3.2)
 width = 0.25
 for k, regime in enumerate(darcy_runs.REGIMES):
-    positions = np.arange(len(RUNS)) + (k - 1) * width
-    rmse = [summaries[label][regime]["rmse"] for label in RUNS]
-    rel = [summaries[label][regime]["rel_l2"] for label in RUNS]
-    rel_std = [summaries[label][regime]["rel_l2_sem"] for label in RUNS]
+    positions = np.arange(len(PHASE2_RUNS)) + (k - 1) * width
+    rmse = [summaries[label][regime]["rmse"] for label in PHASE2_RUNS]
+    rel = [summaries[label][regime]["rel_l2"] for label in PHASE2_RUNS]
+    rel_std = [summaries[label][regime]["rel_l2_sem"] for label in PHASE2_RUNS]
     ax1.bar(positions, rmse, width, color=COLOURS[regime], label=regime)
     ax2.bar(positions, rel, width, yerr=rel_std, color=COLOURS[regime], label=regime)
 ax1.axhline(final["test_rmse"], color="k", lw=1, ls=":", label="end of Phase 1")
 ax2.axhline(final["test_rel_l2"], color="k", lw=1, ls=":", label="end of Phase 1")
 for ax, name in ((ax1, "test RMSE"), (ax2, "test relative $L^2$ error")):
-    ax.set_xticks(np.arange(len(RUNS)), list(RUNS))
+    ax.set_xticks(np.arange(len(PHASE2_RUNS)), list(PHASE2_RUNS))
     ax.set_xlabel("Phase-2 run")
     ax.set_ylabel(name)
 ax1.legend()
@@ -426,7 +426,7 @@ plt.show()
 # %%
 s_noisy = setup.noise_std**2 / setup.sgd_lr
 entries = setup.width * setup.key_dim
-strong_lam = experiments.config(stored2["noisy, strong"])["lam"]
+strong_lam = strong_lambda(stored2)
 for lam in (setup.lam, strong_lam):
     for regime in ("log", "power"):
         regularizer = darcy_runs.regularizer_for(regime, dataclasses.replace(setup, lam=lam))

@@ -65,6 +65,9 @@ import numpy as np
 
 from attnlib import langevin, population, potentials
 from attnbook import experiments
+from attnbook.chapters.ch12 import (D_IN, DIM, P, SIGMA, base_temperature, certified_minima,
+                                    chain_means, iterations_to_target_gap,
+                                    iterations_to_targets, kappa_target_gap)
 from attnbook.claims import ch12
 from attnbook.experiments import bridge_runs
 from attnbook.plotting import OKABE_ITO, figure, legend_below, plot_series, use_book_style
@@ -76,11 +79,10 @@ side = experiments.load("bridge_side_by_side")      # python -m attnbook.experim
 sweep = experiments.load("bridge_kappa")            # python -m attnbook.experiments bridge_kappa
 floors = experiments.load("bridge_floors")          # python -m attnbook.experiments bridge_floors
 config = experiments.config(side)
-P, D_IN, N, SIGMA = 20, 10, config["n"], 0.1
-DIM = P * D_IN + D_IN ** 2
+N = config["n"]
 METHODS = list(config["methods"])
 floor_ols = population.ols_excess_risk(N, D_IN, P, SIGMA)
-s0 = bridge_runs.base_temperature(N, P, D_IN, SIGMA)
+s0 = base_temperature(N)
 print(f"D = p d + d^2 = {DIM} parameters")
 print(f"OLS excess risk p sigma^2 d / (2 (n - d - 1)) = "
       f"{floor_ols:.3g} at n = {N}")
@@ -267,19 +269,15 @@ for i, name in enumerate(names):
     print(f"  from {name:18s}: Q_hat* = {side['ref_value'][i]:.6f}, excess risk "
           f"{side['ref_excess_risk'][i]:.4f}, Hessian eigenvalues {side['ref_min_eigenvalue'][i]:.1e}"
           f" .. {side['ref_max_eigenvalue'][i]:.3f}")
-ends = np.isfinite(side["end_min_value"])
-values = np.concatenate([side["ref_value"], side["end_min_value"][ends]])
-risks = np.concatenate([side["ref_excess_risk"], side["end_min_excess_risk"][ends]])
-lowest = np.concatenate([side["ref_min_eigenvalue"], side["end_min_min_eigenvalue"][ends]])
-origin = names + [f"final iterate of {METHODS[k]} (chain {c})" for k, c in zip(*np.nonzero(ends))]
-best = int(np.argmin(values))
-q_star, r_star = float(values[best]), float(risks[best])
-print(f"polishing the {ends.sum()} final iterates of the next section adds {ends.sum()} more "
-      f"minima, Q_hat from {side['end_min_value'][ends].min():.6f} to "
-      f"{side['end_min_value'][ends].max():.6f}; smallest Hessian eigenvalue over all "
-      f"{values.size}: {lowest.min():.1e}")
-print(f"lowest certified minimum: Q_hat* = {q_star:.6f}, reached from the {origin[best]}, "
-      f"excess risk R* = {r_star:.4f}, smallest Hessian eigenvalue {lowest[best]:.1e}")
+minima = certified_minima(side)          # the reference starts first, then the polished ends
+polished = minima.values[len(names):]
+best = minima.lowest
+q_star, r_star = minima.q_star, minima.r_star
+print(f"polishing the {polished.size} final iterates of the next section adds {polished.size} more "
+      f"minima, Q_hat from {polished.min():.6f} to {polished.max():.6f}; smallest Hessian "
+      f"eigenvalue over all {minima.values.size}: {minima.min_eigenvalues.min():.1e}")
+print(f"lowest certified minimum: Q_hat* = {q_star:.6f}, reached from the {minima.origins[best]}, "
+      f"excess risk R* = {r_star:.4f}, smallest Hessian eigenvalue {minima.min_eigenvalues[best]:.1e}")
 print(f"the spectral basin lies {side['ref_value'][0] - q_star:.2e} above it; the mild term "
       f"moves the basin minimizer's Q_hat by {float(side['mild_shift']):.1e}")
 
@@ -308,14 +306,8 @@ print(f"the spectral basin lies {side['ref_value'][0] - q_star:.2e} above it; th
 
 # %%
 iteration = side["iteration"]
-gap = side["objective"] - q_star                       # (methods, chains, records)
-chains = np.sum(np.isfinite(side["objective"][:, :, 0]), axis=1)
-mean_gap = np.nanmean(gap, axis=1)
-mean_risk = np.nanmean(side["excess_risk"], axis=1)
-reach_a = np.array([langevin.hitting_times(iteration, mean_risk[k], [1.1 * r_star])[0]
-                    for k in range(len(METHODS))])
-reach_b = np.array([langevin.hitting_times(iteration, mean_gap[k], [1e-3 * mean_gap[k, 0]])[0]
-                    for k in range(len(METHODS))])
+chains, mean_gap, mean_risk = chain_means(side, q_star)     # per method, over its chains
+reach_a, reach_b = iterations_to_targets(iteration, mean_gap, mean_risk, r_star)
 cap = int(iteration[-1])
 
 
@@ -425,26 +417,18 @@ plt.show()
 kappas = sweep["kappas"]
 kappa_config = experiments.config(sweep)
 kappa_methods = list(kappa_config["methods"])
-s_small = bridge_runs.base_temperature(kappa_config["n"], P, D_IN, SIGMA)
-target = 2 * s_small * DIM / 4
-k_iter = sweep["iteration"]
-k_cap = int(k_iter[-1])
-times = np.full((len(kappas), len(kappa_methods)), np.inf)
+s_small = base_temperature(kappa_config["n"])
+target = kappa_target_gap(kappa_config["n"])
+k_cap = int(sweep["iteration"][-1])
+times = iterations_to_target_gap(sweep)      # (kappas, methods): NaN not reached, inf diverged
 print(f"n = {kappa_config['n']}: s_0 = {s_small:.3g}, target gap 2 s_0 D / 4 = {target:.3g}")
-kappa_cells = np.empty((len(kappas), len(kappa_methods)), dtype=object)
 
 # %%
-for i, kappa in enumerate(kappas):
-    row = []
-    for j, name in enumerate(kappa_methods):
-        diverged = np.nansum(sweep["diverged"][i, j])
-        if diverged:
-            row.append(f"diverged ({int(diverged)})")
-            continue
-        curve = np.nanmean(sweep["objective"][i, j], axis=0) - sweep["basin_value"][i]
-        times[i, j] = langevin.hitting_times(k_iter, np.maximum(curve, 0.0), [target])[0]
-        row.append(f"{times[i, j]:.0f}" if np.isfinite(times[i, j]) else f"> {k_cap}")
-    kappa_cells[i] = row
+kappa_cells = np.empty((len(kappas), len(kappa_methods)), dtype=object)
+for i, j in np.ndindex(kappa_cells.shape):
+    diverged = np.nansum(sweep["diverged"][i, j])
+    kappa_cells[i, j] = (f"diverged ({int(diverged)})" if diverged else
+                         f"{times[i, j]:.0f}" if np.isfinite(times[i, j]) else f"> {k_cap}")
 print("iterations to the target gap, methods against kappa:")
 result_table(["method"] + [f"kappa {kappa:.0f}" for kappa in kappas],
              [[name, *kappa_cells[:, j]] for j, name in enumerate(kappa_methods)])
@@ -541,7 +525,7 @@ s_quiet = 0.1 * floors["basin_excess_risk"] / slope
 for i, n in enumerate(n_values):
     print(f"n = {n}: excess-risk offset / s = {slope[i]:.0f} (at s = {temps[-1]:.0e})")
     print(f"  offset = 10% of R*(n) at s = {s_quiet[i]:.1e} (linear in s); s_0(n) = "
-          f"{bridge_runs.base_temperature(int(n), P, D_IN, SIGMA):.1e}")
+          f"{base_temperature(int(n)):.1e}")
 
 # %% mystnb={"figure": {"caption": "Left: Gibbs-mean offset of the objective against the temperature for three sample sizes (dots: measured, dotted: quadratic model at the same iterations, black: sD/4). Right: offset of the excess risk, with 10% of the statistical floor dashed.", "name": "fig-ch12-floors"}, "image": {"alt": "Two log-log panels against temperature: left, measured objective offsets close to the dotted model lines and below the sD/4 line; right, excess-risk offsets rising with s and crossing the dashed 10%-of-floor lines."}} tags=["hide-input"]
 fig, axes_ = figure(1, 2)

@@ -15,13 +15,19 @@
 # %% [markdown]
 # # Checks for Chapter 10: Langevin training of attention and LoRA
 #
-# This page of the Reproduction report checks what {doc}`Chapter 10 <ch10_langevin>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 10 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 10 <ch10_langevin>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch10` on the stored runs, so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnbook.report import rerun_chapter
+import numpy as np
 
-cells = rerun_chapter("ch10_langevin", globals())
-print(f"reran the {cells} code cells of Chapter 10")
+from attnlib import langevin
+from attnbook import experiments
+from attnbook.chapters.ch10 import MODELS, shared_temperatures, temperature_runs
+from attnbook.claims import ch10
+from attnbook.experiments import part2
+
+stored = temperature_runs()          # the chapter's runs langevin_temperatures_<model>, by name
+temperatures = shared_temperatures(stored)
 
 # %% [markdown]
 # ## Theorem 3.3 as stated: three readings

@@ -15,13 +15,15 @@
 # %% [markdown]
 # # Checks for Chapter 11: Darcy flow with a one-attention-layer ViT
 #
-# This page of the Reproduction report checks what {doc}`Chapter 11 <ch11_darcy>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 11 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 11 <ch11_darcy>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch11` on the stored runs, so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnbook.report import rerun_chapter
+from attnbook.chapters.ch11 import phase2_runs, phase2_summaries, strong_lambda
+from attnbook.claims import ch11
 
-cells = rerun_chapter("ch11_darcy", globals())
-print(f"reran the {cells} code cells of Chapter 11")
+stored2 = phase2_runs()              # the chapter's four stored Phase-2 runs, by label
+summaries = phase2_summaries(stored2)
+strong_lam = strong_lambda(stored2)
 
 # %% [markdown]
 # ## The four findings, one by one

@@ -15,13 +15,31 @@
 # %% [markdown]
 # # Checks for Chapter 12: Both papers on one problem
 #
-# This page of the Reproduction report checks what {doc}`Chapter 12 <ch12_bridge>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 12 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 12 <ch12_bridge>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch12` on the stored runs, so the objects the chapter built are here.
 
 # %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnbook.report import rerun_chapter
+import numpy as np
 
-cells = rerun_chapter("ch12_bridge", globals())
-print(f"reran the {cells} code cells of Chapter 12")
+from attnbook import experiments
+from attnbook.chapters.ch12 import (DIM, base_temperature, certified_minima, chain_means,
+                                    iterations_to_target_gap, iterations_to_targets)
+from attnbook.claims import ch12
+from attnbook.tables import result_table
+
+side = experiments.load("bridge_side_by_side")      # the chapter's stored runs
+sweep = experiments.load("bridge_kappa")
+config = experiments.config(side)
+METHODS = list(config["methods"])
+s0 = base_temperature(config["n"])
+minima = certified_minima(side)
+q_star = minima.q_star
+chains, mean_gap, mean_risk = chain_means(side, q_star)
+reach_a, reach_b = iterations_to_targets(side["iteration"], mean_gap, mean_risk, minima.r_star)
+cap = int(side["iteration"][-1])
+kappas = sweep["kappas"]
+kappa_methods = list(experiments.config(sweep)["methods"])
+k_cap = int(sweep["iteration"][-1])
+times = iterations_to_target_gap(sweep)
 
 # %% [markdown]
 # ## The sources' claims on this problem

@@ -1,0 +1,47 @@
+"""attnbook.chapters.ch10: the run names, the stored temperature runs and their temperatures that
+Chapter 10 and its Reproduction report page share."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from attnbook.chapters import ch10
+from attnbook.experiments import part2
+
+
+def test_run_names_cover_both_experiments_on_both_models_kind_by_kind():
+    assert ch10.run_names() == ["langevin_temperatures_attention", "langevin_temperatures_lora",
+                                "langevin_norms_attention", "langevin_norms_lora"]
+    assert ch10.run_names(("norms",), ("lora",)) == ["langevin_norms_lora"]
+    with pytest.raises(ValueError, match="kind"):
+        ch10.run_name("constants", "lora")
+    with pytest.raises(ValueError, match="model"):
+        ch10.run_name("temperatures", "vit")
+
+
+def test_temperature_runs_hold_the_gibbs_means_above_the_minimum_at_the_shared_temperatures():
+    runs = ch10.temperature_runs()
+    assert list(runs) == ["langevin_temperatures_attention", "langevin_temperatures_lora"]
+    temperatures = ch10.shared_temperatures(runs)
+    assert temperatures == list(part2.TEMPERATURES["lora"].temperatures) == [0.02, 0.05, 0.2]
+    for run in runs.values():
+        assert run["loss_mean"].shape == (run["times"].size, len(temperatures))
+        excess = run["tail_mean"] - float(run["f_star"])
+        # the Gibbs mean F_s lies above f*, by more at a higher temperature
+        assert np.all(excess > 0) and np.all(np.diff(excess) > 0)
+
+
+def _run_with_temperatures(temperatures: list[float]) -> dict[str, np.ndarray]:
+    return {"config": np.array(json.dumps({"temperatures": temperatures}))}
+
+
+def test_shared_temperatures_refuses_runs_that_do_not_share_them():
+    runs = {"langevin_temperatures_attention": _run_with_temperatures([0.02, 0.05]),
+            "langevin_temperatures_lora": _run_with_temperatures([0.02, 0.05])}
+    assert ch10.shared_temperatures(runs) == [0.02, 0.05]
+    runs["langevin_temperatures_lora"] = _run_with_temperatures([0.02, 0.1])
+    with pytest.raises(ValueError, match="differ"):
+        ch10.shared_temperatures(runs)
