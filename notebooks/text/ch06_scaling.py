@@ -86,15 +86,15 @@ import numpy as np
 import matplotlib.pyplot as plt
 from matplotlib.colors import LogNorm
 
-from attnlib import fitting, geometry, population
+from attnlib import fitting, geometry
 from attnbook import experiments
+from attnbook.chapters import ch06
 from attnbook.claims import ch06 as judge
 from attnbook.experiments import ablations, scaling
 from attnbook.plotting import METHOD_COLOURS, OKABE_ITO, figure, legend_below, use_book_style
 from attnbook.tables import result_table
 
 use_book_style()
-SEED_BOOT = 6                      # generator of the seed bootstraps below
 # small n, first seeds, few iterations, live; the OLS excess risks are 0 at sigma = 0 up to round-off
 stored, replayed, check = experiments.replay(
     "scaling", align=experiments.leading_block,
@@ -120,39 +120,32 @@ print(f"d = {d}, p = {p}, cond(Sigma) = {config['kappa']:g}, noise levels "
 # and a bootstrap over seeds.
 
 # %%
-rng_boot = np.random.default_rng(SEED_BOOT)
-final = stored["finite_excess_risk"][..., -1]            # (noise, n, seed) at the last iteration
-start = stored["finite_excess_risk"][..., 0]             # spectral init = closed-form minimizer
-ols_fit = stored["finite_ols_excess_risk"]
-deployed = stored["finite_test_risk_final"]
+rng_boot = np.random.default_rng(ch06.SEED_BOOT)       # draws every seed bootstrap below
+# (noise, n, seed): at the last iteration, at m = 0 (spectral init = closed-form minimizer),
+# the deployed test risk, the OLS fit on the same data
+final, start, deployed, ols_fit = ch06.sample_size_risks(stored)
 
 
-def report(label, values, x=n_values):
-    fit = fitting.fit_power_law(x, values, rng=rng_boot, n_boot=2000)
+def show(label, fit):
     print(f"  {label:32s} slope {fit.exponent:+.2f} +- {fit.stderr:.2f}, "
           f"95% CI [{fit.ci[0]:+.2f}, {fit.ci[1]:+.2f}]")
-    return fit
 
 
 # %%
-fits = {}
+fits = ch06.sample_size_fits(stored, rng_boot)     # log(excess risk) on log n, all seeds
 for i, sigma in enumerate(noise_levels):
     print(f"sigma = {sigma:g} (CI: bootstrap over seeds):")
-    fits[sigma, "alg1"] = report(f"Algorithm 1, finite n, m = {config['iterations']}", final[i])
-    fits[sigma, "init"] = report("spectral init (m = 0)", start[i])
-    fits[sigma, "deployed"] = report("deployed test risk, m = "
-                                     f"{config['iterations']}", deployed[i])
+    show(f"Algorithm 1, finite n, m = {config['iterations']}", fits[sigma, "alg1"])
+    show("spectral init (m = 0)", fits[sigma, "init"])
+    show(f"deployed test risk, m = {config['iterations']}", fits[sigma, "deployed"])
     if sigma > 0:
-        fits[sigma, "ols"] = report("OLS fit on the same data", ols_fit[i])
+        show("OLS fit on the same data", fits[sigma, "ols"])
     else:
         print(f"  OLS fit: largest excess risk {ols_fit[i].max():.1e} (M_hat = M up to rounding)")
 
 # %%
-for i, sigma in enumerate(noise_levels):
-    if sigma == 0:
-        continue                                   # OLS is exact without noise
-    formula = np.array([population.ols_excess_risk(int(n), d, p, sigma) for n in n_values])
-    alg1_over_ols = np.median(final[i], axis=1) / formula
+for sigma, alg1_over_ols in ch06.alg1_over_ols(stored).items():   # sigma > 0 (OLS is exact at 0)
+    formula = ch06.ols_formula(n_values, d=d, p=p, noise_std=sigma)
     print(f"sigma = {sigma:g}: Algorithm 1 / OLS formula (median):\n  "
           + ", ".join(f"n={n}: {r:.1f}" for n, r in zip(n_values, alg1_over_ols)))
     print(f"  {'OLS formula p s^2 d / (2(n-d-1))':32s} local slope over this range "
@@ -173,7 +166,7 @@ for ax, (i, sigma) in zip(axes, enumerate(noise_levels)):
         ax.plot(np.repeat(n_values, ols_fit.shape[2]), ols_fit[i].ravel(), "x",
                 color=METHOD_COLOURS["ols"], alpha=0.5, label="OLS fit, same data")
         grid = np.geomspace(n_values[0], n_values[-1], 100)
-        ax.plot(grid, [population.ols_excess_risk(int(n), d, p, sigma) for n in grid], "k--",
+        ax.plot(grid, ch06.ols_formula(grid, d=d, p=p, noise_std=sigma), "k--",
                 label=r"OLS exact: $p\sigma^2 d / (2(n-d-1))$")
     ax.set(xscale="log", yscale="log", xlabel="sample size $n$",
            title=f"$\\sigma = {sigma:g}$" + ("" if sigma > 0 else " (OLS error is 0)"))
@@ -225,11 +218,11 @@ display(result_table(["sigma", "median", "smallest", "largest"], sweep_rows))
 # %%
 closed_n = stored["closed_n_values"]
 closed = stored["closed_spectral_excess_risk"]
+closed_fits = ch06.closed_form_fits(stored, rng_boot)
 for i, sigma in enumerate(noise_levels):
     print(f"sigma = {sigma:g}, closed-form minimizer, n = {closed_n[0]} ... {closed_n[-1]}:")
-    fits[sigma, "closed"] = report("spectral init on S_hat", closed[i], x=closed_n)
-    late = closed_n >= 1600
-    report("same, n >= 1600 only", closed[i][late], x=closed_n[late])
+    show("spectral init on S_hat", closed_fits[sigma, "closed"])
+    show(f"same, n >= {ch06.LATE_N} only", closed_fits[sigma, "late"])
     ratio = np.median(closed[i][-1]) * closed_n[-1]
     print(f"  n x median excess risk at n = {closed_n[-1]}: {ratio:.3g}")
 
@@ -240,7 +233,7 @@ for i, (sigma, colour) in enumerate(zip(noise_levels, (OKABE_ITO["blue"], OKABE_
             alpha=0.25, ms=3)
     ax.plot(closed_n, np.median(closed[i], axis=1), "-o", color=colour,
             label=f"closed-form minimizer, $\\sigma = {sigma:g}$")
-ols_line = [population.ols_excess_risk(int(n), d, p, noise_levels[0]) for n in closed_n]
+ols_line = ch06.ols_formula(closed_n, d=d, p=p, noise_std=noise_levels[0])
 ax.plot(closed_n, ols_line, "k--", label=f"OLS exact, $\\sigma = {noise_levels[0]:g}$")
 reference = closed_n.astype(float) ** -2 * np.log(closed_n) ** 6
 ax.plot(closed_n, reference * ols_line[-1] / reference[-1], ":", color="grey",
@@ -330,9 +323,7 @@ for n in (50, 400, 1600, 51200, 10**6, 10**9):
 # 1000 iterations of a run that never gets there.
 
 # %%
-kx, ks = stored["rate_kappa_x"], stored["rate_kappa_sigma"]
-pre = stored["rate_precondition"].astype(bool)
-measured, predicted = stored["rate_mu_measured"], stored["rate_mu_predicted"]
+kx, ks, pre, measured, predicted = ch06.rate_runs(stored)
 print(f"step eta = {stored['rate_step'][0]:.4f} in every run (the rule; same start in (U, V))")
 print("kappa_X kappa_Sigma precond  iterations  mu measured      mu predicted  1 - mu")
 for r in range(kx.size):
@@ -473,13 +464,11 @@ curvature, replay_curvature, check = experiments.replay(   # rtol 1e-7: the exce
     "paper1_curvature_vs_n", align=experiments.leading_block, rtol=1e-7,  # by 3e-9 on other CPUs
     absolute={"hessian": 1e-8})
 print(f"replayed n = {replay_curvature['n_values'][0]}, seed 0 live.\n{check}")
-n_curv = curvature["n_values"]
+n_curv, eta_curv = curvature["n_values"], curvature["step"]
 hessian = curvature["hessian"]                      # (n, seed, eigenvalue), ascending
-n_slow = d * (d - 1) // 2
-h_min = hessian[..., 0]
-slow_mean = np.exp(np.mean(np.log(hessian[..., :n_slow]), axis=-1))
-eta_curv = curvature["step"]
-iterations_1e3 = np.log(1e3) / -np.log((1 - eta_curv * h_min) ** 2)
+n_slow = ch06.orbit_dimension(d)                   # d(d-1)/2, the rotations along S
+h_min, slow_mean = ch06.slowest_curvatures(hessian, n_slow)
+iterations_1e3 = ch06.iterations_to_shrink(eta_curv, h_min, factor=1e3)
 print(" n      h_min (seeds)         geo. mean of 45 slowest   next eigenvalue   h_max   "
       "condition   eta      iterations for 1e3 (slowest mode)")
 for i, n in enumerate(n_curv):

@@ -64,8 +64,9 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import NullFormatter
 import sympy as sp
 
-from attnlib import algorithm, analysis, attention, data, fitting, orbit, population
+from attnlib import algorithm, attention, data, fitting, orbit, population
 from attnbook import experiments
+from attnbook.chapters import ch06, ch06b
 from attnbook.claims import ch06b as judge
 from attnbook.experiments import finite_sample
 from attnbook.plotting import NEUTRAL_GREY, OKABE_ITO, figure, legend_below, use_book_style
@@ -336,9 +337,8 @@ plt.show()
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 hessian = spectra["hessian"]                      # (noise, n, seed, 300), ascending
 noise_levels, n_spec = spectra["noise_levels"], spectra["n_values"]
-n_slow = 45
-smallest = hessian[..., 0]
-geometric = np.exp(np.log(hessian[..., :n_slow]).mean(-1))
+n_slow = ch06b.N_SLOW                             # d(d-1)/2 = 45, the orbit's dimension
+smallest, geometric = ch06.slowest_curvatures(hessian, n_slow)
 print(f"every Hessian eigenvalue positive (a strict local minimum): "
       f"{bool(np.all(hessian > 0))}; 46th eigenvalue between {hessian[..., n_slow].min():.3f} and "
       f"{hessian[..., n_slow].max():.3f}, largest up to {hessian[..., -1].max():.2f}")
@@ -501,21 +501,10 @@ print(f"[derived]   {tilt_verdict}")
 
 # %%
 values, spent = stored["values"], stored["evaluations"]      # (n, seed, method, record)
-lowest = np.minimum(stored["basin_value"], np.nanmin(values, axis=(-2, -1)))
-LEVELS = (1e-3, 1e-6, 1e-9)
-
-
-def evaluations_to(level, reference):
-    """Evaluations (n, seed, method) to a gap of ``level`` times the initial gap above
-    ``reference`` (n, seed); inf where it is not reached within the budget."""
-    initial_gap = stored["initial_value"] - reference
-    first = analysis.iterations_to_threshold(
-        (values - reference[..., None, None]) / initial_gap[..., None, None], level)
-    index = np.where(np.isfinite(first), first, 0).astype(int)[..., None]
-    return np.where(np.isfinite(first), np.take_along_axis(spent, index, axis=-1)[..., 0], np.inf)
-
-
-counts = {level: evaluations_to(level, lowest) for level in LEVELS}
+lowest = ch06b.lowest_known_minimum(stored)                  # (n, seed)
+# per relative gap in ch06b.LEVELS: the evaluations (n, seed, method) to a gap of that times
+# the initial gap above the lowest known minimum; inf where not reached within the budget
+counts = ch06b.evaluation_counts(stored, lowest)
 
 # %%
 below_basin = lowest < stored["basin_value"] - 1e-12 * np.abs(stored["basin_value"])
@@ -524,8 +513,8 @@ print(f"data sets where a method found a minimum below the reference route's: "
 print(f"runs (of {below_basin.size}) reaching a relative gap of 1e-3 / 1e-6 / 1e-9,\n"
       "and the fewest to most evaluations to 1e-9:")
 for j, method in enumerate(methods):
-    reached = [np.isfinite(counts[t][..., j]) for t in LEVELS]
-    to_last = counts[LEVELS[-1]][..., j][reached[-1]]
+    reached = [np.isfinite(counts[t][..., j]) for t in ch06b.LEVELS]
+    to_last = counts[ch06b.LEVELS[-1]][..., j][reached[-1]]
     spread = f"{int(to_last.min())} to {int(to_last.max())}" if to_last.size else "-"
     print(f"  {method:15s} {' / '.join(str(int(r.sum())) for r in reached):12s} {spread}")
 
@@ -576,8 +565,7 @@ plt.show()
 alg1_risk = stored["alg1_excess_risk"]                          # (n, seed, iteration)
 basin_risk, ols_risk = stored["basin_excess_risk"], stored["ols_excess_risk"]
 ends = stored["final_excess_risk"]
-within = np.abs(alg1_risk - basin_risk[..., None]) <= 0.1 * basin_risk[..., None]
-stops = [int(np.argmax(w)) if w.any() else None for w in within.reshape(-1, within.shape[-1])]
+stops = ch06b.early_stops(alg1_risk, basin_risk)     # per (n, seed): first m within 10%, or None
 never = [k for k, stop in enumerate(stops) if stop is None]
 below = np.all(alg1_risk < basin_risk[..., None], axis=-1).ravel()
 print(f"early stop at iteration 0 (the spectral start is already within 10%):\n"

@@ -15,13 +15,35 @@
 # %% [markdown]
 # # Checks for Chapter 6: Scaling laws
 #
-# This page of the Reproduction report checks what {doc}`Chapter 6 <ch06_scaling>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 6 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 6 <ch06_scaling>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch06` on the chapter's stored runs (loaded by name), so the objects the chapter built are here.
 
-# %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnbook.report import rerun_chapter
+# %% mystnb={"code_prompt_show": "The chapter's objects: show {type}"} tags=["hide-input"]
+# %matplotlib inline
+import numpy as np
+import matplotlib.pyplot as plt
 
-cells = rerun_chapter("ch06_scaling", globals())
-print(f"reran the {cells} code cells of Chapter 6")
+from attnlib import fitting, geometry, population
+from attnbook import experiments
+from attnbook.chapters import ch06
+from attnbook.claims import ch06 as judge
+from attnbook.experiments import scaling
+from attnbook.plotting import METHOD_COLOURS, OKABE_ITO, figure, use_book_style
+
+use_book_style()
+stored = experiments.load("scaling")                    # the chapter's stored run, by name
+config = experiments.config(stored)
+noise_levels, n_values = stored["noise_levels"], stored["n_values"]
+d, p = config["d"], config["p"]
+final, _, _, ols_fit = ch06.sample_size_risks(stored)   # (noise, n, seed)
+fits = ch06.sample_size_fits(stored, np.random.default_rng(ch06.SEED_BOOT))
+alg1_over_ols = ch06.alg1_over_ols(stored)[noise_levels[0]]     # sigma = 0.1, per n
+closed_n, closed = stored["closed_n_values"], stored["closed_spectral_excess_risk"]
+kx, ks, pre, measured, predicted = ch06.rate_runs(stored)
+dimension = scaling.dimension_rates()                   # live, as in the chapter
+curvature = experiments.load("paper1_curvature_vs_n")
+n_curv = curvature["n_values"]
+h_min, _ = ch06.slowest_curvatures(curvature["hessian"], ch06.orbit_dimension(d))
+iterations_1e3 = ch06.iterations_to_shrink(curvature["step"], h_min, factor=1e3)
 
 # %% [markdown]
 # ## A second reconstruction: many prompts of context length n
@@ -635,7 +657,7 @@ for i, s in enumerate(int(s) for s in defaults["seeds"]):
 
 # %%
 from attnbook.verdicts import verdict_table
-late = closed_n >= 1600
+late = closed_n >= ch06.LATE_N
 slope_late = {sigma: fitting.fit_power_law(closed_n[late], closed[i][late]).exponent
               for i, sigma in enumerate(noise_levels)}
 bound_slope = -2 + 6 / np.log(closed_n[-1])

@@ -15,13 +15,34 @@
 # %% [markdown]
 # # Checks for Chapter 6b: Why the finite sample slows Algorithm 1 down
 #
-# This page of the Reproduction report checks what {doc}`Chapter 6b <ch06b_finite_sample>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 6b (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 6b <ch06b_finite_sample>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch06b` on the chapter's stored runs (loaded by name), so the objects the chapter built are here.
 
-# %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnbook.report import rerun_chapter
+# %% mystnb={"code_prompt_show": "The chapter's objects: show {type}"} tags=["hide-input"]
+# %matplotlib inline
+import numpy as np
+import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter
 
-cells = rerun_chapter("ch06b_finite_sample", globals())
-print(f"reran the {cells} code cells of Chapter 6b")
+from attnlib import fitting
+from attnbook import experiments
+from attnbook.chapters import ch06, ch06b
+from attnbook.claims import ch06b as judge
+from attnbook.plotting import OKABE_ITO, figure, legend_below, use_book_style
+from attnbook.tables import result_table
+
+use_book_style()
+stored = experiments.load("finite_sample_methods")     # the chapter's stored runs, by name
+spectra = experiments.load("finite_sample_spectra")
+config = experiments.config(stored)
+n_values, seeds, methods = stored["n_values"], stored["seeds"], config["methods"]
+values = stored["values"]                                # (n, seed, method, record)
+lowest = ch06b.lowest_known_minimum(stored)
+counts = ch06b.evaluation_counts(stored, lowest)
+alg1_risk = stored["alg1_excess_risk"]                   # (n, seed, iteration)
+basin_risk, ols_risk = stored["basin_excess_risk"], stored["ols_excess_risk"]
+ends = stored["final_excess_risk"]
+stops = ch06b.early_stops(alg1_risk, basin_risk)
+smallest, _ = ch06.slowest_curvatures(spectra["hessian"], ch06b.N_SLOW)   # (noise, n, seed)
 
 # %% [markdown]
 # ## The five methods, run by run
@@ -40,7 +61,7 @@ evaluation_rows = []
 for j, method in enumerate(methods):
     for i, n in enumerate(n_values):
         per_seed = [" / ".join("-" if np.isinf(counts[t][i, s, j]) else
-                            f"{int(counts[t][i, s, j])}" for t in LEVELS)
+                            f"{int(counts[t][i, s, j])}" for t in ch06b.LEVELS)
                  for s in range(seeds.size)]
         evaluation_rows.append([method if i == 0 else "", int(n), *per_seed,
                                 " | ".join(f"{v:.1f}" for v in stored["seconds"][i, :, j])])
@@ -124,9 +145,9 @@ def growth(six):
 print("against the lowest known minimum (the rule fixed before the runs):")
 primary = judge.n_free_method(*growth(counts[1e-6]))
 print("against the minimum of the spectral start's basin (the reference route's) [choice]:")
-six_basin = evaluations_to(1e-6, stored["basin_value"])
+six_basin = ch06b.evaluations_to(stored, 1e-6, stored["basin_value"])
 secondary = judge.n_free_method(*growth(six_basin))
-predicted_alg1 = np.log(1e6) / -np.log((1 - stored["step"] * smallest[0]) ** 2)
+predicted_alg1 = ch06.iterations_to_shrink(stored["step"], smallest[0], factor=1e6)
 fit = fitting.fit_power_law(n_values, predicted_alg1)
 print(f"Algorithm 1, predicted from h_min: {' / '.join(f'{v:.2g}' for v in predicted_alg1.mean(1))} "
       f"iterations; ~ n^({fit.exponent:+.2f} +- {fit.stderr:.2f}) [derived, not judged]")
