@@ -158,18 +158,17 @@ import matplotlib.pyplot as plt
 
 from attnlib import algorithm, analysis, geometry, population
 from attnbook import experiments
-from attnbook.experiments import ablations, part1
+from attnbook.chapters import ch04      # this chapter's computations; its report calls them too
+from attnbook.chapters.ch04 import INIT_SEED, SEEDS   # paper1_defaults' seeds and random starts
+from attnbook.experiments import part1
 from attnbook.plotting import METHOD_COLOURS, OKABE_ITO, figure, legend_below, use_book_style
 from attnbook.tables import result_table
 from IPython.display import display
 
 use_book_style()
-SEEDS = (0, 1, 2)        # the seeds of paper1_defaults: problem and data from default_rng(s)
-INIT_SEED = 100          # random starts from default_rng(100 + s), as in paper1_defaults
-problem, (X, Y), _ = ablations.defaults_data(0)
-Sigma_hat, M_hat = population.empirical_moments(X, Y)
-S = geometry.minimizer_manifold(problem.Sigma, problem.M)     # true manifold of minima
-S_hat = geometry.minimizer_manifold(Sigma_hat, M_hat)         # empirical manifold
+# seed 0 of paper1_defaults: the problem, the samples, their moments, the true manifold of minima
+# S and the empirical one S_hat
+problem, X, Y, Sigma_hat, M_hat, S, S_hat = ch04.seed_data(0)
 print(f"d = {problem.d}, p = {problem.p}, n = {X.shape[0]}, cond(Sigma) = "
       f"{np.linalg.cond(problem.Sigma):.3g}, L* = {problem.L_star:.3g},\n"
       f"balanced scale sqrt(trace Gamma_hat) = {S_hat.balanced_scale:.3g}")
@@ -342,29 +341,20 @@ plt.show()
 # $\lVert U\rVert_F = \lVert V\rVert_F = \sqrt{\operatorname{tr} D}$.
 
 # %%
-initial, start_rows = {}, []
-for seed in SEEDS:
-    prob, (x, y), _ = ablations.defaults_data(seed)
-    sh, mh = population.empirical_moments(x, y)
-    s_true, s_emp = (geometry.minimizer_manifold(*m) for m in ((prob.Sigma, prob.M), (sh, mh)))
-    starts = {"spectral": algorithm.spectral_init(sh, mh),
-              "random": algorithm.random_init(prob.d, prob.p,
-                                              rng=np.random.default_rng(INIT_SEED + seed))}
-    for name, (a, b) in starts.items():
-        loss = population.population_loss(a, b, prob.Sigma, prob.M, noise_std=prob.noise_std)
-        initial[seed, name] = (s_true.distance(a, b), loss, loss - prob.L_star)
-        dist_hat = s_emp.distance(a, b)   # the spectral start is on S_hat: only rounding is left
-        start_rows.append((seed, name, s_true.distance(a, b), experiments.format_deviation(dist_hat)
-                           if name == "spectral" else f"{dist_hat:.2g}", loss,
-                           loss - prob.L_star, s_true.balanced_scale))
+initial = ch04.start_measures(SEEDS)     # (seed, "spectral" or "random") -> measures at k = 0
+start_rows = [(seed, name, m.distance,
+               # the spectral start is on S_hat: only rounding is left
+               experiments.format_deviation(m.distance_hat) if name == "spectral"
+               else f"{m.distance_hat:.2g}", m.loss, m.excess, m.balanced_scale)
+              for (seed, name), m in initial.items()]
 
 # %%
 display(result_table(["seed", "start", "dist_P(S)", "dist_P(S_hat)", "loss L", "excess L - L*",
                       "sqrt(tr D)"], start_rows))
 for seed in SEEDS:
-    (_, loss_s, excess_s), (_, loss_r, excess_r) = initial[seed, "spectral"], initial[seed, "random"]
-    print(f"seed {seed}: random / spectral = {loss_r / loss_s:.3g} in loss, "
-          f"{excess_r / excess_s:.3g} in excess risk")
+    spectral, random = initial[seed, "spectral"], initial[seed, "random"]
+    print(f"seed {seed}: random / spectral = {random.loss / spectral.loss:.3g} in loss, "
+          f"{random.excess / spectral.excess:.3g} in excess risk")
 
 # %% [markdown]
 # The spectral start lies on $\hat S$ to rounding error and at $P$-distance about 0.2 from the
@@ -401,21 +391,15 @@ for seed in SEEDS:
 # $\kappa$ from 1 to 1000 on the empirical loss.
 
 # %%
-ITER_COND = 300
-prob_ill, (x_ill, y_ill), _ = ablations.defaults_data(0, kappa=1000.0)
-runs_cond = {}
-for precondition in (True, False):
-    runs_cond[precondition] = algorithm.train(
-        algorithm.closed_form_loss(*population.empirical_moments(x_ill, y_ill)),
-        algorithm.Method(init="random", precondition=precondition, lam=1.0),
-        iterations=ITER_COND, problem=prob_ill, rng=np.random.default_rng(INIT_SEED))
+prob_ill, x_ill, y_ill = ch04.ill_conditioned_data()         # seed 0, kappa(Sigma) = 1000
+runs_cond = ch04.conditioning_runs(prob_ill, x_ill, y_ill)   # {precondition: run}, same start
 print(f"cond(Sigma) = {np.linalg.cond(prob_ill.Sigma):.3g}, "
       f"cond(Sigma_hat) = {np.linalg.cond(x_ill.T @ x_ill):.3g}")
 cond_rows = [(str(precondition), result.step,
               *(result.history["excess_risk"][k] for k in (0, 10, 100, -1)),
               result.history["dist_P_hat"][-1]) for precondition, result in runs_cond.items()]
-result_table(["precondition", "step", "risk at 0", "10", "100", f"{ITER_COND}",
-              f"dist_P(S_hat) at {ITER_COND}"], cond_rows)
+result_table(["precondition", "step", "risk at 0", "10", "100", f"{ch04.ITER_COND}",
+              f"dist_P(S_hat) at {ch04.ITER_COND}"], cond_rows)
 
 # %% mystnb={"figure": {"caption": "Preconditioning at $\\kappa(\\Sigma) = 1000$ from the same random start: excess risk (left) and P-distance to the empirical minima (right) against iterations.", "name": "fig-ch04-precondition"}, "image": {"alt": "Two log-log panels against iteration: the preconditioned run (solid) falls quickly in excess risk and distance, the unpreconditioned run (dashed) stays high."}} tags=["hide-input"]
 fig, axes = figure(1, 2, height=3.0)
@@ -464,8 +448,7 @@ plt.show()
 #    whether the iterates drift along the orbit.
 
 # %%
-K = np.diag(np.geomspace(3.0, 1.0 / 3.0, problem.d))
-A_unbal, B_unbal = S_hat.unfactor(S_hat.U_star @ K, S_hat.V_star @ np.linalg.inv(K))
+A_unbal, B_unbal = ch04.unbalanced_minimizer(S_hat)    # (U* K, V* K^-1), K = diag(3, ..., 1/3)
 gap, scale = analysis.balance(A_unbal, B_unbal, Sigma_hat)
 excess_unbal = population.population_loss(A_unbal, B_unbal, Sigma_hat, M_hat)   # = L_hat - L_hat*
 print(f"unbalanced start: imbalance {gap:.3g}, ||V||_F {scale:.3g}, "
@@ -482,15 +465,12 @@ for name, (u, v) in {"on S_hat": (S_hat.U_star, S_hat.V_star),
 # %%
 display(result_table(["Hessian (lam = 0)", "largest", "smallest nonzero", "ratio", "zero eigs"],
                      hessian_rows))
-ITER_UNBAL = 300
 for lam in (0.0, 1.0):
-    result = algorithm.train(algorithm.closed_form_loss(Sigma_hat, M_hat),
-                             algorithm.Method(lam=lam), init=(A_unbal, B_unbal),
-                             iterations=ITER_UNBAL)
+    result = ch04.unbalanced_run(Sigma_hat, M_hat, (A_unbal, B_unbal), lam=lam)   # closed form
     d_hat = result.history["dist_P_hat"]
-    print(f"lam = {lam:.0f}: step {result.step:.3g}, imbalance at {ITER_UNBAL}: "
+    print(f"lam = {lam:.0f}: step {result.step:.3g}, imbalance at {ch04.ITER_UNBAL}: "
           f"{analysis.balance(result.A, result.B, Sigma_hat)[0]:.3g},\n"
-          f"  dist_P(S_hat) at 0/100/{ITER_UNBAL}: "
+          f"  dist_P(S_hat) at 0/100/{ch04.ITER_UNBAL}: "
           f"{d_hat[0]:.3g} / {d_hat[100]:.3g} / {d_hat[-1]:.3g}")
 
 # %% [markdown]
@@ -566,16 +546,11 @@ plt.show()
 # the one that drops the smallest singular value.
 
 # %%
-keep = np.ones(problem.d, dtype=bool)
-keep[-1] = False
-u_saddle, v_saddle = S_hat.factor(*S_hat.balanced_svd_point(keep))
+u_saddle, v_saddle = ch04.mildest_saddle(S_hat)      # drops the smallest singular value
 print(f"smallest singular value of M_hat Sigma_hat^(1/2): {S_hat.singular_values[-1]:.3g}")
-saddle_gradient, saddle_rows = {}, []
+saddle_rows = []
 for lam in (0.0, 1.0):
-    _, grad_u, grad_v = population.factor_loss_and_grad(u_saddle, v_saddle, S_hat.Xstar)
-    _, reg_u, reg_v = population.factor_regularizer_and_grad(u_saddle, v_saddle, lam=lam)
-    grad = saddle_gradient[lam] = np.sqrt(np.sum((grad_u + reg_u) ** 2) + np.sum((grad_v + reg_v) ** 2))
-    eig = np.linalg.eigvalsh(geometry.factor_hessian(u_saddle, v_saddle, S_hat.Xstar, lam=lam))
+    grad, eig = ch04.saddle_curvature(u_saddle, v_saddle, S_hat.Xstar, lam=lam)
     saddle_rows.append((f"{lam:.0f}", experiments.format_deviation(grad), eig[0],
                         int(np.sum(eig < -1e-9))))
 result_table(["lam", "gradient norm", "smallest Hessian eig", "negative eigs"], saddle_rows)

@@ -70,12 +70,14 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from attnlib import algorithm, analysis, fitting, population
-from attnbook import experiments, verdicts
+from attnlib import analysis, fitting
+from attnbook import experiments
+from attnbook.chapters import ch05      # this chapter's computations; its report calls them too
+from attnbook.chapters.ch05 import CONVERGED, L_STAR, LABELS, METHODS
 from attnbook.claims import ch05 as judge
-from attnbook.experiments import ablations, optimum, part1
+from attnbook.experiments import ablations, part1
 from attnbook.plotting import (
-    METHOD_COLOURS, NEUTRAL_GREY, OKABE_ITO, figure, legend_below, plot_series, use_book_style)
+    METHOD_COLOURS, NEUTRAL_GREY, OKABE_ITO, figure, plot_series, use_book_style)
 from attnbook.slider import frame_slider
 from attnbook.tables import result_table
 
@@ -85,15 +87,10 @@ runs, replay, check = experiments.replay(      # python -m attnbook.experiments 
     "paper1_defaults", keys=part1.prefix_keys, absolute=part1.ROUND_OFF, rtol=1e-7,
     align=experiments.leading_block)                  # seed 0's first iterations
 config = experiments.describe("paper1_defaults")
-SEEDS = tuple(int(s) for s in runs["seeds"])          # problem/data from default_rng(s), s = 0, 1, 2
-METHODS = list(algorithm.METHODS)
-LABELS = {"algorithm1": "Algorithm 1", "random+precond+reg": "random + precond + reg",
-          "gd": "GD", "sgd": "SGD", "adam": "Adam"}
-L_STAR = part1.SETTINGS.p * part1.SETTINGS.noise_std ** 2 / 2
+SEEDS = ch05.seeds(runs)          # problem/data from default_rng(s), s = 0, 1, 2
 iteration = runs["iteration"]
 print(f"stored run: seeds {SEEDS}, {iteration[-1]} iterations")
 print(f"methods: {', '.join(METHODS)}")
-CONVERGED = judge.CONVERGED     # [choice] "converged": gap below 1e-3 of the initial gap
 print(f"L* = {L_STAR:.3g}; expected OLS excess risk p sigma^2 d / (2 (n - d - 1)) = "
       f"{float(runs['ols_formula']):.3g}")
 
@@ -244,21 +241,8 @@ result_table(["measure", "population", "closed form", "finite Q_hat"],
 # report lists the searches.
 
 # %%
-lowest = part1.lowest_known_minima()      # one table for chapters 5, 6 and 12
-best = {**{("Q", s): lowest[s]["value"] for s in SEEDS},
-        **{("L", s): runs["ref_L_value"][i].min() for i, s in enumerate(SEEDS)}}
-
-
-def stacked(key: str, method: str) -> np.ndarray:
-    # (seeds, iterations) array of one stored curve for one method
-    return runs[key][:, :, METHODS.index(method)]
-
-
-def gap(method: str) -> np.ndarray:
-    # optimization gap of each seed to the lowest known minimum of the method's objective
-    tag = part1.reference_tag(algorithm.METHODS[method])
-    return stacked("objective", method) - np.array([best[tag, s] for s in SEEDS])[:, None]
-
+# (objective, seed) -> the lowest known minimum Q_hat* that each method's gap is measured to
+best = ch05.lowest_minima(runs)
 
 # %% [markdown]
 # ### Observation 1: the initial gap
@@ -270,9 +254,8 @@ def gap(method: str) -> np.ndarray:
 # $\mathcal N(0, c^2/d)$) and the noise level $\sigma$.
 
 # %%
-e_spectral, e_random = (runs["excess_risk"][:, 0, METHODS.index(m)] for m in ("algorithm1", "sgd"))
-ratios = [((r + L_STAR) / (s + L_STAR), r / s) for s, r in zip(e_spectral, e_random)]  # per seed
-loss_ratio, excess_ratio = np.median(ratios, axis=0)
+# excess risks of the two starts; per seed (loss ratio, excess-risk ratio), and their medians
+e_spectral, e_random, ratios, loss_ratio, excess_ratio = ch05.start_comparison(runs)
 print(f"median loss ratio {loss_ratio:.3g} (log10 {np.log10(loss_ratio):.2f}); "
       f"excess-risk ratio {excess_ratio:.3g}")
 zero_noise = [ablations.start_excess_risks(s, noise_std=0.0) for s in SEEDS]
@@ -280,9 +263,9 @@ print("sigma = 0: spectral start " + " / ".join(f"{r['spectral']:.2g}" for r in 
       + ", ratio " + " / ".join(f"{r['random'] / r['spectral']:.3g}" for r in zero_noise))
 
 # %%
-INIT_SCALES = (0.3, 1.0, 2.0, float(np.sqrt(part1.SETTINGS.d)), 5.0)   # c; sqrt(d): unit variance
-NOISE_AXIS = (0.01, 0.03, 0.1)
-start_grid = ablations.start_claims_grid(INIT_SCALES, NOISE_AXIS)      # live: starting losses only
+from attnbook.chapters.ch05 import INIT_SCALES, NOISE_AXIS   # c (sqrt(d): unit variance), sigma
+
+start_grid = ablations.start_claims_grid(INIT_SCALES, NOISE_AXIS)   # live: starting losses only
 print("log10 loss ratio at c = " + " / ".join(f"{c:.3g}" for c in INIT_SCALES))
 for j, sigma in enumerate(NOISE_AXIS):
     print(f"  sigma = {sigma:<4g}: " + " / ".join(f"{v:.2f}" for v in start_grid["log10_ratio"][:, j])
@@ -325,7 +308,8 @@ plt.show()
 
 # %%
 ols_fit = np.median(runs["ols_fit_excess_risk"])
-alg1_gap, alg1_excess = gap("algorithm1"), stacked("excess_risk", "algorithm1")
+alg1_gap = ch05.gap(runs, best, "algorithm1")
+alg1_excess = ch05.stacked(runs, "excess_risk", "algorithm1")
 print(f"Algorithm 1 (medians): population loss / L* {1 + np.median(alg1_excess[:, 0]) / L_STAR:.3f}"
       f" at 0, {1 + np.median(alg1_excess[:, -1]) / L_STAR:.3f} at 2000")
 print(f"  gap {np.median(alg1_gap[:, 0]):.2e} at 0, {np.median(alg1_gap[:, -1]):.2e} at 2000")
@@ -335,7 +319,8 @@ print(f"OLS fit excess risk (median over seeds): {ols_fit:.3g}")
 # %% mystnb={"figure": {"caption": "The rerun experiment ($p = 20$, $d = 10$, $n = 500$): each method's optimization gap to the lowest known local minimum of its own objective (top) and the excess population risk (bottom) against iterations; lines are medians over three seeds, bands the range, the dashed line the least-squares fit's excess risk.", "name": "fig-ch05-headline"}, "image": {"alt": "Two log-log panels against iteration sharing the horizontal axis, one styled and marked line per method (Algorithm 1, random + precond + reg, GD, SGD, Adam) with shaded seed ranges; the bottom panel has a dashed OLS line."}} tags=["hide-input"]
 fig, axes = figure(2, 1, sharex=True, width=6.4, height=7.0)
 for k, method in enumerate(METHODS):
-    for ax, curves in zip(axes, (gap(method), stacked("excess_risk", method))):
+    for ax, curves in zip(axes, (ch05.gap(runs, best, method),
+                                 ch05.stacked(runs, "excess_risk", method))):
         summary = analysis.seed_summary(curves, lower=0.0, upper=1.0)
         plot_series(ax, iteration + 1, summary.median, method, label=LABELS[method], ms=4)
         ax.fill_between(iteration + 1, summary.lower, summary.upper, color=METHOD_COLOURS[method],
@@ -366,8 +351,9 @@ plt.show()
 # puts every method at iteration 2000 against both yardsticks, one dot per seed.
 
 # %%
-relative_loss = {m: stacked("excess_risk", m)[:, -1] / L_STAR for m in METHODS}  # (L - L*)/L*
-gap_ratio = {m: gap(m)[:, -1] / gap(m)[:, 0] for m in METHODS}
+relative_loss = {m: ch05.stacked(runs, "excess_risk", m)[:, -1] / L_STAR   # (L - L*)/L*
+                 for m in METHODS}
+gap_ratio = {m: ch05.gap(runs, best, m)[:, -1] / ch05.gap(runs, best, m)[:, 0] for m in METHODS}
 result_table(["method", "(L - L*)/L* (seeds 0, 1, 2)", "gap(2000)/gap(0)"],
              [[LABELS[m], " / ".join(f"{v:.3g}" for v in relative_loss[m]),
                " / ".join(f"{v:.2g}" for v in gap_ratio[m])] for m in METHODS])

@@ -15,13 +15,23 @@
 # %% [markdown]
 # # Checks for Chapter 4: Algorithm 1
 #
-# This page of the Reproduction report checks what {doc}`Chapter 4 <ch04_algorithm1>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 4 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 4 <ch04_algorithm1>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch04` (the chapter calls the same functions), so the objects the chapter built are here.
 
-# %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnbook.report import rerun_chapter
+# %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
+import numpy as np
 
-cells = rerun_chapter("ch04_algorithm1", globals())
-print(f"reran the {cells} code cells of Chapter 4")
+from attnlib import algorithm
+from attnbook import experiments
+from attnbook.chapters import ch04
+from attnbook.experiments import ablations
+
+seed0 = ch04.seed_data(0)                                   # the chapter's problem: seed 0
+Sigma_hat, M_hat, S_hat = seed0.Sigma_hat, seed0.M_hat, seed0.S_hat
+initial = ch04.start_measures()                             # "Spectral initialization"
+runs_cond = ch04.conditioning_runs(*ch04.ill_conditioned_data())   # "The preconditioner"
+A_unbal, B_unbal = ch04.unbalanced_minimizer(S_hat)         # "The regularizer"
+u_saddle, v_saddle = ch04.mildest_saddle(S_hat)             # "Saddles"
+small = experiments.load("ch4_small_n_renormalization")     # "Renormalization": the stored run
 
 # %% [markdown]
 # ## The sources' claims and what this chapter measured
@@ -50,9 +60,8 @@ print(f"reran the {cells} code cells of Chapter 4")
 from attnbook.verdicts import verdict_table
 from attnbook.claims import ch04 as judge
 
-regularized = algorithm.train(algorithm.closed_form_loss(Sigma_hat, M_hat),
-                              algorithm.Method(lam=1.0), init=(A_unbal, B_unbal),
-                              iterations=ITER_UNBAL).history["dist_P_hat"]
+regularized = ch04.unbalanced_run(Sigma_hat, M_hat, (A_unbal, B_unbal),
+                                  lam=1.0).history["dist_P_hat"]
 renormalized_scale = float(np.max(small["scale"][..., 1].max(axis=1)          # seeds, methods, masks
                                   / small["tau"][:, None, None]))
 BALL_SEEDS = tuple(range(100))      # problems and samples of default_rng(s), as in chapter 5
@@ -105,19 +114,20 @@ print(f"|Q_hat - Q_hat*| at 2000, largest: "
       f"{experiments.format_deviation(np.max(np.abs(final_excess)), resolution=1e-12)}")
 print("largest rise of Q_hat along any run: "
       f"{experiments.format_deviation(max(max(largest_rise), 0.0), resolution=1e-12)}")
-saddle_hessian = np.linalg.eigvalsh(geometry.factor_hessian(u_saddle, v_saddle, S_hat.Xstar,
-                                                            lam=1.0))
+saddle = ch04.saddle_curvature(u_saddle, v_saddle, S_hat.Xstar, lam=1.0)
+saddle_hessian = saddle.hessian_eigenvalues
 print(f"smallest Hessian eigenvalue of Q (lambda = 1) at the mildest saddle: "
       f"{saddle_hessian[0]:.3g}")
 unbalanced_ratio = regularized[-1] / regularized[0]        # dist_P(S_hat): 300 steps / start
 *avoid_parts, avoid_verdict = judge.regularizer(unbalanced_ratio, saddle_hessian[0], final_excess,
                                                 largest_rise, lowest_spurious)
-*remove_parts, remove_verdict = judge.regularizer_removes(unbalanced_ratio, saddle_gradient[1.0])
+*remove_parts, remove_verdict = judge.regularizer_removes(unbalanced_ratio, saddle.gradient_norm)
 
 # %%
 rows = [
     ("[summary]", judge.spectral_start(
-        [initial[s, "spectral"][0] / initial[s, "random"][0] for s in SEEDS], SEEDS)),
+        [initial[s, "spectral"].distance / initial[s, "random"].distance for s in ch04.SEEDS],
+        ch04.SEEDS)),
     ("[summary]", judge.spectral_start_ball(inside, len(BALL_SEEDS))),
     ("[summary]", judge.preconditioner(runs_cond[True].history["excess_risk"][100]
                                     / runs_cond[False].history["excess_risk"][100])),

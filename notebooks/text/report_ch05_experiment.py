@@ -15,13 +15,30 @@
 # %% [markdown]
 # # Checks for Chapter 5: Rerunning the experiment
 #
-# This page of the Reproduction report checks what {doc}`Chapter 5 <ch05_experiment>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 5 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 5 <ch05_experiment>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch05` (the chapter calls the same functions), so the objects the chapter built are here.
 
-# %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnbook.report import rerun_chapter
+# %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
+# %matplotlib inline
+import numpy as np
+import matplotlib.pyplot as plt
 
-cells = rerun_chapter("ch05_experiment", globals())
-print(f"reran the {cells} code cells of Chapter 5")
+from attnlib import algorithm, analysis, fitting
+from attnbook import experiments, verdicts
+from attnbook.chapters import ch05
+from attnbook.chapters.ch05 import CONVERGED, INIT_SCALES, L_STAR, LABELS, METHODS, NOISE_AXIS
+from attnbook.claims import ch05 as judge
+from attnbook.experiments import ablations, optimum, part1
+from attnbook.plotting import METHOD_COLOURS, NEUTRAL_GREY, OKABE_ITO, figure, use_book_style
+from attnbook.tables import result_table
+
+use_book_style()
+runs = experiments.load("paper1_defaults")          # the chapter's stored run
+SEEDS, iteration = ch05.seeds(runs), runs["iteration"]
+best = ch05.lowest_minima(runs)                     # (objective, seed) -> Q_hat* of the gaps
+e_spectral, e_random, ratios, loss_ratio, _ = ch05.start_comparison(runs)     # observation 1
+start_grid = ablations.start_claims_grid(INIT_SCALES, NOISE_AXIS)   # live: starting losses only
+sweep = experiments.load("paper1_condition_sweep")  # section "Conditioning"
+first, thresholds = sweep["first_iteration"], sweep["thresholds"]
 
 # %% [markdown]
 # ## The one-sample-set experiment in numbers
@@ -60,7 +77,6 @@ for i, s in enumerate(SEEDS):
 display(result_table(["seed", "Q_hat*", "smallest eig.", "largest", "condition number",
                       "eig. below 0.05"], hessian_rows))
 starts = part1.reference_start_labels()
-best = {}
 for tag, label in (("Q", "Q_hat = L_hat + R_hat"), ("L", "L_hat alone")):
     print(f"{label}: minima from {len(starts[tag])} starts:")
     # wrap the list between start labels only (no-break spaces inside each label)
@@ -69,7 +85,6 @@ for tag, label in (("Q", "Q_hat = L_hat + R_hat"), ("L", "L_hat alone")):
     for i, s in enumerate(SEEDS):
         values = runs[f"ref_{tag}_value"][i]
         excess = runs[f"ref_{tag}_excess_risk"][i]
-        best[tag, s] = values.min()
         print(f"  seed {s}: values {values.min():.6f} .. {values.max():.6f}, best from "
               f"'{starts[tag][int(np.argmin(values))]}'\n    largest gradient norm "
               f"{runs[f'ref_{tag}_grad_norm'][i].max():.1e}; smallest Hessian eigenvalue "
@@ -78,7 +93,6 @@ for tag, label in (("Q", "Q_hat = L_hat + R_hat"), ("L", "L_hat alone")):
 lowest = part1.lowest_known_minima()      # one table for chapters 5, 6 and 12
 print("lowest known minimum of Q_hat per seed (best local minimum found):")
 for s in SEEDS:
-    best["Q", s] = lowest[s]["value"]
     print(f"  seed {s}: {lowest[s]['value']:.6f}, excess risk {lowest[s]['excess_risk']:.3g}\n"
           f"    {lowest[s]['source']}")
 for i, s in enumerate(SEEDS):
@@ -189,18 +203,18 @@ print("method                  gap 2000/0 (seeds 0, 1, 2)   first k, gap < 1e-3 
       "dist to basin min 0 -> 2000   excess at 2000")
 ratio = {}
 for method in METHODS:
-    g = gap(method)
+    g = ch05.gap(runs, best, method)
     ratio[method] = g[:, -1] / g[:, 0]
     first_k = [str(int(iteration[int(k)])) if np.isfinite(k) else f">{cap}"
              for k in analysis.iterations_to_threshold(g / g[:, :1], CONVERGED)]
-    dist = stacked("dist_ref", method)
+    dist = ch05.stacked(runs, "dist_ref", method)
     dist_text = (f"{np.median(dist[:, 0]):.3g} -> {np.median(dist[:, -1]):.3g}"
                  if part1.reference_tag(algorithm.METHODS[method]) == "Q" else "(other objective)")
     print(f"{LABELS[method]:23s} {' / '.join(f'{r:.2g}' for r in ratio[method]):28s} "
           f"{', '.join(first_k):27s} {dist_text:29s} "
-          f"{np.median(stacked('excess_risk', method)[:, -1]):.3g}")
-relative_loss = {m: stacked("excess_risk", m)[:, -1] / L_STAR for m in METHODS}
-alg1_excess = stacked("excess_risk", "algorithm1")
+          f"{np.median(ch05.stacked(runs, 'excess_risk', method)[:, -1]):.3g}")
+relative_loss = {m: ch05.stacked(runs, "excess_risk", m)[:, -1] / L_STAR for m in METHODS}
+alg1_excess = ch05.stacked(runs, "excess_risk", "algorithm1")
 print(f"Algorithm 1, population loss / L* (median over seeds): {1 + np.median(alg1_excess[:, 0]) / L_STAR:.3f}"
       f" at the start, {1 + np.median(alg1_excess[:, -1]) / L_STAR:.3f} at 2000; excess risk at 2000 / "
       f"OLS formula {np.median(alg1_excess[:, -1]) / float(runs['ols_formula']):.2g}")
@@ -208,7 +222,7 @@ LOSS_CLAIMS = {"algorithm1": "p1-algorithm1-2000", "sgd": "p1-sgd-2000",
                "random+precond+reg": "p1-random-start-fast"}
 print("(L - L*)/L*, seeds 0 / 1 / 2 (c = 0.3, step fixed at the start):")
 for m in LOSS_CLAIMS:
-    curves = stacked("excess_risk", m) / L_STAR
+    curves = ch05.stacked(runs, "excess_risk", m) / L_STAR
     cols = {"at 2000": curves[:, -1], "best": curves.min(axis=1),
             "max, k = 1000..2000": [judge.held_loss(c, iteration) for c in curves]}
     print(f"  {LABELS[m]}")
@@ -289,7 +303,7 @@ rel_scale = scale_run["excess_risk"] / L_STAR          # seeds, c, iterations, m
 held_scale = {m: np.array([[[judge.held_loss(rel_scale[s, i, :, k, j], its_scale)
                              for s in range(len(SEEDS))] for j in range(len(RULES))]
                            for i in range(len(SCALES))]) for k, m in enumerate(SCALE_METHODS)}
-same = [np.abs(rel_scale[:, 0, :, k, 0] * L_STAR - stacked("excess_risk", m)).max()
+same = [np.abs(rel_scale[:, 0, :, k, 0] * L_STAR - ch05.stacked(runs, "excess_risk", m)).max()
         for k, m in enumerate(SCALE_METHODS)]
 print(f"c = 0.3, fixed step vs paper1_defaults: excess risk differs by "
       f"{experiments.format_deviation(max(same))}")
@@ -429,7 +443,7 @@ print("method                  fitted rate of the gap over k = 1000..2000 (per s
 tail = iteration >= 1000
 fitted = {}
 for method in METHODS:
-    g = gap(method)
+    g = ch05.gap(runs, best, method)
     fits = [fitting.fit_geometric_rate(iteration, g[i], start=1000) for i in range(len(SEEDS))]
     fitted[method] = fits
     print(f"{LABELS[method]:23s} " + ", ".join(f"{f.rate:.6f} +- {f.stderr:.0e}" for f in fits))
@@ -440,7 +454,7 @@ for i, s in enumerate(SEEDS):
     print(f"seed {s}: Algorithm 1 step eta = {eta:.4f}, h_min = {h[0]:.2g}: predicted gap rate "
           f"(1 - eta h_min)^2 = {mu:.6f}; iterations per factor 10 of the gap "
           f"{np.log(10) / -np.log(mu):.3g} (predicted) vs {np.log(10) / -np.log(fitted['algorithm1'][i].rate):.3g} (fitted)")
-gd_gap = gap("gd")
+gd_gap = ch05.gap(runs, best, "gd")
 power_better = []
 for i, s in enumerate(SEEDS):
     power = fitting.fit_power_law(iteration[tail], gd_gap[i, tail])
@@ -870,7 +884,7 @@ plt.show()
 
 # %%
 from attnbook.verdicts import verdict_table
-alg1_final = stacked("excess_risk", "algorithm1")[:, -1]
+alg1_final = ch05.stacked(runs, "excess_risk", "algorithm1")[:, -1]
 minima = runs["ref_Q_excess_risk"]               # seeds, starts of the search (first: the basin)
 claims["global"], claims["global_basin"] = judge.global_optimum(
     alg1_final / minima.max(axis=1),
