@@ -1,14 +1,16 @@
-"""Write the claims ledger page from the chapters' executed outputs.
+"""Write the claims ledger page from the verdict records in the chapters' executed outputs.
 
 Usage (from the repository root, with .venv's Python; both README commands run it before the
 book build)::
 
-    python scripts/build_ledger.py [--check]
+    python -m attnbook.ledger [--check] [--verify --root ROOT] [--json PATH]
 
 It reads ``book/claims.yml`` (every checkable [summary]/[abstract] claim of the two papers, the
-chapter and section that tests it) and the stored outputs of the chapter notebooks, finds the
-verdict lines that the chapters print (``str(attnbook.verdicts.Verdict)``: ``"<claim>: <status>
-(<reason>)"``, optionally after a label such as ``[summary]``) and writes ``book/ledger.md``:
+chapter and section that tests it) and, from the stored outputs of the notebooks, the verdict
+records that every shown :class:`attnbook.verdicts.VerdictTable` puts in its output (MIME type
+:data:`attnbook.verdicts.RECORD_MIME`: label, claim, status, reason, each measured value with
+its threshold, direction, printed form and spread, the sub-verdicts). No printed text is read
+back. It writes ``book/ledger.md``:
 
 * a prose summary, computed from the rows: how many claims of each paper, how many of them
   have each verdict, and the headline claims (``headline: true`` in the claims file) named
@@ -16,38 +18,38 @@ verdict lines that the chapters print (``str(attnbook.verdicts.Verdict)``: ``"<c
 * "Headline claims": one compact table of the headline rows (claim, paper, verdict, link to
   the chapter section and to the full row);
 * one full table per paper: one row per claim with the measured numbers, the thresholds and
-  the verdict, all re-parsed from the printed reason, headline rows marked with a badge;
-* the statements of the sources that make no checkable claim, and why.
+  the verdict, taken from the records, headline rows marked with a badge;
+* the statements of the sources that make no checkable claim, and why;
 
-Nothing on the page is typed: a chapter that changes a number changes the row, the counts
-and the summary.
+and ``book/ledger.json``, the same rows as data (the book publishes it beside the page).
 
-It fails (exit status 1, one message per problem, nothing written) when a claim has no printed
-verdict and the claims file does not say why it is not yet tested, when a verdict is printed
-outside the section the claims file names or twice there with different text, when a
-labelled [summary]/[abstract] verdict is printed in a section where the claims file does not list
-it (one claim tested two ways, in two sections, is two entries), or when a printed
-status disagrees with the numbers and thresholds of its own reason. ``--check`` does all of
-this and writes nothing. The notebooks' stored outputs are what the tests compare against a
-fresh execution (nbval), so the ledger is as current as the chapters.
+It fails (exit status 1, one message per problem, nothing written) when a claim has no
+verdict record and the claims file does not say why it is not yet tested, when a verdict is
+shown outside the section the claims file names or twice there with different text, when a
+labelled [summary]/[abstract] verdict is shown in a section where the claims file does not list
+it, or when a record's status disagrees with its own measurements (or sub-verdicts).
+``--check`` does all of this and writes nothing. ``--verify`` compares the records of
+``--root``'s notebooks (the build's fresh execution) with the stored ones: verdicts exactly,
+each measured value within its recorded spread (or, with no spread, as printed), naming the
+claim and the value that differ.
 """
 
 from __future__ import annotations
 
 import argparse
-import configparser
 import json
-import operator
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 from docutils.nodes import make_id
 
-from attnbook import claims as attnlib_claims
-from attnbook.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, STATUSES, Verdict
+from attnbook import claims as book_claims
+from attnbook.verdicts import (NOT_REPRODUCED, NOT_TESTABLE, PARTLY, RECORD_MIME, REPRODUCED,
+                               STATUSES, Measurement, Verdict, combine, status_of_levels)
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "book" / "claims.yml"
@@ -56,57 +58,20 @@ NOT_YET_TESTED = "not yet tested"
 SOURCE_LABELS = ("[summary]", "[abstract]")
 CHOICE = "[choice]"      # a row with the book's stricter reading of a source claim
 
-_STATUS = "|".join(re.escape(s) for s in sorted(STATUSES, key=len, reverse=True))
-VERDICT_LINE = re.compile(rf"^(?:(?P<label>\[[a-z][a-z -]*\])\s+)?(?P<claim>\S.*?): "
-                          rf"(?P<status>{_STATUS}) \((?P<reason>.*)\)$")
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf"
-_OP = r"<=|>=|<|>"
-COMPARISON = re.compile(
-    rf"^(?P<name>.+) (?:= (?P<value>{_NUMBER})|< (?P<below>{_NUMBER}))(?: (?P<op>{_OP}) (?P<threshold>{_NUMBER})"
-    rf"|: fails (?P<fop>{_OP}) (?P<fthreshold>{_NUMBER})"
-    rf"(?:, meets partial (?P<pop>{_OP}) (?P<partial>{_NUMBER}))?)$")
-SUB_VERDICT = re.compile(rf"(?:^|, )(?P<claim>.+?): (?P<status>{_STATUS})(?=, |$)")
-_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 @dataclass(frozen=True)
 class Printed:
-    """One verdict line in a notebook's stored output: where it is and what it says."""
+    """One verdict record in a notebook's stored output: where it is, its label and verdict,
+    and its sub-verdicts: the verdict's own parts (:func:`attnbook.verdicts.combine`), else
+    those shown under it."""
 
     notebook: str
     cell: int
     section: str
     label: str | None
     verdict: Verdict
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One ``name = value op threshold`` fragment of a verdict's reason. ``level`` is the
-    credit the printed text gives it: 2 passes, 1 meets only the partial threshold, 0 fails.
-    ``texts`` are the value, threshold and partial threshold exactly as printed."""
-
-    name: str
-    value: float
-    op: str
-    threshold: float
-    partial: float | None
-    level: int
-    texts: tuple[str, str, str | None]
-
-
-def parse_line(line: str) -> tuple[str | None, Verdict] | None:
-    """The label and :class:`Verdict` of a printed verdict line, or None for any other line."""
-    match = VERDICT_LINE.match(line.strip())
-    if match is None:
-        return None
-    return match["label"], Verdict(match["claim"], match["status"], match["reason"])
-
-
-def _text(output: dict) -> str:
-    if output.get("output_type") == "stream":
-        return "".join(output.get("text", ""))
-    return "".join(output.get("data", {}).get("text/plain", ""))
+    parts: tuple[Verdict, ...] = ()
 
 
 def headings(notebook: dict) -> list[tuple[int, int, str]]:
@@ -125,9 +90,10 @@ def headings(notebook: dict) -> list[tuple[int, int, str]]:
     return found
 
 
-def printed_verdicts(path: Path) -> list[Printed]:
-    """Every verdict line printed by a code cell of the notebook at ``path``."""
-    notebook = json.loads(path.read_text())
+def printed_verdicts(path: Path, notebook: dict | None = None) -> list[Printed]:
+    """Every verdict record shown by a code cell of the notebook at ``path`` (or of
+    ``notebook``, that notebook's contents, when given)."""
+    notebook = json.loads(path.read_text()) if notebook is None else notebook
     titles = {index: title for index, _, title in headings(notebook)}
     section, found = "", []
     for index, cell in enumerate(notebook["cells"]):
@@ -135,93 +101,54 @@ def printed_verdicts(path: Path) -> list[Printed]:
         if cell["cell_type"] != "code":
             continue
         for output in cell.get("outputs", []):
-            for line in _text(output).splitlines():
-                parsed = parse_line(line)
-                if parsed is not None:
-                    found.append(Printed(path.name, index, section, *parsed))
+            for row in output.get("data", {}).get(RECORD_MIME, {}).get("rows", []):
+                verdict = Verdict.from_record(row["verdict"])
+                parts = verdict.parts or tuple(Verdict.from_record(p) for p in row["parts"])
+                found.append(Printed(path.name, index, section, row["label"].strip() or None,
+                                     verdict, parts))
     return found
 
 
-def parse_comparisons(reason: str) -> list[Comparison] | None:
-    """The ``value op threshold`` fragments of a reason written by ``verdicts.verdict``, or
-    None when some fragment is not one (a combined or not-testable reason). A round-off-sized
-    value printed as ``< bound`` (``verdicts.verdict(resolution=...)``) is checked as the bound.
-    """
-    found = []
-    for fragment in reason.split("; "):
-        match = COMPARISON.match(fragment)
-        if match is None:
-            return None
-        match = {**match.groupdict(), "value": match["value"] or match["below"]}
-        if match["op"]:
-            found.append(Comparison(match["name"], float(match["value"]), match["op"],
-                                    float(match["threshold"]), None, 2,
-                                    (match["value"], match["threshold"], None)))
-        else:
-            partial = float(match["partial"]) if match["partial"] else None
-            if match["pop"] and match["pop"] != match["fop"]:
-                return None
-            found.append(Comparison(match["name"], float(match["value"]), match["fop"],
-                                    float(match["fthreshold"]), partial,
-                                    1 if partial is not None else 0,
-                                    (match["value"], match["fthreshold"], match["partial"])))
-    return found
+def _fragment_problems(m: Measurement) -> list[str]:
+    """Where a measurement's credit disagrees with its value, threshold and direction."""
+    passes = _holds(m.value, m.op, m.threshold)
+    meets = m.partial is not None and _holds(m.value, m.op, m.partial)
+    level = 2 if passes else 1 if meets else 0
+    if level != m.level:
+        return [f"{m.name} = {m.value:g} is recorded with credit {m.level}, its numbers give "
+                f"{level} ({m.op} {m.threshold:g})"]
+    return []
 
 
-def _status_of(levels: list[int]) -> str:
-    if all(level == 2 for level in levels):
-        return REPRODUCED
-    if all(level == 0 for level in levels):
-        return NOT_REPRODUCED
-    return PARTLY
+def _holds(value: float, op: str, threshold: float) -> bool:
+    return {"<": value < threshold, "<=": value <= threshold, ">": value > threshold,
+            ">=": value >= threshold}[op]
 
 
 def inconsistencies(verdict: Verdict) -> list[str]:
-    """Where the printed status disagrees with the numbers and thresholds of its reason.
+    """Where a recorded status disagrees with the verdict's own numbers.
 
-    Each ``value op threshold`` fragment must hold as printed (and each ``fails`` must fail,
-    each ``meets partial`` must meet it); a value that prints equal to its threshold is
-    accepted either way, since printing rounds. The status must follow from the fragments by
-    the rule of ``attnbook.verdicts`` (all pass: reproduced; none even partly: not reproduced;
-    otherwise partly). A combined reason (``sub-claim: status, ...``) must follow the rule of
-    ``verdicts.combine``; a not-testable verdict must have a reason.
+    Each measurement's credit must follow from its value, direction and thresholds, and the
+    status from the credits by the rule of ``attnbook.verdicts`` (all pass: reproduced; none
+    even partly: not reproduced; otherwise partly). A combined verdict must follow the rule of
+    ``verdicts.combine`` from its parts; a not-testable verdict must have a reason; any other
+    verdict must carry its measurements or its parts.
     """
-    if verdict.status == NOT_TESTABLE:
+    if verdict.status == NOT_TESTABLE and not verdict.parts:
         return [] if verdict.reason.strip() else ["a not-testable verdict without a reason"]
-    comparisons = parse_comparisons(verdict.reason)
-    if comparisons is not None:
-        problems = []
-        for c in comparisons:
-            holds = _COMPARE[c.op](c.value, c.threshold) or c.value == c.threshold
-            fails = not _COMPARE[c.op](c.value, c.threshold) or c.value == c.threshold
-            if c.level == 2 and not holds:
-                problems.append(f"{c.name} = {c.value:g} is printed as passing {c.op} "
-                                f"{c.threshold:g}")
-            if c.level < 2 and not fails:
-                problems.append(f"{c.name} = {c.value:g} is printed as failing {c.op} "
-                                f"{c.threshold:g}")
-            if c.partial is not None and not (_COMPARE[c.op](c.value, c.partial)
-                                              or c.value == c.partial):
-                problems.append(f"{c.name} = {c.value:g} is printed as meeting the partial "
-                                f"threshold {c.op} {c.partial:g}")
-        expected = _status_of([c.level for c in comparisons])
+    if verdict.measurements:
+        problems = [p for m in verdict.measurements for p in _fragment_problems(m)]
+        expected = status_of_levels([m.level for m in verdict.measurements])
         if expected != verdict.status:
-            problems.append(f"status {verdict.status!r} but its comparisons give {expected!r}")
+            problems.append(f"status {verdict.status!r} but its measurements give {expected!r}")
         return problems
-    testable, _, skipped = verdict.reason.partition("; not testable: ")
-    parts = [m["status"] for m in SUB_VERDICT.finditer(testable)]
-    if not parts or ", ".join(f"{m['claim']}: {m['status']}"
-                              for m in SUB_VERDICT.finditer(testable)) != testable:
-        return [f"reason {verdict.reason!r} is neither 'value op threshold' fragments nor "
-                "a combination of sub-verdicts"]
-    if any(p == NOT_TESTABLE for p in parts):
-        return ["a combined reason lists a not-testable part among the testable ones"]
-    # attnbook.verdicts.combine: never reproduced while some part could not be tested
-    expected = (REPRODUCED if all(p == REPRODUCED for p in parts) and not skipped
-                else NOT_REPRODUCED if all(p == NOT_REPRODUCED for p in parts) else PARTLY)
-    if expected != verdict.status:
-        return [f"status {verdict.status!r} but its sub-verdicts give {expected!r}"]
-    return []
+    if verdict.parts:
+        expected = combine(verdict.claim, verdict.parts)
+        if (expected.status, expected.reason) != (verdict.status, verdict.reason):
+            return [f"status {verdict.status!r} ({verdict.reason!r}) but its parts give "
+                    f"{expected.status!r} ({expected.reason!r})"]
+        return []
+    return ["a verdict with neither measurements nor sub-verdicts"]
 
 
 def evidence_notebook(claim: dict) -> str:
@@ -236,7 +163,7 @@ def load_claims(path: Path = CLAIMS) -> dict:
     data = yaml.safe_load(path.read_text())
     required = ("id", "paper", "label", "claim", "notebook", "section", "evidence")
     ids = set()
-    texts = attnlib_claims.registry()
+    texts = book_claims.registry()
     for claim in data["claims"]:
         # the claim's text is typed once: in its chapter module of attnbook.claims
         if claim.get("id") in texts:
@@ -284,15 +211,13 @@ def load_claims(path: Path = CLAIMS) -> dict:
 
 @dataclass(frozen=True)
 class Row:
-    """One ledger row: the claim and the verdict a chapter printed for it (None: not yet);
-    ``figure`` names the evidence section's first named figure (None: it has none);
-    ``parts`` are the verdicts the same cell printed for the sub-claims of a combined one."""
+    """One ledger row: the claim and the verdict a chapter showed for it (None: not yet);
+    ``figure`` names the evidence section's first named figure (None: it has none)."""
 
     claim: dict
     printed: Printed | None
     chapter: str
     figure: str | None
-    parts: tuple[Printed, ...] = ()
 
 
 def chapter_title(notebook: dict) -> str:
@@ -365,19 +290,15 @@ def ledger_rows(data: dict, root: Path = ROOT) -> tuple[list[Row], list[str]]:
                 problems.append(f"claim {claim['id']}: printed with label {p.label}, "
                                 f"book/claims.yml says {claim['label']}")
         if here and claim.get("not_yet_tested"):
-            problems.append(f"claim {claim['id']}: {name} now prints a verdict; remove "
+            problems.append(f"claim {claim['id']}: {name} now shows a verdict; remove "
                             "not_yet_tested from book/claims.yml")
         if not here and not claim.get("not_yet_tested"):
-            problems.append(f"claim {claim['id']}: no cell of {name} prints a verdict "
+            problems.append(f"claim {claim['id']}: no cell of {name} shows a verdict "
                             f"'{claim['claim']}: <status> (<reason>)' and book/claims.yml "
                             "gives no not_yet_tested reason")
         chosen = here[-1] if here else None
-        parts = () if chosen is None else tuple(
-            p for p in printed if p.notebook == name and p.cell == chosen.cell
-            and p.verdict.claim in {m["claim"] for m in SUB_VERDICT.finditer(
-                chosen.verdict.reason.split("; not testable: ")[0])})
         rows.append(Row(claim, chosen, chapter_title(notebook),
-                        section_figure(evidence, claim["evidence"]), parts))
+                        section_figure(evidence, claim["evidence"])))
     return rows, problems
 
 
@@ -503,30 +424,38 @@ def _cells(row: Row) -> list[str | list[str]]:
         return [title, escape(claim.get("not_yet_tested", "no verdict printed")), "",
                 _badge(NOT_YET_TESTED)]
     verdict = printed.verdict
-    comparisons = parse_comparisons(verdict.reason)
-    if comparisons is not None:
-        measured = [escape(f"{c.name} = {c.texts[0]}") for c in comparisons]
-        # each threshold once, in the order of the measured values it belongs to
-        thresholds = dict.fromkeys(f"{c.op} {c.texts[1]}" + (f" (partly: {c.op} {c.texts[2]})"
-                                                             if c.partial is not None else "")
-                                   for c in comparisons)
-        return [title, measured, [escape(t) for t in thresholds], _badge(verdict.status)]
+    if verdict.measurements:
+        return [title, _measured(verdict), _thresholds(verdict.measurements),
+                _badge(verdict.status)]
     if verdict.status == NOT_TESTABLE:
         return [title, escape(verdict.reason), "", _badge(NOT_TESTABLE)]
-    measured, thresholds = [], {}                 # an ordered set: the parts' order
-    testable, _, skipped = verdict.reason.partition("; not testable: ")
-    for m in SUB_VERDICT.finditer(testable):
-        part = next((p.verdict for p in row.parts if p.verdict.claim == m["claim"]
-                     and p.verdict.status == m["status"]), None)
-        numbers = parse_comparisons(part.reason) if part is not None else None
-        measured.append(escape(f"{m['claim']}: {m['status']}")
-                        + (": " + escape("; ".join(f"{c.name} = {c.texts[0]}" for c in numbers))
-                           if numbers else ""))
-        thresholds |= dict.fromkeys(escape(f"{c.op} {c.texts[1]}") for c in numbers or [])
+    testable = [p for p in printed.parts if p.status != NOT_TESTABLE]
+    skipped = [p.claim for p in printed.parts if p.status == NOT_TESTABLE]
+    measured = [escape(f"{p.claim}: {p.status}") + (": " + escape("; ".join(
+        f"{m.name} {m.shown}" for m in p.measurements)) if p.measurements else "")
+                for p in testable]
     if skipped:
-        measured.append(escape(f"not testable: {skipped}"))
-    return [title, measured, list(thresholds) or "per part, in the chapter section",
+        measured.append(escape(f"not testable: {', '.join(skipped)}"))
+    thresholds = _thresholds([m for p in testable for m in p.measurements], partial=False)
+    return [title, measured, thresholds or "per part, in the chapter section",
             f"{_badge(verdict.status)} (combined)"]
+
+
+def _measured(verdict: Verdict) -> list[str]:
+    return [escape(f"{m.name} {m.shown}") for m in verdict.measurements]
+
+
+def _thresholds(measurements: list[Measurement] | tuple[Measurement, ...], *,
+                partial: bool = True) -> list[str]:
+    """Each threshold once (equal numbers once, whatever digits they were printed with), in
+    the order of the measured values it belongs to."""
+    shown: dict[tuple, str] = {}
+    for m in measurements:
+        loose = partial and m.partial is not None
+        key = (m.op, m.threshold, m.partial if loose else None)
+        shown.setdefault(key, f"{m.op} {m.threshold_text}"
+                         + (f" (partly: {m.op} {m.partial_text})" if loose else ""))
+    return [escape(text) for text in shown.values()]
 
 
 def _cell_markdown(cell: str | list[str], first: bool) -> list[str]:
@@ -549,7 +478,7 @@ def _headline_table(rows: list[Row]) -> list[str]:
     for row in rows:
         claim = row.claim
         verdict = _badge(status_of(row))
-        if row.printed is not None and parse_comparisons(row.printed.verdict.reason) is None \
+        if row.printed is not None and not row.printed.verdict.measurements \
                 and status_of(row) != NOT_TESTABLE:
             verdict += " (combined)"
         lines += [f"* - **{claim['label']}** <a href=\"#{claim_anchor_id(claim['id'])}\">"
@@ -575,11 +504,11 @@ def render(rows: list[Row], notes: list[dict] = ()) -> str:
         "(**[summary]**: a summary of the paper; **[abstract]**: a public abstract), the "
         "chapter section that tests it, the measured numbers, the thresholds and the verdict. "
         "The thresholds are the book's **[choice]**; each chapter section says why. Nothing "
-        "here is typed: `scripts/build_ledger.py` writes this page before each book build "
-        "from `book/claims.yml` and the verdict lines the chapters print (computed by "
-        "`attnbook.verdicts` from the numbers, thresholds in the printed reason). A claim whose "
-        "chapter prints no verdict yet is marked *not yet tested*, with the reason from the "
-        "claims file.",
+        "here is typed: `python -m attnbook.ledger` writes this page before each book build "
+        "from `book/claims.yml` and the verdict records the chapters' cells output (computed "
+        "by `attnbook.verdicts` from the measured numbers and thresholds); the same rows are "
+        "published as data in <a href=\"ledger.json\">ledger.json</a>. A claim whose chapter shows no "
+        "verdict yet is marked *not yet tested*, with the reason from the claims file.",
         "",
     ]
     headline = [r for r in rows if r.claim.get("headline")]
@@ -616,84 +545,91 @@ def render(rows: list[Row], notes: list[dict] = ()) -> str:
     return "\n".join(lines)
 
 
-#: The digits that may differ between machines, one home for the tests (nbval compares the
-#: stored outputs after these substitutions) and for the staleness check below.
-SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
+def _same_value(old: Measurement, new: Measurement) -> bool:
+    """Whether two runs measured the same value: within the recorded spread (the larger of
+    the two), or, with no spread, printed the same."""
+    spread = max(old.spread, new.spread)
+    if spread > 0:
+        return abs(old.value - new.value) <= spread
+    return old.shown == new.shown
 
 
-def machine_patterns(path: Path = SANITIZE) -> list[tuple[str, re.Pattern, str]]:
-    """(description, pattern, replacement) of every section of nbval's sanitize file."""
-    config = configparser.ConfigParser(interpolation=None)
-    config.read_string(path.read_text())
-    return [(name, re.compile(config[name]["regex"]), config[name]["replace"])
-            for name in config.sections()]
-
-
-def masked(text: str, patterns: list[tuple[str, re.Pattern, str]]) -> str:
-    for _, pattern, replacement in patterns:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def _verdict_difference(where: str, old: Verdict, new: Verdict,
-                        patterns: list[tuple[str, re.Pattern, str]]) -> list[str]:
+def verdict_differences(where: str, old: Verdict, new: Verdict) -> list[str]:
     """What differs between the stored verdict ``old`` and the recomputed ``new``: the status
-    exactly, then each ``; ``-separated field of the reason after masking."""
+    exactly; each measurement's name and threshold exactly and its value within its spread;
+    then the sub-verdicts, the same way."""
     if old.status != new.status:
         return [f"{where}: verdict {old.status!r} stored, {new.status!r} here"]
-    if masked(old.reason, patterns) == masked(new.reason, patterns):
-        return []
-    olds, news = old.reason.split("; "), new.reason.split("; ")
-    if len(olds) != len(news):
-        return [f"{where}: {len(olds)} measured fields stored, {len(news)} here"]
-    return [f"{where}: {a!r} stored, {b!r} here (not within the machine-dependent digits)"
-            for a, b in zip(olds, news) if masked(a, patterns) != masked(b, patterns)]
+    olds, news = old.measurements, new.measurements
+    if [(m.name, m.op, m.threshold_text) for m in olds] != [
+            (m.name, m.op, m.threshold_text) for m in news]:
+        return [f"{where}: measured {[m.name for m in olds]} against "
+                f"{[m.threshold_text for m in olds]} stored, {[m.name for m in news]} against "
+                f"{[m.threshold_text for m in news]} here"]
+    found = [f"{where}: {a.name} {a.shown} stored, {b.shown} here (spread "
+             f"{max(a.spread, b.spread):g}{'' if max(a.spread, b.spread) else ': as printed'})"
+             for a, b in zip(olds, news) if not _same_value(a, b)]
+    if [p.claim for p in old.parts] != [p.claim for p in new.parts]:
+        return found + [f"{where}: sub-verdicts {[p.claim for p in old.parts]} stored, "
+                        f"{[p.claim for p in new.parts]} here"]
+    for a, b in zip(old.parts, new.parts):
+        found += verdict_differences(f"{where}, {a.claim}", a, b)
+    return found
 
 
 def row_differences(stored: list[Row], fresh: list[Row]) -> list[str]:
     """Every claim whose verdict, or one of whose measured values, differs between ``stored``
-    and ``fresh`` rows: statuses exactly, values up to the machine-dependent digits."""
-    patterns = machine_patterns()
+    and ``fresh`` rows (:func:`verdict_differences`)."""
     found = []
     fresh_by_id = {row.claim["id"]: row for row in fresh}
     for old in stored:
         claim = old.claim["id"]
         new = fresh_by_id.get(claim)
         if new is None or (old.printed is None) != (new.printed is None):
-            found.append(f"{claim}: printed in one of the two runs only")
-            continue
-        if old.printed is None:
-            continue
-        found += _verdict_difference(claim, old.printed.verdict, new.printed.verdict, patterns)
-        if len(old.parts) != len(new.parts):
-            found.append(f"{claim}: {len(old.parts)} sub-verdicts stored, {len(new.parts)} here")
-            continue
-        for a, b in zip(old.parts, new.parts):
-            found += _verdict_difference(f"{claim}, {a.verdict.claim}", a.verdict, b.verdict,
-                                         patterns)
+            found.append(f"{claim}: shown in one of the two runs only")
+        elif old.printed is not None:
+            found += verdict_differences(claim, with_shown_parts(old.printed),
+                                         with_shown_parts(new.printed))
     return found
+
+
+def ledger_records(rows: list[Row]) -> dict[str, Any]:
+    """The ledger as data: per claim its id, paper, label, text, where it is tested, and the
+    record of its verdict (``None`` when not yet tested)."""
+    return {"claims": [
+        {"id": row.claim["id"], "paper": row.claim["paper"], "label": row.claim["label"],
+         "claim": row.claim["claim"], "headline": bool(row.claim.get("headline")),
+         "notebook": row.claim["notebook"], "section": row.claim["section"],
+         "verdict": None if row.printed is None else with_shown_parts(row.printed).record()}
+        for row in rows]}
+
+
+def with_shown_parts(printed: Printed) -> Verdict:
+    """The printed verdict with the sub-verdicts shown under it as its parts."""
+    return replace(printed.verdict, parts=printed.parts)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="check only; write nothing")
     parser.add_argument("--out", type=Path, default=LEDGER)
+    parser.add_argument("--json", type=Path, default=None,
+                        help="where to write the rows as data (default: beside --out, .json)")
     parser.add_argument("--claims", type=Path, default=CLAIMS)
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="read ROOT/notebooks/*.ipynb (default: the repository)")
     parser.add_argument("--verify", action="store_true",
-                        help="fail, naming each claim and field, where the verdicts from ROOT's "
-                             "notebooks differ from the stored notebooks' (build_book.sh: the "
-                             "freshly executed chapters against the stored); values are "
-                             "compared after masking the digits tests/nbval_sanitize.cfg "
-                             "marks as machine-dependent")
+                        help="fail, naming each claim and value, where the verdicts from "
+                             "ROOT's notebooks differ from the stored notebooks' (build_book.sh: "
+                             "the freshly executed chapters against the stored): verdicts "
+                             "exactly, values within their recorded spread")
     parser.add_argument("--stored", type=Path, default=ROOT,
                         help="with --verify: the root whose notebooks hold the stored outputs")
     args = parser.parse_args(argv)
     data = load_claims(args.claims)
     rows, problems = ledger_rows(data, root=args.root)
     if problems:
-        print("build_ledger: the ledger cannot be written:", file=sys.stderr)
+        print("ledger: the ledger cannot be written:", file=sys.stderr)
         for problem in problems:
             print(f"  - {problem}", file=sys.stderr)
         return 1
@@ -703,18 +639,20 @@ def main(argv: list[str] | None = None) -> int:
         stored, stored_problems = ledger_rows(data, root=args.stored)
         differences = stored_problems + row_differences(stored, rows)
         if differences:
-            print(f"build_ledger: the verdicts in {args.root / 'notebooks'} differ from the "
-                  f"stored ones in {args.stored / 'notebooks'} (values compared after masking the "
-                  f"digits {SANITIZE.name} marks as machine-dependent):", file=sys.stderr)
+            print(f"ledger: the verdicts in {args.root / 'notebooks'} differ from the stored "
+                  f"ones in {args.stored / 'notebooks'} (verdicts exactly, values within their "
+                  "recorded spread):", file=sys.stderr)
             for difference in differences:
                 print(f"  - {difference}", file=sys.stderr)
             return 1
-        print(f"build_ledger: {len(rows)} claims; {args.root / 'notebooks'} gives the same "
+        print(f"ledger: {len(rows)} claims; {args.root / 'notebooks'} gives the same "
               "verdicts and values")
         return 0
     if not args.check:
         args.out.write_text(page)
-    print(f"build_ledger: {len(rows)} claims, {tested} with a printed verdict"
+        (args.json or args.out.with_suffix(".json")).write_text(
+            json.dumps(ledger_records(rows), indent=1, ensure_ascii=False) + "\n")
+    print(f"ledger: {len(rows)} claims, {tested} with a printed verdict"
           + ("" if args.check else f"; wrote {args.out}"))
     return 0
 

@@ -11,13 +11,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 start=$SECONDS
 # --- claims ledger (issue 19): book/ledger.md from the chapters' stored outputs, and after the
 # build the same page from the freshly executed chapters (stale stored outputs fail) ---
-.venv/bin/python scripts/build_ledger.py
+.venv/bin/python -m attnbook.ledger
 # --- end claims ledger ---
 echo "== building the book (executing every notebook on a fresh kernel)"
 .venv/bin/jupyter-book build . -W -n --keep-going
 # A reader's build never dies on a check: a verdict that differs on this machine is a warning
 # here (and a replay outside its tolerance a warning box in its page); the test command fails.
-.venv/bin/python scripts/build_ledger.py --verify --root _build/jupyter_execute \
+.venv/bin/python -m attnbook.ledger --verify --root _build/jupyter_execute \
   || echo "warning: the verdicts computed on this machine differ from the stored ones (above);" \
           "the book shows the stored ledger. bash scripts/test.sh checks this strictly." >&2
 if [ -n "${ATTNBOOK_PDF:-}" ]; then

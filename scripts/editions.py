@@ -302,8 +302,8 @@ def build_html(out: Path) -> Path:
     for name in ("_toc.yml", "pyproject.toml", "CITATION.cff"):
         shutil.copy(ROOT / name, out / name)
     # the claims ledger page (issue 19), from this edition's notebooks
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "build_ledger.py"), "--root", str(out),
-                    "--out", str(out / "book" / "ledger.md")], check=True)
+    subprocess.run([sys.executable, "-m", "attnbook.ledger", "--root", str(out),
+                    "--out", str(out / "book" / "ledger.md")], check=True, cwd=ROOT)
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["execute"]["execute_notebooks"] = "off"
     config["exclude_patterns"] = [*config.get("exclude_patterns", []), "problem_sets", "html"]

@@ -8,8 +8,8 @@ The rule, from each cell's source and stored outputs:
 
 * the first code cell of a chapter or of the Main results page (imports, settings, the load
   of a stored run) is folded to one line, "Imports and settings" (its code; its output, when
-  it prints one, stays visible unless it is a check); a report page's first cell, which
-  reruns its chapter, is folded the same way;
+  it prints one, stays visible unless it is a check); a report page's first cell (its
+  imports and the calls of its chapter's functions) is folded the same way;
 * in a chapter, a code cell whose printed output is a check (a verdict on a source's claim,
   a replay of a stored run, certified minima) and which draws no figure is folded whole,
   "Reproduction check". A cell that draws a figure stays open: its figure teaches.
@@ -35,7 +35,6 @@ FOLD_TAGS = ("hide-input", "hide-cell")
 CHECK = re.compile(r": (reproduced|partly reproduced|not reproduced|not testable here)\b"
                    r"|\breplayed\b|\bcertified minima\b")
 FIRST_PROMPT = "Imports and settings: show {type}"
-RERUN_PROMPT = "The chapter's code, rerun: show {type}"
 CHECK_PROMPT = "Reproduction check: show {type}"
 
 
@@ -65,11 +64,9 @@ def wanted_fold(path: Path, index: int, cell: nbformat.NotebookNode, first_code:
         return "hide-cell", CHECK_PROMPT
     if index != first_code:
         return None
-    if path.name.startswith("report_"):
-        return "hide-input", RERUN_PROMPT
     if chapter and is_check(cell):
         return "hide-cell", CHECK_PROMPT
-    if chapter or path.name.startswith("main_results"):
+    if chapter or path.name.startswith(("main_results", "report_")):
         return "hide-input", FIRST_PROMPT
     return None
 
@@ -85,7 +82,7 @@ def fold(path: Path, write: bool) -> list[str]:
         prompt = cell.metadata.get("mystnb", {}).get("code_prompt_show")
         if want is None:
             if any(tag in tags for tag in FOLD_TAGS) and prompt is not None and \
-                    prompt in (FIRST_PROMPT, RERUN_PROMPT, CHECK_PROMPT):
+                    prompt in (FIRST_PROMPT, CHECK_PROMPT):
                 changed.append(f"{path.name} cell {index}: unfold")
                 cell.metadata["tags"] = [t for t in tags if t not in FOLD_TAGS]
                 cell.metadata["mystnb"].pop("code_prompt_show")

@@ -83,7 +83,7 @@ echo "== 2/4 building the book from the stored outputs (-W -n)"
 step=$SECONDS; step_ticks=$(busy_ticks)
 rm -rf _build/html
 # --- claims ledger (issue 19): book/ledger.md from the chapters' stored outputs ---
-"$VENV"/bin/python scripts/build_ledger.py || failed+=("2 (claims ledger)")
+"$VENV"/bin/python -m attnbook.ledger || failed+=("2 (claims ledger)")
 # --- end claims ledger ---
 trap 'rm -f _build_config_test.yml' EXIT
 "$VENV"/bin/python - <<'PY' && "$VENV"/bin/jupyter-book build . -W -n --keep-going --config _build_config_test.yml || failed+=("2 (book build)")

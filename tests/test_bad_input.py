@@ -56,7 +56,6 @@ from attnlib import (algorithm, analysis, attention, bridge, darcy, data, fittin
                      landscape, langevin, lora, optim, orbit, population, potentials, qk_attention,
                      reference, regularizers, symbolic, villani, vit)
 from attnbook import plotting, tables, verdicts
-from attnbook import report  # noqa: F401 - resolved by name
 from attnbook import claims, experiments
 from attnlib._validation import _non_finite
 from attnbook.experiments._tasks import merge_tasks
@@ -79,19 +78,22 @@ RESULT_TYPES = {
     "prompts.FirstOrderMinimizer", "prompts.BiasEstimate", "experiments.Replay", "orbit.Trace",
     "orbit.OrbitTilt",
     "experiments.ReplayCheck", "experiments.KeyCheck", "verdicts.VerdictTable",
+    "verdicts.Measurement",
 }
-#: Callables that run only inside a Jupyter kernel; tests/test_report.py checks their input.
-KERNEL_ONLY = {"report.rerun_chapter"}
 
 
 def _modules() -> list[str]:
     names = [info.name for package in (attnlib, attnbook)
              for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
              if not info.name.rsplit(".", 1)[1].startswith("_")]
-    # experiments' and claims' submodules take the book's own configurations and
-    # measurements; their own tests (test_experiments.py, test_claims_*.py) cover them
-    return [name for name in names if not name.startswith(("attnbook.experiments.",
-                                                           "attnbook.claims."))]
+    # experiments', claims' and chapters' submodules take the book's own configurations and
+    # measurements, and the ledger and claim commands read the book's own notebooks; their own
+    # tests (test_experiments.py, test_claims_*.py, test_chapters_*.py, test_ledger.py,
+    # test_claim_command.py) cover them
+    return [name for name in names
+            if not name.startswith(("attnbook.experiments.", "attnbook.claims.",
+                                    "attnbook.chapters."))
+            and name not in ("attnbook.ledger", "attnbook.claim")]
 
 
 def public_callables() -> list[str]:
@@ -129,7 +131,7 @@ def test_every_module_declares_all() -> None:
 
 
 def test_every_public_callable_has_an_example() -> None:
-    names = (set(public_callables()) - RESULT_TYPES - KERNEL_ONLY) | set(public_methods())
+    names = (set(public_callables()) - RESULT_TYPES) | set(public_methods())
     assert sorted(names - set(EXAMPLES)) == [], "add a valid call to EXAMPLES"
     assert sorted(set(EXAMPLES) - names) == [], "EXAMPLES names a callable that is not public"
 
@@ -227,6 +229,11 @@ def _scan() -> Any:
 
 
 #: The instance each public method is called on (``module.Class`` -> builder).
+def _verdict() -> Any:
+    """A verdict with two measured values, one of them half-passing."""
+    return verdicts.verdict("claim", [0.5, 1.5], 1.0, partial=2.0, labels=["a", "b"])
+
+
 INSTANCES: dict[str, Callable[[], Any]] = {
     "algorithm.GD": lambda: algorithm.GD(step_scale=0.5),
     "algorithm.Momentum": lambda: algorithm.Momentum(decay=0.9),
@@ -255,6 +262,9 @@ INSTANCES: dict[str, Callable[[], Any]] = {
     "villani.FactorizedLoss": lambda: ctx()["qa"],
     "villani.OrbitConstants": lambda: ctx()["consts"],
     "vit.Standardizer": lambda: vit.Standardizer(mean=0.5, std=2.0),
+    "verdicts.Verdict": lambda: _verdict(),
+    "verdicts.Measurement": lambda: _verdict().measurements[0],
+    "verdicts.VerdictTable": lambda: verdicts.verdict_table([("[summary]", _verdict())]),
 }
 
 
@@ -334,7 +344,14 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
                                          parts=[verdicts.not_testable("a", "b")]),
         "verdicts.verdict_table": lambda: dict(
             rows=[("[summary]", verdicts.not_testable("a", "b"))]),
-        "report.chapter_code_cells": lambda: dict(chapter="ch01_model"),
+        "verdicts.status_of_levels": lambda: dict(levels=[2, 1, 0]),
+        "verdicts.Verdict.record": lambda: dict(),
+        "verdicts.Verdict.from_record": lambda: dict(data=_verdict().record()),
+        "verdicts.Measurement.record": lambda: dict(),
+        "verdicts.Measurement.from_record": lambda: dict(
+            data=_verdict().measurements[0].record()),
+        "verdicts.VerdictTable.record": lambda: dict(),
+        "seeds.stream": lambda: dict(name="start", seed=0),
         "analysis.pad_histories": lambda: dict(curves=[np.ones(3), np.ones(2)], length=4),
         "analysis.seed_summary": lambda: dict(curves=c["curves"], lower=0.25, upper=0.75),
         "analysis.iterations_to_threshold": lambda: dict(curves=c["curves"], threshold=0.25),
@@ -823,6 +840,7 @@ _NEW_NAME = "any new name is valid"
 _BATCH_AXES = "leading axes index a batch (chains)"
 #: (callable, argument, case) -> why the value is valid (the call must then not return NaN).
 ACCEPTED: dict[tuple[str, str, str], str] = {
+    ("seeds.stream", "seed", "huge"): "any non-negative integer seeds a stream: no work",
     # 10^9 as a size that costs nothing (case "huge" of an integer)
     ("algorithm.Method", "batch_size", "huge"): "checked against the data's query rows by "
                                                 "train (an error naming method.batch_size)",

@@ -7,6 +7,7 @@ import pytest
 
 from attnlib import algorithm, analysis, population
 from attnbook.chapters import ch04
+from attnbook.seeds import stream
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def test_start_measures_compare_the_two_starts_of_each_seed() -> None:
         assert spectral.distance < 0.25 * random.distance
         assert random.excess > 10 * spectral.excess
         a, b = algorithm.random_init(problem.d, problem.p,
-                                     rng=np.random.default_rng(ch04.INIT_SEED + seed))
+                                     rng=stream("start", seed))
         assert random.loss == population.population_loss(a, b, problem.Sigma, problem.M,
                                                          noise_std=problem.noise_std)
 

@@ -47,3 +47,22 @@ def test_test_command_sets_up_the_sandbox_and_the_browser() -> None:
     assert "need_command chromium chromium" in test
     assert "install_debian_packages python3-venv" in (
         ROOT / "scripts" / "test_portability.sh").read_text()
+
+
+def test_a_missing_package_that_cannot_be_installed_is_named_in_one_line(tmp_path: Path) -> None:
+    """Without the command and without apt-get (an empty PATH but for bash), need_command
+    fails with one line naming the Debian package to install."""
+    import shutil
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "bash").symlink_to(shutil.which("bash"))
+    script = (f"source {ROOT / 'scripts' / 'system_packages.sh'}; "
+              "need_command bwrap bubblewrap \"the sandboxed grader's tests\"")
+    done = subprocess.run([str(bin_dir / "bash"), "-c", script], capture_output=True, text=True,
+                          env={"PATH": str(bin_dir)})
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "error: the sandboxed grader's tests needs bwrap: install Debian's bubblewrap "
+        "(sudo apt-get install bubblewrap)"]

@@ -1,8 +1,5 @@
 """attnbook.claims.ch03: verdicts on the manifold of minima and one-point convexity."""
 
-import importlib.util
-import sys
-from pathlib import Path
 
 from attnbook.claims import ch03
 from attnbook.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED
@@ -30,18 +27,14 @@ def test_regularizer_keeps_manifold_at_round_off_only():
 
 
 def test_the_ledger_lists_the_thresholds_in_the_order_of_the_parts():
-    spec = importlib.util.spec_from_file_location(
-        "build_ledger", Path(__file__).resolve().parents[1] / "scripts" / "build_ledger.py")
-    ledger = sys.modules["build_ledger"] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ledger)
+    from attnbook import ledger
+
     convex, smooth, combined = ch03.one_point_convexity({"random": 0.25}, {"random": 0.14},
                                                         0.744)
     claim = {"id": "p1-one-point-convexity", "label": "[summary]", "claim": combined.claim,
              "notebook": "notebooks/ch03_landscape.ipynb", "section": "s", "evidence": "s"}
     row = ledger.Row(claim, ledger.Printed("ch03_landscape.ipynb", 1, "s", "[summary]",
-                                           combined), "Chapter 3", None,
-                     tuple(ledger.Printed("ch03_landscape.ipynb", 1, "s", None, part)
-                           for part in (convex, smooth)))
+                                           combined, (convex, smooth)), "Chapter 3", None)
     _, measured, thresholds, _ = ledger._cells(row)
     assert [m.split(":")[0] for m in measured] == ["one-point strong convexity",
                                                    "one-point smoothness"]

@@ -1,10 +1,12 @@
-"""The claims ledger (scripts/build_ledger.py, book/claims.yml) against the chapters and the notes.
+"""The claims ledger (attnbook.ledger, book/claims.yml) against the chapters and the notes.
 
-* every claim of book/claims.yml gets a row, and a row's verdict is one a chapter cell printed
+* every claim of book/claims.yml gets a row, and a row's verdict is one a chapter cell showed
   in the section the claims file names (or the claims file says why it is not yet tested);
-* every printed verdict agrees with the numbers and thresholds of its own reason;
-* the parser reads back exactly what attnbook.verdicts prints (property test), and catches a
+* every recorded verdict agrees with its own measurements and thresholds;
+* a verdict's record reads back as the same verdict (property test), and the ledger catches a
   status that disagrees with its numbers;
+* the staleness check (--verify) compares verdicts exactly and values within their spread,
+  naming the claim and the value;
 * every [seed]/[abstract] bullet of the design notes is in the claims file, at the line the
   file names (only where the notes are available, ../shared/design; a clean clone skips it);
 * the page's "Headline claims" table lists exactly the claims marked ``headline: true``, the
@@ -16,10 +18,9 @@
 
 from __future__ import annotations
 
-import importlib.util
+import dataclasses
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +29,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook import verdicts
+from attnbook import ledger, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 DESIGN = ROOT.parent / "shared" / "design"
-_spec = importlib.util.spec_from_file_location("build_ledger", ROOT / "scripts" / "build_ledger.py")
-ledger = sys.modules["build_ledger"] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ledger)
 
 CLAIMS = ledger.load_claims()
 
@@ -42,7 +40,8 @@ CLAIMS = ledger.load_claims()
 def _stored_lines(notebook: Path) -> dict[int, str]:
     """Cell index -> all text the cell printed (stream and text/plain), from the .ipynb."""
     cells = json.loads(notebook.read_text())["cells"]
-    return {i: "\n".join(ledger._text(o) for o in c.get("outputs", []))
+    return {i: "\n".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get(
+        "text/plain", "")) for o in c.get("outputs", []))
             for i, c in enumerate(cells) if c["cell_type"] == "code"}
 
 
@@ -61,8 +60,8 @@ def test_every_claim_has_a_row_whose_verdict_a_chapter_cell_printed():
         printed = _stored_lines(ROOT / row.claim["notebook"])[row.printed.cell]
         assert str(row.printed.verdict) in printed, row.claim["id"]
         assert row.printed.section == row.claim["section"]
-        for c in ledger.parse_comparisons(row.printed.verdict.reason) or []:
-            assert ledger.escape(f"{c.name} = {c.texts[0]}") in page, (row.claim["id"], c)
+        for m in row.printed.verdict.measurements:
+            assert ledger.escape(f"{m.name} {m.shown}") in page, (row.claim["id"], m)
     tested = [row for row in rows if row.printed is not None]
     statuses = [row.printed.verdict.status for row in tested]
     full = [row for part in ("Part I:", "Part II:") for row in _table_rows(_section(page, part))]
@@ -203,55 +202,59 @@ _values = st.lists(st.floats(-1e4, 1e4, allow_nan=False).filter(lambda x: abs(x)
 
 @settings(deadline=None, max_examples=150)
 @given(values=_values, threshold=st.floats(-1e3, 1e3), direction=st.sampled_from(["<", "<=", ">", ">="]),
-       slack=st.one_of(st.none(), st.floats(0.1, 100.0)), label=st.sampled_from([None, "[summary]"]))
-def test_parser_reads_back_what_verdicts_prints(values, threshold, direction, slack, label):
+       slack=st.one_of(st.none(), st.floats(0.1, 100.0)), spread=st.floats(0.0, 1.0))
+def test_a_record_reads_back_as_the_same_verdict(values, threshold, direction, slack, spread):
     partial = None if slack is None else threshold + (slack if direction in ("<", "<=") else -slack)
     verdict = verdicts.verdict("a claim: with a colon", values, threshold, direction=direction,
-                               partial=partial, quantity="q at k = 3",
+                               partial=partial, quantity="q at k = 3", spread=spread,
                                labels=[f"seed {i}" for i in range(len(values))])
-    line = f"{label:11s} {verdict}" if label else str(verdict)
-    assert ledger.parse_line(line) == (label, verdict)
-    assert ledger.inconsistencies(verdict) == []
-    comparisons = ledger.parse_comparisons(verdict.reason)
-    assert [c.name for c in comparisons] == [f"q at k = 3 seed {i}" for i in range(len(values))]
+    back = verdicts.Verdict.from_record(json.loads(json.dumps(verdict.record())))
+    assert back == verdict and back.measurements == verdict.measurements
+    assert ledger.inconsistencies(back) == []
+    assert [m.name for m in back.measurements] == [f"q at k = 3 seed {i}" for i in range(len(values))]
     # the same numbers under any other status are caught
     for status in (verdicts.REPRODUCED, verdicts.PARTLY, verdicts.NOT_REPRODUCED):
         if status != verdict.status:
-            assert ledger.inconsistencies(verdicts.Verdict(verdict.claim, status, verdict.reason))
+            assert ledger.inconsistencies(dataclasses.replace(verdict, status=status))
 
 
-def test_inconsistent_and_malformed_reasons_are_caught():
+def test_inconsistent_records_are_caught():
+    passing = verdicts.verdict("c", 0.3, 0.5)
+    failing = verdicts.verdict("c", 0.7, 0.5)
     bad = [
-        "c: reproduced (gap = 0.7 <= 0.5)",                      # 0.7 <= 0.5 is false
-        "c: not reproduced (gap = 0.3: fails <= 0.5)",           # 0.3 does pass <= 0.5
-        "c: partly reproduced (gap = 0.9: fails <= 0.5, meets partial <= 0.8)",
-        "c: reproduced (a = 1 <= 2; b = 3: fails <= 2)",         # one fails: partly
-        "c: reproduced (x: reproduced, y: not reproduced)",      # combined: partly
-        "c: reproduced (looks fine to me)",                       # no numbers at all
+        dataclasses.replace(passing, status=verdicts.NOT_REPRODUCED),       # 0.3 <= 0.5 passes
+        dataclasses.replace(failing, measurements=(dataclasses.replace(
+            failing.measurements[0], level=2),), status=verdicts.REPRODUCED),  # 0.7 <= 0.5 fails
+        dataclasses.replace(verdicts.combine("c", [passing, failing]),
+                            status=verdicts.REPRODUCED),                     # combined: partly
+        verdicts.Verdict("c", verdicts.REPRODUCED, "looks fine to me"),      # no numbers at all
     ]
-    for line in bad:
-        _, verdict = ledger.parse_line(line)
-        assert ledger.inconsistencies(verdict), line
-    good = ["c: reproduced (gap = 0.05 < 0.05)",                  # equal after rounding
-            "c: partly reproduced (x: reproduced, y: not reproduced; not testable: z)",
-            "c: not testable here (no data)"]
-    for line in good:
-        assert ledger.inconsistencies(ledger.parse_line(line)[1]) == [], line
-    combined = verdicts.combine("c", [verdicts.verdict("x, with a comma", 1.0, 2.0),
-                                      verdicts.verdict("y", 3.0, 2.0)])
-    assert ledger.inconsistencies(combined) == []
-    assert ledger.parse_line("an ordinary line: nothing to see") is None
+    for verdict in bad:
+        assert ledger.inconsistencies(verdict), verdict
+    good = [passing, failing, verdicts.combine("c", [passing, failing]),
+            verdicts.combine("c", [passing, verdicts.not_testable("z", "no data")]),
+            verdicts.not_testable("c", "no data")]
+    for verdict in good:
+        assert ledger.inconsistencies(verdict) == [], verdict
 
 
-def _notebook(cells: list[tuple[str, str]]) -> dict:
-    """A minimal notebook: ("md", text) and ("code", printed text) cells."""
+def _verdict_output(rows: list[tuple[str, verdicts.Verdict]]) -> dict:
+    """The output a shown VerdictTable of ``rows`` leaves in a notebook."""
+    bundle = verdicts.verdict_table(rows)._repr_mimebundle_()
+    return {"output_type": "display_data", "metadata": {}, "data": bundle}
+
+
+def _notebook(cells: list[tuple[str, object]]) -> dict:
+    """A minimal notebook: ("md", text), ("code", source) and ("verdicts", rows) cells, the
+    last showing a VerdictTable of rows (label, Verdict)."""
     out = []
-    for kind, text in cells:
+    for kind, content in cells:
         if kind == "md":
-            out.append({"cell_type": "markdown", "metadata": {}, "source": text})
+            out.append({"cell_type": "markdown", "metadata": {}, "source": content})
         else:
-            out.append({"cell_type": "code", "metadata": {}, "source": "", "execution_count": 1,
-                        "outputs": [{"output_type": "stream", "name": "stdout", "text": text}]})
+            outputs = [_verdict_output(content)] if kind == "verdicts" else []
+            out.append({"cell_type": "code", "metadata": {}, "execution_count": 1,
+                        "source": "" if kind == "verdicts" else content, "outputs": outputs})
     return {"cells": out, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 
 
@@ -259,9 +262,9 @@ def test_generator_reports_missing_misplaced_and_unlisted_verdicts(tmp_path):
     (tmp_path / "notebooks").mkdir()
     chapter = _notebook([("md", "# Chapter 9: Test\n## Setup"), ("code", "x = 1"),
                          ("md", "## Claims"),
-                         ("code", "[summary]      a: reproduced (v = 1 <= 2)\n"
-                                  "[abstract]  unlisted: not reproduced (v = 3: fails <= 2)"),
-                         ("md", "## Later"), ("code", "b: reproduced (v = 1 <= 2)")])
+                         ("verdicts", [("[summary]", verdicts.verdict("a", 1, 2, quantity="v")),
+                                       ("[abstract]", verdicts.verdict("unlisted", 3, 2))]),
+                         ("md", "## Later"), ("verdicts", [("", verdicts.verdict("b", 1, 2))])])
     (tmp_path / "notebooks" / "ch09_test.ipynb").write_text(json.dumps(chapter))
     base = {"paper": 1, "label": "[summary]", "notebook": "notebooks/ch09_test.ipynb",
             "section": "Claims", "evidence": "Setup"}
@@ -272,7 +275,7 @@ def test_generator_reports_missing_misplaced_and_unlisted_verdicts(tmp_path):
     text = "\n".join(problems)
     assert "'unlisted'" in text                                  # labelled, not in the file
     assert "claim b: printed in section 'Later', not in 'Claims'" in text
-    assert "claim c: no cell of ch09_test.ipynb prints a verdict" in text
+    assert "claim c: no cell of ch09_test.ipynb shows a verdict" in text
     assert "claim a" not in text and "claim d" not in text
     assert [r.printed is not None for r in rows] == [True, False, False, False]
     assert "not yet tested" in ledger.render(rows) and "no data" in ledger.render(rows)
@@ -322,62 +325,69 @@ def test_design_note_claims_are_all_in_the_claims_file():
     assert len(found) >= 15 and np.all([text.strip() for text in found.values()])
 
 
-def _verify(tmp_path, stored_line: str, fresh_line: str, capsys) -> tuple[int, str]:
-    """--verify of a one-claim ledger whose chapter printed ``stored_line`` when stored and
-    ``fresh_line`` when executed again; returns the exit status and what it printed."""
-    stored, fresh = tmp_path / "stored", tmp_path / "fresh"
-    claims = {"claims": [{"id": "a", "claim": "a", "paper": 1, "label": "[summary]",
+def _verify(tmp_path, stored: verdicts.Verdict, fresh: verdicts.Verdict,
+            capsys) -> tuple[int, str]:
+    """--verify of a one-claim ledger whose chapter showed ``stored`` when stored and
+    ``fresh`` when executed again; returns the exit status and what it printed."""
+    roots = {"stored": stored, "fresh": fresh}
+    claims = {"claims": [{"id": "a", "claim": stored.claim, "paper": 1, "label": "[summary]",
                           "notebook": "notebooks/ch09_test.ipynb", "section": "Claims",
                           "evidence": "Claims"}],
               "design_notes": [{"note": "n.md", "line": 1, "text": "t", "claims": ["a"]}]}
     tmp_path.mkdir(exist_ok=True)
     (tmp_path / "claims.yml").write_text(yaml.safe_dump(claims))
-    for root, line in ((stored, stored_line), (fresh, fresh_line)):
-        (root / "notebooks").mkdir(parents=True)
-        chapter = _notebook([("md", "# Chapter 9: Test\n## Claims"), ("code", line)])
-        (root / "notebooks" / "ch09_test.ipynb").write_text(json.dumps(chapter))
-    page = tmp_path / "ledger.md"
-    options = ["--claims", str(tmp_path / "claims.yml"), "--out", str(page)]
-    assert ledger.main([*options, "--root", str(stored)]) == 0
+    for name, verdict in roots.items():
+        (tmp_path / name / "notebooks").mkdir(parents=True)
+        chapter = _notebook([("md", "# Chapter 9: Test\n## Claims"),
+                             ("verdicts", [("[summary]", verdict)])])
+        (tmp_path / name / "notebooks" / "ch09_test.ipynb").write_text(json.dumps(chapter))
+    options = ["--claims", str(tmp_path / "claims.yml"), "--out", str(tmp_path / "ledger.md")]
+    assert ledger.main([*options, "--root", str(tmp_path / "stored")]) == 0
     capsys.readouterr()
-    status = ledger.main(["--verify", *options, "--stored", str(stored), "--root", str(fresh)])
+    status = ledger.main(["--verify", *options, "--stored", str(tmp_path / "stored"),
+                          "--root", str(tmp_path / "fresh")])
     return status, capsys.readouterr().err
 
 
+def _a(values: list[float], spread: float | list[float] = 0.0) -> verdicts.Verdict:
+    return verdicts.verdict("a", values, 80, quantity="log10 crossover,",
+                            labels=["n=20 d=5 (interpolates)", "n=20 d=3"], fmt=".2f",
+                            spread=spread)
+
+
 def test_verify_passes_on_the_same_verdicts(tmp_path, capsys):
-    line = "[summary]      a: reproduced (v = 1 <= 2; w = 3 <= 4)"
-    assert _verify(tmp_path, line, line, capsys) == (0, "")
+    assert _verify(tmp_path, _a([5.62, 13.42]), _a([5.62, 13.42]), capsys) == (0, "")
 
 
-def test_verify_names_the_claim_and_field_of_a_value_that_moved(tmp_path, capsys):
-    status, err = _verify(tmp_path, "[summary]      a: reproduced (v = 1 <= 2; w = 3 <= 4)",
-                          "[summary]      a: reproduced (v = 1.5 <= 2; w = 3 <= 4)", capsys)
+def test_verify_names_the_claim_and_the_value_that_moved(tmp_path, capsys):
+    status, err = _verify(tmp_path, _a([5.62, 13.42]), _a([5.62, 13.45]), capsys)
     assert status == 1
-    assert "a: 'v = 1 <= 2' stored, 'v = 1.5 <= 2' here" in err and "w = 3" not in err
+    assert "a: log10 crossover, n=20 d=3 = 13.42 stored, = 13.45 here (spread 0: as printed)" in err
+    assert "d=5" not in err
 
 
 def test_verify_names_a_changed_verdict(tmp_path, capsys):
-    status, err = _verify(tmp_path, "[summary]      a: reproduced (v = 1 <= 2)",
-                          "[summary]      a: not reproduced (v = 3: fails <= 2)", capsys)
-    assert status == 1 and "a: verdict 'reproduced' stored, 'not reproduced' here" in err
+    status, err = _verify(tmp_path, _a([5.62, 13.42]), _a([5.62, 93.42]), capsys)
+    assert status == 1 and "a: verdict 'reproduced' stored, 'partly reproduced' here" in err
 
 
-def test_verify_accepts_the_digits_marked_machine_dependent(tmp_path, capsys):
+def test_verify_accepts_a_value_within_its_recorded_spread_only(tmp_path, capsys):
     """An interpolating instance's crossover depends on which global minimum the solver
-    reaches (5.62, 5.59 and 5.76 on three CPU settings): tests/nbval_sanitize.cfg masks it, and
-    the staleness check with it; the other instance's value is still compared."""
-    reason = "x, n=20 d=5 (interpolates), log = {} <= 80; x, n=20 d=3, log = {} <= 80"
-    stored = f"[summary]      a: reproduced ({reason.format('5.62', '13.42')})"
-    assert _verify(tmp_path / "1", stored, stored.replace("5.62", "5.59"), capsys) == (0, "")
-    status, err = _verify(tmp_path / "2", stored, stored.replace("13.42", "13.45"), capsys)
-    assert status == 1 and "'x, n=20 d=3, log = 13.42 <= 80' stored, 'x, n=20 d=3, log = 13.45 <= 80'" in err
+    reaches (5.62, 5.59 and 5.76 under three CPU settings): its spread is recorded, so 5.62 ->
+    5.59 is the same measurement; beyond the spread it is not."""
+    spread = [0.3, 0.0]
+    assert _verify(tmp_path / "1", _a([5.62, 13.42], spread), _a([5.59, 13.42], spread),
+                   capsys) == (0, "")
+    status, err = _verify(tmp_path / "2", _a([5.62, 13.42], spread), _a([6.02, 13.42], spread),
+                          capsys)
+    assert status == 1 and "(interpolates) = 5.62 stored, = 6.02 here (spread 0.3)" in err
 
 
 def test_a_choice_row_and_a_shared_cause_are_rendered_with_a_link(tmp_path):
     (tmp_path / "notebooks").mkdir()
     chapter = _notebook([("md", "# Chapter 9: Test\n## Claims"),
-                         ("code", "[summary]      a: reproduced (v = 1 <= 2)\n"
-                                  "[choice]    a strictly: not reproduced (v = 3: fails <= 2)"),
+                         ("verdicts", [("[summary]", verdicts.verdict("a", 1, 2)),
+                                       ("[choice]", verdicts.verdict("a strictly", 3, 2))]),
                          ("md", "## Why")])
     (tmp_path / "notebooks" / "ch09_test.ipynb").write_text(json.dumps(chapter))
     base = {"paper": 1, "notebook": "notebooks/ch09_test.ipynb", "section": "Claims",
@@ -423,9 +433,7 @@ def test_evidence_cites_the_sections_named_figure_else_its_heading(tmp_path):
     (tmp_path / "notebooks").mkdir()
     image = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR"}}
     drawn = _notebook([("md", "# Chapter 9: Test\n## Claims"),
-                       ("code", "[summary]      a: reproduced (v = 1 <= 2)\n"
-                                "[summary]      b: reproduced (v = 1 <= 2)\n"
-                                "[summary]      c: reproduced (v = 1 <= 2)"),
+                       ("verdicts", [("[summary]", verdicts.verdict(x, 1, 2)) for x in "abc"]),
                        ("md", "## Unnamed figure"), ("code", ""), ("md", "## Named figure"),
                        ("code", ""), ("code", "")])
     drawn["cells"][3]["outputs"] = [image]                                  # no name
@@ -444,3 +452,14 @@ def test_evidence_cites_the_sections_named_figure_else_its_heading(tmp_path):
     assert [m.groupdict() for m in _EVIDENCE.finditer(ledger.render(rows))] == [
         {"figure": "fig-drawn", "title": None}, {"figure": None, "title": "Unnamed figure"},
         {"figure": None, "title": "Claims"}]
+
+
+def test_the_ledger_as_data_is_strict_json_with_every_claim():
+    rows, _ = _page()
+    text = json.dumps(ledger.ledger_records(rows), allow_nan=False)
+    data = json.loads(text)
+    assert [c["id"] for c in data["claims"]] == [c["id"] for c in CLAIMS["claims"]]
+    for row, entry in zip(rows, data["claims"]):
+        if row.printed is not None:
+            assert entry["verdict"]["status"] == row.printed.verdict.status
+            assert len(entry["verdict"]["measurements"]) == len(row.printed.verdict.measurements)

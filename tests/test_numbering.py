@@ -68,7 +68,7 @@ def _source_title(docname: str) -> str:
     return next(line[2:] for line in text.splitlines() if line.startswith("# "))
 
 
-#: Pages written by the build step (scripts/build_ledger.py), absent from a fresh checkout;
+#: Pages written by the build step (python -m attnbook.ledger), absent from a fresh checkout;
 #: their titles name no chapter.
 GENERATED_PAGES = {"book/ledger"}
 

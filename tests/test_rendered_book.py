@@ -35,8 +35,8 @@ wide (desktop, tablet, phone), and fails when
 * it shows a Python traceback or an nbval marker.
 
 At 390 px a chapter page fails when everything it downloaded (figures included, after all the
-checks above) exceeds 1.5 MB gzipped. One more test: the ledger gives every claim its own
-anchor.
+checks above) exceeds 1.5 MB gzipped. Two more tests: the ledger gives every claim its own
+anchor, and it is published as data (``book/ledger.json``) beside its page.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ import base64
 import functools
 import gzip
 import http.server
+import json
 import os
 import re
 import threading
@@ -600,6 +601,25 @@ def test_every_claim_has_its_own_anchor(server: str, browser) -> None:
     assert len({anchor for anchor, _ in ids}) == len(ids), "claim anchors repeat"
     assert all(href == f"#{anchor}" for anchor, href in ids)
     assert 0 <= top < 900, f"#{first} does not scroll its claim into view (top {top})"
+
+
+def test_the_ledger_is_published_as_data_beside_its_page(server: str, browser) -> None:
+    """The ledger page links ledger.json, which the site serves: every claim with its record."""
+    if "book/ledger.html" not in pages():
+        pytest.skip("no ledger page in this build")
+    session = _Page(browser, server, 1280)
+    try:
+        page = session.open("book/ledger.html")
+        href = page.evaluate("() => Array.from(document.querySelectorAll('a'))"
+                             ".map(a => a.getAttribute('href')).find(h => h === 'ledger.json')")
+        response = page.goto(f"{server}/book/ledger.json")
+        data = json.loads(response.text()) if response and response.ok else None
+    finally:
+        session.close()
+    assert href == "ledger.json", "the ledger page does not link ledger.json"
+    assert data is not None, "the site does not serve book/ledger.json"
+    assert len(data["claims"]) >= 40
+    assert all({"id", "paper", "label", "verdict"} <= set(c) for c in data["claims"])
 
 
 def _synthetic_figure_png() -> str:

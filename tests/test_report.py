@@ -1,18 +1,21 @@
-"""The Reproduction report's pages rerun their chapter (attnbook.report), and the chapters'
-checks and first cells are folded by one rule (scripts/fold_checks.py)."""
+"""The Reproduction report's pages share their chapter's functions (attnbook.chapters), no
+notebook executes another, and the chapters' checks and first cells are folded by one rule
+(scripts/fold_checks.py)."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 from pathlib import Path
 
 import nbformat
-import pytest
-
-from attnbook import report
 
 ROOT = Path(__file__).resolve().parents[1]
+#: What would run another notebook from a code cell: IPython's %run, a notebook client, the
+#: old report helper.
+RUNS_A_NOTEBOOK = ("%run", "nbclient", "NotebookClient", "execute_notebook", "rerun_chapter",
+                   "nbformat.read", "papermill")
 
 
 def _load_fold_checks():
@@ -22,55 +25,55 @@ def _load_fold_checks():
     return module
 
 
-def _write_chapter(folder: Path, name: str, sources: list[str]) -> None:
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A chapter")] + [
-        nbformat.v4.new_code_cell(source) for source in sources])
-    nbformat.write(notebook, folder / f"{name}.ipynb")
+def _code_cells(path: Path) -> list[str]:
+    return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+            if c["cell_type"] == "code"]
 
 
-def test_chapter_code_cells_reads_the_code_in_order_and_names_the_chapters_there_are(tmp_path):
-    _write_chapter(tmp_path, "ch01_toy", ["a = 1", "b = a + 1"])
-    assert report.chapter_code_cells("ch01_toy", tmp_path) == ["a = 1", "b = a + 1"]
-    with pytest.raises(ValueError, match=r"chapter: expected one of \['ch01_toy'\], got 'ch9'"):
-        report.chapter_code_cells("ch9", tmp_path)
-
-
-def test_rerun_chapter_needs_a_kernel():
-    with pytest.raises(RuntimeError, match="inside a Jupyter/IPython kernel"):
-        report.rerun_chapter("ch01_model")
-
-
-@pytest.fixture()
-def shell():
-    from IPython.core.interactiveshell import InteractiveShell
-    shell = InteractiveShell.instance()
-    yield shell
-    InteractiveShell.clear_instance()
-
-
-def test_rerun_chapter_leaves_the_chapter_objects_and_drops_its_output(tmp_path, shell, capsys):
-    _write_chapter(tmp_path, "ch01_toy", ["a = 2\nprint('not shown')", "b = a ** 3\nb"])
-    assert report.rerun_chapter("ch01_toy", shell.user_ns, notebooks=tmp_path) == 2
-    assert shell.user_ns["b"] == 8
-    assert "not shown" not in capsys.readouterr().out
-    with pytest.raises(ValueError, match="namespace: expected the kernel's globals"):
-        report.rerun_chapter("ch01_toy", {}, notebooks=tmp_path)
-
-
-def test_rerun_chapter_names_the_cell_that_fails(tmp_path, shell):
-    _write_chapter(tmp_path, "ch01_toy", ["a = 2", "b = 1 / (a - 2)  # the bad one"])
-    with pytest.raises(RuntimeError, match=r"ch01_toy: code cell 2 \('b = 1 / \(a - 2\)"
-                                           r"  # the bad one'\) failed: ZeroDivisionError"):
-        report.rerun_chapter("ch01_toy", notebooks=tmp_path)
-
-
-def test_every_report_page_reruns_its_chapter_first():
-    pages = sorted((ROOT / "notebooks").glob("report_*.ipynb"))
+def test_no_notebook_executes_another_notebook():
+    pages = sorted((ROOT / "notebooks").rglob("*.ipynb"))
+    assert len(pages) > 20
     for page in pages:
-        chapter = page.stem.removeprefix("report_")
-        assert (ROOT / "notebooks" / f"{chapter}.ipynb").is_file(), page.name
-        cells = [c for c in json.loads(page.read_text())["cells"] if c["cell_type"] == "code"]
-        assert f'rerun_chapter("{chapter}"' in "".join(cells[0]["source"]), page.name
+        for source in _code_cells(page):
+            found = [word for word in RUNS_A_NOTEBOOK if word in source]
+            assert not found, f"{page.name} runs another notebook ({found})"
+
+
+def borrowed_names(code: str) -> set[str]:
+    """The names ``code`` reads that it neither defines, imports nor gets as builtins: what it
+    would take from a namespace another page filled."""
+    import builtins
+
+    code = "\n".join(line for line in code.splitlines()
+                     if not line.lstrip().startswith(("%", "!")))
+    tree = ast.parse(code)
+    defined = set(dir(builtins)) | {"display", "get_ipython"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    read = {node.id for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return read - defined
+
+
+def test_each_report_page_takes_its_chapters_objects_from_attnbook_not_from_a_namespace():
+    """A report page's chapter objects come from imports of attnbook.chapters (or a stored
+    run), never from a namespace another page filled."""
+    pages = sorted((ROOT / "notebooks").glob("report_*.ipynb"))
+    assert pages
+    for page in pages:
+        assert borrowed_names("\n".join(_code_cells(page))) == set(), page.name
+
+
+def test_the_namespace_check_catches_a_borrowed_name():
+    assert borrowed_names("import numpy as np\nx = np.mean(ch05_runs['sgd'])") == {"ch05_runs"}
+    assert borrowed_names("from attnbook.chapters import ch05\nruns = ch05.runs()") == set()
 
 
 def test_the_notebooks_are_folded_by_the_rule(capsys):
@@ -101,4 +104,4 @@ def test_fold_rule_folds_checks_and_first_cells_and_leaves_teaching_cells_open()
     report_page = Path("report_ch05_experiment.ipynb")
     assert fold_checks.wanted_fold(report_page, 5, verdict, 2) is None   # the report shows checks
     assert fold_checks.wanted_fold(report_page, 2, teaching, 2) == (
-        "hide-input", fold_checks.RERUN_PROMPT)
+        "hide-input", fold_checks.FIRST_PROMPT)

@@ -4,7 +4,7 @@
 ``notebooks/report_ch04_algorithm1.ipynb`` calls the same functions for its verdicts
 (:mod:`attnbook.claims.ch04`). Every random draw comes from a fixed seed, as in
 ``paper1_defaults``: a seed's problem and samples from ``default_rng(seed)``, its random start
-from ``default_rng(INIT_SEED + seed)``.
+from the stream ``"start"`` of :mod:`attnbook.seeds`.
 """
 
 from __future__ import annotations
@@ -16,16 +16,15 @@ import numpy as np
 from attnlib import algorithm, geometry, population
 from attnlib.data import RegressionProblem
 from attnbook.experiments import ablations, part1
+from attnbook.seeds import stream
 
-__all__ = ["SEEDS", "INIT_SEED", "KAPPA_ILL", "ITER_COND", "ITER_UNBAL", "SeedData",
+__all__ = ["SEEDS", "KAPPA_ILL", "ITER_COND", "ITER_UNBAL", "SeedData",
            "StartMeasures", "SaddleCurvature", "seed_data", "start_measures",
            "ill_conditioned_data", "conditioning_runs", "unbalanced_minimizer", "unbalanced_run",
            "mildest_saddle", "saddle_curvature"]
 
 #: The seeds of ``paper1_defaults``: problem and samples from ``default_rng(seed)``.
 SEEDS: tuple[int, ...] = part1.SETTINGS.seeds
-#: Random starts from ``default_rng(INIT_SEED + seed)``, as in ``paper1_defaults``.
-INIT_SEED = 100
 #: The condition number of Sigma in the section "The preconditioner".
 KAPPA_ILL = 1000.0
 #: Iterations of the two runs of the section "The preconditioner".
@@ -93,7 +92,7 @@ def start_measures(seeds: tuple[int, ...] = SEEDS) -> dict[tuple[int, str], Star
 
     For each seed, the spectral start ``(A_0, B_0)`` of (Sigma_hat, M_hat) (eq. ch04-spectral)
     and the random start with i.i.d. ``N(0, 0.3^2 / d)`` entries from
-    ``default_rng(INIT_SEED + seed)``: their P-distances to S and S_hat, their population loss
+    ``stream("start", seed)``: their P-distances to S and S_hat, their population loss
     ``L = 1/2 ||(A Sigma B^T - M) Sigma^{1/2}||_F^2 + p sigma^2 / 2`` and excess risk
     ``L - L*``. Keys are ``(seed, "spectral")`` and ``(seed, "random")``, seeds in order.
     Section "Spectral initialization"; the report judges "spectral initialization starts close
@@ -105,7 +104,7 @@ def start_measures(seeds: tuple[int, ...] = SEEDS) -> dict[tuple[int, str], Star
         problem = data.problem
         starts = {"spectral": algorithm.spectral_init(data.Sigma_hat, data.M_hat),
                   "random": algorithm.random_init(problem.d, problem.p,
-                                                  rng=np.random.default_rng(INIT_SEED + seed))}
+                                                  rng=stream("start", seed))}
         for name, (a, b) in starts.items():
             loss = population.population_loss(a, b, problem.Sigma, problem.M,
                                               noise_std=problem.noise_std)
@@ -134,7 +133,7 @@ def conditioning_runs(problem: RegressionProblem, X: np.ndarray, Y: np.ndarray, 
 
     Both runs train the closed-form objective (the population loss with the moments of
     ``X, Y`` plugged in) with the regularizer (lam = 1) and the step rule (eq. ch04-eta), from
-    the same random start of ``default_rng(INIT_SEED)``; with the preconditioner the step is
+    the same random start of ``stream("start", 0)``; with the preconditioner the step is
     ``(A, B) <- (A - eta G_A Sigma_hat^{-1}, B - eta Sigma_hat^{-1} G_B Sigma_hat^{-1})``
     (eq. ch04-step), without it plain gradient descent. ``problem`` gives the recorded excess
     risk. Section "The preconditioner" (with :func:`ill_conditioned_data`); the report judges
@@ -145,7 +144,7 @@ def conditioning_runs(problem: RegressionProblem, X: np.ndarray, Y: np.ndarray, 
         runs[precondition] = algorithm.train(
             algorithm.closed_form_loss(*population.empirical_moments(X, Y)),
             algorithm.Method(init="random", precondition=precondition, lam=1.0),
-            iterations=iterations, problem=problem, rng=np.random.default_rng(INIT_SEED))
+            iterations=iterations, problem=problem, rng=stream("start", 0))
     return runs
 
 

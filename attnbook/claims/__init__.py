@@ -12,7 +12,7 @@ Each chapter module defines
 
 * ``CLAIMS: dict[str, str]``, the text of each claim it judges, keyed by the claim's id in
   ``book/claims.yml``. This is the one place the text is typed: the ledger
-  (``scripts/build_ledger.py``) takes it from here through :func:`text`;
+  (``python -m attnbook.ledger``) takes it from here through :func:`text`;
 * functions that take measured numbers (plain floats and arrays, never a notebook's state)
   and return ``Verdict``\\ s built with ``verdicts.verdict(CLAIMS[claim_id], ...)``, with the
   thresholds as keyword arguments whose defaults are the book's fixed rule, so a unit test can

@@ -48,6 +48,7 @@ from typing import Mapping
 
 import numpy as np
 
+from attnbook.seeds import stream
 from attnlib import algorithm, analysis, attention, data, geometry, population
 from attnlib._validation import check_int, check_positive
 from attnlib.data import RegressionProblem
@@ -242,7 +243,7 @@ def paper1_condition_sweep(full: bool = True, progress: bool = False) -> dict[st
             for j, name in enumerate(run.methods):
                 result = algorithm.train(algorithm.empirical_loss(x, y), algorithm.METHODS[name],
                                          iterations=run.iterations, problem=problem,
-                                         rng=np.random.default_rng(100 + seed),
+                                         rng=stream("start", seed),
                                          callback=_stop_below(problem, min(run.thresholds)),
                                          progress=progress)
                 excess = result.history["excess_risk"]
@@ -374,7 +375,7 @@ def explorer_run(*, kappa: float = 10.0, n: int = 200, step_scale: float = 0.5,
         method = algorithm.Method(init="random", lam=lam, precondition=precondition,
                                   update=algorithm.GD(step_scale=step_scale))
         result = algorithm.train(algorithm.empirical_loss(x, y), method, iterations=iterations,
-                                 problem=problem, rng=np.random.default_rng(100 + seed))
+                                 problem=problem, rng=stream("start", seed))
         out[name] = result.history["excess_risk"]
         out[f"step_{name}"] = np.asarray(result.step)
     _, m_hat = population.empirical_moments(x, y)
@@ -398,7 +399,7 @@ def start_excess_risks(seed: int, *, noise_std: float, n: int = DEFAULTS.n,
     x, y = problem.sample(n, rng=rng)
     sigma_hat, m_hat = population.empirical_moments(x, y)
     spectral = algorithm.spectral_init(sigma_hat, m_hat)
-    random = algorithm.random_init(d, p, rng=np.random.default_rng(100 + seed), scale=init_scale)
+    random = algorithm.random_init(d, p, rng=stream("start", seed), scale=init_scale)
     return dict(
         spectral=population.population_loss(*spectral, problem.Sigma, problem.M),
         random=population.population_loss(*random, problem.Sigma, problem.M),
@@ -434,7 +435,7 @@ def headline_comparison(seed: int = 0, *, iterations: int = DEFAULTS.iterations
     out: dict[str, np.ndarray] = {"iteration": np.arange(iterations + 1)}
     for name, (loss, method, start) in runs.items():
         result = algorithm.train(loss, method, iterations=iterations, init=start,
-                                 rng=np.random.default_rng(100 + seed))
+                                 rng=stream("start", seed))
         minimum, _ = loss.objective(method.lam)(*loss.manifold.point())[:2]
         out[f"gap_{name}"] = result.history["objective"] - minimum
         out[f"step_{name}"] = np.asarray(result.step)
@@ -497,7 +498,7 @@ def regularizer_on_manifold(seed: int = 0, *, rotations: int = 8) -> dict[str, f
     rotations = check_int("rotations", rotations, minimum=1)
     problem, _, _ = defaults_data(seed)
     manifold = geometry.minimizer_manifold(problem.Sigma, problem.M)
-    rng = np.random.default_rng(300 + seed)
+    rng = stream("probe", seed)
     regularizer, excess, gradient = [], [], []
     for i in range(rotations):
         rotation = data.random_rotation(DEFAULTS.d, rng=rng)

@@ -61,6 +61,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from attnbook.seeds import stream
 from attnlib import algorithm, bridge, langevin, population, reference
 from attnlib.regularizers import make_regularizer
 from . import TaskGrid, register_grid
@@ -230,7 +231,7 @@ def _start(data: algorithm.DataLoss, start: str, seed: int) -> tuple[np.ndarray,
     if start == "spectral":
         return data.manifold.point()
     p, d = data.M_hat.shape
-    return algorithm.random_init(d, p, rng=np.random.default_rng(100 + seed))
+    return algorithm.random_init(d, p, rng=stream("start", seed))
 
 
 def run_method(potential: bridge.Potential, start: tuple[np.ndarray, np.ndarray], *,

@@ -39,6 +39,7 @@ from typing import Callable
 
 import numpy as np
 
+from attnbook.seeds import stream
 from attnlib import darcy, vit
 from attnlib.regularizers import Regularizer
 from . import TaskGrid, load, register, register_grid, run_grid
@@ -209,7 +210,7 @@ def run_phase2(task: DarcyTask, start: dict[str, np.ndarray], *, regime: str, se
     kind = {"adam": "adam", "sgd": "sgd", "noisy": "sgd"}[optimizer]
     return vit.train(start, *task.train, epochs=epochs, batch_size=s.phase2_batch,
                      lr=s.adam_lr if kind == "adam" else s.sgd_lr,
-                     rng=np.random.default_rng(1000 + seed), optimizer=kind,
+                     rng=stream("training", seed), optimizer=kind,
                      trainable=("W_Q", "W_K"), regularizer=regularizer_for(regime, s),
                      noise_std=s.noise_std if optimizer == "noisy" else 0.0, test=task.test,
                      callback=task.test_metrics, dtype=np.dtype(s.dtype).type, progress=progress)

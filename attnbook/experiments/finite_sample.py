@@ -54,6 +54,7 @@ from typing import Mapping
 
 import numpy as np
 
+from attnbook.seeds import stream
 from attnlib import algorithm, analysis, attention, orbit, population, reference
 from . import TaskGrid, leading_block, register_grid
 from ._tasks import stack_tasks
@@ -160,7 +161,7 @@ def methods_task(n: int, seed: int, *, settings: MethodsSettings = METHODS_SETTI
     target = basin.value + settings.stop_ratio * (initial_value - basin.value)
     clock = time.perf_counter()
     h_max = reference.largest_curvature(objective, start, loss.Sigma_hat,
-                                        rng=np.random.default_rng(300 + seed),
+                                        rng=stream("probe", seed),
                                         iterations=settings.curvature_iterations)
     curvature_seconds = time.perf_counter() - clock
 

@@ -44,6 +44,7 @@ from typing import Mapping
 
 import numpy as np
 
+from attnbook.seeds import stream
 from attnlib import algorithm, population, reference
 from . import TaskGrid, register_grid
 from ._tasks import stack_tasks
@@ -94,7 +95,7 @@ def _gradient_methods(loss: algorithm.DataLoss, seed: int, settings: SlowDirecti
                       ) -> tuple[dict[str, algorithm.Method], float]:
     h_max = reference.largest_curvature(loss.reference_objective(settings.lam),
                                         loss.manifold.point(), loss.Sigma_hat,
-                                        rng=np.random.default_rng(300 + seed))
+                                        rng=stream("probe", seed))
     methods = {
         "algorithm1": algorithm.METHODS["algorithm1"],
         "curvature_step": algorithm.Method(update=algorithm.GD(step=1.0 / h_max)),

@@ -43,6 +43,7 @@ from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
 
+from attnbook.seeds import stream
 from attnlib import algorithm, population
 from attnlib.optim import EmptyState, Params, Transform, apply_updates, chain, scale
 from . import TaskGrid, register_grid
@@ -162,7 +163,7 @@ def init_scale_task(seed: int, scale_c: float, *, settings: InitScaleSettings = 
         for j, rule in enumerate(settings.step_rules):
             method = _method(name, scale_c, rule, loss, settings.step_scale)
             result = algorithm.train(loss, method, iterations=settings.iterations,
-                                     problem=problem, rng=np.random.default_rng(100 + seed),
+                                     problem=problem, rng=stream("start", seed),
                                      record_at=grid)
             for key in out:
                 out[key][:, i, j] = result.history[key]

@@ -44,6 +44,7 @@ from typing import Sequence
 
 import numpy as np
 
+from attnbook.seeds import stream
 from attnlib import algorithm, attention, population, prompts, reference
 from attnlib._validation import check_positive
 from attnlib.data import RegressionProblem
@@ -331,7 +332,7 @@ def _start_losses(task: RegressionProblem, loss: algorithm.DataLoss, seed: int
                   ) -> dict[str, np.ndarray]:
     """Excess risks of the spectral and the random start (``default_rng(100 + s)``)."""
     spectral = loss.manifold.point()
-    random = algorithm.random_init(task.d, task.p, rng=np.random.default_rng(100 + seed))
+    random = algorithm.random_init(task.d, task.p, rng=stream("start", seed))
     return dict(start_excess=np.asarray([population.population_loss(*point, task.Sigma, task.M)
                                          for point in (spectral, random)]),
                 L_star=np.asarray(task.L_star))
@@ -368,7 +369,7 @@ def _prompts_run(noise: float, seed: int, *, iterations: int, methods: Sequence[
     deployed = np.full((deploy_grid.size, len(methods)), np.nan)
     steps = []
     for j, name in enumerate(methods):
-        rng = np.random.default_rng(100 + seed)
+        rng = stream("start", seed)
         risks: list[float] = []
 
         def record(k: int, a: np.ndarray, b: np.ndarray) -> None:
@@ -541,12 +542,12 @@ def start_ratio_map(*, scales: Sequence[float] = MAP_SCALES, noise_levels: Seque
             out["spectral"][i, j] = population.population_loss(*spectral, task.Sigma, task.M)
             for k, c in enumerate(init_scales):
                 random[i, j, k] = population.population_loss(*algorithm.random_init(
-                    task.d, task.p, rng=np.random.default_rng(100 + seed), scale=c),
+                    task.d, task.p, rng=stream("start", seed), scale=c),
                     task.Sigma, task.M)
             out["L_star"][i, j] = task.L_star
             out["train_spectral"][i, j] = loss(*spectral)[0]
             out["train_random"][i, j] = loss(*algorithm.random_init(
-                task.d, task.p, rng=np.random.default_rng(100 + seed), scale=init_scales[0]))[0]
+                task.d, task.p, rng=stream("start", seed), scale=init_scales[0]))[0]
         gamma1[i] = np.linalg.svd(population.target(task.M, task.Sigma), compute_uv=False)[0]
     return dict(out, random=random, gamma1=gamma1, scales=np.asarray(scales),
                 noise_levels=np.asarray(noise_levels), init_scales=np.asarray(init_scales))

@@ -40,6 +40,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from attnbook.seeds import stream
 from attnlib import algorithm, data, population, reference
 from . import load, register
 from ._tasks import stack_tasks
@@ -184,7 +185,7 @@ def run_defaults_seed(seed: int, *, iterations: int, full: bool = True, progress
         result = algorithm.train(loss, method, iterations=iterations, problem=problem,
                                  reference=basin if method.lam == 1.0 else None,
                                  test=test, test_every=SETTINGS.test_every,
-                                 rng=np.random.default_rng(100 + seed), progress=progress,
+                                 rng=stream("start", seed), progress=progress,
                                  record_at=grid)
         if result.diverged:
             raise RuntimeError(f"seed {seed}, method {name}: training diverged")
@@ -221,7 +222,7 @@ def reference_starts(loss: algorithm.DataLoss, seed: int) -> list[tuple[np.ndarr
     (``default_rng(200 + s)``), with
     det O = :func:`rotation_sign` (half of them -1): the other starts of the multi-start search
     for Q_hat*."""
-    rng = np.random.default_rng(200 + seed)
+    rng = stream("rotations", seed)
     starts = []
     for i in range(SETTINGS.reference_rotations):
         rotation = data.random_rotation(SETTINGS.d, rng=rng)
@@ -280,33 +281,57 @@ def paper1_defaults(full: bool = True, progress: bool = False) -> dict[str, np.n
     return history
 
 
-def lowest_known_minima() -> dict[int, dict[str, object]]:
-    """The lowest value of Q_hat = L_hat + R_hat (lambda = 1, n = 500) found so far for each seed
-    of ``paper1_defaults``, among the certified local minima (gradient <= 1e-8, positive
-    definite Hessian) of the stored runs: the multi-start table of ``paper1_defaults``
-    (chapter 5) and, for its seed, the minima reached from the final iterates of
-    ``bridge_side_by_side`` (chapter 12). One table for chapters 5, 6 and 12.
+@dataclass(frozen=True)
+class LowestMinimaSettings:
+    """Every setting of ``paper1_lowest_minima``: the stored runs it reads and what counts."""
 
-    Returns ``{seed: {"value", "excess_risk", "source"}}``; the objective is nonconvex, so this is
-    the best local minimum found, not a certified global one.
+    objective: str = "Q_hat = L_hat + R_hat, lambda = 1, n = 500, each seed of paper1_defaults"
+    sources: tuple[str, ...] = ("paper1_defaults", "bridge_side_by_side")
+    certified: str = "gradient norm <= 1e-8, positive definite Hessian (reference.py)"
+
+
+#: the settings of the stored run ``paper1_lowest_minima``
+LOWEST_MINIMA = LowestMinimaSettings()
+
+
+@register("paper1_lowest_minima", settings=LOWEST_MINIMA)
+def paper1_lowest_minima(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+    """The lowest certified local minimum of Q_hat known for each seed of paper1_defaults.
+
+    Among the certified local minima of the stored runs it names (``sources``): the
+    multi-start table of ``paper1_defaults`` (chapter 5) and, for its seed, the minima reached
+    from the final iterates of ``bridge_side_by_side`` (chapter 12). ``full`` and ``progress``
+    change nothing (it only reads stored runs). The objective is nonconvex: the best local
+    minimum found, not a certified global one.
     """
-    defaults, bridge = load("paper1_defaults"), load("bridge_side_by_side")
+    defaults, bridge = (load(name) for name in LOWEST_MINIMA.sources)
     bridge_config = json.loads(str(bridge["config"]))
     bridge_seed, bridge_methods = int(bridge_config["seed"]), list(bridge_config["methods"])
-    table = {}
-    for i, seed in enumerate(int(s) for s in defaults["seeds"]):
+    seeds = [int(s) for s in defaults["seeds"]]
+    value, excess_risk, source = [], [], []
+    for i, seed in enumerate(seeds):
         values = defaults["ref_Q_value"][i]
         best = int(np.argmin(values))
-        table[seed] = dict(value=float(values[best]),
-                           excess_risk=float(defaults["ref_Q_excess_risk"][i, best]),
-                           source="chapter 5's multi-start search: "
-                                  + reference_start_labels()["Q"][best])
+        row = (float(values[best]), float(defaults["ref_Q_excess_risk"][i, best]),
+               "chapter 5's multi-start search: " + reference_start_labels()["Q"][best])
         if seed == bridge_seed:
             ends = bridge["end_min_value"]
             k = np.unravel_index(np.nanargmin(ends), ends.shape)
-            if ends[k] < table[seed]["value"]:
-                table[seed] = dict(value=float(ends[k]),
-                                   excess_risk=float(bridge["end_min_excess_risk"][k]),
-                                   source=f"chapter 12: from the final iterate of "
-                                          f"{bridge_methods[k[0]]} (chain {k[1]})")
-    return table
+            if ends[k] < row[0]:
+                row = (float(ends[k]), float(bridge["end_min_excess_risk"][k]),
+                       f"chapter 12: from the final iterate of {bridge_methods[k[0]]} "
+                       f"(chain {k[1]})")
+        value.append(row[0])
+        excess_risk.append(row[1])
+        source.append(row[2])
+    return {"seeds": np.asarray(seeds), "value": np.asarray(value),
+            "excess_risk": np.asarray(excess_risk), "source": np.asarray(source)}
+
+
+def lowest_known_minima() -> dict[int, dict[str, object]]:
+    """The stored run ``paper1_lowest_minima`` as ``{seed: {"value", "excess_risk",
+    "source"}}``: one table for chapters 5, 6 and 12."""
+    stored = load("paper1_lowest_minima")
+    return {int(seed): dict(value=float(value), excess_risk=float(risk), source=str(source))
+            for seed, value, risk, source in zip(stored["seeds"], stored["value"],
+                                                 stored["excess_risk"], stored["source"])}

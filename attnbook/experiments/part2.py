@@ -59,6 +59,7 @@ from typing import Mapping
 import numpy as np
 from scipy.optimize import least_squares
 
+from attnbook.seeds import stream
 from attnlib import langevin, lora, qk_attention
 from attnlib.regularizers import Regularizer, make_regularizer
 from attnlib.villani import (FactorizedLoss, lower_bound_log_radius, minimize_data_loss,
@@ -206,7 +207,7 @@ def blocks(prob: FactorizedLoss) -> dict[str, slice]:
 def lowest_loss(prob: FactorizedLoss, *, seed: int, starts: int = 8) -> float:
     """Lowest regularized loss over BFGS runs from the teacher and ``starts - 1`` random points
     (drawn from ``default_rng(seed + 100)``, ``seed`` the problem's seed)."""
-    rng = np.random.default_rng(seed + 100)
+    rng = stream("start", seed)
     points = [prob.theta_teacher] + [rng.standard_normal(prob.dim) for _ in range(starts - 1)]
     best = np.inf
     for point in points:
@@ -520,7 +521,7 @@ def attention_instance(*, n: int, N: int, d: int, d_k: int, law: str,
                                         d_k=d_k, noise_std=0.5)
     if law == "gaussian":
         return problem
-    rng = np.random.default_rng(seed + 100)
+    rng = stream("inputs", seed)
     X = _inputs(law, problem.X.shape, rng)
     clean = qk_attention.AttentionProblem(X=X, Y=np.zeros_like(problem.Y), W_V=problem.W_V,
                                           d_k=d_k)
@@ -538,7 +539,7 @@ def lora_instance(*, n: int, d: int, width: int, rank: int, law: str,
                                 rank=rank, noise_std=LORA_NOISE)
     if law == "gaussian":
         return problem
-    rng = np.random.default_rng(seed + 100)
+    rng = stream("inputs", seed)
     x = _inputs(law, problem.x.shape, rng)
     clean = lora.LoRAProblem(x=x, y=np.zeros(n), a=problem.a, W_pre=problem.W_pre, rank=rank)
     y = clean.predict(problem.theta_teacher) + LORA_NOISE * rng.standard_normal(n)

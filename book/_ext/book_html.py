@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -368,6 +369,14 @@ class PdfLinkDirective(SphinxDirective):
         return [nodes.raw("", html, format="html")]
 
 
+def _publish_ledger_records(app, exception) -> None:
+    """The claims ledger as data, ``book/ledger.json`` (written by ``python -m attnbook.ledger``
+    beside ``book/ledger.md``), published beside the ledger page."""
+    source = Path(app.srcdir) / "book" / "ledger.json"
+    if exception is None and app.builder.format == "html" and source.is_file():
+        shutil.copyfile(source, Path(app.outdir) / "book" / "ledger.json")
+
+
 def setup(app) -> dict[str, Any]:
     app.add_config_value("attnbook_pdf", "", "env")
     app.add_config_value("attnbook_repository_url", "", "env")
@@ -380,6 +389,7 @@ def setup(app) -> dict[str, Any]:
     app.connect("build-finished", _write_colab_copies)
     app.connect("build-finished", _write_root_redirect, priority=400)   # before the toc's own
     app.connect("build-finished", _serve_narrow_figures)
+    app.connect("build-finished", _publish_ledger_records)
     app.add_directive("attn-citation", CitationDirective)
     app.add_directive("attn-pdf-link", PdfLinkDirective)
     app.add_css_file("book.css", priority=900)

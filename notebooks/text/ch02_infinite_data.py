@@ -287,7 +287,8 @@ for identity in symbolic.factorization_identities(3, 2):
 from attnbook.claims import ch02 as judge
 
 checked = list(loss_identities.values()) + list(symbolic.factorization_identities(3, 2))
-print(f"{'[summary]':11s} {judge.factorization(sum(not i.holds() for i in checked), len(checked))}")
+from attnbook.verdicts import verdict_table
+display(verdict_table([("[summary]", judge.factorization(sum(not i.holds() for i in checked), len(checked)))], html=False))
 
 # %% [markdown]
 # ### The GL(d) symmetry

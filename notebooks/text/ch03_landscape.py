@@ -63,6 +63,7 @@ import matplotlib.pyplot as plt
 
 from attnlib import algorithm, data, fitting, geometry, landscape, population
 from attnbook import plotting
+from attnbook.seeds import stream
 from attnbook.tables import result_table
 
 plotting.use_book_style()
@@ -146,7 +147,7 @@ dets, dists = [], []
 for seed in range(8):
     run = algorithm.train(algorithm.closed_form_loss(problem.Sigma, problem.M),
                           algorithm.Method(init="random", precondition=True, lam=1.0),
-                          iterations=1500, rng=np.random.default_rng(100 + seed))
+                          iterations=1500, rng=stream("start", seed))
     _, _, rotation = manifold.project(run.A, run.B)
     dets.append(np.linalg.det(rotation))
     dists.append(manifold.distance(run.A, run.B))
@@ -156,11 +157,13 @@ print(f"largest final dist_P to S: {max(dists):.1e}")
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 from attnbook.claims import ch03 as judge
 from attnbook.experiments import ablations
+from attnbook.verdicts import verdict_table
 
 components = np.unique(np.sign(dets)).size
-print(f"{'[summary]':11s} {judge.connected_manifold(components, len(dets))}")
 kept = ablations.regularizer_on_manifold(0, rotations=8)   # seed 0's default (Sigma, M)
-print(f"{'[summary]':11s} {judge.regularizer_keeps_manifold(**kept, rotations=8)}")
+display(verdict_table([("[summary]", judge.connected_manifold(components, len(dets))),
+                       ("[summary]", judge.regularizer_keeps_manifold(**kept, rotations=8))],
+                      html=False))
 
 # %% [markdown]
 # Random starts end on both components, four on each. The spectral initialization of chapter 4
@@ -323,9 +326,7 @@ sampled = {kind: scans[kind, 1.0] for kind in ("random", "symmetry")}
 *parts, combined = judge.one_point_convexity(
     {kind: scan.alpha("P")[small].min() for kind, scan in sampled.items()},
     {kind: scan.beta("P")[small].max() for kind, scan in sampled.items()}, (2 * s[0]) ** 2)
-for part in parts:
-    print(f"{'':11s} {part}")
-print(f"{'[summary]':11s} {combined}")
+display(verdict_table([("[summary]", combined, parts)], html=False))
 
 # %% [markdown]
 # {numref}`fig-ch03-one-point` shows the result. What the sampling shows (P-geometry, $r = 10^{-3}$ unless stated):

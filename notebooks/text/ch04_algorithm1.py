@@ -159,7 +159,8 @@ import matplotlib.pyplot as plt
 from attnlib import algorithm, analysis, geometry, population
 from attnbook import experiments
 from attnbook.chapters import ch04      # this chapter's computations; its report calls them too
-from attnbook.chapters.ch04 import INIT_SEED, SEEDS   # paper1_defaults' seeds and random starts
+from attnbook.chapters.ch04 import SEEDS   # paper1_defaults' seeds
+from attnbook.seeds import stream          # the random starts' stream, as in paper1_defaults
 from attnbook.experiments import part1
 from attnbook.plotting import METHOD_COLOURS, OKABE_ITO, figure, legend_below, use_book_style
 from attnbook.tables import result_table
@@ -293,7 +294,7 @@ print(f"after {ITER_BY_HAND} steps, largest entry of |(A, B) by hand - (A, B) by
 # $f$ ($\lambda = 1$) at the spectral start and at the random start of seed 0.
 
 # %%
-random_start = algorithm.random_init(problem.d, problem.p, rng=np.random.default_rng(INIT_SEED))
+random_start = algorithm.random_init(problem.d, problem.p, rng=stream("start", 0))
 step_rows = []
 for name, (a, b) in {"spectral": algorithm.spectral_init(Sigma_hat, M_hat),
                      "random": random_start}.items():

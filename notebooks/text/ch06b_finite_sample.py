@@ -335,6 +335,7 @@ plt.show()
 # compares the exponents with the law's.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
+from attnbook.verdicts import verdict_table
 hessian = spectra["hessian"]                      # (noise, n, seed, 300), ascending
 noise_levels, n_spec = spectra["noise_levels"], spectra["n_values"]
 n_slow = ch06b.N_SLOW                             # d(d-1)/2 = 45, the orbit's dimension
@@ -361,12 +362,14 @@ for k, sigma in enumerate(noise_levels):
               f"95% interval [{fit.ci[0]:+.2f}, {fit.ci[1]:+.2f}]; first law {first:+.1f}, "
               f"corrected -1.0")
 noise_free = {k: v for k, v in first_law.items() if k.startswith("sigma = 0,")}
-print("the first law, by the rule fixed before the runs (all four fits):\n"
-      f"[derived]   {judge.curvature_law(first_law)}\n"
-      "its distinctive prediction alone (noise-free: n^-3/2):\n"
-      f"[derived]   {judge.curvature_law(noise_free)}\n"
-      "the corrected law, derived after these spectra were measured:\n"
-      f"[derived]   {judge.curvature_law(corrected_law, claim='book-orbit-curvature-corrected')}")
+for heading, law in (
+        ("the first law, by the rule fixed before the runs (all four fits):",
+         judge.curvature_law(first_law)),
+        ("its distinctive prediction alone (noise-free: n^-3/2):", judge.curvature_law(noise_free)),
+        ("the corrected law, derived after these spectra were measured:",
+         judge.curvature_law(corrected_law, claim="book-orbit-curvature-corrected"))):
+    print(heading)
+    display(verdict_table([("[derived]", law)], html=False))
 
 # %% mystnb={"figure": {"caption": "The 45 smallest Hessian eigenvalues of $\\hat Q$ at its minimizer against $n$, with noisy targets (filled) and noise-free ones (open); solid lines: the smallest (median over seeds); dotted: the law's slope $n^{-1}$ through the first point; dashed grey: the first law's $n^{-3/2}$ for noise-free targets.", "name": "fig-ch06b-orbit"}, "image": {"alt": "Log-log plot against n of two clouds of small markers for the 45 smallest Hessian eigenvalues, with solid lines through the smallest values, dotted reference slopes of minus one, and a steeper dashed grey slope."}} tags=["hide-input"]
 fig, ax = figure(width=6.4, height=4.2)
@@ -476,7 +479,7 @@ print("book's scale, shared-key / noise spread: "
 tilt_verdict = judge.shared_key_tilt({"shared keys": (exponents["shared keys"], -1.0),
                                       "fresh keys": (exponents["fresh keys"], -1.5),
                                       "noise part": (exponents["noise part"], -1.0)})
-print(f"[derived]   {tilt_verdict}")
+display(verdict_table([("[derived]", tilt_verdict)], html=False))
 
 # %% [markdown]
 # ## Five methods on equal footing

@@ -76,10 +76,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlib import langevin, potentials
+from attnbook.chapters.ch07 import (SEEDS, TEMPERATURE, curved_well, curved_well_gap, decay_rate,
+                                    noise_floor, relaxation_1d, relaxation_2d, tilted_well,
+                                    well_gap)
 from attnbook.plotting import NEUTRAL_GREY, OKABE_ITO, figure, use_book_style
 
 use_book_style()
-SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bias": 11}
 
 # %% [markdown]
 # ## The three objects
@@ -341,26 +343,17 @@ plt.show()
 # Gibbs law, drawn by inverse transform on the bins.
 
 # %%
-s = 0.7
-well = partial(potentials.double_well, tilt=0.2)
-gap_1d = langevin.spectral_gap(well, [np.linspace(-3, 3, 1201)], s)[1]
+s = TEMPERATURE                 # 0.7
+well = tilted_well()            # f(x) = (x^2 - 1)^2 + 0.2 x
+gap_1d = well_gap(s)            # lambda_1 on the box [-3, 3], grid step 0.005
 print(f"spectral gap lambda_1 = {gap_1d:.4f}, Poincare constant C_P = s/(2 lambda_1) = "
       f"{s / (2 * gap_1d):.2f}")
 
 # %%
-edges_1d = [np.linspace(-2.5, 2.5, 51)]
-probs_1d = langevin.gibbs_bin_probabilities(well, edges_1d, s)
-chains_1d = 10_000
-run_1d = langevin.euler_maruyama(well, np.full((chains_1d, 1), 1.0), step=0.01, temperature=s,
-                                 n_steps=4000, record_every=20, record_states=True,
-                                 rng=np.random.default_rng(SEEDS["one_d"]))
-tv_1d = np.array([langevin.histogram_tv(x, edges_1d, probs_1d) for x in run_1d.states])
-
-centres_1d = 0.5 * (edges_1d[0][1:] + edges_1d[0][:-1])
+relaxed_1d = relaxation_1d(s)   # 10,000 chains from x = 1, h = 0.01, TV on 50 bins up to t = 40
+run_1d, tv_1d, edges_1d = relaxed_1d.run, relaxed_1d.tv, relaxed_1d.edges
 floor_rng = np.random.default_rng(SEEDS["floor"])
-floor_1d = np.mean([langevin.histogram_tv(
-    floor_rng.choice(centres_1d, size=(chains_1d, 1), p=probs_1d), edges_1d, probs_1d)
-    for _ in range(20)])
+floor_1d = noise_floor(relaxed_1d, floor_rng)     # 20 exact samples of 10,000 bin centres
 print(f"TV at t = 0, 10, 40: {tv_1d[0]:.3f}, {tv_1d[50]:.3f}, {tv_1d[-1]:.3f}; "
       f"noise floor {floor_1d:.3f}")
 
@@ -388,8 +381,7 @@ plt.show()
 # See {numref}`fig-ch07-tv-1d`.
 
 # %%
-window = (run_1d.times >= 2) & (tv_1d >= 3 * floor_1d)
-rate_1d = -np.polyfit(run_1d.times[window], np.log(tv_1d[window]), 1)[0]
+rate_1d, window = decay_rate(relaxed_1d, floor_1d)   # fit log TV over t >= 2, TV >= 3 floor
 print(f"fitted decay rate of TV: {rate_1d:.4f} (window t in [2, {run_1d.times[window][-1]:.1f}])")
 print(f"spectral gap: {gap_1d:.4f}; ratio {rate_1d / gap_1d:.2f}")
 
@@ -417,25 +409,14 @@ plt.show()
 # $[-2, 2]\times[-1.5, 2.5]$; all chains start at $(1, 0.5)$; the step is $h = 0.02$.
 
 # %%
-well_2d = partial(potentials.double_well_2d, tilt=0.2, stiffness=2.0, bend=0.5)
-gap_2d = langevin.spectral_gap(well_2d, [np.linspace(-2.5, 2.5, 101),
-                                         np.linspace(-2.5, 4.0, 131)], s)[1]
-edges_2d = [np.linspace(-2.0, 2.0, 17), np.linspace(-1.5, 2.5, 17)]
-probs_2d = langevin.gibbs_bin_probabilities(well_2d, edges_2d, s)
-chains_2d = 10_000
-run_2d = langevin.euler_maruyama(well_2d, np.tile([1.0, 0.5], (chains_2d, 1)), step=0.02,
-                                 temperature=s, n_steps=2000, record_every=10,
-                                 record_states=True, rng=np.random.default_rng(SEEDS["two_d"]))
-tv_2d = np.array([langevin.histogram_tv(x, edges_2d, probs_2d) for x in run_2d.states])
+well_2d = curved_well()         # f(x, y) = (x^2 - 1)^2 + 0.2 x + (y - x^2 / 2)^2
+gap_2d = curved_well_gap(s)
+relaxed_2d = relaxation_2d(s)   # 10,000 chains from (1, 0.5), h = 0.02, TV on 16 x 16 bins
+run_2d, tv_2d, edges_2d = relaxed_2d.run, relaxed_2d.tv, relaxed_2d.edges
 
 # %%
-centres = [0.5 * (e[1:] + e[:-1]) for e in edges_2d]
-cells = np.stack([m.ravel() for m in np.meshgrid(*centres, indexing="ij")], axis=1)
-floor_2d = np.mean([langevin.histogram_tv(
-    cells[floor_rng.choice(len(cells), size=chains_2d, p=probs_2d.ravel())], edges_2d, probs_2d)
-    for _ in range(20)])
-window_2d = (run_2d.times >= 2) & (tv_2d >= 3 * floor_2d)
-rate_2d = -np.polyfit(run_2d.times[window_2d], np.log(tv_2d[window_2d]), 1)[0]
+floor_2d = noise_floor(relaxed_2d, floor_rng)     # the same generator, after the 1-D floor
+rate_2d, window_2d = decay_rate(relaxed_2d, floor_2d)
 print(f"spectral gap {gap_2d:.4f}; fitted TV decay rate {rate_2d:.4f} "
       f"(ratio {rate_2d / gap_2d:.2f})")
 print(f"final TV {tv_2d[-1]:.3f}, noise floor {floor_2d:.3f}")
@@ -602,7 +583,7 @@ plt.show()
 boxes = np.array([5, 10, 20, 40, 80, 160])
 gaps_slow = np.array([langevin.spectral_gap(slow, [np.linspace(-b, b, 100 * b + 1)], s)[1]
                       for b in boxes])
-gap_well_big = langevin.spectral_gap(well, [np.linspace(-3.5, 3.5, 1401)], s)[1]
+gap_well_big = well_gap(s, half_width=3.5)
 slope_gap = np.polyfit(np.log(boxes), np.log(gaps_slow), 1)[0]
 growth = [f"L={b}: {g:.2e}" for b, g in zip(boxes, gaps_slow)]
 print("log growth, lambda_1 on [-L, L]: " + ", ".join(growth[:3]))

@@ -75,21 +75,21 @@ import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
 
-from attnlib import qk_attention
 from attnlib import villani
+from attnbook.chapters.ch08 import (LAM, TEMPERATURES, attention_problem,
+                                    attention_stationary_point, closed_form_gaps, crossover_table,
+                                    laplacian_law_fit, log10_holley_stroock_bound,
+                                    log_partition_curves, orbit_crossover_radii, regularizers)
 from attnbook.claims import ch08
-from attnbook.experiments import format_deviation, part2
+from attnbook.experiments import format_deviation
 from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, SERIES, figure, legend_below, orbit_schematic,
                               plot_series, use_book_style)
 from attnlib.regularizers import Regularizer
 from attnbook.tables import result_table
 
 use_book_style()
-PROBLEM_SEED = 8      # the synthetic problem
 SYMMETRY_SEED = 1     # random group elements
-PARTITION_SEED = 3    # directions of the radial partition-function estimate
 RAY_SEED = 2          # generic rays
-BOUND_SEED = 5        # random parameters for the inequalities of the argument
 
 # %% [markdown]
 # ## The model and its symmetry
@@ -121,8 +121,7 @@ BOUND_SEED = 5        # random parameters for the inequalities of the argument
 # attention layer plus noise.
 
 # %%
-problem = qk_attention.make_problem(rng=np.random.default_rng(PROBLEM_SEED), n=6, N=5, d=3, d_k=2,
-                          noise_std=0.5)
+problem = attention_problem()     # n = 6 inputs of N = 5 tokens, d = 3, d_k = 2, noise 0.5
 n, N, d = problem.X.shape
 print(f"n = {n}, N = {N}, d = {d}, d_k = {problem.d_k}, D = {problem.dim}")
 print(f"loss at the teacher: {problem.data_loss(problem.theta_teacher):.4f}")
@@ -160,7 +159,8 @@ group_changes = [abs(problem.data_loss(problem.act(theta, rng_check.standard_nor
                      - problem.data_loss(theta)) / problem.data_loss(theta) for _ in range(4)]
 orbit_change = np.ptp(problem.data_loss(orbit)) / problem.data_loss(theta)
 symmetry = ch08.symmetry(group_changes, orbit_change)
-print(f"{'[summary]':11s} {symmetry}")
+from attnbook.verdicts import verdict_table
+display(verdict_table([("[summary]", symmetry)], html=False))
 
 # %% [markdown]
 # ## Without a regularizer the Gibbs measure is not normalizable
@@ -220,11 +220,7 @@ print("its integral over -R^2 < p < R^2:", sp.simplify(2 * sp.integrate(density,
 # %%
 s_partition = 1.0
 radii = np.linspace(0.0, 12.0, 61)
-regs_partition = {"none": Regularizer(), "weight_decay": Regularizer("weight_decay", 0.1),
-                  "log": Regularizer("log", 0.1), "power": Regularizer("power", 0.1, eps=0.5)}
-log_z = {name: villani.radial_log_partition(problem.with_regularizer(reg), s_partition, radii,
-                                       n_directions=200, rng=np.random.default_rng(PARTITION_SEED))
-         for name, reg in regs_partition.items()}
+log_z = log_partition_curves(problem, s_partition, radii)   # lambda = 0.1, 200 directions
 Z = problem.X @ problem.W_V
 sup_L = 0.5 * np.sum((np.abs(Z).max(axis=1)[:, None, :] + np.abs(problem.Y)) ** 2) / problem.n
 D = problem.dim
@@ -258,7 +254,7 @@ growth = {name: values[60] - values[30] for name, values in log_z.items()}
 print("growth of log Z_R from R = 6 to 12: " + ", ".join(f"{SERIES[name]['label']} {g:.2f}" for name, g in growth.items())
       + f"; D log 2 = {D * math.log(2):.2f}")
 normalizable = ch08.not_normalizable(growth["none"] / (D * math.log(2)), dim=D)
-print(f"{'[summary]':11s} {normalizable}")
+display(verdict_table([("[summary]", normalizable)], html=False))
 
 # %% [markdown]
 # ## The Villani quantity on the orbit through a stationary point
@@ -281,18 +277,14 @@ print(f"{'[summary]':11s} {normalizable}")
 # over four decades of $\rho$.
 
 # %%
-theta_star, grad_norm = villani.minimize_data_loss(problem, problem.theta_teacher)
+theta_star, grad_norm = attention_stationary_point(problem)     # BFGS from the teacher
 consts = villani.orbit_constants(problem, theta_star)
 print(f"L(theta*) = {problem.data_loss(theta_star):.4f}, ||grad L(theta*)|| "
       f"{format_deviation(grad_norm, resolution=1e-7)}")
 print(f"a = {consts.a:.4f}, b = {consts.b:.4f}, q = ||W_Q*||^2 = {consts.q:.4f}, "
       f"k = ||W_K*||^2 = {consts.k:.4f}")
 rho = np.logspace(-2, 2, 9)
-laps = np.array([sum(problem.data_laplacian_blocks(x))
-                 for x in villani.orbit_points(problem, theta_star, np.log(rho))])
-design = np.column_stack([rho**2, rho**-2])
-(a_fit, b_fit), *_ = np.linalg.lstsq(design, laps, rcond=None)
-resid = np.max(np.abs(design @ [a_fit, b_fit] - laps) / np.abs(laps))
+a_fit, b_fit, resid = laplacian_law_fit(problem, theta_star, rho)
 print(f"fit over rho in [1e-2, 1e2]: a = {a_fit:.6f}, b = {b_fit:.6f}")
 print(f"  max relative residual {format_deviation(resid)}")
 
@@ -315,18 +307,12 @@ print(f"  max relative residual {format_deviation(resid)}")
 # (exact gradient and exact Laplacian of the regularized loss at the orbit points).
 
 # %%
-lam = 0.01
-regs = {"none": Regularizer(), "weight_decay": Regularizer("weight_decay", lam),
-        "log": Regularizer("log", lam), "power": Regularizer("power", lam, eps=0.5)}
+lam = LAM
+regs = regularizers(lam)
 log_rho_check = np.log(np.array([0.1, 1.0, 10.0, 100.0]))
-points = villani.orbit_points(problem, theta_star, log_rho_check)
-rows = []
-for name, reg in regs.items():
-    closed = villani.orbit_villani_over_rho2(consts, reg, 1.0, log_rho_check) * np.exp(2 * log_rho_check)
-    direct = np.array([villani.villani_quantity(problem.with_regularizer(reg), x, 1.0).value
-                       for x in points])
-    gap = np.max(np.abs(closed - direct) / np.abs(direct))
-    rows.append([SERIES[name]['label'], *direct, format_deviation(gap, resolution=1e-9)])
+checked = closed_form_gaps(problem, theta_star, consts, regs, log_rho_check)
+rows = [[SERIES[name]['label'], *direct, format_deviation(gap, resolution=1e-9)]
+        for name, (direct, gap) in checked.items()]
 print("V_1 on the orbit, and the largest relative gap to the closed form:")
 result_table(["", "rho = 0.1", "rho = 1", "rho = 10", "rho = 100", "closed form"],
              rows, number_format=".4g")
@@ -369,7 +355,7 @@ print("weight decay fails for s >", wd_threshold[0])
 # rows give the critical temperature $4\lambda^2 q / a$.
 
 # %%
-temperatures = [0.01, 1.0, 100.0]
+temperatures = TEMPERATURES
 s_star = villani.weight_decay_threshold(consts, lam)
 print(f"weight decay, lambda = {lam}: threshold 4 lambda^2 q / a = {s_star:.3g}")
 print(f"rho* = infinity (never positive) for s = "
@@ -377,20 +363,11 @@ print(f"rho* = infinity (never positive) for s = "
                   if villani.crossover_log_radius(consts, regs['weight_decay'], s) == math.inf))
 
 # %%
-crossovers, rows = {}, []
 print("log10 rho* as rho -> oo and log10(1/rho*) as rho -> 0, with leading orders:")
-for name in ("log", "power"):
-    for s in temperatures:
-        both = villani.orbit_crossovers(consts, regs[name], s)
-        up = villani.asymptotic_crossover_log_radius(consts, regs[name], s)
-        down = villani.asymptotic_crossover_log_radius(consts.swapped(), regs[name], s)
-        crossovers[name, s] = both
-        rows.append([name, f"{s:g}", both.up / math.log(10), up / math.log(10),
-                     both.down / math.log(10), down / math.log(10), both.decisive_end])
+crossovers = orbit_crossover_radii(consts, regs, temperatures)   # (form, s) -> both ends
 block = crossovers["log", 1.0].up + 0.5 * math.log(consts.q)    # log(rho* sqrt(q))
 print(f"log form, s = 1: the larger block at rho* has ||W_Q||_F = 10^{block / math.log(10):.2f}")
-result_table(["form", "s", "rho -> oo", "leading", "rho -> 0", "leading", "decisive end"],
-             rows, number_format=".2f")
+crossover_table(consts, regs, crossovers)
 
 # %% [markdown]
 # The orbit has two ends. As $\rho \to 0$ the blocks swap roles ($t_K = k/\rho^2$ grows, the
@@ -551,7 +528,7 @@ plt.show()
 
 # %%
 for s in (100.0, 1.0, 0.1):
-    log10_bound = (2 * sup_L / s + math.log(s / (4 * lam))) / math.log(10)
+    log10_bound = log10_holley_stroock_bound(sup_L, s, lam)
     print(f"s = {s:>5g}, lambda = {lam}: C_P <= 10^{log10_bound:.3g}")
 
 # %% [markdown]

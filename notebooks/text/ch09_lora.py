@@ -63,11 +63,12 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnlib import lora
-from attnlib import qk_attention
 from attnlib import villani
-from attnbook.claims import ch09
-from attnbook.experiments import part2
+from attnbook.chapters.ch08 import (LAM, TEMPERATURES, attention_problem,
+                                    attention_stationary_point, closed_form_gaps, crossover_table,
+                                    laplacian_law_fit, log10_holley_stroock_bound,
+                                    log_partition_curves, orbit_crossover_radii, regularizers)
+from attnbook.chapters.ch09 import balanced_stationary_point, lora_problem, weight_decay_minimizer
 from attnbook.experiments import format_deviation
 from attnbook.plotting import (OKABE_ITO, SERIES, figure, legend_below, orbit_schematic, plot_series,
                               use_book_style)
@@ -75,13 +76,9 @@ from attnlib.regularizers import Regularizer
 from attnbook.tables import result_table
 
 use_book_style()
-PROBLEM_SEED = 0      # the synthetic problem
 SYMMETRY_SEED = 1     # random group elements
-PARTITION_SEED = 3    # directions of the radial partition-function estimate
 FLAT_SEED = 4         # direction in the flat set
-BOUND_SEED = 5        # random parameters for the inequalities of the argument
 GROUP_SEED = 6        # random group elements for the check of the orbit sampling
-ATTENTION_SEED = 8   # Chapter 8's attention problem (its PROBLEM_SEED)
 
 # %% [markdown]
 # ## The model and its scale redundancy
@@ -108,8 +105,7 @@ ATTENTION_SEED = 8   # Chapter 8's attention problem (its PROBLEM_SEED)
 # ($D = r(m + d) = 22$ parameters). The targets come from a teacher rank-2 update plus noise.
 
 # %%
-problem = lora.make_problem(rng=np.random.default_rng(PROBLEM_SEED), n=20, d=3, width=8,
-                            rank=2, noise_std=0.1)
+problem = lora_problem()      # n = 20 samples in d = 3, width m = 8, rank r = 2, noise 0.1
 print(f"n = {problem.n}, d = {problem.x.shape[1]}, width m = {problem.a.size}, "
       f"rank r = {problem.rank}, D = {problem.dim}")
 rng_sym = np.random.default_rng(SYMMETRY_SEED)
@@ -134,11 +130,7 @@ for _ in range(4):
 # %%
 s_partition = 1.0
 radii = np.linspace(0.0, 12.0, 61)
-regs_partition = {"none": Regularizer(), "weight_decay": Regularizer("weight_decay", 0.1),
-                  "log": Regularizer("log", 0.1), "power": Regularizer("power", 0.1, eps=0.5)}
-log_z = {name: villani.radial_log_partition(problem.with_regularizer(reg), s_partition, radii,
-                                       n_directions=200, rng=np.random.default_rng(PARTITION_SEED))
-         for name, reg in regs_partition.items()}
+log_z = log_partition_curves(problem, s_partition, radii)   # Chapter 8's estimate: lambda = 0.1
 sup_L = 0.5 * np.mean((np.abs(problem.a).sum() + np.abs(problem.y)) ** 2)
 print(f"bound sup L <= {sup_L:.3f}")
 for name, values in log_z.items():
@@ -226,10 +218,7 @@ for s in (0.5 * c1 / c2, 2 * c1 / c2):
 # same closed form and the same crossover formulas apply.
 
 # %%
-warm, _ = villani.minimize_data_loss(problem.with_regularizer(Regularizer("weight_decay", 1e-3)),
-                                problem.theta_teacher, gtol=1e-9)
-polished, _ = villani.minimize_data_loss(problem, warm)
-theta_star = problem.svd_factorization(polished, 0.5)     # the balanced point of its orbit
+warm, theta_star = balanced_stationary_point(problem)   # warm start, polish, balanced point
 grad_norm = np.linalg.norm(problem.gradient(theta_star))
 consts = villani.orbit_constants(problem, theta_star)
 print(f"L(theta*) = {problem.data_loss(theta_star):.3e}, ||grad L(theta*)|| "
@@ -242,25 +231,16 @@ print(f"||U||_F^2, ||V||_F^2: warm start {np.sum(U_warm**2):.2f}, {np.sum(V_warm
 
 # %%
 rho = np.logspace(-2, 2, 9)
-laps = np.array([sum(problem.data_laplacian_blocks(x))
-                 for x in villani.orbit_points(problem, theta_star, np.log(rho))])
-design = np.column_stack([rho**2, rho**-2])
-(a_fit, b_fit), *_ = np.linalg.lstsq(design, laps, rcond=None)
+a_fit, b_fit, resid = laplacian_law_fit(problem, theta_star, rho)
 print(f"fit over rho in [1e-2, 1e2]: a = {a_fit:.6f}, b = {b_fit:.6f}")
-print(f"  max relative residual {format_deviation(np.max(np.abs(design @ [a_fit, b_fit] - laps) / np.abs(laps)))}")
+print(f"  max relative residual {format_deviation(resid)}")
 
 # %%
-lam = 0.01
-regs = {"none": Regularizer(), "weight_decay": Regularizer("weight_decay", lam),
-        "log": Regularizer("log", lam), "power": Regularizer("power", lam, eps=0.5)}
+lam = LAM
+regs = regularizers(lam)
 log_rho_check = np.log(np.array([0.1, 1.0, 10.0, 100.0]))
-points = villani.orbit_points(problem, theta_star, log_rho_check)
-gaps = []
-for reg in regs.values():
-    closed = villani.orbit_villani_over_rho2(consts, reg, 1.0, log_rho_check) * np.exp(2 * log_rho_check)
-    direct = np.array([villani.villani_quantity(problem.with_regularizer(reg), x, 1.0).value
-                       for x in points])
-    gaps.append(np.max(np.abs(closed - direct) / np.abs(direct)))
+gaps = [gap for _, gap in closed_form_gaps(problem, theta_star, consts, regs,
+                                           log_rho_check).values()]
 print("closed form vs direct evaluation (s = 1, every regularizer):")
 print(f"  at rho = 0.1, 1, 10, 100, max relative gap {format_deviation(max(gaps), resolution=1e-9)}")
 
@@ -280,7 +260,7 @@ print(f"  at rho = 0.1, 1, 10, 100, max relative gap {format_deviation(max(gaps)
 # %%
 for lam_balance in (1e-3, 1e-1):
     decayed = problem.with_regularizer(Regularizer("weight_decay", lam_balance))
-    minimizer, _ = villani.minimize_data_loss(decayed, problem.theta_teacher, gtol=1e-9)
+    minimizer = weight_decay_minimizer(problem, lam_balance)
     U_min, V_min = problem.unpack(minimizer)
     grad_U, grad_V = problem.unpack(decayed.gradient(minimizer))
     deviation = np.abs(U_min.T @ U_min - V_min @ V_min.T).max()
@@ -299,24 +279,15 @@ for lam_balance in (1e-3, 1e-1):
 # $\mathcal V_s/\max(\rho^2, \rho^{-2})$, which has the sign of $\mathcal V_s$ and a finite scale at both ends.
 
 # %%
-temperatures = [0.01, 1.0, 100.0]
+temperatures = TEMPERATURES
 print(f"weight decay, lambda = {lam}: threshold 4 lambda^2 q / a = "
       f"{villani.weight_decay_threshold(consts, lam):.3g} (rho -> oo),")
 print(f"  4 lambda^2 k / b = {villani.weight_decay_threshold(consts.swapped(), lam):.3g} (rho -> 0)")
 
 # %%
-crossovers, rows = {}, []
 print("log10 rho* as rho -> oo and log10(1/rho*) as rho -> 0, with leading orders:")
-for name in ("log", "power"):
-    for s in temperatures:
-        both = villani.orbit_crossovers(consts, regs[name], s)
-        up = villani.asymptotic_crossover_log_radius(consts, regs[name], s)
-        down = villani.asymptotic_crossover_log_radius(consts.swapped(), regs[name], s)
-        crossovers[name, s] = both
-        rows.append([name, f"{s:g}", both.up / math.log(10), up / math.log(10),
-                     both.down / math.log(10), down / math.log(10), both.decisive_end])
-result_table(["form", "s", "rho -> oo", "leading", "rho -> 0", "leading", "decisive end"],
-             rows, number_format=".2f")
+crossovers = orbit_crossover_radii(consts, regs, temperatures)   # (form, s) -> both ends
+crossover_table(consts, regs, crossovers)
 
 # %% mystnb={"figure": {"caption": "The Villani quantity $\\mathcal V_s/\\max(\\rho^2, \\rho^{-2})$ along the symmetry orbit against $\\log_{10}\\rho$ at $s = 0.01, 1, 100$ (LoRA), on a symmetric log scale; dotted verticals mark the crossovers of the log and power regularizers at both ends of the orbit.", "name": "fig-ch09-villani-orbit"}, "image": {"alt": "Three panels, one per temperature, of V_s over rho squared against log10 rho for the four regularizers; weight decay stays negative, log and power turn positive after dotted crossover lines."}} tags=["hide-input"]
 fig, axes = figure(1, 3, height=2.9)
@@ -423,9 +394,8 @@ for c in (1e-3, 1.0, 1e3):     # log form, s = 1: starts on the rho-curve throug
 # calls as there.
 
 # %%
-attention = qk_attention.make_problem(rng=np.random.default_rng(ATTENTION_SEED), n=6, N=5,
-                                      d=3, d_k=2, noise_std=0.5)           # Chapter 8's problem
-attention_star, _ = villani.minimize_data_loss(attention, attention.theta_teacher)
+attention = attention_problem()                            # Chapter 8's problem
+attention_star, _ = attention_stationary_point(attention)  # and its stationary point
 models = {"attention": (attention, attention_star), "LoRA": (problem, theta_star)}
 
 
@@ -536,7 +506,7 @@ plt.show()
 
 # %%
 for s in (100.0, 1.0, 0.1):
-    log10_bound = (2 * sup_L / s + math.log(s / (4 * lam))) / math.log(10)
+    log10_bound = log10_holley_stroock_bound(sup_L, s, lam)
     print(f"s = {s:>5g}, lambda = {lam}: C_P <= 10^{log10_bound:.3g}")
 
 # %% [markdown]

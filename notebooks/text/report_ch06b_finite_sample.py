@@ -17,7 +17,7 @@
 #
 # This page of the Reproduction report checks what {doc}`Chapter 6b <ch06b_finite_sample>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch06b` on the chapter's stored runs (loaded by name), so the objects the chapter built are here.
 
-# %% mystnb={"code_prompt_show": "The chapter's objects: show {type}"} tags=["hide-input"]
+# %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
 # %matplotlib inline
 import numpy as np
 import matplotlib.pyplot as plt

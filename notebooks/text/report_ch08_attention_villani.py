@@ -15,13 +15,28 @@
 # %% [markdown]
 # # Checks for Chapter 8: Attention in W_Q, W_K and the Villani condition
 #
-# This page of the Reproduction report checks what {doc}`Chapter 8 <ch08_attention_villani>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell reruns the code of Chapter 8 (its output is not shown), so the objects the chapter built are here.
+# This page of the Reproduction report checks what {doc}`Chapter 8 <ch08_attention_villani>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch08`, the ones the chapter itself calls, so the objects the chapter built (its problem, regularizers, stationary point and crossover radii) are here.
 
-# %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
-from attnbook.report import rerun_chapter
+# %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
+import math
 
-cells = rerun_chapter("ch08_attention_villani", globals())
-print(f"reran the {cells} code cells of Chapter 8")
+import numpy as np
+
+from attnlib import qk_attention, villani
+from attnlib.regularizers import Regularizer
+from attnbook.chapters.ch08 import (BOUND_SEED, TEMPERATURES, attention_problem,
+                                    attention_stationary_point, orbit_crossover_radii,
+                                    regularizers)
+from attnbook.claims import ch08
+from attnbook.experiments import part2
+from attnbook.plotting import SERIES
+
+problem = attention_problem()
+theta_star, _ = attention_stationary_point(problem)
+regs, temperatures = regularizers(), TEMPERATURES
+crossovers = orbit_crossover_radii(villani.orbit_constants(problem, theta_star), regs,
+                                   temperatures)
+C_grad, C_lap = problem.derivative_constants()
 
 # %% [markdown]
 # ## Other data and sizes

@@ -17,7 +17,7 @@
 #
 # This page of the Reproduction report checks what {doc}`Chapter 11 <ch11_darcy>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch11` on the stored runs, so the objects the chapter built are here.
 
-# %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
+# %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
 from attnbook.chapters.ch11 import phase2_runs, phase2_summaries, strong_lambda
 from attnbook.claims import ch11
 
@@ -43,6 +43,7 @@ strong_lam = strong_lambda(stored2)
 # beside them.
 
 # %%
+from attnbook.verdicts import verdict_table
 low_runs = {label: summaries[label] for label in ("adam", "sgd", "noisy")}
 print("final test RMSE (physical units, mean over seeds +- SE): " + "; ".join(
     f"{run} " + ", ".join(f"{regime} {m['rmse']:.4g} +- {m['rmse_sem']:.1g}" for regime, m in summary.items())
@@ -52,10 +53,8 @@ v2, parts2 = ch11.norms_grow(low_runs)
 growing = {run: ch11.grows(parts2, run) for run in low_runs}
 v3, parts3 = ch11.norms_contained(low_runs, growing)
 v4, per_run4, conditions4 = ch11.gap_grows_without_lower_with(low_runs)
-for overall, parts in ((v1, parts1), (v2, parts2), (v3, parts3), (v4, per_run4 + conditions4)):
-    print(overall)
-    for part in parts:
-        print("    " + str(part))
+display(verdict_table([("", v1, parts1), ("", v2, parts2), ("", v3, parts3),
+                       ("", v4, per_run4 + conditions4)], html=False))
 strong = {"noisy, strong": summaries["noisy, strong"]}
 print(f"\nbeside them, noisy SGD at lambda = {strong_lam:g}:")
 _, per_run_strong, conditions_strong = ch11.gap_grows_without_lower_with(strong)

@@ -17,7 +17,7 @@
 #
 # This page of the Reproduction report checks what {doc}`Chapter 12 <ch12_bridge>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch12` on the stored runs, so the objects the chapter built are here.
 
-# %% mystnb={"code_prompt_show": "The chapter's code, rerun: show {type}"} tags=["hide-input"]
+# %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
 import numpy as np
 
 from attnbook import experiments
