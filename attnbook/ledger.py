@@ -51,6 +51,10 @@ from attnbook import claims as book_claims
 from attnbook.verdicts import (NOT_REPRODUCED, NOT_TESTABLE, PARTLY, RECORD_MIME, REPRODUCED,
                                STATUSES, Measurement, Verdict, combine, status_of_levels)
 
+__all__ = ["Printed", "Row", "load_claims", "printed_verdicts", "inconsistencies", "ledger_rows",
+           "summary", "render", "verdict_differences", "row_differences", "ledger_records",
+           "with_shown_parts", "main"]
+
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "book" / "claims.yml"
 LEDGER = ROOT / "book" / "ledger.md"

@@ -371,6 +371,19 @@ class VerdictTable:
                 f"</thead><tbody>{''.join(body)}</tbody></table>")
 
 
+class RecordsInTheBook:
+    """How the book's pages render a verdict record: not at all (the table beside it is the
+    reader's view; the ledger reads the record). A myst-nb mime renderer plugin, registered in
+    ``pyproject.toml`` (entry point group ``myst_nb.mime_renderers``)."""
+
+    mime_priority_overrides = (("*", RECORD_MIME, None),)
+
+    @staticmethod
+    def handle_mime(renderer: Any, data: Any, inline: bool) -> list | None:
+        """No nodes for a verdict record; ``None`` (another renderer's turn) otherwise."""
+        return [] if data.mime_type == RECORD_MIME else None
+
+
 def verdict_table(rows: Sequence[tuple[str, Verdict] | tuple[str, Verdict, Sequence[Verdict]]],
                   *, html: bool = True) -> VerdictTable:
     """A :class:`VerdictTable` from rows ``(label, verdict)`` or ``(label, verdict, parts)``

@@ -23,7 +23,7 @@ __all__ = ["SEEDS", "KAPPA_ILL", "ITER_COND", "ITER_UNBAL", "SeedData",
            "ill_conditioned_data", "conditioning_runs", "unbalanced_minimizer", "unbalanced_run",
            "mildest_saddle", "saddle_curvature"]
 
-#: The seeds of ``paper1_defaults``: problem and samples from ``default_rng(seed)``.
+#: The seeds of ``paper1_defaults`` (problem and samples from ``default_rng(seed)``).
 SEEDS: tuple[int, ...] = part1.SETTINGS.seeds
 #: The condition number of Sigma in the section "The preconditioner".
 KAPPA_ILL = 1000.0

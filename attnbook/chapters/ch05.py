@@ -28,9 +28,9 @@ LABELS = {"algorithm1": "Algorithm 1", "random+precond+reg": "random + precond +
           "gd": "GD", "sgd": "SGD", "adam": "Adam"}
 #: The optimal population loss ``L* = p sigma^2 / 2`` of the defaults.
 L_STAR = part1.SETTINGS.p * part1.SETTINGS.noise_std ** 2 / 2
-#: [choice] "converged": optimization gap below this fraction of the initial gap.
+#: [choice] An optimization gap below this fraction of the initial gap counts as converged.
 CONVERGED = judge.CONVERGED
-#: The random start's scales c of observation 1 (entries N(0, c^2/d)); sqrt(d): unit variance.
+#: The random start's scales c of observation 1, entries ``N(0, c^2/d)`` (``c = sqrt(d)`` gives unit variance).
 #: With :data:`NOISE_AXIS`, the axes of :func:`attnbook.experiments.ablations.start_claims_grid`.
 INIT_SCALES = (0.3, 1.0, 2.0, float(np.sqrt(part1.SETTINGS.d)), 5.0)
 #: The noise levels sigma of observation 1.
@@ -46,7 +46,7 @@ class StartComparison(NamedTuple):
     e_random: np.ndarray
     """Excess risk of the random start (random-init SGD's first iterate), per seed."""
     ratios: list[tuple[float, float]]
-    """Per seed: (loss ratio, excess-risk ratio), random over spectral."""
+    """The pair (loss ratio, excess-risk ratio), random over spectral, of each seed."""
     loss_ratio: float
     """The median over seeds of the loss ratio."""
     excess_ratio: float

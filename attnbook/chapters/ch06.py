@@ -56,7 +56,7 @@ class RateRuns(NamedTuple):
     mu_measured: np.ndarray
     """The geometric rate fitted to the excess risk."""
     mu_predicted: np.ndarray
-    """The local rate max_h |1 - eta h|^2 over the Hessian's nonzero eigenvalues h at S."""
+    """The local rate ``max_h |1 - eta h|^2`` over the Hessian's nonzero eigenvalues h at S."""
 
 
 def sample_size_risks(stored: Mapping[str, np.ndarray]) -> SampleSizeRisks:

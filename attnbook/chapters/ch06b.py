@@ -23,9 +23,9 @@ __all__ = ["LEVELS", "N_SLOW", "EARLY_STOP_TOLERANCE", "lowest_known_minimum", "
 
 #: The relative gaps a method is asked to reach.
 LEVELS = (1e-3, 1e-6, 1e-9)
-#: The orbit's dimension d(d-1)/2 at d = 10: the soft Hessian eigenvalues at the minimizer.
+#: The orbit's dimension ``d(d-1)/2`` at d = 10, the number of soft Hessian eigenvalues at the minimizer.
 N_SLOW = 45
-#: [choice] The early-stopping rule: Algorithm 1's excess risk within this fraction of the
+#: [choice] The early-stopping rule stops at Algorithm 1's excess risk within this fraction of the
 #: reference minimizer's.
 EARLY_STOP_TOLERANCE = 0.1
 
@@ -61,7 +61,7 @@ def evaluation_counts(stored: Mapping[str, np.ndarray], reference: np.ndarray,
 def early_stops(alg1_risk: np.ndarray, basin_risk: np.ndarray, *,
                 tolerance: float = EARLY_STOP_TOLERANCE) -> list[int | None]:
     """The early-stopping rule of chapter 6b ("When is Algorithm 1 done?"): for each data set
-    (n, seed), in that order, the first iteration m with |E_m - E_ref| <= tolerance * E_ref,
+    (n, seed), in that order, the first iteration m with ``|E_m - E_ref| <= tolerance * E_ref``,
     where E = L(theta) - L* is the excess risk, E_m Algorithm 1's at iteration m (``alg1_risk``,
     shape (n, seed, iteration)) and E_ref the reference minimizer's (``basin_risk``, (n, seed));
     None where it never comes that close."""

@@ -28,9 +28,12 @@ __all__ = ["PROBLEM_SEED", "PARTITION_SEED", "BOUND_SEED", "LAM", "TEMPERATURES"
            "attention_stationary_point", "laplacian_law_fit", "closed_form_gaps",
            "orbit_crossover_radii", "crossover_table", "log10_holley_stroock_bound"]
 
-PROBLEM_SEED = 8      # the synthetic problem
-PARTITION_SEED = 3    # directions of the radial partition-function estimate
-BOUND_SEED = 5        # random parameters for the inequalities of the argument (report page)
+#: The seed of the synthetic problem.
+PROBLEM_SEED = 8
+#: The seed of the directions of the radial partition-function estimate.
+PARTITION_SEED = 3
+#: The seed of the random parameters for the inequalities of the argument (report page).
+BOUND_SEED = 5
 #: Strength lambda of the regularizers on the orbit.
 LAM = 0.01
 #: Temperatures s at which the crossover radii are computed.
@@ -44,7 +47,7 @@ def attention_problem() -> qk_attention.AttentionProblem:
     of ``N = 5`` Gaussian tokens in dimension ``d = 3``, ``d_k = 2``, so ``D = 2 d d_k = 12``
     trained parameters, with targets from a random teacher attention layer plus noise of
     standard deviation 0.5 (seed :data:`PROBLEM_SEED`; the report's grid of instances,
-    :data:`attnbook.experiments.part2.INSTANCE_GRID`, starts from the same one)."""
+    ``attnbook.experiments.part2.INSTANCE_GRID``, starts from the same one)."""
     return qk_attention.make_problem(rng=np.random.default_rng(PROBLEM_SEED), n=6, N=5, d=3,
                                      d_k=2, noise_std=0.5)
 

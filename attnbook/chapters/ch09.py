@@ -18,8 +18,10 @@ from attnlib.regularizers import Regularizer
 __all__ = ["PROBLEM_SEED", "BOUND_SEED", "WARM_DECAY", "lora_problem", "weight_decay_minimizer",
            "balanced_stationary_point"]
 
-PROBLEM_SEED = 0      # the synthetic problem
-BOUND_SEED = 5        # random parameters for the inequalities of the argument (report page)
+#: The seed of the synthetic problem.
+PROBLEM_SEED = 0
+#: The seed of the random parameters for the inequalities of the argument (report page).
+BOUND_SEED = 5
 #: The tiny weight decay of the warm start.
 WARM_DECAY = 1e-3
 
@@ -29,7 +31,7 @@ def lora_problem() -> lora.LoRAProblem:
     ``n = 20`` Gaussian samples in ``d = 3``, width ``m = 8``, rank ``r = 2``, so
     ``D = r (m + d) = 22`` parameters, with targets from a teacher rank-2 update plus noise of
     standard deviation 0.1 (seed :data:`PROBLEM_SEED`; the report's grid of instances,
-    :data:`attnbook.experiments.part2.LORA_INSTANCE_GRID`, starts from the same one)."""
+    ``attnbook.experiments.part2.LORA_INSTANCE_GRID``, starts from the same one)."""
     return lora.make_problem(rng=np.random.default_rng(PROBLEM_SEED), n=20, d=3, width=8,
                              rank=2, noise_std=0.1)
 

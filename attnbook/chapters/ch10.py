@@ -18,9 +18,9 @@ from attnbook import experiments
 __all__ = ["MODELS", "KINDS", "run_name", "run_names", "temperature_runs",
            "shared_temperatures"]
 
-#: The chapter's two models: attention in ``(W_Q, W_K)`` and LoRA in ``(U, V)``.
+#: The chapter's two models, attention in ``(W_Q, W_K)`` and LoRA in ``(U, V)``.
 MODELS = ("attention", "lora")
-#: The chapter's two experiments per model: one regularizer at several temperatures
+#: The chapter's two experiments per model, one regularizer at several temperatures
 #: ("temperatures", sections "The expected loss converges to the Gibbs mean" and "Time to reach
 #: epsilon"), and several regularizers at one temperature ("norms", section "Without a
 #: regularizer the parameters drift along the symmetry orbit").

@@ -19,9 +19,9 @@ from attnbook.experiments import darcy_runs
 __all__ = ["PHASE2_RUNS", "STRONG", "LAST_EPOCHS", "phase2_runs", "phase2_summaries",
            "strong_lambda"]
 
-#: The chapter's Phase-2 runs by label: Adam, plain SGD and noisy SGD (the Euler-Maruyama step
-#: of Langevin dynamics) at the book's small strength lambda, and noisy SGD at a hundred times
-#: that strength (label :data:`STRONG`).
+#: The chapter's Phase-2 runs by label (Adam, plain SGD and noisy SGD, the Euler-Maruyama step
+#: of Langevin dynamics, at the book's small strength lambda, and noisy SGD at a hundred times
+#: that strength, label :data:`STRONG`).
 PHASE2_RUNS = {"adam": "darcy_phase2_adam", "sgd": "darcy_phase2_sgd",
                "noisy": "darcy_phase2_noisy", "noisy, strong": "darcy_phase2_noisy_strong"}
 #: The label of the strong-lambda run.

@@ -23,14 +23,14 @@ __all__ = ["P", "D_IN", "SIGMA", "DIM", "RISK_TARGET", "GAP_TARGET", "base_tempe
            "CertifiedMinima", "certified_minima", "ChainMeans", "chain_means",
            "iterations_to_targets", "kappa_target_gap", "iterations_to_target_gap"]
 
-#: [choice] Part I's problem of the chapter (Chapter 5's default): ``p = 20`` outputs, ``d = 10``
+#: [choice] Part I's problem of the chapter, Chapter 5's default, with ``p = 20`` outputs, ``d = 10``
 #: input dimensions, label noise ``sigma = 0.1``; the sample size ``n`` is each run's setting.
 P, D_IN, SIGMA = 20, 10, 0.1
-#: The number of trained weights of ``theta = (A, B)``: ``D = p d + d^2``.
+#: The number of trained weights of ``theta = (A, B)``, ``D = p d + d^2``.
 DIM = P * D_IN + D_IN ** 2
-#: [choice] Target (a): a chain-mean excess risk ``R <= RISK_TARGET * R*``.
+#: [choice] Target (a), a chain-mean excess risk ``R <= RISK_TARGET * R*``.
 RISK_TARGET = 1.1
-#: [choice] Target (b): a chain-mean gap ``Q_hat - Q* <= GAP_TARGET * (initial gap)``.
+#: [choice] Target (b), a chain-mean gap ``Q_hat - Q* <= GAP_TARGET * (initial gap)``.
 GAP_TARGET = 1e-3
 
 Run = Mapping[str, np.ndarray]
