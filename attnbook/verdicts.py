@@ -320,15 +320,13 @@ class VerdictTable:
     ``"[choice]"``, ...), the claim's verdict and the verdicts of its sub-claims (may be
     empty). The book renders the HTML form (``_repr_html_``): a table with the claim, its
     status and the numbers and thresholds that decided it, whose cells wrap inside the text
-    column; ``html=False`` shows the plain text only. Plain text (``str``, ``repr``, nbval's
-    ``text/plain``) is one line per verdict, ``label`` padded to ``LABEL_WIDTH`` characters then
+    column. Plain text (``str``, ``repr``, nbval's ``text/plain``) is one line per verdict, ``label`` padded to ``LABEL_WIDTH`` characters then
     ``str(verdict)`` (an empty label: the verdict alone), each sub-claim on its own line
     indented under it. The rows' records
     (:meth:`record`) go beside them under :data:`RECORD_MIME`: what the claims ledger reads.
     """
 
     rows: tuple[tuple[str, Verdict, tuple[Verdict, ...]], ...]
-    html: bool = True
 
     def record(self) -> dict[str, Any]:
         """``{"rows": [{"label", "verdict", "parts"}, ...]}`` with each verdict's record."""
@@ -337,10 +335,8 @@ class VerdictTable:
                          for label, main, parts in self.rows]}
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle: dict[str, Any] = {"text/plain": str(self), RECORD_MIME: self.record()}
-        if self.html:
-            bundle["text/html"] = self._repr_html_()
-        return bundle
+        return {"text/plain": str(self), "text/html": self._repr_html_(),
+                RECORD_MIME: self.record()}
 
     def __str__(self) -> str:
         lines = []
@@ -384,11 +380,10 @@ class RecordsInTheBook:
         return [] if data.mime_type == RECORD_MIME else None
 
 
-def verdict_table(rows: Sequence[tuple[str, Verdict] | tuple[str, Verdict, Sequence[Verdict]]],
-                  *, html: bool = True) -> VerdictTable:
-    """A :class:`VerdictTable` from rows ``(label, verdict)`` or ``(label, verdict, parts)``
-    (``html=False``: shown as plain text lines); a ``TypeError`` names a row that is not of
-    that shape."""
+def verdict_table(rows: Sequence[tuple[str, Verdict] | tuple[str, Verdict, Sequence[Verdict]]]
+                  ) -> VerdictTable:
+    """A :class:`VerdictTable` from rows ``(label, verdict)`` or ``(label, verdict, parts)``;
+    a ``TypeError`` names a row that is not of that shape."""
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
         raise TypeError(f"rows: expected a list of (label, Verdict) rows, got {rows!r:.80}")
     if not rows:
@@ -401,4 +396,4 @@ def verdict_table(rows: Sequence[tuple[str, Verdict] | tuple[str, Verdict, Seque
             raise TypeError(f"rows[{i}]: expected (label, Verdict) or (label, Verdict, "
                             f"[Verdict, ...]), got {row!r}")
         table.append((row[0], row[1], tuple(row[2]) if len(row) == 3 else ()))
-    return VerdictTable(tuple(table), html=bool(html))
+    return VerdictTable(tuple(table))

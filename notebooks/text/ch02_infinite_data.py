@@ -288,7 +288,7 @@ from attnbook.claims import ch02 as judge
 
 checked = list(loss_identities.values()) + list(symbolic.factorization_identities(3, 2))
 from attnbook.verdicts import verdict_table
-display(verdict_table([("[summary]", judge.factorization(sum(not i.holds() for i in checked), len(checked)))], html=False))
+display(verdict_table([("[summary]", judge.factorization(sum(not i.holds() for i in checked), len(checked)))]))
 
 # %% [markdown]
 # ### The GL(d) symmetry

@@ -162,8 +162,7 @@ from attnbook.verdicts import verdict_table
 components = np.unique(np.sign(dets)).size
 kept = ablations.regularizer_on_manifold(0, rotations=8)   # seed 0's default (Sigma, M)
 display(verdict_table([("[summary]", judge.connected_manifold(components, len(dets))),
-                       ("[summary]", judge.regularizer_keeps_manifold(**kept, rotations=8))],
-                      html=False))
+                       ("[summary]", judge.regularizer_keeps_manifold(**kept, rotations=8))]))
 
 # %% [markdown]
 # Random starts end on both components, four on each. The spectral initialization of chapter 4
@@ -326,7 +325,7 @@ sampled = {kind: scans[kind, 1.0] for kind in ("random", "symmetry")}
 *parts, combined = judge.one_point_convexity(
     {kind: scan.alpha("P")[small].min() for kind, scan in sampled.items()},
     {kind: scan.beta("P")[small].max() for kind, scan in sampled.items()}, (2 * s[0]) ** 2)
-display(verdict_table([("[summary]", combined, parts)], html=False))
+display(verdict_table([("[summary]", combined, parts)]))
 
 # %% [markdown]
 # {numref}`fig-ch03-one-point` shows the result. What the sampling shows (P-geometry, $r = 10^{-3}$ unless stated):

@@ -369,7 +369,7 @@ for heading, law in (
         ("the corrected law, derived after these spectra were measured:",
          judge.curvature_law(corrected_law, claim="book-orbit-curvature-corrected"))):
     print(heading)
-    display(verdict_table([("[derived]", law)], html=False))
+    display(verdict_table([("[derived]", law)]))
 
 # %% mystnb={"figure": {"caption": "The 45 smallest Hessian eigenvalues of $\\hat Q$ at its minimizer against $n$, with noisy targets (filled) and noise-free ones (open); solid lines: the smallest (median over seeds); dotted: the law's slope $n^{-1}$ through the first point; dashed grey: the first law's $n^{-3/2}$ for noise-free targets.", "name": "fig-ch06b-orbit"}, "image": {"alt": "Log-log plot against n of two clouds of small markers for the 45 smallest Hessian eigenvalues, with solid lines through the smallest values, dotted reference slopes of minus one, and a steeper dashed grey slope."}} tags=["hide-input"]
 fig, ax = figure(width=6.4, height=4.2)
@@ -479,7 +479,7 @@ print("book's scale, shared-key / noise spread: "
 tilt_verdict = judge.shared_key_tilt({"shared keys": (exponents["shared keys"], -1.0),
                                       "fresh keys": (exponents["fresh keys"], -1.5),
                                       "noise part": (exponents["noise part"], -1.0)})
-display(verdict_table([("[derived]", tilt_verdict)], html=False))
+display(verdict_table([("[derived]", tilt_verdict)]))
 
 # %% [markdown]
 # ## Five methods on equal footing

@@ -160,7 +160,7 @@ group_changes = [abs(problem.data_loss(problem.act(theta, rng_check.standard_nor
 orbit_change = np.ptp(problem.data_loss(orbit)) / problem.data_loss(theta)
 symmetry = ch08.symmetry(group_changes, orbit_change)
 from attnbook.verdicts import verdict_table
-display(verdict_table([("[summary]", symmetry)], html=False))
+display(verdict_table([("[summary]", symmetry)]))
 
 # %% [markdown]
 # ## Without a regularizer the Gibbs measure is not normalizable
@@ -254,7 +254,7 @@ growth = {name: values[60] - values[30] for name, values in log_z.items()}
 print("growth of log Z_R from R = 6 to 12: " + ", ".join(f"{SERIES[name]['label']} {g:.2f}" for name, g in growth.items())
       + f"; D log 2 = {D * math.log(2):.2f}")
 normalizable = ch08.not_normalizable(growth["none"] / (D * math.log(2)), dim=D)
-display(verdict_table([("[summary]", normalizable)], html=False))
+display(verdict_table([("[summary]", normalizable)]))
 
 # %% [markdown]
 # ## The Villani quantity on the orbit through a stationary point

@@ -139,7 +139,7 @@ for i, s in enumerate(SEEDS):
 claims = {"start": judge.start_loss([e / L_STAR for e in runs["excess_risk"][:, 0, 0]],
                                    SEEDS),
           "orders": judge.three_orders(np.log10(loss_ratio))}
-display(verdict_table([("", claims["start"]), ("", claims["orders"])], html=False))
+display(verdict_table([("", claims["start"]), ("", claims["orders"])]))
 
 # %% [markdown]
 # The spectral start is within 10% of $L^\star$ for all three seeds (its excess risk is 3.9% to
@@ -160,7 +160,7 @@ print("spectral start (L(theta_0) - L*)/L* (independent of c), seeds 0-2: " + ";
     f"sigma = {s:g}: " + " / ".join(f"{v:.3g}" for v in start_grid["start"][j])
     for j, s in enumerate(NOISE_AXIS)))
 claims["orders_scale"] = judge.three_orders_by_scale(INIT_SCALES, start_grid["log10_ratio"][:, -1])
-display(verdict_table([("", claims["orders_scale"])], html=False))
+display(verdict_table([("", claims["orders_scale"])]))
 start_region = judge.observation1_region({
     f"({c:.3g}, {s:g})": (start_grid["start"][j], start_grid["log10_ratio"][i, j])
     for i, c in enumerate(INIT_SCALES) for j, s in enumerate(NOISE_AXIS)})
@@ -240,8 +240,7 @@ claims.update(
     sgd=judge.converged_gap("p1-sgd-2000-gap", ratio["sgd"], SEEDS),
     random=judge.converged_gap("p1-random-start-fast-gap", ratio["random+precond+reg"], SEEDS))
 display(verdict_table([("", verdict) for verdict in (claims["alg1_loss"], *earlier.values(), claims["alg1"], claims["sgd"],
-                claims["random"])],
-                      html=False))
+                claims["random"])]))
 
 # %% [markdown]
 # The two readings disagree. In the summary's wording, Algorithm 1 "converges to the optimal
@@ -467,7 +466,7 @@ for i, s in enumerate(SEEDS):
           f"geometric {geometric.rate:.5f} (log residual {residual_geometric:.3f})")
     power_better.append(residual_geometric / residual_power)
 claims["gd_power"], earlier_rule = judge.power_law(power_better, SEEDS)
-display(verdict_table([("", claims["gd_power"]), ("", earlier_rule)], html=False))
+display(verdict_table([("", claims["gd_power"]), ("", earlier_rule)]))
 
 # %% [markdown]
 # Between iterations 1000 and 2000 every method's gap shrinks by a factor of 0.99926 to 0.99976
@@ -907,5 +906,4 @@ references = judge.global_optimum_references({
     "the lowest known minimum of Q_hat": alg1_final / lowest_excess,
     "the minimum with the smallest excess risk":
         alg1_final / np.minimum(minima.min(axis=1), lowest_excess)}, SEEDS)
-display(verdict_table([("", verdict) for verdict in (*earlier.values(), *references)],
-                      html=False))
+display(verdict_table([("", verdict) for verdict in (*earlier.values(), *references)]))

@@ -54,7 +54,7 @@ growing = {run: ch11.grows(parts2, run) for run in low_runs}
 v3, parts3 = ch11.norms_contained(low_runs, growing)
 v4, per_run4, conditions4 = ch11.gap_grows_without_lower_with(low_runs)
 display(verdict_table([("", v1, parts1), ("", v2, parts2), ("", v3, parts3),
-                       ("", v4, per_run4 + conditions4)], html=False))
+                       ("", v4, per_run4 + conditions4)]))
 strong = {"noisy, strong": summaries["noisy, strong"]}
 print(f"\nbeside them, noisy SGD at lambda = {strong_lam:g}:")
 _, per_run_strong, conditions_strong = ch11.gap_grows_without_lower_with(strong)
