@@ -115,18 +115,10 @@ def printed_verdicts(path: Path, notebook: dict | None = None) -> list[Printed]:
 
 def _fragment_problems(m: Measurement) -> list[str]:
     """Where a measurement's credit disagrees with its value, threshold and direction."""
-    passes = _holds(m.value, m.op, m.threshold)
-    meets = m.partial is not None and _holds(m.value, m.op, m.partial)
-    level = 2 if passes else 1 if meets else 0
-    if level != m.level:
+    if m.earned_level() != m.level:
         return [f"{m.name} = {m.value:g} is recorded with credit {m.level}, its numbers give "
-                f"{level} ({m.op} {m.threshold:g})"]
+                f"{m.earned_level()} ({m.op} {m.threshold:g})"]
     return []
-
-
-def _holds(value: float, op: str, threshold: float) -> bool:
-    return {"<": value < threshold, "<=": value <= threshold, ">": value > threshold,
-            ">=": value >= threshold}[op]
 
 
 def inconsistencies(verdict: Verdict) -> list[str]:

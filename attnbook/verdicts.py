@@ -59,6 +59,13 @@ _OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
+def _level(value: float, op: str, threshold: float, partial: float | None) -> int:
+    """2 when ``value op threshold``, 1 when only ``value op partial``, else 0."""
+    compare = _OPERATORS[op]
+    return 2 if compare(value, threshold) else 1 if partial is not None and compare(
+        value, partial) else 0
+
+
 def _json_number(value: float) -> float | str:
     """``value``, or its name (``"inf"``, ``"-inf"``, ``"nan"``) where JSON has no number."""
     return value if math.isfinite(value) else str(value)
@@ -85,6 +92,11 @@ class Measurement:
     partial: float | None = None
     partial_text: str | None = None
     spread: float = 0.0
+
+    def earned_level(self) -> int:
+        """The credit its numbers earn (what :attr:`level` must be): 2 when ``value op
+        threshold``, 1 when only ``value op partial``, else 0."""
+        return _level(self.value, self.op, self.threshold, self.partial)
 
     def record(self) -> dict[str, Any]:
         """The measurement as JSON-able data (non-finite numbers as ``"inf"`` and ``"nan"``)."""
@@ -241,8 +253,7 @@ def verdict(claim: str, value: object, threshold: object, *, direction: str = "<
     for i, (lab, v, t, spec) in enumerate(zip(labels, values, thresholds, formats)):
         name = f"{quantity} {lab}" if lab else quantity
         shown = f"< {resolution:.0e}" if abs(v) < resolution else f"= {v:{spec}}"
-        level = (2 if compare(v, t) else
-                 1 if loose is not None and compare(v, loose[i]) else 0)
+        level = _level(float(v), direction, float(t), None if loose is None else float(loose[i]))
         measurements.append(Measurement(
             name, float(v), shown, direction, float(t), f"{t:{spec}}", level,
             None if loose is None else float(loose[i]),

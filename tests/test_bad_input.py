@@ -348,6 +348,7 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "verdicts.Verdict.record": lambda: dict(),
         "verdicts.Verdict.from_record": lambda: dict(data=_verdict().record()),
         "verdicts.Measurement.record": lambda: dict(),
+        "verdicts.Measurement.earned_level": lambda: dict(),
         "verdicts.Measurement.from_record": lambda: dict(
             data=_verdict().measurements[0].record()),
         "verdicts.VerdictTable.record": lambda: dict(),
