@@ -94,7 +94,7 @@ class Measurement:
     spread: float = 0.0
 
     def earned_level(self) -> int:
-        """The credit its numbers earn (what :attr:`level` must be): 2 when ``value op
+        """The credit its numbers earn (what ``level`` must be): 2 when ``value op
         threshold``, 1 when only ``value op partial``, else 0."""
         return _level(self.value, self.op, self.threshold, self.partial)
 
