@@ -1,7 +1,7 @@
 """attnlib: the algorithms of the book *How softmax attention trains*.
 
 Import the submodules directly, e.g. ``from attnlib import attention``. Every public module
-(the book's API reference, ``book/api.md``, documents each from its docstrings):
+(the library's API reference, ``book/api.md``, documents each from its docstrings):
 
 Part I (Goel, Soltanolkotabi, Bartlett 2026)
     ``data`` (covariances and the regression sampler), ``attention`` (the softmax layer, its
@@ -20,9 +20,14 @@ Part II (Frangi, Mukherjee, Kumar, Sun, Sun 2026)
     W_Q, W_K), ``darcy`` (Darcy-flow data and solver), ``vit`` (the one-attention-layer ViT).
 Part III
     ``bridge`` (Part I's regression trained by Part II's Langevin dynamics).
+Research tools
+    ``sweep`` (a function over a grid of settings, serially or on Dask workers, as a table).
+For every part
+    ``runs`` (save a training run or a chain to a file of the user's and load it back).
 
 attnlib needs numpy and scipy only; ``symbolic`` needs sympy (the ``symbolic`` extra), progress
-bars tqdm (``progress``), one BLAS thread per attention block threadpoolctl (``threads``). It
+bars tqdm (``progress``), one BLAS thread per attention block threadpoolctl (``threads``),
+sweeps on worker processes and as tables Dask and pandas (``sweep``). It
 never imports the book's own package, ``attnbook`` (stored runs, verdicts, figures), which
 stands on it.
 """

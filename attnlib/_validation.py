@@ -16,9 +16,12 @@ from typing import Any, Callable, Sequence, TypeVar
 import numpy as np
 from numpy.typing import DTypeLike
 
+from ._constants import documented
+
 
 #: ``ndim`` of :func:`as_matrix` meaning "any number of axes" (numpy allows at most 64).
-ANY_NDIM = tuple(range(65))
+ANY_NDIM = documented(tuple(range(65)), """\
+``ndim`` of ``as_matrix`` meaning "any number of axes" (numpy allows at most 64).""")
 
 
 def as_matrix(name: str, value: object, shape: Sequence[int | None] | None = None,
@@ -135,7 +138,11 @@ def check_int(name: str, value: int, *, minimum: int, maximum: int | None = None
 #: argument accepts where no smaller bound is documented: orders of magnitude beyond every use
 #: in the book, while 10^9 float64 entries (8 GB) already exceed most machines. Products of
 #: sizes are checked against the memory available (:func:`check_memory`).
-MAX_SIZE = 10 ** 8
+MAX_SIZE = documented(10 ** 8, """\
+Largest size or count (samples, dimensions, steps, grid points, draws) that an attnlib
+argument accepts where no smaller bound is documented: orders of magnitude beyond every use
+in the book, while 10^9 float64 entries (8 GB) already exceed most machines. Products of
+sizes are checked against the memory available (``check_memory``).""")
 
 
 def available_memory() -> int:

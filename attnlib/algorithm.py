@@ -64,8 +64,10 @@ with ``problem``, ``test_risk = 1/(2m) sum ||M x - y_hat||^2`` (noise-free targe
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
@@ -76,26 +78,43 @@ from ._validation import (MAX_SIZE, DivergenceError, as_matrix, check_generator,
                           check_int, check_memory, check_positive, check_spd, finite_result)
 from .data import RegressionProblem
 from .geometry import MinimizerManifold, _manifold, minimizer_manifold
-from .optim import (EmptyState, Transform, _check_state, apply_updates, chain, check_betas,
-                    scale, scale_by_adam, trace)
+from .optim import (EmptyState, NonFiniteError, Transform, _check_state, apply_updates,
+                    chain, check_betas, scale, scale_by_adam, trace)
 from .population import (_balancing_and_grad, _fit_and_weighted_error, empirical_moments,
                          population_loss_and_grad, regularizer_and_grad, spd_sqrt)
-from .reference import ReferenceOptimum
+from .reference import (BelowReferenceError, ObjectiveIdentity, ReferenceOptimum,
+                        reference_minimizer)
+from ._constants import documented
+from .runs import SavedRun
 
 __all__ = [
     "Pair", "precondition",
-    "GD", "Momentum", "Adam", "UpdateRule", "Method", "METHODS",
+    "GD", "Momentum", "Adam", "Custom", "UpdateRule", "Preconditioner", "Method", "METHODS",
     "DataLoss", "empirical_loss", "prompts_loss", "closed_form_loss", "empirical_objective_and_grad",
     "random_init", "spectral_init", "renormalize", "default_step",
-    "TrainResult", "train",
+    "TrainResult", "train", "reference_optimum", "GAP_ROUNDOFF",
 ]
 
 #: A pair of arrays shaped like the parameters (A, B), i.e. parameters, gradients or updates.
 Pair = tuple[np.ndarray, np.ndarray]
 
 
+def _float64_only(**arrays: object) -> None:
+    """Refuse floating-point input other than float64: Part I's training runs in float64 end
+    to end (the objective, R_hat, the preconditioner, the reference optimum), and converting
+    float32 data silently would hide that. The float32 attention kernel is
+    ``attention.loss_and_grad(..., dtype=np.float32)``."""
+    for name, array in arrays.items():
+        dtype = getattr(array, "dtype", None)
+        if dtype is not None and np.issubdtype(dtype, np.floating) and dtype != np.float64:
+            raise ValueError(f"{name} is {dtype}: attnlib.algorithm trains in float64 only "
+                             f"(pass {name}.astype(np.float64)); the float32 attention kernel is "
+                             "attnlib.attention.loss_and_grad(..., dtype=np.float32)")
+
+
 def _moments(Sigma_hat: object, M_hat: object) -> MinimizerManifold:
     """S_hat for the moments, with errors naming ``Sigma_hat`` and ``M_hat``."""
+    _float64_only(Sigma_hat=Sigma_hat, M_hat=M_hat)
     sigma = check_spd("Sigma_hat", Sigma_hat)
     return _manifold(sigma, as_matrix("M_hat", M_hat, shape=(None, sigma.shape[0])),
                      name="M_hat")
@@ -118,7 +137,8 @@ def precondition(Sigma_hat: np.ndarray) -> Transform:
     _, inv_half = spd_sqrt(check_spd("Sigma_hat", Sigma_hat))
     inverse = inv_half @ inv_half
 
-    def update(grads: Pair, state: EmptyState) -> tuple[Pair, EmptyState]:
+    def update(grads: Pair, state: EmptyState, params: Pair | None = None
+               ) -> tuple[Pair, EmptyState]:
         _check_state("precondition", state, EmptyState, grads)
         return (grads[0] @ inverse, inverse @ grads[1] @ inverse), state
 
@@ -210,6 +230,42 @@ class Adam:
                      scale(-check_positive("eta", eta)))
 
 
+@dataclass(frozen=True)
+class Custom:
+    """Any gradient transformation as the update rule: ``make(eta)`` returns the
+    :class:`attnlib.optim.Transform` for the step ``eta`` (the rule's ``step``, else the
+    step-size rule at ``step_scale``), e.g. ``lambda eta: optim.chain(
+    optim.add_decayed_weights(1e-3), optim.scale(-eta))`` or, with optax,
+    ``lambda eta: optim.from_optax(optax.sgd(eta, momentum=0.9))``. The transformation
+    receives the preconditioned gradient and the parameters, and returns the step added to them.
+    """
+
+    make: Callable[[float], Transform]
+    step_scale: float = 0.5
+    step: float | None = None
+
+    def __post_init__(self) -> None:
+        if not callable(self.make):
+            raise TypeError(f"make must be a function eta -> attnlib.optim.Transform, got "
+                            f"{type(self.make).__name__}")
+        _check_step(self.step_scale, self.step)
+
+    def eta(self, default_step: Callable[[float], float]) -> float:
+        return self.step if self.step is not None else default_step(self.step_scale)
+
+    def transform(self, eta: float) -> Transform:
+        transform = self.make(check_positive("eta", eta))
+        if not isinstance(transform, Transform):
+            raise TypeError(f"Custom.make(eta) must return an attnlib.optim.Transform (wrap an "
+                            f"optax transformation with attnlib.optim.from_optax), got "
+                            f"{type(transform).__name__}")
+        return transform
+
+
+#: A preconditioner a method can use instead of Algorithm 1's: ``Sigma_hat -> Transform``.
+Preconditioner = Callable[[np.ndarray], Transform]
+
+
 #: The form of Part I's balancing regularizer R_hat (Part II's regularizers are the class
 #: :class:`attnlib.regularizers.Regularizer`).
 BalancingForm = Literal["balancing", "normalized"]
@@ -226,8 +282,11 @@ class Method:
     """A training method as a composition of Algorithm 1's ingredients (module docstring).
 
     ``init`` ("spectral" or "random", the latter with entries ``N(0, init_scale^2 / d)``),
-    ``lam`` (regularizer weight, 0 = off), ``precondition``, ``update`` (:class:`GD`,
-    :class:`Momentum`, :class:`Adam`), ``batch_size`` (None = full batch; otherwise SGD over
+    ``lam`` (regularizer weight, 0 = off), ``precondition`` (True: Algorithm 1's
+    :func:`precondition`; False: none; or a function ``Sigma_hat -> Transform``, a
+    :data:`Preconditioner` of the user's, with which the step-size rule is the one without
+    preconditioner unless the update rule sets ``step``), ``update`` (:class:`GD`,
+    :class:`Momentum`, :class:`Adam`, :class:`Custom`), ``batch_size`` (None = full batch; otherwise SGD over
     query rows), ``tau`` (renormalization bound, None = off; must be at least the balanced
     scale ``sqrt(trace Gamma_hat)``), ``regularizer`` (``"balancing"``, R_hat, or its
     scale-invariant ``"normalized"`` form R_hat / (||U||_F^2 + ||V||_F^2) [choice]).
@@ -235,7 +294,7 @@ class Method:
 
     init: Literal["spectral", "random"] = "spectral"
     lam: float = 1.0
-    precondition: bool = True
+    precondition: bool | Preconditioner = True
     update: UpdateRule = field(default_factory=GD)
     batch_size: int | None = None
     tau: float | None = None
@@ -247,8 +306,12 @@ class Method:
             raise ValueError(f"init must be 'spectral' or 'random', got {self.init!r}")
         _check_regularizer(self.regularizer)
         check_positive("lam", self.lam, allow_zero=True)
+        if not (isinstance(self.precondition, bool) or callable(self.precondition)):
+            raise TypeError(f"precondition must be True, False or a function Sigma_hat -> "
+                            f"attnlib.optim.Transform, got {self.precondition!r}")
         if not isinstance(self.update, UpdateRule):
-            raise TypeError(f"update must be an UpdateRule (GD(), Momentum(), Adam() or an "
+            raise TypeError(f"update must be an UpdateRule (GD(), Momentum(), Adam(), "
+                            f"Custom(make) or an "
                             f"object with eta(default_step) and transform(eta)), got "
                             f"{self.update!r}")
         if self.batch_size is not None:
@@ -259,20 +322,29 @@ class Method:
 
     def describe(self) -> dict[str, object]:
         """The method's pieces as plain values (for stored runs' JSON config)."""
-        update = {"rule": type(self.update).__name__, **self.update.__dict__}
-        return dict(init=self.init, lam=self.lam, precondition=self.precondition, update=update,
+        def plain(value: object) -> object:
+            return getattr(value, "__qualname__", repr(value)) if callable(value) else value
+
+        update = {"rule": type(self.update).__name__,
+                  **{key: plain(value) for key, value in self.update.__dict__.items()}}
+        return dict(init=self.init, lam=self.lam, precondition=plain(self.precondition),
+                    update=update,
                     batch_size=self.batch_size, tau=self.tau, init_scale=self.init_scale,
                     regularizer=self.regularizer)
 
 
-#: The five methods of chapter 5 (keys match ``plotting.METHOD_COLOURS``).
-METHODS: dict[str, Method] = {
+#: The five methods of chapter 5, by name: Algorithm 1, Algorithm 1 from a random start, plain
+#: gradient descent, SGD and Adam (the last three from a random start, unregularized and
+#: unpreconditioned).
+METHODS: dict[str, Method] = documented({
     "algorithm1": Method(init="spectral", lam=1.0, precondition=True, update=GD()),
     "random+precond+reg": Method(init="random", lam=1.0, precondition=True, update=GD()),
     "gd": Method(init="random", lam=0.0, precondition=False, update=GD()),
     "sgd": Method(init="random", lam=0.0, precondition=False, update=GD(), batch_size=32),
     "adam": Method(init="random", lam=0.0, precondition=False, update=Adam(lr=1e-2)),
-}
+}, """The five methods of chapter 5, by name: Algorithm 1, Algorithm 1 from a random start,
+plain gradient descent, SGD and Adam (the last three from a random start, unregularized and
+unpreconditioned).""")
 
 
 # ----------------------------------------------------------------------------------------
@@ -334,6 +406,26 @@ class DataLoss:
                              "query rows of the empirical loss)")
         return population_loss_and_grad(A, B, self.Sigma_hat, self.M_hat)
 
+    @cached_property
+    def _digest(self) -> str:
+        """SHA-256 of the arrays this loss is built from (X, Y; Sigma_hat, M_hat for the closed
+        form; the moments always, since they may be given separately)."""
+        digest = hashlib.sha256(self.kind.encode())
+        arrays = [self.Sigma_hat, self.M_hat] + ([] if self.X is None else [self.X, self.Y])
+        for array in arrays:
+            contiguous = np.ascontiguousarray(array, dtype=np.float64)
+            digest.update(repr(contiguous.shape).encode())
+            digest.update(contiguous.tobytes())
+        return digest.hexdigest()
+
+    def identity(self, lam: float, *, regularizer: BalancingForm = "balancing"
+                 ) -> ObjectiveIdentity:
+        """Which objective ``Q_hat = loss + R_hat`` with ``lam`` and ``regularizer`` this is,
+        as a reference optimum records it (:class:`attnlib.reference.ObjectiveIdentity`)."""
+        return ObjectiveIdentity(kind=self.kind, mask=self.mask,
+                                 lam=float(check_positive("lam", lam, allow_zero=True)),
+                                 regularizer=_check_regularizer(regularizer), data=self._digest)
+
     def objective(self, lam: float, *, regularizer: BalancingForm = "balancing"
                   ) -> Callable[..., tuple[float, float, np.ndarray, np.ndarray]]:
         """``(A, B[, rows]) -> (Q_hat, loss, dQ/dA, dQ/dB)`` with ``Q_hat = loss + R_hat``
@@ -359,13 +451,16 @@ class DataLoss:
     def reference_objective(self, lam: float, *, regularizer: BalancingForm = "balancing"
                             ) -> Callable[[np.ndarray, np.ndarray],
                                           tuple[float, np.ndarray, np.ndarray]]:
-        """``(A, B) -> (Q_hat, dQ/dA, dQ/dB)``, the form :mod:`attnlib.reference` minimizes."""
+        """``(A, B) -> (Q_hat, dQ/dA, dQ/dB)``, the form :mod:`attnlib.reference` minimizes;
+        its attribute ``identity`` (:meth:`identity`) tells the reference which objective it
+        certifies."""
         full = self.objective(lam, regularizer=regularizer)
 
         def value_and_grad(A: np.ndarray, B: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
             value, _, grad_a, grad_b = full(A, B)
             return value, grad_a, grad_b
 
+        value_and_grad.identity = self.identity(lam, regularizer=regularizer)  # type: ignore[attr-defined]
         return value_and_grad
 
 
@@ -396,6 +491,7 @@ def empirical_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo"
     """
     if mask not in ("loo", "all"):
         raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
+    _float64_only(X=X, Y=Y)
     x = as_matrix("X", X)
     y = as_matrix("Y", Y, shape=(x.shape[0], None))
     manifold = (_fitted_moments(x, y) if moments is None
@@ -419,6 +515,7 @@ def prompts_loss(X: np.ndarray, Y: np.ndarray, *, mask: attention.Mask = "loo",
     """
     if mask not in ("loo", "all"):
         raise ValueError(f"mask must be 'loo' (leave-one-out) or 'all', got {mask!r}")
+    _float64_only(X=X, Y=Y)
     x = as_matrix("X", X, ndim=3)
     y = as_matrix("Y", Y, shape=(x.shape[0], x.shape[1], None), ndim=3)
     if x.shape[1] < 2:
@@ -622,15 +719,17 @@ def default_step(A0: np.ndarray, B0: np.ndarray, Sigma_hat: np.ndarray, M_hat: n
 # Training.
 # ----------------------------------------------------------------------------------------
 
-@dataclass
-class TrainResult:
+@dataclass(repr=False)
+class TrainResult(SavedRun):
     """Output of :func:`train`: final parameters, per-iteration history, the step used.
 
     ``history`` maps names to arrays (module docstring); ``stopped`` is true when the callback
     asked to stop. ``config`` records the method and the options. A run that diverges raises
     :class:`attnlib._validation.DivergenceError` (the book's one rule) whose ``result`` is this
     object with the history so far and ``diverged = True``; a returned result always has
-    ``diverged = False`` (the field is kept for code that reads it).
+    ``diverged = False`` (the field is kept for code that reads it). ``save(path)`` writes it
+    to one file and ``TrainResult.load(path)`` reads it back (:mod:`attnlib.runs`);
+    ``to_dict()`` gives its fields.
     """
 
     A: np.ndarray
@@ -647,6 +746,7 @@ def _start(method: Method, data: DataLoss, init: Pair | None,
     """The starting point ``(A_0, B_0)``: ``init`` if given, else ``method.init``'s."""
     p, d = data.M_hat.shape
     if init is not None:
+        _float64_only(**{"init[0] (A0)": init[0], "init[1] (B0)": init[1]})
         return (as_matrix("init[0] (A0)", init[0], shape=(p, d)).copy(),
                 as_matrix("init[1] (B0)", init[1], shape=(d, d)).copy())
     if method.init == "spectral":
@@ -659,18 +759,29 @@ def _start(method: Method, data: DataLoss, init: Pair | None,
 
 
 def _step_size(method: Method, data: DataLoss, a: np.ndarray, b: np.ndarray) -> float:
+    """The step: the update rule's, from the step-size rule (the preconditioned one only for
+    Algorithm 1's preconditioner)."""
     return method.update.eta(lambda step_scale: default_step(
-        a, b, data.Sigma_hat, data.M_hat, lam=method.lam, precondition=method.precondition,
-        step_scale=step_scale))
+        a, b, data.Sigma_hat, data.M_hat, lam=method.lam,
+        precondition=method.precondition is True, step_scale=step_scale))
 
 
 def _optimizer(method: Method, data: DataLoss, step: float) -> Transform:
-    """The method's gradient transformation: ``chain(precondition(Sigma_hat), rule)`` (the
-    preconditioner only if ``method.precondition``), with ``rule`` the update rule at step
-    ``step`` (for Algorithm 1 ``scale(-eta)``)."""
-    pieces = ([precondition(data.Sigma_hat)] if method.precondition else []) + \
-        [method.update.transform(step)]
-    return chain(*pieces)
+    """The method's gradient transformation: ``chain(preconditioner, rule)``, with the
+    preconditioner :func:`precondition` (``method.precondition`` True), none (False) or the
+    user's (``method.precondition(Sigma_hat)``), and ``rule`` the update rule at step ``step``
+    (for Algorithm 1 ``scale(-eta)``)."""
+    if method.precondition is True:
+        pieces = [precondition(data.Sigma_hat)]
+    elif method.precondition is False:
+        pieces = []
+    else:
+        preconditioner = method.precondition(data.Sigma_hat)
+        if not isinstance(preconditioner, Transform):
+            raise TypeError(f"method.precondition(Sigma_hat) must return an "
+                            f"attnlib.optim.Transform, got {type(preconditioner).__name__}")
+        pieces = [preconditioner]
+    return chain(*pieces, method.update.transform(step))
 
 
 def _check_batch_size(method: Method, data: DataLoss,
@@ -761,15 +872,35 @@ def _distance_recorder(name: str, manifold: MinimizerManifold) -> _Recorder:
         manifold._factor_distance(*manifold._factor(it.A, it.B)),))
 
 
+#: How far below the reference's ``Q_hat*`` a run may go before ``train`` refuses the reference,
+#: relative to ``max(1, |Q_hat*|)``. Round-off in the objective (about 1e-15 relative) and the
+#: certificate's slack (``||g||^2 / (2 h_min)``, about 1e-13 at the default ``gtol``) lie far
+#: below it, while a reference that is not the lowest minimum does not.
+GAP_ROUNDOFF = documented(1e-9, """How far below the reference's ``Q_hat*`` a run may go
+before ``train`` refuses the reference, relative to ``max(1, |Q_hat*|)``. Round-off in the
+objective (about 1e-15 relative) and the certificate's slack (``||g||^2 / (2 h_min)``, about
+1e-13 at the default ``gtol``) lie far below it, while a reference that is not the lowest
+minimum does not.""")
+
+
 def _reference_recorder(manifold: MinimizerManifold, reference: ReferenceOptimum) -> _Recorder:
     """``gap = Q_hat - Q_hat*`` and ``dist_ref``, the Frobenius distance in the (U, V)
-    coordinates of ``manifold.Sigma`` to the reference minimizer."""
+    coordinates of ``manifold.Sigma`` to the reference minimizer. A gap below
+    ``-GAP_ROUNDOFF max(1, |Q_hat*|)`` raises :class:`attnlib.reference.BelowReferenceError`."""
     u_ref, v_ref = manifold.factor(reference.A, reference.B)
+    floor = -GAP_ROUNDOFF * max(1.0, abs(reference.value))
 
     def measure(it: _Iterate) -> tuple[float, ...]:
+        gap = it.value - reference.value
+        if gap < floor:
+            raise BelowReferenceError(
+                f"the run reached Q_hat = {it.value:.12g}, {-gap:.3g} below the reference's "
+                f"Q_hat* = {reference.value:.12g}: the reference is not the lowest minimum "
+                "known of this objective and the gaps measured against it would be wrong; "
+                "recompute it from this run's end point (algorithm.reference_optimum(data, "
+                "method, start=(result.A, result.B)))")
         u, v = manifold._factor(it.A, it.B)
-        return it.value - reference.value, float(np.sqrt(np.sum((u - u_ref) ** 2)
-                                                         + np.sum((v - v_ref) ** 2)))
+        return gap, float(np.sqrt(np.sum((u - u_ref) ** 2) + np.sum((v - v_ref) ** 2)))
 
     return _Recorder(("gap", "dist_ref"), measure)
 
@@ -852,6 +983,89 @@ class _History:
         return history
 
 
+def _check_reference(reference: object, data: DataLoss, method: Method,
+                     objective: Callable[..., tuple[float, float, np.ndarray, np.ndarray]]
+                     ) -> ReferenceOptimum | None:
+    """``reference`` after checking that it certifies the objective being trained: its
+    identity (when it has one) equals this data's and method's, and the objective at its point
+    has its value (the check for references of hand-written objectives)."""
+    if reference is None:
+        return None
+    if not isinstance(reference, ReferenceOptimum):
+        raise TypeError(f"reference must be an attnlib.reference.ReferenceOptimum, got "
+                        f"{type(reference).__name__}")
+    trained = data.identity(method.lam, regularizer=method.regularizer)
+    if reference.objective is not None and reference.objective != trained:
+        raise ValueError(f"reference certifies {reference.objective.describe()}, but train "
+                         f"trains {trained.describe()}: its gap would be measured against "
+                         "another objective's optimum; use algorithm.reference_optimum(data, "
+                         "method)")
+    p, d = data.M_hat.shape
+    value = objective(as_matrix("reference.A", reference.A, shape=(p, d)),
+                      as_matrix("reference.B", reference.B, shape=(d, d)))[0]
+    if abs(value - reference.value) > GAP_ROUNDOFF * max(1.0, abs(reference.value)):
+        raise ValueError(f"reference.value = {reference.value:.12g}, but the objective being "
+                         f"trained ({trained.describe()}) is {value:.12g} at the reference's "
+                         "point: the reference certifies another objective; use "
+                         "algorithm.reference_optimum(data, method)")
+    return reference
+
+
+def reference_optimum(data: DataLoss, method: Method = METHODS["algorithm1"], *,
+                      start: Pair | None = None, gtol: float = 1e-8,
+                      hessian: bool = True) -> ReferenceOptimum:
+    """The certified reference optimum of the objective ``method`` trains on ``data``:
+    :func:`attnlib.reference.reference_minimizer` on ``data.reference_objective(method.lam,
+    regularizer=method.regularizer)`` from ``start`` (default the spectral point of S_hat,
+    Algorithm 1's start), in the (U, V) coordinates of ``Sigma_hat``.
+
+    It is a local minimum certified by its gradient norm and Hessian spectrum, the lowest one
+    known only among the starts tried: try others (for example a run's end point) and keep the
+    lowest; :func:`train` refuses it if a run goes below it.
+
+    Parameters
+    ----------
+    data : DataLoss
+        The data term.
+    method : Method
+        Gives ``lam`` and the regularizer's form.
+    start : tuple of ndarray, optional
+        ``(A0, B0)``; default ``data.manifold.point()``.
+    gtol : float
+        Required gradient norm in (U, V) coordinates.
+    hessian : bool
+        Also compute the Hessian spectrum.
+
+    Returns
+    -------
+    ReferenceOptimum
+        Carrying the objective's identity, so that :func:`train` can check it.
+
+    Examples
+    --------
+    Plain gradient descent (no regularizer, lam = 0) against its own optimum:
+
+    >>> import numpy as np
+    >>> from attnlib import algorithm, data
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = data.default_problem(rng=rng, d=3, p=4).sample(100, rng=rng)
+    >>> loss = algorithm.empirical_loss(X, Y)
+    >>> gd = algorithm.Method(lam=0.0, precondition=False)
+    >>> optimum = algorithm.reference_optimum(loss, gd)
+    >>> run = algorithm.train(loss, gd, iterations=200, reference=optimum)
+    >>> bool(run.history["gap"][-1] < run.history["gap"][0])
+    True
+    """
+    if not isinstance(data, DataLoss):
+        raise TypeError(f"data must be an attnlib.algorithm.DataLoss, got {type(data).__name__}")
+    if not isinstance(method, Method):
+        raise TypeError(f"method must be an attnlib.algorithm.Method, got {type(method).__name__}")
+    return reference_minimizer(data.reference_objective(method.lam,
+                                                        regularizer=method.regularizer),
+                               data.manifold.point() if start is None else start,
+                               data.Sigma_hat, gtol=gtol, hessian=hessian)
+
+
 def _recorders(data: DataLoss, problem: RegressionProblem | None,
                reference: ReferenceOptimum | None) -> list[_Recorder]:
     """The history's recorders for these options, in the order of its keys."""
@@ -898,7 +1112,10 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     problem : RegressionProblem, optional
         The true task, for ``excess_risk``, ``dist_P`` and ``test_risk``.
     reference : ReferenceOptimum, optional
-        A certified optimum of the same objective, for ``gap`` and ``dist_ref``.
+        A certified optimum of the same objective (:func:`reference_optimum`), for ``gap``
+        and ``dist_ref``. A reference certified for another objective (another ``lam``,
+        regularizer, mask or data) is refused, and so is one the run goes below by more than
+        :data:`GAP_ROUNDOFF`.
     test : tuple of ndarray, optional
         Held-out ``(X_test, Y_test)`` for the deployed test loss (needs the empirical loss).
     test_every : int
@@ -922,11 +1139,35 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     Raises
     ------
     ValueError
-        For a non-positive step, an invalid tau or batch size, and inconsistent options.
+        For a non-positive step, an invalid tau or batch size, inconsistent options, float32
+        (or other non-float64) data or start: training runs in float64 only; and a reference
+        certified for another objective.
+    attnlib.reference.BelowReferenceError
+        When the run goes below the reference's ``Q_hat*`` (the run so far as ``error.result``).
     attnlib._validation.DivergenceError
         When training diverges (the parameters, the attention logits or the objective stop
         being finite, or the objective exceeds 1e8 times its initial value), with the history
         so far attached (``error.history``, and ``error.result`` a :class:`TrainResult`).
+        Only these failures of the library's own checks count as divergence: an exception
+        raised by a user's update rule or preconditioner propagates as it is.
+
+    Examples
+    --------
+    Algorithm 1 on a small task, its gap to the certified optimum of its own objective:
+
+    >>> import numpy as np
+    >>> from attnlib import algorithm, data
+    >>> rng = np.random.default_rng(0)
+    >>> problem = data.default_problem(rng=rng, d=3, p=4)
+    >>> X, Y = problem.sample(100, rng=rng)
+    >>> loss = algorithm.empirical_loss(X, Y)
+    >>> optimum = algorithm.reference_optimum(loss)
+    >>> result = algorithm.train(loss, iterations=300, reference=optimum, problem=problem)
+    >>> sorted(result.history)[:5]
+    ['dist_P', 'dist_P_hat', 'dist_ref', 'excess_risk', 'gap']
+    >>> gap = result.history["gap"]
+    >>> print(f"gap {gap[0]:.1e} at the start, {gap[-1]:.1e} after 300 iterations")
+    gap 4.3e-03 at the start, 1.5e-04 after 300 iterations
     """
     if not isinstance(data, DataLoss):
         raise TypeError("data must be an attnlib.algorithm.DataLoss (empirical_loss(X, Y), "
@@ -944,6 +1185,7 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
     tau = _check_tau(method, data)
     objective = data.objective(method.lam, regularizer=method.regularizer)  # Q_hat, dQ
 
+    reference = _check_reference(reference, data, method, objective)
     a, b = _start(method, data, init, rng)
     if tau is not None:
         a, b = renormalize(a, b, data.Sigma_hat, tau)
@@ -980,7 +1222,13 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         initial = value if initial is None else initial
         if not np.isfinite(value) or value > 1e8 * max(1.0, initial):
             raise diverged(k, f"objective {value:.3g}, initially {initial:.3g}")
-        history.measure(k, _Iterate(a, b, value, loss, (grad_a, grad_b)))
+        try:
+            history.measure(k, _Iterate(a, b, value, loss, (grad_a, grad_b)))
+        except BelowReferenceError as error:
+            so_far = history.arrays()
+            raise BelowReferenceError(f"algorithm.train, iteration {k}: {error}", result=
+                                      TrainResult(A=a, B=b, history=so_far, step=step,
+                                                  config=config)) from None
         if callback is not None and callback(k, a, b):
             stopped = True
             break
@@ -991,9 +1239,9 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
             _, _, grad_a, grad_b = objective(a, b, rows)
         # Precondition and step: (A, B) <- (A, B) - eta P(grad) for Algorithm 1.
         try:                                # a non-finite gradient, or a step that overflows
-            updates, state = optimizer.update((grad_a, grad_b), state)
+            updates, state = optimizer.update((grad_a, grad_b), state, (a, b))
             a, b = apply_updates((a, b), updates)
-        except ValueError as exc:
+        except NonFiniteError as exc:
             raise diverged(k + 1, str(exc)) from exc
         if tau is not None:                 # renormalization (A, B) -> (c A, B / c)
             a, b = _renormalize(a, b, data.manifold.half, tau)

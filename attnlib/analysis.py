@@ -128,6 +128,24 @@ def iterations_to_threshold(curves: object, threshold: float) -> np.ndarray | fl
     ------
     ValueError
         For an empty curve or a non-finite threshold.
+
+    Examples
+    --------
+    A gap ``mu^k`` first reaches ``eps`` at ``k = ceil(log eps / log mu)``:
+
+    >>> import numpy as np
+    >>> from attnlib.analysis import format_iterations, iterations_to_threshold
+    >>> k = np.arange(50)
+    >>> fast, slow = 0.5 ** k, 0.9 ** k
+    >>> iterations_to_threshold(fast, 1e-3), int(np.ceil(np.log(1e-3) / np.log(0.5)))
+    (10.0, 10)
+    >>> iterations_to_threshold(np.stack([fast, slow]), 1e-3)       # one per run
+    array([10., inf])
+    >>> diverged = np.where(k < 5, fast, np.nan)        # NaN after the run stopped
+    >>> iterations_to_threshold(diverged, 1e-3)
+    inf
+    >>> format_iterations(iterations_to_threshold(slow, 1e-3), cap=49)
+    'not reached (> 49)'
     """
     threshold = check_positive("threshold", threshold, allow_zero=True)
     array = as_matrix("curves", curves, ndim=tuple(range(1, 8)), finite=False)

@@ -58,6 +58,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import DTypeLike
+from ._constants import documented
 from ._threads import MAX_WORKERS, limit_blas_threads, one_blas_thread, run_blocks
 from ._validation import as_matrix, check_int, finite_result
 
@@ -82,18 +83,32 @@ __all__ = [
 
 Mask = Literal["loo", "all"]
 
-#: Target entries of one ``block_size x n`` work array (2**18 float64 entries = 2 MB) ...
-BLOCK_ELEMENTS = 2 ** 18
-#: ... but at least this many query rows per block, as long as a work array stays within
-#: ``MAX_BLOCK_ELEMENTS`` (16 MB): blocks of fewer rows run the skinny products below their
-#: speed (measured in ``benchmarks/bench_attention.py``: at n = 8000, 64 to 128 rows took
-#: 0.22 to 0.27 s against 0.34 to 0.45 s for 32 rows; at n = 20,000, 52 rows 1.9 s against 2.6 s
-#: for 26).
-MIN_BLOCK_ROWS = 64
-MAX_BLOCK_ELEMENTS = 2 ** 21
+#: Target entries of one ``block_size x n`` work array (2**18 float64 entries = 2 MB), but
+#: blocks keep at least ``MIN_BLOCK_ROWS`` query rows (see :func:`auto_block_size`).
+BLOCK_ELEMENTS = documented(2 ** 18, """\
+Target entries of one ``block_size x n`` work array (2**18 float64 entries = 2 MB), but
+blocks keep at least ``MIN_BLOCK_ROWS`` query rows (see ``auto_block_size``).""")
+#: Fewest query rows per block (beyond the ``BLOCK_ELEMENTS`` target), as long as a work array
+#: stays within ``MAX_BLOCK_ELEMENTS`` (16 MB): blocks of fewer rows run the skinny products
+#: below their speed (measured in ``benchmarks/bench_attention.py``: at n = 8000, 64 to 128
+#: rows took 0.22 to 0.27 s against 0.34 to 0.45 s for 32 rows; at n = 20,000, 52 rows 1.9 s
+#: against 2.6 s for 26).
+MIN_BLOCK_ROWS = documented(64, """\
+Fewest query rows per block (beyond the ``BLOCK_ELEMENTS`` target), as long as a work array
+stays within ``MAX_BLOCK_ELEMENTS`` (16 MB): blocks of fewer rows run the skinny products
+below their speed (measured in ``benchmarks/bench_attention.py``: at n = 8000, 64 to 128
+rows took 0.22 to 0.27 s against 0.34 to 0.45 s for 32 rows; at n = 20,000, 52 rows 1.9 s
+against 2.6 s for 26).""")
+#: Largest entries of one work array that ``MIN_BLOCK_ROWS`` may raise a block to (2**21
+#: float64 entries = 16 MB); beyond it blocks have fewer rows.
+MAX_BLOCK_ELEMENTS = documented(2 ** 21, """\
+Largest entries of one work array that ``MIN_BLOCK_ROWS`` may raise a block to (2**21
+float64 entries = 16 MB); beyond it blocks have fewer rows.""")
 #: From this many entries (n = 256 for n x n) on, a problem that fits in one block is split
 #: into two halves so that both cores work (one block would run on one thread).
-SPLIT_ELEMENTS = 2 ** 16
+SPLIT_ELEMENTS = documented(2 ** 16, """\
+From this many entries (n = 256 for n x n) on, a problem that fits in one block is split
+into two halves so that both cores work (one block would run on one thread).""")
 
 
 # ----------------------------------------------------------------------------- checks
@@ -356,6 +371,26 @@ def attend(B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo", block_size: int 
     Computed in blocks of query rows (``block_size``; automatic when None), never building an
     n x n array; ``dtype`` sets the precision of the block arithmetic, ``workers`` the number
     of threads over blocks (module docstring).
+
+    Examples
+    --------
+    With ``B = 0`` every weight in a context is the same, so with ``mask="loo"`` each output
+    is the mean of the other n - 1 tokens; in general ``H = W X`` with ``W`` the weights of
+    :func:`attention_weights`:
+
+    >>> import numpy as np
+    >>> from attnlib import attention
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((6, 3))
+    >>> H = attention.attend(np.zeros((3, 3)), X)
+    >>> H.shape, bool(np.allclose(H, (X.sum(axis=0) - X) / 5))
+    ((6, 3), True)
+    >>> B = rng.standard_normal((3, 3))
+    >>> W = attention.attention_weights(B, X)
+    >>> bool(np.allclose(W.sum(axis=1), 1.0)), bool(np.all(W.diagonal() == 0))
+    (True, True)
+    >>> bool(np.allclose(attention.attend(B, X), W @ X))
+    True
     """
     _check_mask(mask)
     x = _check_tokens("X", X)
@@ -366,7 +401,24 @@ def attend(B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo", block_size: int 
 def predict(A: np.ndarray, B: np.ndarray, X: np.ndarray, *, mask: Mask = "loo",
             block_size: int | None = None, dtype: DTypeLike = np.float64,
             workers: int | None = None) -> np.ndarray:
-    """Return the (n, p) in-sample predictions ``y_hat_j = A h_j`` (see :func:`attend`)."""
+    """Return the (n, p) in-sample predictions ``y_hat_j = A h_j`` (see :func:`attend`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnlib import attention
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((6, 3))
+    >>> A, B = rng.standard_normal((2, 3)), rng.standard_normal((3, 3))
+    >>> Y_hat = attention.predict(A, B, X)
+    >>> Y_hat.shape, bool(np.allclose(Y_hat, attention.attend(B, X) @ A.T))
+    ((6, 2), True)
+
+    Blocks of query rows change nothing but the memory (up to round-off):
+
+    >>> bool(np.allclose(attention.predict(A, B, X, block_size=2), Y_hat))
+    True
+    """
     _check_mask(mask)
     x = _check_tokens("X", X)
     a, b = _check_layer(A, B, x.shape[1])
@@ -428,6 +480,31 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
     ValueError
         For bad shapes, non-finite inputs or arguments out of range (the message names the
         argument), or when the attention logits overflow.
+
+    Examples
+    --------
+    The loss is half the mean squared residual of :func:`predict`, and the gradients are
+    exact: a central difference of the loss along any direction ``(dA, dB)`` matches
+    ``<grad_A, dA> + <grad_B, dB>`` to about ``h^2``:
+
+    >>> import numpy as np
+    >>> from attnlib import attention
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((8, 3)), rng.standard_normal((8, 2))
+    >>> A, B = rng.standard_normal((2, 3)), 0.5 * rng.standard_normal((3, 3))
+    >>> loss, grad_A, grad_B = attention.loss_and_grad(A, B, X, Y)
+    >>> grad_A.shape, grad_B.shape
+    ((2, 3), (3, 3))
+    >>> residual = attention.predict(A, B, X) - Y
+    >>> bool(np.isclose(loss, np.sum(residual ** 2) / (2 * 8)))
+    True
+    >>> dA, dB = rng.standard_normal(A.shape), rng.standard_normal(B.shape)
+    >>> h = 1e-5
+    >>> plus = attention.loss_and_grad(A + h * dA, B + h * dB, X, Y)[0]
+    >>> minus = attention.loss_and_grad(A - h * dA, B - h * dB, X, Y)[0]
+    >>> directional = np.sum(grad_A * dA) + np.sum(grad_B * dB)
+    >>> bool(np.isclose((plus - minus) / (2 * h), directional, rtol=1e-7))
+    True
     """
     _check_mask(mask)
     x = _check_tokens("X", X)

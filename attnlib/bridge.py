@@ -93,6 +93,32 @@ class Potential:
     ``theta`` (chains, D) returns ``(f (chains,), grad f (chains, D))``, one layer evaluation
     per chain. :meth:`mild_value` gives ``R_mild(A) + R_mild(B)`` per chain, so
     ``Q_hat = f - mild_value``.
+
+    Examples
+    --------
+    Three chains of ``theta = [vec A, vec B]``; the gradient is exact (it matches a central
+    difference), and removing the mild term leaves Part I's objective Q_hat:
+
+    >>> import numpy as np
+    >>> from attnlib import algorithm, bridge, data
+    >>> from attnlib.regularizers import make_regularizer
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = data.default_problem(rng=rng, d=2, p=3).sample(40, rng=rng)
+    >>> f = bridge.Potential(algorithm.empirical_loss(X, Y), mild=make_regularizer("log", lam=0.01))
+    >>> f.dim                                       # p d + d^2
+    10
+    >>> theta = 0.5 * rng.standard_normal((3, f.dim))
+    >>> values, grads = f(theta)
+    >>> values.shape, grads.shape
+    ((3,), (3, 10))
+    >>> v, h = rng.standard_normal(f.dim), 1e-6
+    >>> central = (f(theta + h * v)[0] - f(theta - h * v)[0]) / (2 * h)
+    >>> bool(np.allclose(central, grads @ v, rtol=1e-6))
+    True
+    >>> A, B = bridge.unflatten(theta[0], 3, 2)
+    >>> Q_hat = algorithm.empirical_loss(X, Y).objective(1.0)(A, B)[0]
+    >>> bool(np.isclose(values[0] - f.mild_value(theta[0]), Q_hat))
+    True
     """
 
     def __init__(self, data: algorithm.DataLoss, *, lam: float = 1.0,

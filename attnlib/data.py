@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._constants import documented
 from ._validation import (MAX_SIZE, as_matrix, check_generator, check_int, check_memory,
                           check_positive, check_spd, finite_result)
 
@@ -32,7 +33,8 @@ __all__ = [
 
 
 #: Largest condition number of :func:`covariance` (beyond it Sigma is singular in float64).
-MAX_CONDITION = 1e12
+MAX_CONDITION = documented(1e12, """\
+Largest condition number of ``covariance`` (beyond it Sigma is singular in float64).""")
 
 
 def random_rotation(d: int, *, rng: np.random.Generator) -> np.ndarray:
@@ -60,6 +62,20 @@ def covariance(d: int, *, kappa: float = 10.0, spectrum: np.ndarray | None = Non
     unless ``spectrum`` (d positive numbers) is given. ``Q`` is a Haar-random rotation drawn
     from ``rng`` when ``rotate`` is true (``rng`` is then required); otherwise ``Q = I`` and
     Sigma is diagonal. The result is exactly symmetric.
+
+    Examples
+    --------
+    The eigenvalues are ``geomspace(1, 1/kappa, d)``, whatever the rotation:
+
+    >>> import numpy as np
+    >>> from attnlib.data import covariance
+    >>> Sigma = covariance(4, kappa=100.0, rng=np.random.default_rng(0))
+    >>> Sigma.shape, bool(np.array_equal(Sigma, Sigma.T))
+    ((4, 4), True)
+    >>> [round(float(v), 3) for v in np.linalg.eigvalsh(Sigma)]
+    [0.01, 0.046, 0.215, 1.0]
+    >>> covariance(3, kappa=4.0, rotate=False).diagonal().tolist()
+    [1.0, 0.5, 0.25]
     """
     d = check_int("d", d, minimum=1)
     check_memory("d", d, 4 * 8 * d * d, "the d x d matrices")
@@ -90,6 +106,25 @@ def sample_regression(n: int, Sigma: np.ndarray, M: np.ndarray, noise_std: float
     ``x = L z`` with ``L`` the Cholesky factor of Sigma and ``z ~ N(0, I_d)``; the rows of
     ``E`` (n, p) are ``N(0, noise_std^2 I_p)``. Draw order: all of Z, then all of E. ``n`` is
     at most ``MAX_SIZE`` = 10^8 (``attnlib._validation``), and X and Y must fit in memory.
+
+    Examples
+    --------
+    The sample covariance of the rows of X tends to Sigma (entrywise error about
+    ``sqrt(2 / n)``), and without noise ``Y = X M^T`` exactly:
+
+    >>> import numpy as np
+    >>> from attnlib.data import covariance, sample_regression
+    >>> rng = np.random.default_rng(0)
+    >>> Sigma = covariance(3, kappa=10.0, rng=rng)
+    >>> M = rng.standard_normal((2, 3))
+    >>> X, Y = sample_regression(20_000, Sigma, M, 0.1, rng=rng)
+    >>> X.shape, Y.shape
+    ((20000, 3), (20000, 2))
+    >>> bool(np.allclose(X.T @ X / len(X), Sigma, atol=0.05))
+    True
+    >>> X, Y = sample_regression(5, Sigma, M, 0.0, rng=rng)
+    >>> bool(np.allclose(Y, X @ M.T))
+    True
     """
     n = check_int("n", n, minimum=1, maximum=MAX_SIZE)
     sigma = check_spd("Sigma", Sigma)
@@ -140,7 +175,22 @@ class RegressionProblem:
         return self.p * self.noise_std ** 2 / 2.0
 
     def sample(self, n: int, *, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """Draw ``(X, Y)`` with n rows each; see :func:`sample_regression`."""
+        """Draw ``(X, Y)`` with n rows each; see :func:`sample_regression`.
+
+        Examples
+        --------
+        The residual ``Y - X M^T`` is the label noise, of standard deviation ``noise_std``:
+
+        >>> import numpy as np
+        >>> from attnlib.data import default_problem
+        >>> rng = np.random.default_rng(0)
+        >>> problem = default_problem(rng=rng, d=3, p=4, noise_std=0.5)
+        >>> X, Y = problem.sample(10_000, rng=rng)
+        >>> X.shape, Y.shape
+        ((10000, 3), (10000, 4))
+        >>> round(float(np.std(Y - X @ problem.M.T)), 2)
+        0.5
+        """
         return sample_regression(n, self.Sigma, self.M, self.noise_std, rng=rng)
 
 
@@ -172,6 +222,20 @@ def default_problem(*, rng: np.random.Generator, d: int = 10, p: int = 20,
     ------
     ValueError
         For non-positive dimensions, ``kappa`` out of range or negative ``noise_std``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnlib.data import default_problem
+    >>> rng = np.random.default_rng(0)
+    >>> problem = default_problem(rng=rng)          # d = 10, p = 20, kappa = 10
+    >>> problem.d, problem.p, round(problem.L_star, 4)      # L* = p noise_std^2 / 2
+    (10, 20, 0.1)
+    >>> round(float(np.linalg.cond(problem.Sigma)), 6)
+    10.0
+    >>> X, Y = problem.sample(100, rng=rng)
+    >>> X.shape, Y.shape
+    ((100, 10), (100, 20))
     """
     d = check_int("d", d, minimum=1, maximum=MAX_SIZE)
     p = check_int("p", p, minimum=1, maximum=MAX_SIZE)

@@ -202,6 +202,36 @@ def minimizer_manifold(Sigma: np.ndarray, M: np.ndarray, *, rtol: float = 1e-10
         When p < d or when ``X*`` does not have full column rank (smallest singular value
         below ``rtol`` times the largest): S is then a different set (rank-deficient
         factors) and the formulas here do not apply.
+
+    Examples
+    --------
+    Every rotation ``O`` gives a global minimum: ``A Sigma B^T = M`` (zero excess loss),
+    balanced factors (zero regularizer) and a vanishing gradient of ``Q = L + R``:
+
+    >>> import numpy as np
+    >>> from attnlib.data import default_problem, random_rotation
+    >>> from attnlib.geometry import minimizer_manifold
+    >>> from attnlib.population import objective_and_grad
+    >>> rng = np.random.default_rng(0)
+    >>> problem = default_problem(rng=rng, d=3, p=5)
+    >>> S = minimizer_manifold(problem.Sigma, problem.M)
+    >>> A, B = S.point(random_rotation(3, rng=rng))
+    >>> bool(np.allclose(A @ problem.Sigma @ B.T, problem.M))
+    True
+    >>> Q, grad_A, grad_B = objective_and_grad(A, B, problem.Sigma, problem.M)
+    >>> bool(np.allclose(grad_A, 0.0, atol=1e-12)), bool(np.allclose(grad_B, 0.0, atol=1e-12))
+    (True, True)
+    >>> S.distance(A, B) < 1e-12
+    True
+
+    A perturbed point projects back onto S, at the P-distance of the perturbation or less:
+
+    >>> dA = 1e-3 * rng.standard_normal(A.shape)
+    >>> A_S, B_S, O = S.project(A + dA, B)
+    >>> S.distance(A_S, B_S) < 1e-12, bool(np.allclose(O.T @ O, np.eye(3)))
+    (True, True)
+    >>> bool(S.distance(A + dA, B) <= np.sqrt(np.trace(dA @ problem.Sigma @ dA.T)))
+    True
     """
     rtol = check_positive("rtol", rtol)
     if rtol >= 1:

@@ -44,6 +44,7 @@ from typing import Literal
 
 import numpy as np
 
+from ._constants import documented
 from ._validation import (as_matrix, check_finite, check_generator, check_int, check_memory,
                           check_positive, check_positive_entries, finite_result)
 from .data import covariance, random_rotation
@@ -66,7 +67,10 @@ _KINDS = ("random", "symmetry", "saddle")
 #: Largest ``n_samples`` per radius of :func:`one_point_scan` and :func:`condition_sweep`:
 #: each sample is a Python-level step (a rotation, a direction, two ratio evaluations); the
 #: book uses at most 20.
-MAX_SCAN_SAMPLES = 10 ** 6
+MAX_SCAN_SAMPLES = documented(10 ** 6, """\
+Largest ``n_samples`` per radius of ``one_point_scan`` and ``condition_sweep``:
+each sample is a Python-level step (a rotation, a direction, two ratio evaluations); the
+book uses at most 20.""")
 
 
 def _tangent_free(manifold: MinimizerManifold, dU: np.ndarray,
@@ -223,6 +227,26 @@ def stationary_point_table(manifold: MinimizerManifold, *, lam: float = 1.0, c: 
     the largest singular value; a point of S; the unbalanced global minimum of L
     ``(c U*, V* / c)``; the unbalanced saddle of L ``(c U_J, V_J / c)`` dropping the smallest
     singular value.
+
+    Examples
+    --------
+    The balanced points are stationary points of Q; only the point of S has no direction of
+    negative curvature, and its ``d (d - 1) / 2`` flat directions are the rotations of S:
+
+    >>> import numpy as np
+    >>> from attnlib.data import default_problem
+    >>> from attnlib.geometry import minimizer_manifold
+    >>> from attnlib.landscape import stationary_point_table
+    >>> problem = default_problem(rng=np.random.default_rng(0), d=3, p=5)
+    >>> table = stationary_point_table(minimizer_manifold(problem.Sigma, problem.M))
+    >>> for row in table[:4]:
+    ...     print(f"{row.name}: {row.grad_Q < 1e-10}, {row.n_negative()} negative")
+    origin: True, 9 negative
+    balanced saddle, smallest s dropped: True, 1 negative
+    balanced saddle, largest s dropped: True, 3 negative
+    point of S (global minimum): True, 0 negative
+    >>> table[3].n_zero()
+    3
     """
     lam = check_positive("lam", lam)
     c = check_positive("c", c)

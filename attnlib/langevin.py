@@ -26,10 +26,26 @@ This module provides
   with autocorrelation-corrected error bars (:func:`gibbs_z_scores`) and the spectral gap of
   the generator (:func:`spectral_gap`);
 * :func:`mala`: the Metropolis-adjusted Langevin algorithm, the same proposal followed by an
-  accept/reject step that makes ``mu_s`` exactly stationary (no ``O(h)`` bias);
+  accept/reject step that makes ``mu_s`` exactly stationary (no ``O(h)`` bias), optionally
+  preconditioned by a constant SPD matrix and with the step size adapted during a warm-up to a
+  target acceptance rate (dual averaging, as in Stan);
 * summaries over chains: :func:`chain_mean` (mean and standard error), :func:`tail_mean`
   (the long-time average estimating the Gibbs mean), :func:`hitting_times` and
-  :func:`autocorrelation_time` (the integrated autocorrelation time of an observable).
+  :func:`autocorrelation_time` (the integrated autocorrelation time of an observable, with an
+  :class:`AutocorrelationWarning` when the chains are shorter than
+  :data:`AUTOCORRELATION_TOLERANCE` times it, as emcee warns);
+* multi-chain convergence diagnostics as in Stan and ArviZ (Vehtari et al. 2021):
+  :func:`split_rhat` (split R-hat, classic or rank-normalised) and
+  :func:`effective_sample_size` (multi-chain ESS with Geyer's initial monotone sequence).
+
+Which observables to monitor: the raw weights cannot mix, because the data loss is invariant
+under a continuous, non-compact group (``(W_Q, W_K) -> (W_Q G, W_K G^{-T})`` for every
+invertible G leaves ``W_Q W_K^T`` unchanged), so the chains diffuse along its orbits, held only
+by the regularizer (without one the Gibbs measure is not even normalisable), and R-hat or the
+ESS of a raw weight does not settle. Monitor quantities invariant under the group, which do not
+see where a chain is on its orbit: the product ``W_Q W_K^T``
+(:meth:`attnlib.qk_attention.AttentionProblem.query_key_product`), Part I's effective map
+``A Sigma B^T`` (:func:`attnlib.population.effective_map`), or the loss.
 
 Every loss is given in the batched form shared by Part II's models:
 ``loss_and_grad(theta: (chains, D)) -> (loss: (chains,), grad: (chains, D))``.
@@ -38,14 +54,19 @@ Every loss is given in the batched form shared by Part II's models:
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+import scipy.special
+import scipy.stats
 
+from ._constants import documented
 from ._progress import progress as _progress
+from .runs import SavedRun
 from ._validation import (MAX_SIZE, DivergenceError, as_matrix, check_generator, check_in_range,
                           check_int, check_memory, check_positive, check_spd, finite_result)
 
@@ -57,6 +78,10 @@ __all__ = [
     "MalaRun",
     "mala",
     "autocorrelation_time",
+    "AutocorrelationWarning",
+    "AUTOCORRELATION_TOLERANCE",
+    "split_rhat",
+    "effective_sample_size",
     "chain_mean",
     "tail_mean",
     "hitting_times",
@@ -69,6 +94,7 @@ __all__ = [
     "spectral_gap",
     "MAX_REFINE",
     "MAX_EIGENVALUES",
+    "MIN_Z_CHAINS",
 ]
 
 LossAndGrad = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -79,9 +105,10 @@ class LangevinDivergenceError(DivergenceError):
     divergence rule, shared with :func:`attnlib.vit.train`)."""
 
 
-@dataclass(frozen=True)
-class LangevinRun:
-    """History of :func:`euler_maruyama`.
+@dataclass(frozen=True, repr=False)
+class LangevinRun(SavedRun):
+    """History of :func:`euler_maruyama`; ``save(path)`` and ``LangevinRun.load(path)`` keep it
+    in a file (:mod:`attnlib.runs`).
 
     Attributes
     ----------
@@ -110,6 +137,9 @@ class LangevinRun:
     block_norms: np.ndarray | None = None
     states: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "block_names", tuple(self.block_names))   # a loaded JSON list
+
 
 def _evaluate(loss_and_grad: LossAndGrad, theta: np.ndarray, k: int
               ) -> tuple[np.ndarray, np.ndarray]:
@@ -133,12 +163,29 @@ def _evaluate(loss_and_grad: LossAndGrad, theta: np.ndarray, k: int
     return loss, grad
 
 
-#: Largest ``refine`` (cells per bin and axis) of :func:`gibbs_bin_probabilities` (the book
-#: uses 16).
-MAX_REFINE = 10 ** 5
-#: Largest ``n_eigenvalues`` of :func:`spectral_gap` (the book uses 3; a sparse
-#: eigensolver for many eigenvalues costs as much as a dense one).
-MAX_EIGENVALUES = 1000
+#: Largest ``refine`` (cells per bin and axis) of ``gibbs_bin_probabilities`` (the book uses 16).
+MAX_REFINE = documented(10 ** 5, """Largest ``refine`` (cells per bin and axis) of
+``gibbs_bin_probabilities`` (the book uses 16).""")
+#: Largest ``n_eigenvalues`` of ``spectral_gap`` (the book uses 3; a sparse eigensolver for many
+#: eigenvalues costs as much as a dense one).
+MAX_EIGENVALUES = documented(1000, """Largest ``n_eigenvalues`` of ``spectral_gap`` (the book
+uses 3; a sparse eigensolver for many eigenvalues costs as much as a dense one).""")
+
+
+def _preconditioner(preconditioner: object, shape: tuple[int, int]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checked SPD ``preconditioner`` P (D x D for states of ``shape`` (chains, D)) with
+    its symmetric square root ``P^{1/2}`` and inverse square root ``P^{-1/2}`` (shared by
+    :func:`euler_maruyama` and :func:`mala`)."""
+    dim = shape[1]
+    matrix = check_spd("preconditioner", preconditioner)
+    if matrix.shape != (dim, dim):
+        raise ValueError(f"preconditioner must have shape ({dim}, {dim}) (D x D for "
+                         f"theta0 of shape {shape}), got {matrix.shape}")
+    eigenvalues, vectors = np.linalg.eigh(matrix)
+    half = (vectors * np.sqrt(eigenvalues)) @ vectors.T             # symmetric P^{1/2}
+    inverse_half = (vectors / np.sqrt(eigenvalues)) @ vectors.T     # symmetric P^{-1/2}
+    return matrix, half, inverse_half
 
 
 def _chain_settings(theta0: object, step: float, temperature: float, n_steps: int,
@@ -214,6 +261,22 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
         On a bad step, temperature, count or shape.
     LangevinDivergenceError
         When a state, loss or gradient becomes NaN or infinite (the step index is named).
+
+    Examples
+    --------
+    Ornstein-Uhlenbeck chains in ``f = ||theta||^2 / 2`` at ``s = 1``, whose Gibbs law is
+    ``N(0, I / 2)`` (the scheme's own stationary variance is ``s / (2 - h) = 0.513`` at
+    ``h = 0.05``):
+
+    >>> import numpy as np
+    >>> from attnlib import langevin, potentials
+    >>> run = langevin.euler_maruyama(potentials.quadratic, np.zeros((2000, 1)), step=0.05,
+    ...                               temperature=1.0, n_steps=200, record_every=100,
+    ...                               rng=np.random.default_rng(0))
+    >>> run.loss.shape, run.times.tolist()
+    ((3, 2000), [0.0, 5.0, 10.0])
+    >>> print(f"{run.theta.var():.1f}")
+    0.5
     """
     theta, h, s, n_steps, record_every, rng = _chain_settings(
         theta0, step, temperature, n_steps, record_every, rng)
@@ -226,12 +289,7 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
                              f"parameters, got {block!r}")
     drift, noise = None, None
     if preconditioner is not None:
-        drift = check_spd("preconditioner", preconditioner)
-        if drift.shape != (dim, dim):
-            raise ValueError(f"preconditioner must have shape ({dim}, {dim}) (D x D for "
-                             f"theta0 of shape {theta.shape}), got {drift.shape}")
-        eigenvalues, vectors = np.linalg.eigh(drift)
-        noise = (vectors * np.sqrt(eigenvalues)) @ vectors.T        # symmetric P^{1/2}
+        drift, noise, _ = _preconditioner(preconditioner, theta.shape)
     n_records = n_steps // record_every + 1
     check_memory("n_steps", n_steps, 8 * n_records * chains * (1 + len(names)
                                                             + dim * record_states),
@@ -284,23 +342,34 @@ def _recorded(spacing: float, count: int, **arrays: np.ndarray | None) -> dict[s
             **{key: value[:count].copy() for key, value in arrays.items() if value is not None}}
 
 
-@dataclass(frozen=True)
-class MalaRun:
+@dataclass(frozen=True, repr=False)
+class MalaRun(SavedRun):
     """History of :func:`mala`: recorded ``times`` (R,), ``loss`` (R, chains), final ``theta``
-    (chains, D), ``states`` (R, chains, D) when recorded, and ``acceptance``, the fraction of
-    accepted proposals over all chains and steps."""
+    (chains, D), ``states`` (R, chains, D) when recorded, ``acceptance``, the fraction of
+    accepted proposals over all chains and the ``n_steps`` recorded steps (the warm-up
+    excluded), and ``step``, the step size h of those steps (the adapted one after a warm-up;
+    None only for a run built by hand)."""
 
     times: np.ndarray
     loss: np.ndarray
     theta: np.ndarray
     acceptance: float
     states: np.ndarray | None = None
+    step: float | None = None
+
+
+#: Dual averaging constants of :func:`mala`'s step-size adaptation (Hoffman and Gelman 2014,
+#: section 3.2; Stan's defaults): ``gamma``, ``t_0`` and ``kappa``.
+_DUAL_AVERAGING = (0.05, 10.0, 0.75)
+#: The adapted step stays within this factor of the initial one (either way).
+_ADAPT_RANGE = 1e6
 
 
 @finite_result
 def mala(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float, temperature: float,
          n_steps: int, rng: np.random.Generator, record_every: int = 1,
-         record_states: bool = False) -> MalaRun:
+         record_states: bool = False, preconditioner: np.ndarray | None = None,
+         adapt_steps: int = 0, target_acceptance: float = 0.574) -> MalaRun:
     """Metropolis-adjusted Langevin algorithm with target ``mu_s ~ exp(-2 f / s)``.
 
     Proposal (one Euler-Maruyama step): ``y = x - h grad f(x) + sqrt(s h) xi``, so
@@ -308,42 +377,172 @@ def mala(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float, tempera
     ``min(1, exp(-2 f(y)/s) q(x | y) / (exp(-2 f(x)/s) q(y | x)))``, else stay at ``x``.
     The chain is reversible for ``mu_s``, which is therefore exactly stationary for every
     ``h``; the price is the rejected steps. Each step draws the ``(chains, D)`` normals, then
-    ``chains`` uniforms, from ``rng``. Arguments as in :func:`euler_maruyama`.
+    ``chains`` uniforms, from ``rng``.
+
+    With a constant symmetric positive definite ``preconditioner`` P (D x D; its symmetric
+    square root ``P^{1/2}``), the proposal is the preconditioned Euler-Maruyama step of
+    :func:`euler_maruyama` and its density is Gaussian in P's metric:
+
+    ::
+
+        y = x - h P grad f(x) + sqrt(s h) P^{1/2} xi,
+        q(y | x) ~ exp(-(y - x + h P g(x))^T P^{-1} (y - x + h P g(x)) / (2 s h)),
+
+    with ``g = grad f``; the accept/reject step is the same, so ``mu_s`` stays exactly
+    stationary. P should resemble the covariance of ``mu_s``, so that the proposal's steps
+    are long along the wide directions. ``preconditioner=None`` (``P = I``) runs the
+    arithmetic of the unpreconditioned sampler unchanged.
+
+    With ``adapt_steps > 0``, ``adapt_steps`` warm-up steps, not recorded, come first: from
+    the state ``theta0`` the step size is adapted by dual averaging (Hoffman and Gelman 2014,
+    section 3.2, with Stan's constants ``gamma = 0.05``, ``t_0 = 10``, ``kappa = 0.75``) so
+    that the mean acceptance probability over the chains, ``a_m = mean min(1, ratio)`` at warm-up
+    step m, approaches ``delta = target_acceptance``:
+
+    ::
+
+        H_m = (1 - 1/(m + t_0)) H_{m-1} + (delta - a_m) / (m + t_0),     H_0 = 0,
+        log h_m = log(10 h_0) - sqrt(m) H_m / gamma,
+        log hbar_m = m^{-kappa} log h_m + (1 - m^{-kappa}) log hbar_{m-1},
+
+    with ``h_0 = step`` (``h_m`` kept within a factor 10^6 of it). The ``n_steps`` recorded
+    steps then use the frozen ``h = hbar`` of the last warm-up step (``MalaRun.step``), so
+    they form a Markov chain with the exact stationary law ``mu_s``; the record at time 0 is
+    the state after the warm-up. For MALA the acceptance rate that optimises the efficiency
+    in high dimension is 0.574 (Roberts and Rosenthal 1998). ``adapt_steps=0`` (the default)
+    runs no warm-up: the rng draws and the numbers are those of a run without adaptation.
+
+    Parameters
+    ----------
+    loss_and_grad, theta0, step, temperature, n_steps, rng, record_every, record_states
+        As in :func:`euler_maruyama`; ``step`` is the initial step size when adapting.
+    preconditioner
+        Optional constant SPD matrix P (D x D); None is ``P = I``.
+    adapt_steps
+        Number of warm-up steps that adapt the step size (0 to ``MAX_SIZE`` = 10^8; 0: no
+        warm-up).
+    target_acceptance
+        The acceptance rate the adaptation aims at, in (0, 1).
+
+    Returns
+    -------
+    MalaRun
+        The recorded history, final states, acceptance rate and step size.
+
+    Raises
+    ------
+    ValueError
+        On a bad step, temperature, count, shape, preconditioner or target acceptance.
+    LangevinDivergenceError
+        When a state, loss or gradient becomes NaN or infinite (the step index, or the
+        warm-up step, is named).
+
+    Examples
+    --------
+    Chains in ``f = ||theta||^2 / 2`` (Gibbs law ``N(0, I / 2)`` at ``s = 1``), the step size
+    adapted from 0.01 during 300 warm-up steps to the target acceptance 0.574:
+
+    >>> import numpy as np
+    >>> from attnlib import langevin, potentials
+    >>> run = langevin.mala(potentials.quadratic, np.zeros((1000, 2)), step=0.01,
+    ...                     temperature=1.0, n_steps=200, adapt_steps=300,
+    ...                     rng=np.random.default_rng(0))
+    >>> print(f"acceptance {run.acceptance:.1f}, variance {run.theta.var():.1f}")
+    acceptance 0.6, variance 0.5
     """
     theta, h, s, n_steps, record_every, rng = _chain_settings(
         theta0, step, temperature, n_steps, record_every, rng)
+    adapt_steps = check_int("adapt_steps", adapt_steps, minimum=0, maximum=MAX_SIZE)
+    target = check_in_range("target_acceptance", target_acceptance, 0.0, 1.0,
+                            closed=(False, False))
     chains, dim = theta.shape
+    metric = (None if preconditioner is None
+              else _preconditioner(preconditioner, theta.shape))
     n_records = n_steps // record_every + 1
     check_memory("n_steps", n_steps, 8 * n_records * chains * (1 + dim * record_states),
                  "the recorded history")
     losses = np.empty((n_records, chains))
     states = np.empty((n_records, chains, dim)) if record_states else None
     loss, grad = _evaluate(loss_and_grad, theta, 0)
+
+    def transition(h: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """One MALA step of every chain (``theta``, ``loss``, ``grad`` updated in place):
+        the accepted mask and the log acceptance ratios."""
+        if metric is None:
+            proposal = theta - h * grad + np.sqrt(s * h) * rng.standard_normal((chains, dim))
+        else:                       # rows: (P g)^T = g^T P and (P^{1/2} xi)^T for symmetric P
+            drift, half, inverse_half = metric
+            proposal = theta - h * grad @ drift \
+                + np.sqrt(s * h) * rng.standard_normal((chains, dim)) @ half
+        new_loss, new_grad = _evaluate(loss_and_grad, proposal, k)
+        if metric is None:
+            forward = np.sum((proposal - theta + h * grad) ** 2, axis=1)
+            backward = np.sum((theta - proposal + h * new_grad) ** 2, axis=1)
+        else:                       # ||r||^2_{P^{-1}} = ||P^{-1/2} r||^2
+            forward = np.sum(((proposal - theta + h * grad @ drift) @ inverse_half) ** 2,
+                             axis=1)
+            backward = np.sum(((theta - proposal + h * new_grad @ drift) @ inverse_half) ** 2,
+                              axis=1)
+        log_ratio = -2.0 * (new_loss - loss) / s - (backward - forward) / (2.0 * s * h)
+        accept = np.log(rng.uniform(size=chains)) < log_ratio
+        theta[accept], loss[accept], grad[accept] = (proposal[accept], new_loss[accept],
+                                                     new_grad[accept])
+        return accept, log_ratio
+
+    if adapt_steps:
+        gamma, t0, kappa = _DUAL_AVERAGING
+        mu, log_h0 = math.log(10.0 * h), math.log(h)
+        lowest, highest = log_h0 - math.log(_ADAPT_RANGE), log_h0 + math.log(_ADAPT_RANGE)
+        statistic, log_h, log_h_bar = 0.0, log_h0, log_h0
+        for m in range(1, adapt_steps + 1):
+            try:
+                _, log_ratio = transition(math.exp(log_h), m)
+            except LangevinDivergenceError as error:
+                raise LangevinDivergenceError(
+                    f"during the warm-up (step size adaptation, h = {math.exp(log_h):.3g}, "
+                    f"warm-up step {m} of {adapt_steps}): {error}",
+                    history=_recorded(h * record_every, 0, loss=losses, states=states)
+                ) from error
+            rate = float(np.mean(np.exp(np.minimum(log_ratio, 0.0))))
+            weight = 1.0 / (m + t0)
+            statistic = (1.0 - weight) * statistic + weight * (target - rate)
+            log_h = min(max(mu - math.sqrt(m) / gamma * statistic, lowest), highest)
+            average = m ** -kappa
+            log_h_bar = average * log_h + (1.0 - average) * log_h_bar
+        h = math.exp(log_h_bar)
     losses[0] = loss
     if states is not None:
         states[0] = theta
     accepted = 0
     for k in range(1, n_steps + 1):
-        proposal = theta - h * grad + np.sqrt(s * h) * rng.standard_normal((chains, dim))
         try:
-            new_loss, new_grad = _evaluate(loss_and_grad, proposal, k)
+            accept, _ = transition(h, k)
         except LangevinDivergenceError as error:
             error.history = _recorded(h * record_every, (k - 1) // record_every + 1,
                                       loss=losses, states=states)
             raise
-        forward = np.sum((proposal - theta + h * grad) ** 2, axis=1)
-        backward = np.sum((theta - proposal + h * new_grad) ** 2, axis=1)
-        log_ratio = -2.0 * (new_loss - loss) / s - (backward - forward) / (2.0 * s * h)
-        accept = np.log(rng.uniform(size=chains)) < log_ratio
-        theta[accept], loss[accept], grad[accept] = (proposal[accept], new_loss[accept],
-                                                     new_grad[accept])
         accepted += int(accept.sum())
         if k % record_every == 0:
             losses[k // record_every] = loss
             if states is not None:
                 states[k // record_every] = theta
     return MalaRun(times=h * record_every * np.arange(n_records), loss=losses, theta=theta,
-                   acceptance=accepted / (n_steps * chains), states=states)
+                   acceptance=accepted / (n_steps * chains), states=states, step=h)
+
+
+class AutocorrelationWarning(UserWarning):
+    """Issued by :func:`autocorrelation_time` when the series is shorter than
+    :data:`AUTOCORRELATION_TOLERANCE` times the estimated autocorrelation time: the estimate
+    (and every error bar built on it) is then unreliable, as emcee warns."""
+
+
+#: ``autocorrelation_time`` warns (``AutocorrelationWarning``) when the number of records R per
+#: chain is below this many times the estimated time, ``R < 50 tau`` (emcee's default ``tol``;
+#: Sokal's windowed estimator is trustworthy only for series much longer than ``tau``).
+AUTOCORRELATION_TOLERANCE = documented(50, """``autocorrelation_time`` warns
+(``AutocorrelationWarning``) when the number of records R per chain is below this many times
+the estimated time, ``R < 50 tau`` (emcee's default ``tol``; Sokal's windowed estimator is
+trustworthy only for series much longer than ``tau``).""")
 
 
 @finite_result
@@ -359,6 +558,23 @@ def autocorrelation_time(series: np.ndarray, *, window_factor: float = 5.0) -> f
     records). The sum is cut at the first window ``M`` with ``M >= window_factor * tau(M)``
     (Sokal's automatic windowing). The variance of a time average over ``R`` records is about
     ``tau Var / R``; multiply by the record spacing to get a time.
+
+    When ``R < AUTOCORRELATION_TOLERANCE * tau`` (:data:`AUTOCORRELATION_TOLERANCE` = 50, as in
+    emcee) the estimate is unreliable and an :class:`AutocorrelationWarning` is issued, naming
+    R, tau and the length needed; the value is still returned.
+
+    Examples
+    --------
+    AR(1) chains ``x_{t+1} = rho x_t + e_t`` have ``tau = (1 + rho) / (1 - rho)``, 3 for
+    ``rho = 0.5``:
+
+    >>> import numpy as np
+    >>> from scipy.signal import lfilter
+    >>> from attnlib import langevin
+    >>> x = lfilter([1.0], [1.0, -0.5], np.random.default_rng(0).standard_normal((4000, 4)),
+    ...             axis=0)
+    >>> print(f"{langevin.autocorrelation_time(x):.0f}")
+    3
     """
     x = as_matrix("series", series)
     steps, chains = x.shape
@@ -379,7 +595,213 @@ def autocorrelation_time(series: np.ndarray, *, window_factor: float = 5.0) -> f
         raise ValueError(f"series has a non-positive autocorrelation time ({taus[cut]:.3g}) "
                          f"with window_factor = {window_factor:.3g}: its chains do not look "
                          "stationary, or are too short")
-    return float(taus[cut])
+    tau = float(taus[cut])
+    needed = AUTOCORRELATION_TOLERANCE * tau
+    if steps < needed:
+        warnings.warn(f"autocorrelation_time: the series has R = {steps} records per chain, "
+                      f"fewer than {AUTOCORRELATION_TOLERANCE} tau = {needed:.0f} for the "
+                      f"estimated tau = {tau:.3g} records; the estimate is unreliable: run "
+                      f"chains of at least {math.ceil(needed)} records",
+                      AutocorrelationWarning, stacklevel=3)
+    return tau
+
+
+def _split_chains(series: object) -> np.ndarray:
+    """``series (R, chains)`` checked, each chain cut into its first and last ``R // 2``
+    records (the middle one dropped when R is odd): shape ``(R // 2, 2 chains)``."""
+    x = as_matrix("series", series)
+    steps = x.shape[0]
+    if steps < 8:
+        raise ValueError(f"series needs at least 8 records (two halves of 4 per chain), "
+                         f"got {steps}")
+    half = steps // 2
+    return np.concatenate([x[:half], x[steps - half:]], axis=1)
+
+
+def _z_scale(x: np.ndarray) -> np.ndarray:
+    """Rank normalisation (Vehtari et al. 2021): ``Phi^{-1}((r - 3/8) / (S + 1/4))`` with r
+    the rank (average rank for ties) of each entry among all S entries."""
+    ranks = scipy.stats.rankdata(x.ravel(), method="average").reshape(x.shape)
+    return scipy.special.ndtri((ranks - 0.375) / (x.size + 0.25))
+
+
+def _rhat(x: np.ndarray) -> float:
+    """The classic R-hat of the sequences in the columns of ``x (n, m)``."""
+    n = x.shape[0]
+    within = float(x.var(axis=0, ddof=1).mean())
+    if within <= 0:
+        raise ValueError("series has no variation within its chains (every half-chain is "
+                         "constant): R-hat is undefined; are the chains stuck?")
+    between = n * float(x.mean(axis=0).var(ddof=1))
+    return math.sqrt(((n - 1) / n * within + between / n) / within)
+
+
+@finite_result
+def split_rhat(series: np.ndarray, *, rank_normalized: bool = False) -> float:
+    """Split R-hat, the potential scale reduction factor of several chains.
+
+    ``series`` has shape ``(R, chains)``: one scalar observable per record and chain (the
+    layout of :func:`autocorrelation_time`). Each chain is split into its first and second
+    halves of ``n = R // 2`` records (the middle record dropped when R is odd), which gives
+    ``m = 2 chains`` sequences ``x_{tj}``; with their means ``x_bar_j``, the grand mean
+    ``x_bar`` and the variances ``s_j^2 = sum_t (x_{tj} - x_bar_j)^2 / (n - 1)`` (Gelman et
+    al., BDA3, section 11.4)::
+
+        W = mean_j s_j^2,                 B = n / (m - 1) sum_j (x_bar_j - x_bar)^2,
+        var_plus = (n - 1) / n W + B / n,     R_hat = sqrt(var_plus / W).
+
+    ``R_hat -> 1`` when every chain samples the target; chains stuck in different places
+    (between-chain spread B) or still drifting (the halves differ) give ``R_hat > 1``.
+    Vehtari et al. (2021) recommend ``R_hat < 1.01``.
+
+    With ``rank_normalized=True`` this is their rank-normalised split R-hat (the default of
+    ArviZ and Stan): the split draws are replaced by the normal scores
+    ``z = Phi^{-1}((r - 3/8) / (S + 1/4))`` of their ranks r among all ``S = m n`` of them
+    (bulk), and again for the folded draws ``|x - median x|`` (tails); the result is the
+    larger of the two R-hats. It is invariant under monotone maps and defined for heavy tails.
+
+    Parameters
+    ----------
+    series : (R, chains) array
+        At least 8 records; one chain is allowed (its two halves are compared).
+    rank_normalized : bool
+        Rank-normalised and folded (True) or classic (False) split R-hat.
+
+    Returns
+    -------
+    float
+        ``R_hat >= 0`` (close to 1 at convergence).
+
+    Raises
+    ------
+    ValueError
+        For a bad shape, fewer than 8 records, non-finite entries, or chains without any
+        variation (R-hat undefined).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnlib import langevin
+    >>> draws = np.random.default_rng(0).standard_normal((1000, 4))
+    >>> print(f"{langevin.split_rhat(draws):.2f}")
+    1.00
+    >>> print(f"{langevin.split_rhat(draws + np.arange(4)):.1f}")    # means 0, 1, 2, 3
+    1.6
+    """
+    x = _split_chains(series)
+    if not isinstance(rank_normalized, (bool, np.bool_)):
+        raise TypeError(f"rank_normalized must be True or False, got {rank_normalized!r}")
+    if not rank_normalized:
+        return _rhat(x)
+    if float(x.var(axis=0, ddof=1).mean()) <= 0:
+        return _rhat(x)                                  # raises the named error
+    bulk = _rhat(_z_scale(x))
+    tail = _rhat(_z_scale(np.abs(x - np.median(x))))
+    return max(bulk, tail)
+
+
+@finite_result
+def effective_sample_size(series: np.ndarray, *, rank_normalized: bool = False) -> float:
+    """Multi-chain effective sample size of the mean of an observable (Stan, ArviZ).
+
+    ``series`` has shape ``(R, chains)`` as for :func:`split_rhat`, whose split sequences
+    (``m = 2 chains`` of ``n = R // 2`` records) it uses. With the autocovariances
+    ``c_j(t) = 1/n sum_{i<n-t} (x_{ij} - x_bar_j)(x_{i+t,j} - x_bar_j)`` of each sequence
+    (FFT), ``W`` and ``var_plus`` of :func:`split_rhat`, the autocorrelation at lag t pooled
+    over the chains is (Vehtari et al. 2021, eq. 10; BDA3 eq. 11.7)
+
+    ::
+
+        rho_t = 1 - (W - mean_j c_j(t)) / var_plus,        rho_0 = 1,
+
+    which counts a difference between the chains' means as correlation. The sum is truncated
+    by Geyer's (1992) initial monotone sequence: the pairs ``P_k = rho_{2k} + rho_{2k+1}``
+    are summed up to the last k before the first negative pair, each replaced by
+    ``min(P_k, P_{k-1})``, and
+
+    ::
+
+        tau = -1 + 2 sum_{k=0}^{K} P_k  (+ rho_{2K+2} if positive),
+        ESS = m n / max(tau, 1 / log10(m n)),
+
+    exactly as ArviZ's ``ess(method="mean")`` (Stan's ``ess``). For a stationary AR(1)
+    chain ``x_{t+1} = rho x_t + sqrt(1 - rho^2) e_t``, ``tau -> (1 + rho) / (1 - rho)`` and
+    ``ESS / (R chains) -> (1 - rho) / (1 + rho)``; independent draws give ``ESS ~ R chains``.
+    ``tau`` here and in :func:`autocorrelation_time` (Sokal's window, one mean for all
+    chains) estimate the same time for stationary chains. The Monte Carlo standard error of
+    the mean is ``sqrt(var_plus / ESS)``.
+
+    With ``rank_normalized=True`` the split draws are first replaced by their rank normal
+    scores (see :func:`split_rhat`): the bulk ESS of Vehtari et al. (2021), ArviZ's default.
+
+    Parameters
+    ----------
+    series : (R, chains) array
+        At least 8 records per chain; one chain is allowed.
+    rank_normalized : bool
+        Bulk ESS of the rank-normalised draws (True) or ESS of the draws themselves (False).
+
+    Returns
+    -------
+    float
+        The effective number of independent draws (may exceed ``R chains`` for antithetic
+        chains).
+
+    Raises
+    ------
+    ValueError
+        For a bad shape, fewer than 8 records, non-finite entries or chains without any
+        variation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.signal import lfilter
+    >>> from attnlib import langevin
+    >>> draws = np.random.default_rng(0).standard_normal((4000, 4))     # independent
+    >>> print(f"{langevin.effective_sample_size(draws) / draws.size:.1f}")
+    1.0
+    >>> noise = np.random.default_rng(1).standard_normal((4000, 4))
+    >>> ar1 = lfilter([1.0], [1.0, -0.5], noise, axis=0)                  # rho = 0.5
+    >>> print(f"{langevin.effective_sample_size(ar1) / ar1.size:.1f}")     # (1 - 0.5) / 1.5
+    0.3
+    """
+    x = _split_chains(series)
+    if not isinstance(rank_normalized, (bool, np.bool_)):
+        raise TypeError(f"rank_normalized must be True or False, got {rank_normalized!r}")
+    n, m = x.shape
+    if float(x.var(axis=0, ddof=1).mean()) <= 0:
+        raise ValueError("series has no variation within its chains (every half-chain is "
+                         "constant): the effective sample size is undefined")
+    if rank_normalized:
+        x = _z_scale(x)
+    centred = x - x.mean(axis=0)
+    size = 1 << (2 * n - 1).bit_length()
+    spectrum = np.fft.rfft(centred, n=size, axis=0)
+    acov = np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=0)[:n] / n     # c_j(t)
+    within = float(acov[0].mean()) * n / (n - 1)
+    var_plus = within * (n - 1) / n + (float(x.mean(axis=0).var(ddof=1)) if m > 1 else 0.0)
+    rho = 1.0 - (within - acov.mean(axis=1)) / var_plus
+    kept = np.zeros(n)
+    even, odd = 1.0, float(rho[1])
+    kept[0], kept[1] = even, odd
+    t = 1                                           # Geyer's initial positive sequence
+    while t < n - 3 and even + odd > 0.0:
+        even, odd = float(rho[t + 1]), float(rho[t + 2])
+        if even + odd >= 0.0:
+            kept[t + 1], kept[t + 2] = even, odd
+        t += 2
+    last = t - 2
+    if even > 0.0:
+        kept[last + 1] = even
+    t = 1                                           # Geyer's initial monotone sequence
+    while t <= last - 2:
+        if kept[t + 1] + kept[t + 2] > kept[t - 1] + kept[t]:
+            kept[t + 1] = kept[t + 2] = (kept[t - 1] + kept[t]) / 2.0
+        t += 2
+    total = m * n
+    tau = -1.0 + 2.0 * float(kept[:last + 1].sum()) + float(kept[last + 1:last + 2].sum())
+    return total / max(tau, 1.0 / math.log10(total))
 
 
 @finite_result
@@ -606,6 +1028,13 @@ def histogram_tv(samples: np.ndarray, edges: Sequence[np.ndarray],
     return float(0.5 * np.abs(counts / x.shape[0] - p).sum() + 0.5 * outside)
 
 
+#: Fewest independent chains :func:`gibbs_z_scores` takes: the standard error of the mean over
+#: chains comes from the spread of the chains' means, a poor estimate from fewer.
+MIN_Z_CHAINS = documented(20, """Fewest independent chains ``gibbs_z_scores`` takes: the
+standard error of the mean over chains comes from the spread of the chains' means, a poor
+estimate from fewer.""")
+
+
 @finite_result
 def gibbs_z_scores(states: np.ndarray, observables: Mapping[str, Callable[[np.ndarray],
                                                                           np.ndarray]],
@@ -614,22 +1043,28 @@ def gibbs_z_scores(states: np.ndarray, observables: Mapping[str, Callable[[np.nd
     """Standardised errors of chain averages against the Gibbs expectations on a grid.
 
     ``states`` has shape ``(R, chains, D)`` (D = ``len(axes)``, 1 or 2): stationary records of
-    independent chains. For each observable ``g`` (a function of points ``(..., D) -> (...)``)
-    the result is
+    at least ``MIN_Z_CHAINS`` independent chains. For each observable ``g`` (a function of points
+    ``(..., D) -> (...)``) the result is
 
     ::
 
         z_g = (mean of g over records and chains - E_{mu_s} g) / se_g,
-        se_g = std(g) sqrt(tau_g / (R chains)),
+        se_g = std over chains of (chain c's mean of g over its R records) / sqrt(chains),
 
-    with ``E_{mu_s} g`` from :func:`gibbs_expectation` on the grid and ``tau_g`` the integrated
-    autocorrelation time of g's series (:func:`autocorrelation_time`, in records). For a chain
-    whose stationary law is mu_s, each ``|z_g|`` is of order 1; a wrong law (a wrong noise scale,
-    a visible ``O(h)`` bias) makes some grow like the square root of the sample size.
+    with ``E_{mu_s} g`` from :func:`gibbs_expectation` on the grid. The grand mean is the mean of
+    the chains' means, independent and identically distributed, so ``se_g`` is its standard
+    error whatever the autocorrelation within a chain: unlike ``std(g) sqrt(tau_g / (R
+    chains))`` it needs no estimate of the autocorrelation time, which is unreliable for chains
+    shorter than about 50 tau (:func:`autocorrelation_time`). For chains whose stationary law
+    is mu_s, each ``|z_g|`` is of order 1; a wrong law (a wrong noise scale, a visible ``O(h)``
+    bias) makes some grow like the square root of the sample size.
     """
     s = check_positive("temperature", temperature)
     checked, points = _grid(axes)
     x = as_matrix("states", states, shape=(None, None, len(checked)), ndim=3)
+    if x.shape[1] < MIN_Z_CHAINS:
+        raise ValueError(f"states must hold at least {MIN_Z_CHAINS} independent chains (axis 1) "
+                         f"for the standard error of their means, got {x.shape[1]}")
     if not observables:
         raise ValueError("observables must name at least one function of the state")
     grid = points.reshape(tuple(a.size for a in checked) + (len(checked),))
@@ -641,12 +1076,10 @@ def gibbs_z_scores(states: np.ndarray, observables: Mapping[str, Callable[[np.nd
         if series.shape != x.shape[:2]:
             raise ValueError(f"observables[{name!r}] must map (R, chains, D) states to "
                              f"(R, chains) values, got shape {series.shape}")
-        try:
-            tau = autocorrelation_time(series)
-        except ValueError as exc:
-            raise ValueError(f"states must give a varying series of observables[{name!r}] "
-                             f"({exc})") from exc
-        error = float(series.std()) * np.sqrt(tau / series.size)
+        error = float(series.mean(axis=0).std(ddof=1)) / np.sqrt(series.shape[1])
+        if not error > 0:
+            raise ValueError(f"states must give a varying series of observables[{name!r}]: "
+                             "every chain has the same mean")
         exact = gibbs_expectation(loss_and_grad, checked, s, values=g(grid))
         scores[name] = float((series.mean() - exact) / error)
     return scores

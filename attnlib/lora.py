@@ -173,6 +173,24 @@ def make_problem(*, rng: np.random.Generator, n: int = 20, d: int = 3, width: in
     All draws come from ``rng`` in this order; the teacher is stored in ``theta_teacher``.
     ``n``, ``d``, ``width`` and ``rank`` are at most ``MAX_SIZE`` = 10^8
     (``attnlib._validation``), and the arrays they make must fit in the memory available.
+
+    Examples
+    --------
+    Without noise the teacher update fits the data exactly, and the data loss depends on
+    ``(U, V)`` only through ``U V``: it is invariant under ``(U G, G^{-1} V)``:
+
+    >>> import numpy as np
+    >>> from attnlib import lora
+    >>> rng = np.random.default_rng(0)
+    >>> problem = lora.make_problem(rng=rng, rank=2, noise_std=0.0)
+    >>> problem.block_shapes, problem.dim               # U (width, r), V (r, d); r (width + d)
+    (((8, 2), (2, 3)), 22)
+    >>> problem.data_loss(problem.theta_teacher) < 1e-25
+    True
+    >>> theta = rng.standard_normal(problem.dim)
+    >>> G = np.array([[2.0, 1.0], [0.0, 0.5]])
+    >>> bool(np.isclose(problem.loss(problem.act(theta, G)), problem.loss(theta)))
+    True
     """
     rng = check_generator("rng", rng)
     n = check_int("n", n, minimum=1, maximum=MAX_SIZE)

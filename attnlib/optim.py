@@ -5,17 +5,37 @@ chapter 11).
 A transformation is a pair of pure functions, as in optax (``optax/_src/base.py``):
 
     init(params) -> state
-    update(updates, state) -> (new_updates, new_state)
+    update(updates, state, params=None) -> (new_updates, new_state)
 
 ``params`` and ``updates`` are tuples of arrays of matching shapes (``(A, B)`` in Part I, the
-ViT's trainable matrices in Part III). A state is an immutable NamedTuple that ``update``
+ViT's trainable matrices in Part III); ``update`` receives the current parameters as optax's
+does, for the transformations that need them (:func:`add_decayed_weights`), and the others
+ignore them. An optax transformation runs here through :func:`from_optax`. A state is an immutable NamedTuple that ``update``
 never changes in place, so replaying an update from the same state gives the same result.
 An optimizer is a :func:`chain` of transformations applied in order, e.g.
 ``chain(scale_by_adam(), scale(-lr))``; the parameters then move by ``params + updates``.
 Each transformation checks that it was handed its own kind of state, so a state made by a
 different chain raises instead of silently skipping a transformation, and that parameters and
-updates are tuples of finite float32/float64 arrays (``TypeError`` / ``ValueError`` naming the
-entry; float16 is refused: Adam's second moment underflows there).
+updates are tuples of finite float32/float64 arrays (``TypeError``, or :class:`NonFiniteError`
+for NaN, inf or an overflowing step, naming the entry; float16 is refused: Adam's second moment
+underflows there). :func:`attnlib.algorithm.train` reports a :class:`NonFiniteError` as a
+divergence and lets every other exception, a user's transformation's own, propagate as it is.
+
+Examples
+--------
+Algorithm 1's update is a chain (here without its preconditioner): scale the gradient by
+``-eta``, then add it to the parameters.
+
+>>> import numpy as np
+>>> from attnlib import optim
+>>> params = (np.ones((2, 2)), np.zeros(3))
+>>> grads = (np.full((2, 2), 2.0), np.ones(3))
+>>> sgd = optim.chain(optim.add_decayed_weights(0.5), optim.scale(-0.1))
+>>> state = sgd.init(params)
+>>> updates, state = sgd.update(grads, state, params)
+>>> optim.apply_updates(params, updates)[0]       # 1 - 0.1 (2 + 0.5 * 1)
+array([[0.75, 0.75],
+       [0.75, 0.75]])
 """
 
 from __future__ import annotations
@@ -26,8 +46,9 @@ import numpy as np
 
 from ._validation import check_finite, check_in_range, check_positive
 
-__all__ = ["Params", "Transform", "EmptyState", "TraceState", "ScaleByAdamState",
-           "check_betas", "chain", "scale", "trace", "scale_by_adam", "apply_updates"]
+__all__ = ["Params", "Transform", "NonFiniteError", "EmptyState", "TraceState",
+           "ScaleByAdamState", "check_betas", "chain", "scale", "trace", "scale_by_adam",
+           "add_decayed_weights", "from_optax", "apply_updates"]
 
 #: Parameters, gradients or updates as a tuple of arrays (``(A, B)`` in Part I).
 Params = tuple[np.ndarray, ...]
@@ -35,10 +56,15 @@ Params = tuple[np.ndarray, ...]
 
 class Transform(NamedTuple):
     """A gradient transformation: ``init(params) -> state``,
-    ``update(updates, state) -> (new_updates, new_state)``, both pure."""
+    ``update(updates, state, params=None) -> (new_updates, new_state)``, both pure."""
 
     init: Callable[[Params], Any]
-    update: Callable[[Params, Any], tuple[Params, Any]]
+    update: Callable[..., tuple[Params, Any]]
+
+
+class NonFiniteError(ValueError):
+    """Updates or parameters that are NaN or infinite, or a step that overflows: the library's
+    own finiteness failure, which :func:`attnlib.algorithm.train` reports as a divergence."""
 
 
 class EmptyState(NamedTuple):
@@ -72,7 +98,7 @@ def _check_updates(updates: object, name: str = "updates") -> Params:
             raise TypeError(f"{name}[{i}] must be a float32 or float64 array, got "
                             f"{type(array).__name__} of dtype {dtype}")
         if not np.all(np.isfinite(array)):
-            raise ValueError(f"{name}[{i}] contains NaN or inf")
+            raise NonFiniteError(f"{name}[{i}] contains NaN or inf")
     return tuple(updates)
 
 
@@ -118,7 +144,8 @@ def chain(*transforms: Transform) -> Transform:
     def init(params: Params) -> tuple:
         return tuple(t.init(params) for t in transforms)
 
-    def update(updates: Params, state: tuple) -> tuple[Params, tuple]:
+    def update(updates: Params, state: tuple, params: Params | None = None
+               ) -> tuple[Params, tuple]:
         if type(state) is not tuple or len(state) != len(transforms):
             length = len(state) if isinstance(state, tuple) else type(state).__name__
             raise ValueError(f"state must be the tuple made by this chain's init: chain of "
@@ -126,7 +153,7 @@ def chain(*transforms: Transform) -> Transform:
                              "entries")
         states = []
         for transform, sub_state in zip(transforms, state):
-            updates, sub_state = transform.update(updates, sub_state)
+            updates, sub_state = transform.update(updates, sub_state, params)
             states.append(sub_state)
         return updates, tuple(states)
 
@@ -153,7 +180,8 @@ def scale(factor: float) -> Transform:
     """
     factor = check_finite("factor", factor)
 
-    def update(updates: Params, state: EmptyState) -> tuple[Params, EmptyState]:
+    def update(updates: Params, state: EmptyState, params: Params | None = None
+               ) -> tuple[Params, EmptyState]:
         updates = _check_updates(updates)
         _check_state("scale", state, EmptyState, updates)
         return tuple(factor * u for u in updates), state
@@ -173,7 +201,8 @@ def trace(*, decay: float, nesterov: bool = False) -> Transform:
     def init(params: Params) -> TraceState:
         return TraceState(tuple(np.zeros_like(p) for p in _check_updates(params, "params")))
 
-    def update(updates: Params, state: TraceState) -> tuple[Params, TraceState]:
+    def update(updates: Params, state: TraceState, params: Params | None = None
+               ) -> tuple[Params, TraceState]:
         updates = _check_updates(updates)
         _check_state("trace", state, TraceState, updates, "momentum")
         momentum = tuple(g + decay * m for g, m in zip(updates, state.momentum))
@@ -205,7 +234,8 @@ def scale_by_adam(*, betas: tuple[float, float] = (0.9, 0.999),
         zeros = tuple(np.zeros_like(p) for p in _check_updates(params, "params"))
         return ScaleByAdamState(0, zeros, zeros)
 
-    def update(updates: Params, state: ScaleByAdamState) -> tuple[Params, ScaleByAdamState]:
+    def update(updates: Params, state: ScaleByAdamState, params: Params | None = None
+               ) -> tuple[Params, ScaleByAdamState]:
         updates = _check_updates(updates)
         _check_state("scale_by_adam", state, ScaleByAdamState, updates, "mu", "nu")
         count = state.count + 1
@@ -214,6 +244,107 @@ def scale_by_adam(*, betas: tuple[float, float] = (0.9, 0.999),
         directions = tuple((m / (1 - beta1 ** count)) / (np.sqrt(v / (1 - beta2 ** count)) + eps)
                            for m, v in zip(mu, nu))
         return directions, ScaleByAdamState(count, mu, nu)
+
+    return Transform(init, update)
+
+
+def add_decayed_weights(weight_decay: float) -> Transform:
+    """Weight decay as a transformation, optax's ``add_decayed_weights``: the update becomes
+    ``g + weight_decay * params``, so that a following ``scale(-eta)`` steps along the gradient
+    of ``loss + (weight_decay / 2) ||params||^2``. It needs ``params`` (``ValueError`` without).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> decay = add_decayed_weights(0.1)
+    >>> params = (np.array([1.0, -2.0]),)
+    >>> decay.update((np.zeros(2),), decay.init(params), params)[0]
+    (array([ 0.1, -0.2]),)
+    """
+    weight_decay = check_positive("weight_decay", weight_decay, allow_zero=True)
+
+    def init(params: Params) -> EmptyState:
+        _check_updates(params, "params")
+        return EmptyState()
+
+    def update(updates: Params, state: EmptyState, params: Params | None = None
+               ) -> tuple[Params, EmptyState]:
+        updates = _check_updates(updates)
+        _check_state("add_decayed_weights", state, EmptyState, updates)
+        if params is None:
+            raise ValueError("add_decayed_weights needs params: call update(updates, state, "
+                             "params)")
+        params = _check_updates(params, "params")
+        if len(params) != len(updates) or any(np.shape(p) != np.shape(u)
+                                              for p, u in zip(params, updates)):
+            raise ValueError(f"params has shapes {[np.shape(p) for p in params]} but updates "
+                             f"has {[np.shape(u) for u in updates]}")
+        return tuple(u + weight_decay * p for u, p in zip(updates, params)), state
+
+    return Transform(init, update)
+
+
+def from_optax(transformation: Any) -> Transform:
+    """Run an optax gradient transformation (or anything with optax's contract:
+    ``init(params)`` and ``update(updates, state, params)``) as an attnlib :class:`Transform`.
+
+    The parameters and gradients are handed to ``transformation`` as they are (a tuple of numpy
+    arrays, which optax accepts as a pytree) and its updates come back as numpy arrays of the
+    parameters' dtype (optax returns JAX arrays), so ``train`` and :func:`apply_updates` see
+    numpy only. The state is optax's own, passed through untouched. For example
+    ``Method(update=Custom(lambda eta: from_optax(optax.sgd(eta, momentum=0.9))))`` trains with
+    optax's SGD at the step of the book's step-size rule.
+
+    Parameters
+    ----------
+    transformation : object
+        Has ``init`` and ``update`` (an ``optax.GradientTransformation``).
+
+    Returns
+    -------
+    Transform
+        The same transformation, numpy in and numpy out.
+
+    Raises
+    ------
+    TypeError
+        When ``transformation`` lacks ``init`` or ``update``, or its updates are not a
+        sequence of one array per parameter.
+
+    Examples
+    --------
+    A stand-in with optax's contract (``optax.sgd(0.1)`` behaves the same):
+
+    >>> import numpy as np
+    >>> class Sgd:                         # optax.GradientTransformation's two functions
+    ...     def init(self, params):
+    ...         return ()
+    ...     def update(self, updates, state, params=None):
+    ...         return [-0.1 * g for g in updates], state
+    >>> sgd = from_optax(Sgd())
+    >>> params = (np.ones(2),)
+    >>> updates, _ = sgd.update((np.ones(2),), sgd.init(params), params)
+    >>> apply_updates(params, updates)
+    (array([0.9, 0.9]),)
+    """
+    if not (callable(getattr(transformation, "init", None))
+            and callable(getattr(transformation, "update", None))):
+        raise TypeError(f"transformation must have init(params) and update(updates, state, "
+                        f"params), as an optax.GradientTransformation, got "
+                        f"{type(transformation).__name__}")
+
+    def init(params: Params) -> Any:
+        return transformation.init(_check_updates(params, "params"))
+
+    def update(updates: Params, state: Any, params: Params | None = None
+               ) -> tuple[Params, Any]:
+        updates = _check_updates(updates)
+        new_updates, new_state = transformation.update(updates, state, params)
+        if isinstance(new_updates, (str, bytes)) or len(new_updates) != len(updates):
+            raise TypeError(f"the optax transformation returned {type(new_updates).__name__} "
+                            f"for {len(updates)} parameters: expected one update per parameter")
+        return tuple(np.asarray(new, dtype=old.dtype) for new, old
+                     in zip(new_updates, updates)), new_state
 
     return Transform(init, update)
 
@@ -230,5 +361,5 @@ def apply_updates(params: Params, updates: Params) -> Params:
     with np.errstate(over="ignore"):
         moved = tuple(p + u for p, u in zip(params, updates))
     if not all(np.all(np.isfinite(m)) for m in moved):
-        raise ValueError("updates: params + updates overflows (inf): the step is too large")
+        raise NonFiniteError("updates: params + updates overflows (inf): the step is too large")
     return moved

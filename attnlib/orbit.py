@@ -34,6 +34,7 @@ import numpy as np
 from scipy import optimize
 
 from . import attention
+from ._constants import documented
 from ._validation import (as_matrix, check_generator, check_in_range, check_int, check_positive,
                           check_real, check_spd, finite_result)
 from .optim import trace
@@ -78,6 +79,33 @@ def orbit_tangent(problem: FactorProblem, z: np.ndarray,
     problem's is a sample estimate) it is the orbit of that covariance's coordinates, along
     which the expected finite-sample loss is flat (chapter 6b). ``d (d - 1) / 2`` columns;
     raises when the point is rank deficient.
+
+    Examples
+    --------
+    At a point of S the population objective is flat along the orbit: its Hessian restricted
+    to the ``d (d - 1) / 2`` tangent directions vanishes (up to the finite differences):
+
+    >>> import numpy as np
+    >>> from attnlib import orbit
+    >>> from attnlib.data import default_problem
+    >>> from attnlib.geometry import minimizer_manifold
+    >>> from attnlib.population import objective_and_grad
+    >>> problem = default_problem(rng=np.random.default_rng(0), d=3, p=5)
+    >>> def objective(A, B):
+    ...     return objective_and_grad(A, B, problem.Sigma, problem.M)
+    >>> S = minimizer_manifold(problem.Sigma, problem.M)
+    >>> flat, z = orbit.factor_problem(objective, S.point(), problem.Sigma)
+    >>> tangent = orbit.orbit_tangent(flat, z)
+    >>> tangent.shape                               # (p d + d^2, d (d - 1) / 2)
+    (24, 3)
+    >>> bool(np.abs(orbit.restricted_hessian(flat, z, tangent)).max() < 1e-6)
+    True
+
+    From a nearby start, L-BFGS reaches the minimum value 0 of Q:
+
+    >>> start = z + 0.01 * np.random.default_rng(1).standard_normal(z.size)
+    >>> orbit.lbfgs(flat, start, target=1e-12, max_evaluations=500).reached
+    True
     """
     a, b = problem.split(as_matrix("z", z, shape=(problem.p * problem.d + problem.d ** 2,),
                                    ndim=1))
@@ -137,10 +165,15 @@ class _Recorder:
 #: Largest gradient-evaluation budget (``max_evaluations``) of :func:`lbfgs`,
 #: :func:`newton_polish` and :func:`orbit_nesterov`: hours of work at the book's sizes (its
 #: runs spend at most a few thousand), so a mistyped budget fails at once instead of hanging.
-MAX_EVALUATIONS = 10 ** 7
-#: Largest L-BFGS ``memory`` (correction pairs kept): scipy stores ``2 memory`` vectors, and
+MAX_EVALUATIONS = documented(10 ** 7, """\
+Largest gradient-evaluation budget (``max_evaluations``) of ``lbfgs``,
+``newton_polish`` and ``orbit_nesterov``: hours of work at the book's sizes (its
+runs spend at most a few thousand), so a mistyped budget fails at once instead of hanging.""")
+#: Largest L-BFGS ``memory`` (correction pairs kept). Scipy stores ``2 memory`` vectors, and
 #: beyond a few hundred pairs L-BFGS gains nothing.
-MAX_LBFGS_MEMORY = 1000
+MAX_LBFGS_MEMORY = documented(1000, """\
+Largest L-BFGS ``memory`` (correction pairs kept). Scipy stores ``2 memory`` vectors, and
+beyond a few hundred pairs L-BFGS gains nothing.""")
 
 
 def _check_run(problem: FactorProblem, z0: object, target: object, max_evaluations: object,

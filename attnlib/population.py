@@ -46,6 +46,7 @@ __all__ = [
     "factor_loss_and_grad",
     "factor_regularizer_and_grad",
     "population_loss",
+    "effective_map",
     "population_loss_and_grad",
     "regularizer",
     "regularizer_and_grad",
@@ -176,6 +177,68 @@ def population_loss(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray, M: np.ndarr
         For bad shapes, non-SPD ``Sigma`` or negative ``noise_std``.
     """
     return population_loss_and_grad(A, B, Sigma, M, noise_std=noise_std)[0]
+
+
+@finite_result
+def effective_map(A: np.ndarray, B: np.ndarray, Sigma: np.ndarray) -> np.ndarray:
+    """The effective linear map ``A Sigma B^T`` (p x d) of the layer in the infinite-data limit.
+
+    The attention output tends to ``A Sigma B^T x``, and the population loss
+    ``L(A, B) = 1/2 ||(A Sigma B^T - M) Sigma^{1/2}||_F^2 + L*`` depends on ``(A, B)`` only
+    through it. It is therefore invariant under the group of invertible d x d matrices K
+    acting by
+
+    ::
+
+        (A, B) -> (A K, B Sigma K^{-T} Sigma^{-1}):   (A K) Sigma (B Sigma K^{-T} Sigma^{-1})^T
+                                                      = A Sigma B^T,
+
+    (``(U, V) -> (U G, V G^{-T})`` in the factorization coordinates, ``K = Sigma^{1/2} G
+    Sigma^{-1/2}``; the balancing regularizer keeps only orthogonal G). Sampled chains
+    (Langevin dynamics) drift along these non-compact orbits, so the raw entries of A and B
+    cannot mix: monitor this map (and the loss) with :func:`attnlib.langevin.split_rhat` and
+    :func:`attnlib.langevin.effective_sample_size` instead.
+
+    Parameters
+    ----------
+    A, B : ndarray
+        Shapes ``(..., p, d)`` and ``(..., d, d)`` with the same leading (batch, e.g. chain)
+        axes, if any.
+    Sigma : ndarray
+        Symmetric positive definite ``(d, d)`` covariance of x.
+
+    Returns
+    -------
+    ndarray
+        ``A Sigma B^T``, shape ``(..., p, d)``.
+
+    Raises
+    ------
+    ValueError
+        For bad shapes, leading axes that differ, non-finite entries or a non-SPD ``Sigma``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnlib import population
+    >>> rng = np.random.default_rng(0)
+    >>> A, B = rng.standard_normal((2, 3)), rng.standard_normal((3, 3))
+    >>> Sigma = np.diag([1.0, 2.0, 0.5])
+    >>> K = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 0.0], [0.5, 0.0, 2.0]])
+    >>> moved_A, moved_B = A @ K, B @ Sigma @ np.linalg.inv(K).T @ np.linalg.inv(Sigma)
+    >>> maps = population.effective_map(np.stack([A, moved_A]), np.stack([B, moved_B]), Sigma)
+    >>> maps.shape, bool(np.allclose(maps[0], maps[1]))
+    ((2, 2, 3), True)
+    """
+    sigma = check_spd("Sigma", Sigma)
+    d = sigma.shape[0]
+    batch_axes = tuple(range(2, 33))
+    a = as_matrix("A", A, shape=(None,) * (np.ndim(A) - 1) + (d,), ndim=batch_axes)
+    b = as_matrix("B", B, shape=(None,) * (np.ndim(B) - 2) + (d, d), ndim=batch_axes)
+    if a.shape[:-2] != b.shape[:-2]:
+        raise ValueError(f"A has leading axes {a.shape[:-2]} and B has {b.shape[:-2]}: the "
+                         "leading (batch) axes of A and B must be equal")
+    return a @ sigma @ np.swapaxes(b, -1, -2)
 
 
 @finite_result

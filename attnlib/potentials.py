@@ -27,6 +27,17 @@ def quadratic(theta: np.ndarray, *, curvature: float = 1.0) -> tuple[np.ndarray,
 
     Langevin dynamics in this potential is the Ornstein-Uhlenbeck process
     ``d theta = -a theta dt + sqrt(s) dB``, with Gibbs measure ``N(0, s / (2a) I)``.
+
+    Examples
+    --------
+    Batched over chains (rows): one value and one gradient row per chain.
+
+    >>> import numpy as np
+    >>> from attnlib.potentials import quadratic
+    >>> theta = np.array([[1.0, 2.0], [0.0, -1.0], [3.0, 0.0]])
+    >>> loss, grad = quadratic(theta, curvature=2.0)
+    >>> loss.tolist(), grad[0].tolist()
+    ([5.0, 1.0, 9.0], [2.0, 4.0])
     """
     x = as_matrix("theta", theta)
     a = check_positive("curvature", curvature)

@@ -78,6 +78,25 @@ def sample_prompts(problem: RegressionProblem, prompts: int, n: int, *, rng: np.
     ``M_hat = M`` (at sigma = 0 the targets are exactly ``M x``), so the spectral start lies on
     the true S and only the finite context remains [choice]. ``prompts`` and ``n`` are at most
     ``MAX_SIZE`` = 10^8 (``attnlib._validation``) and the N n pairs must fit in memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnlib.data import default_problem
+    >>> from attnlib.prompts import sample_prompts
+    >>> rng = np.random.default_rng(0)
+    >>> problem = default_problem(rng=rng, d=3, p=4)
+    >>> X, Y = sample_prompts(problem, 5, 8, rng=rng, whiten=True)
+    >>> X.shape, Y.shape
+    ((5, 8, 3), (5, 8, 4))
+
+    Whitened, the pooled moments are exactly the population ones:
+
+    >>> x, y = X.reshape(-1, 3), Y.reshape(-1, 4)
+    >>> bool(np.allclose(x.T @ x / 40, problem.Sigma))
+    True
+    >>> bool(np.allclose(np.linalg.lstsq(x, y, rcond=None)[0].T, problem.M))
+    True
     """
     prompts = check_int("prompts", prompts, minimum=1, maximum=MAX_SIZE)
     n = check_int("n", n, minimum=2, maximum=MAX_SIZE)

@@ -183,6 +183,57 @@ class AttentionProblem(FactorizedLoss):
         return grad, self.X.shape[2] * hess
 
     @finite_result
+    def query_key_product(self, theta: np.ndarray) -> np.ndarray:
+        """The product ``W_Q W_K^T`` (d x d) of each parameter vector: the quantity to monitor.
+
+        The data loss depends on ``(W_Q, W_K)`` only through ``P = W_Q W_K^T``, which
+        :meth:`act` leaves unchanged: ``(W_Q G)(W_K G^{-T})^T = W_Q W_K^T`` for every invertible
+        G. Langevin chains diffuse along these non-compact orbits (held only by the
+        regularizer), so the raw weights do not mix; P, a function on the orbits, is the
+        observable whose :func:`attnlib.langevin.split_rhat` and
+        :func:`attnlib.langevin.effective_sample_size` mean something.
+
+        Parameters
+        ----------
+        theta : (..., D) array
+            Flat parameters ``(vec W_Q, vec W_K)`` with any leading axes: one vector (D,),
+            chains (chains, D), or a sampler's recorded states (R, chains, D).
+
+        Returns
+        -------
+        (..., d, d) array
+            ``W_Q W_K^T`` for each parameter vector.
+
+        Raises
+        ------
+        ValueError
+            When the last axis of ``theta`` is not D, or for non-finite entries.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from attnlib import qk_attention
+        >>> problem = qk_attention.make_problem(rng=np.random.default_rng(0), d=3, d_k=2)
+        >>> theta = problem.theta_teacher
+        >>> moved = problem.act(theta, np.array([[2.0, 1.0], [0.0, 0.5]]))
+        >>> product = problem.query_key_product(np.stack([theta, moved]))
+        >>> product.shape, bool(np.allclose(product[0], product[1]))
+        ((2, 3, 3), True)
+        """
+        raw = np.asarray(theta)
+        if raw.ndim < 1 or raw.shape[-1] != self.dim:
+            raise ValueError(f"theta must have shape (..., {self.dim}) (the D = 2 d d_k "
+                             f"parameters last), got {raw.shape}")
+        theta = as_matrix("theta", raw, ndim=tuple(range(1, 33)))
+        (d, d_k), _ = self.block_shapes
+        batch = theta.shape[:-1]
+        check_memory("theta", f"an array of shape {theta.shape}",
+                     8 * math.prod(batch) * (d * d + 2 * d * d_k), "the products")
+        W_Q = theta[..., :d * d_k].reshape(batch + (d, d_k))
+        W_K = theta[..., d * d_k:].reshape(batch + (d, d_k))
+        return W_Q @ np.swapaxes(W_K, -1, -2)
+
+    @finite_result
     def act(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
         """``(W_Q G, W_K G^{-T})`` for an invertible ``G (d_k, d_k)``; theta ``(D,)`` or ``(c, D)``."""
         G = as_matrix("G", G, shape=(self.d_k, self.d_k))

@@ -21,11 +21,34 @@ set Algorithm 1's rate. "Certified" means: stationary to ``gtol``, Hessian posit
 semidefinite up to finite-difference error (a local minimum, strictly one when the smallest
 eigenvalue is positive), and -- checked by the callers, not here -- no lower value from the
 other starts tried. Global optimality of a nonconvex objective is not certified by this.
+
+A reference knows which objective it certifies when the objective says so: the functions made
+by :meth:`attnlib.algorithm.DataLoss.reference_objective` carry an :class:`ObjectiveIdentity`
+(the data, ``lam``, the regularizer's form and the mask), which the optimum keeps, and
+:func:`attnlib.algorithm.train` refuses a reference certified for another objective
+(:func:`attnlib.algorithm.reference_optimum` makes the right one for a method and its data).
+
+Examples
+--------
+The reference optimum of Algorithm 1's objective on a small sample, certified by its
+gradient norm and the sign of its Hessian spectrum:
+
+>>> import numpy as np
+>>> from attnlib import algorithm, data, reference
+>>> rng = np.random.default_rng(0)
+>>> X, Y = data.default_problem(rng=rng, d=3, p=4).sample(100, rng=rng)
+>>> loss = algorithm.empirical_loss(X, Y)
+>>> optimum = reference.reference_minimizer(loss.reference_objective(1.0),
+...                                         loss.manifold.point(), loss.Sigma_hat)
+>>> bool(optimum.grad_norm <= 1e-8), bool(optimum.smallest_eigenvalue > 0)
+(True, True)
+>>> optimum.objective.lam
+1.0
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 import numpy as np
@@ -33,10 +56,12 @@ from scipy import optimize
 
 from ._validation import (ANY_NDIM, as_matrix, check_generator, check_int, check_positive,
                           finite_result)
+from ._constants import documented
 from .population import spd_sqrt
 
-__all__ = ["ObjectiveFn", "ReferenceOptimum", "ReferenceNotConverged", "reference_minimizer",
-           "factor_gradient", "largest_curvature", "MAX_POWER_ITERATIONS"]
+__all__ = ["ObjectiveFn", "ObjectiveIdentity", "ReferenceOptimum", "ReferenceNotConverged",
+           "BelowReferenceError", "reference_minimizer", "factor_gradient", "largest_curvature",
+           "MAX_POWER_ITERATIONS"]
 
 #: A Part I objective, ``(A, B) -> (value, dQ/dA, dQ/dB)``.
 ObjectiveFn = Callable[[np.ndarray, np.ndarray], tuple[float, np.ndarray, np.ndarray]]
@@ -46,13 +71,53 @@ class ReferenceNotConverged(RuntimeError):
     """Raised when the reference minimizer does not reach its gradient tolerance."""
 
 
+class BelowReferenceError(ValueError):
+    """A run went below the value ``Q_hat*`` of the reference it is measured against, by more
+    than round-off: the reference is not the lowest minimum known of this objective, and every
+    gap measured against it would be wrong. ``result`` holds the run so far where the caller
+    has one (a :class:`attnlib.algorithm.TrainResult`); recompute the reference from its end
+    point."""
+
+    def __init__(self, message: str, *, result: object | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass(frozen=True)
+class ObjectiveIdentity:
+    """Which Part I objective a function computes: ``kind`` of data loss ("empirical",
+    "prompts", "closed_form"), its ``mask``, the regularizer weight ``lam`` and form
+    ``regularizer``, and ``data``, a SHA-256 digest of the arrays the loss is built from (the
+    samples X, Y, or Sigma_hat, M_hat for the closed form). Two functions with equal identities
+    compute the same ``Q_hat``."""
+
+    kind: str
+    mask: str
+    lam: float
+    regularizer: str
+    data: str
+
+    def describe(self) -> str:
+        """One line naming the objective, e.g. ``Q_hat = empirical loss (mask 'loo') + lam 1 *
+        balancing R_hat on data 3fa2c1d0``."""
+        data = "the closed form" if self.kind == "closed_form" else f"{self.kind} loss"
+        return (f"Q_hat = {data} (mask {self.mask!r}) + lam {self.lam:g} * {self.regularizer} "
+                f"R_hat on data {self.data[:8]}")
+
+    def to_dict(self) -> dict[str, object]:
+        """The identity as plain values (JSON)."""
+        return asdict(self)
+
+
 @dataclass(frozen=True, eq=False)
 class ReferenceOptimum:
     """A certified stationary point ``(A, B)`` of an objective and its certificate.
 
     ``value`` is ``Q_hat*``; ``grad_norm`` the Frobenius norm of the gradient in (U, V)
     coordinates; ``hessian_eigenvalues`` the Hessian spectrum in (U, V) coordinates, ascending
-    (empty when not computed); ``evaluations`` counts objective calls.
+    (empty when not computed); ``evaluations`` counts objective calls; ``objective`` the
+    :class:`ObjectiveIdentity` of the objective minimized, when it carried one (None for an
+    objective written by hand).
     """
 
     A: np.ndarray
@@ -61,6 +126,15 @@ class ReferenceOptimum:
     grad_norm: float
     hessian_eigenvalues: np.ndarray
     evaluations: int
+    objective: ObjectiveIdentity | None = None
+
+    def __repr__(self) -> str:
+        spectrum = ("" if self.hessian_eigenvalues.size == 0 else
+                    f", Hessian eigenvalues in [{self.smallest_eigenvalue:.3g}, "
+                    f"{self.largest_eigenvalue:.3g}]")
+        certifies = "" if self.objective is None else f", {self.objective.describe()}"
+        return (f"ReferenceOptimum(value={self.value:.10g}, grad_norm={self.grad_norm:.2g}"
+                f"{spectrum}{certifies})")
 
     @property
     def smallest_eigenvalue(self) -> float:
@@ -170,7 +244,9 @@ def reference_minimizer(objective: ObjectiveFn, start: tuple[np.ndarray, np.ndar
     Parameters
     ----------
     objective : callable
-        ``(A, B) -> (value, dQ/dA, dQ/dB)``, e.g. ``DataLoss.reference_objective(lam)``.
+        ``(A, B) -> (value, dQ/dA, dQ/dB)``, e.g. ``DataLoss.reference_objective(lam)``; its
+        attribute ``identity`` (an :class:`ObjectiveIdentity`), when present, is kept as the
+        optimum's ``objective``.
     start : tuple of ndarray
         ``(A0, B0)``.
     Sigma : ndarray
@@ -219,13 +295,18 @@ def reference_minimizer(objective: ObjectiveFn, start: tuple[np.ndarray, np.ndar
     eigenvalues = (np.linalg.eigvalsh(problem.hessian(z, fd_step)) if hessian
                    else np.empty(0))
     A, B = problem.split(z)
+    identity = getattr(objective, "identity", None)
     return ReferenceOptimum(A=A, B=B, value=value, grad_norm=grad_norm,
-                            hessian_eigenvalues=eigenvalues, evaluations=problem.evaluations)
+                            hessian_eigenvalues=eigenvalues, evaluations=problem.evaluations,
+                            objective=identity if isinstance(identity, ObjectiveIdentity)
+                            else None)
 
 
-#: Largest number of power iterations of :func:`largest_curvature` (the book uses 100; each
-#: costs two gradient evaluations, and beyond this many the estimate has long converged).
-MAX_POWER_ITERATIONS = 10 ** 6
+#: Largest number of power iterations of ``largest_curvature`` (the book uses 100; each costs two
+#: gradient evaluations, and beyond this many the estimate has long converged).
+MAX_POWER_ITERATIONS = documented(10 ** 6, """Largest number of power iterations of
+``largest_curvature`` (the book uses 100; each costs two gradient evaluations, and beyond this
+many the estimate has long converged).""")
 
 
 @finite_result

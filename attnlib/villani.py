@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import optimize, special
 
+from ._constants import documented
 from ._validation import (as_matrix, check_generator, check_int, check_memory, check_positive,
                           finite_result)
 from .regularizers import Regularizer
@@ -311,6 +312,30 @@ def villani_quantity(problem: FactorizedLoss, theta: np.ndarray, s: float, *,
     ``method="exact"`` uses :meth:`FactorizedLoss.laplacian`; ``method="hutchinson"`` uses
     :meth:`FactorizedLoss.hutchinson_laplacian` with ``n_probes`` probes drawn from ``rng``
     (the error bar of the quantity is that of the Laplacian).
+
+    Examples
+    --------
+    The LoRA loss of :mod:`attnlib.lora` with weight decay: the Villani quantity grows like
+    ``||theta||^2`` along a ray (the regularizer's gradient dominates), and Hutchinson's
+    estimate of the Laplacian agrees with the exact one within its error bar:
+
+    >>> import numpy as np
+    >>> from attnlib import lora
+    >>> from attnlib.regularizers import make_regularizer
+    >>> from attnlib.villani import villani_quantity
+    >>> rng = np.random.default_rng(0)
+    >>> decay = make_regularizer("weight_decay", lam=0.1)
+    >>> problem = lora.make_problem(rng=rng, regularizer=decay)
+    >>> theta = rng.standard_normal(problem.dim)
+    >>> exact = villani_quantity(problem, theta, s=0.1)
+    >>> bool(np.isclose(exact.value, exact.grad_sq / 0.1 - exact.laplacian)), exact.stderr
+    (True, 0.0)
+    >>> [f"{villani_quantity(problem, r * theta, s=0.1).value:.2g}" for r in (1, 10, 100)]
+    ['14', '3.6e+02', '3.7e+04']
+    >>> estimate = villani_quantity(problem, theta, s=0.1, method="hutchinson",
+    ...                             rng=np.random.default_rng(1), n_probes=4000)
+    >>> bool(abs(estimate.laplacian - exact.laplacian) < 3 * estimate.stderr)
+    True
     """
     s = check_positive("s", s)
     theta = problem._theta(theta, batched=False)
@@ -440,11 +465,17 @@ def _orbit_over_rho2_mp(consts: OrbitConstants, reg: Regularizer, s: float,
 #: Largest number of random probes or directions (``n_probes`` of
 #: :meth:`FactorizedLoss.hutchinson_laplacian`, ``n_directions`` of
 #: :func:`radial_log_partition`): the book uses at most a few hundred.
-MAX_RANDOM_DIRECTIONS = 10 ** 6
-#: Largest mpmath ``precision`` (significant digits) of the orbit and crossover functions: the
-#: book uses 40, and 1000 digits already cost seconds per crossover (the cost grows faster
+MAX_RANDOM_DIRECTIONS = documented(10 ** 6, """\
+Largest number of random probes or directions (``n_probes`` of
+``FactorizedLoss.hutchinson_laplacian``, ``n_directions`` of
+``radial_log_partition``): the book uses at most a few hundred.""")
+#: Largest mpmath ``precision`` (significant digits) of the orbit and crossover functions.
+#: The book uses 40, and 1000 digits already cost seconds per crossover (the cost grows faster
 #: than the square of the digits).
-MAX_PRECISION = 1000
+MAX_PRECISION = documented(1000, """\
+Largest mpmath ``precision`` (significant digits) of the orbit and crossover functions.
+The book uses 40, and 1000 digits already cost seconds per crossover (the cost grows faster
+than the square of the digits).""")
 
 
 def _check_precision(precision: object) -> int:

@@ -31,12 +31,13 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ._constants import documented
 from ._progress import progress as _progress
 from ._validation import (MAX_SIZE, DivergenceError, as_matrix, check_finite, check_generator,
                           check_int, check_memory, check_not_diverged, check_positive,
                           finite_result)
 from .attention import row_softmax
-from .optim import apply_updates, chain, check_betas, scale, scale_by_adam
+from .optim import NonFiniteError, apply_updates, chain, check_betas, scale, scale_by_adam
 from .regularizers import Regularizer
 
 __all__ = [
@@ -53,7 +54,11 @@ __all__ = [
 ]
 
 Params = dict[str, np.ndarray]
-QK = ("W_Q", "W_K")
+#: The parameters of the attention logits (query and key maps), the ones a ``regularizer`` of
+#: :func:`train` acts on.
+QK = documented(("W_Q", "W_K"), """\
+The parameters of the attention logits (query and key maps), the ones a ``regularizer`` of
+``train`` acts on.""")
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,19 @@ class Standardizer:
 
 
 def patchify(fields: np.ndarray, patch: int) -> np.ndarray:
-    """Cut ``(B, s, s)`` fields into ``(B, N, patch^2)`` patches, tokens in row-major order."""
+    """Cut ``(B, s, s)`` fields into ``(B, N, patch^2)`` patches, tokens in row-major order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnlib.vit import patchify, unpatchify
+    >>> fields = np.arange(32.0).reshape(2, 4, 4)
+    >>> patches = patchify(fields, 2)
+    >>> patches.shape, patches[0, 0].tolist()          # the top-left 2 x 2 patch
+    ((2, 4, 4), [0.0, 1.0, 4.0, 5.0])
+    >>> bool(np.array_equal(unpatchify(patches, 2), fields))
+    True
+    """
     patch = check_int("patch", patch, minimum=1)
     fields = as_matrix("fields", fields, ndim=3)
     if fields.shape[1] != fields.shape[2] or fields.shape[1] % patch:
@@ -227,6 +244,31 @@ def loss_and_gradients(params: Mapping[str, np.ndarray], patches: np.ndarray,
     ``patches`` and ``targets`` have shape ``(B, N, p^2)`` (see :func:`patchify`). Backward pass:
     ``dS = A * (dA - rowsum(dA * A))`` for the softmax, ``dQ = dS K / sqrt(d_k)``,
     ``dK = dS^T Q / sqrt(d_k)``, and the residual adds ``dH`` to ``dX``.
+
+    Examples
+    --------
+    The gradient is exact (a central difference along ``W_Q`` matches it), and the loss sees
+    ``W_Q, W_K`` only through ``W_Q W_K^T``, so ``(W_Q G, W_K G^{-T})`` leaves it unchanged:
+
+    >>> import numpy as np
+    >>> from attnlib import vit
+    >>> rng = np.random.default_rng(0)
+    >>> params = vit.init_params(vit.ViTConfig(size=8, patch=2, width=8, key_dim=4), rng=rng)
+    >>> patches = vit.patchify(rng.standard_normal((4, 8, 8)), 2)
+    >>> targets = vit.patchify(rng.standard_normal((4, 8, 8)), 2)
+    >>> loss, grads = vit.loss_and_gradients(params, patches, targets)
+    >>> sorted(grads) == sorted(params)
+    True
+    >>> dQ, h = rng.standard_normal(params["W_Q"].shape), 1e-6
+    >>> def moved(t):
+    ...     return vit.loss_and_gradients(dict(params, W_Q=params["W_Q"] + t * dQ),
+    ...                                   patches, targets)[0]
+    >>> bool(np.isclose((moved(h) - moved(-h)) / (2 * h), np.sum(grads["W_Q"] * dQ)))
+    True
+    >>> G = np.triu(rng.standard_normal((4, 4))) + 2 * np.eye(4)
+    >>> rotated = dict(params, W_Q=params["W_Q"] @ G, W_K=params["W_K"] @ np.linalg.inv(G).T)
+    >>> bool(np.isclose(vit.loss_and_gradients(rotated, patches, targets)[0], loss))
+    True
     """
     out, c = forward(params, patches)
     targets = _check_patches("targets", targets, params)
@@ -341,6 +383,29 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
     first step), raises :class:`attnlib._validation.DivergenceError` naming the epoch and step,
     with the history of the completed epochs attached (``error.history``), so a diverged run
     never returns a history of NaNs.
+
+    Examples
+    --------
+    Twenty epochs of Adam on sixteen random 8 x 8 fields, learning to shift each field by one
+    row (tokens are 2 x 2 patches, so ``N = 16``):
+
+    >>> import numpy as np
+    >>> from attnlib import vit
+    >>> rng = np.random.default_rng(0)
+    >>> config = vit.ViTConfig(size=8, patch=2, width=8, key_dim=4)
+    >>> fields = rng.standard_normal((16, 8, 8))
+    >>> patches = vit.patchify(fields, 2)
+    >>> targets = vit.patchify(np.roll(fields, 1, axis=1), 2)
+    >>> patches.shape, config.tokens
+    ((16, 16, 4), 16)
+    >>> params, history = vit.train(vit.init_params(config, rng=rng), patches, targets,
+    ...                             epochs=20, batch_size=8, lr=1e-2, rng=rng)
+    >>> history["epoch"].shape                      # row 0 is before training
+    (21,)
+    >>> bool(history["train_loss"][-1] < history["train_loss"][0] / 2)
+    True
+    >>> vit.predict_fields(params, fields[:2], patch=2).shape
+    (2, 8, 8)
     """
     epochs = check_int("epochs", epochs, minimum=0, maximum=MAX_SIZE)
     check_memory("epochs", epochs, 16 * 40 * (epochs + 1), "the history")
@@ -417,10 +482,12 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
             step += 1
             check_not_diverged(f"vit.train, epoch {epoch}, step {step}", loss,
                                *(grads[name] for name in names), history=so_far())
-            updates, state = transform.update(tuple(grads[name] for name in names), state)
+            current = tuple(params[name] for name in names)
+            updates, state = transform.update(tuple(grads[name] for name in names), state,
+                                              current)
             try:
-                moved = apply_updates(tuple(params[name] for name in names), updates)
-            except ValueError as exc:       # the step overflows float32/float64
+                moved = apply_updates(current, updates)
+            except NonFiniteError as exc:   # the step overflows float32/float64
                 raise DivergenceError(f"vit.train, epoch {epoch}, step {step}: the run diverged "
                                       f"({exc}); reduce the learning rate",
                                       history=so_far()) from exc

@@ -73,8 +73,16 @@ notebooks=(notebooks --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nb
            --ignore=notebooks/problem_sets)
 [ "${ATTNBOOK_NOTEBOOKS:-1}" = 0 ] && notebooks=()
 extra=(); [ -n "${ATTNBOOK_PYTEST_ARGS:-}" ] && eval "extra=(${ATTNBOOK_PYTEST_ARGS})"
+# the library writes only where its user says: its own files are the same after the tests
+library_files() { git status --porcelain --untracked-files=all -- attnlib 2>/dev/null
+                  git diff -- attnlib 2>/dev/null | sha256sum; }
+library_before=$(library_files)
 "$VENV"/bin/python -m pytest tests "${notebooks[@]}" -n "${ATTNBOOK_WORKERS:-2}" --dist loadfile -q \
   "${TEACHING_TESTS[@]/#/--ignore=}" "${extra[@]}" || failed+=("1 (tests)")
+if [ "$(library_files)" != "$library_before" ]; then
+  echo "error: the tests changed files in attnlib/ (git status --porcelain -- attnlib):"
+  git status --porcelain --untracked-files=all -- attnlib; failed+=("1 (attnlib's files changed)")
+fi
 took 1/4 "$step" "$step_ticks"
 fi
 

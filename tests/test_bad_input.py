@@ -54,7 +54,7 @@ import attnbook
 import attnlib
 from attnlib import (algorithm, analysis, attention, bridge, darcy, data, fitting, geometry,
                      landscape, langevin, lora, optim, orbit, population, potentials, qk_attention,
-                     reference, regularizers, symbolic, villani, vit)
+                     reference, regularizers, runs, symbolic, sweep, villani, vit)
 from attnbook import plotting, tables, verdicts
 from attnbook import claims, experiments
 from attnlib._validation import _non_finite
@@ -78,7 +78,7 @@ RESULT_TYPES = {
     "prompts.FirstOrderMinimizer", "prompts.BiasEstimate", "experiments.Replay", "orbit.Trace",
     "orbit.OrbitTilt",
     "experiments.ReplayCheck", "experiments.KeyCheck", "verdicts.VerdictTable",
-    "verdicts.Measurement",
+    "verdicts.Measurement", "sweep.Sweep", "runs.SavedRun", "reference.ObjectiveIdentity",
 }
 
 
@@ -207,6 +207,10 @@ def _grid_task(value: int) -> dict[str, np.ndarray]:
     return {f"v{value}": np.asarray(float(value))}
 
 
+def _sweep_task(value: int) -> dict[str, np.ndarray]:
+    return {"v": np.asarray(float(value)), "square": np.asarray(float(value) ** 2)}
+
+
 def _tiny_experiment(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     return {"loss": np.arange(3.0 if full else 2.0)}
 
@@ -265,7 +269,34 @@ INSTANCES: dict[str, Callable[[], Any]] = {
     "verdicts.Verdict": lambda: _verdict(),
     "verdicts.Measurement": lambda: _verdict().measurements[0],
     "verdicts.VerdictTable": lambda: verdicts.verdict_table([("[summary]", _verdict())]),
+    "sweep.Sweep": lambda: sweep.run_sweep(_sweep_task, {"value": [1, 2]}),
+    "algorithm.Custom": lambda: algorithm.Custom(make=_scale_step),
+    "runs.SavedRun": lambda: _small_run(),
+    "reference.ObjectiveIdentity": lambda: algorithm.closed_form_loss(
+        ctx()["Sigma"], ctx()["M"]).identity(1.0),
 }
+
+
+def _scale_step(eta: float) -> Any:
+    return optim.scale(-eta)
+
+
+class _OptaxLike:
+    """optax's contract (init, update with params) without JAX."""
+
+    def init(self, params: Any) -> tuple:
+        return ()
+
+    def update(self, updates: Any, state: Any, params: Any = None) -> tuple:
+        return [-0.1 * u for u in updates], state
+
+
+def _small_run() -> Any:
+    return algorithm.train(algorithm.closed_form_loss(ctx()["Sigma"], ctx()["M"]), iterations=2)
+
+
+def _saved_run(tmp: Path) -> Path:
+    return _small_run().save(tmp / "run.npz")
 
 
 def _darcy_file(tmp: Path) -> Path:
@@ -496,7 +527,7 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
                                                 step=0.01, temperature=0.5, n_steps=4,
                                                 rng=_rng(), record_every=2),
         "langevin.gibbs_z_scores": lambda: dict(
-            states=np.random.default_rng(0).standard_normal((12, 2, 1)),
+            states=np.random.default_rng(0).standard_normal((12, 20, 1)),
             observables={"x": lambda z: z[..., 0]}, loss_and_grad=well, axes=axes,
             temperature=0.5),
         "langevin.chain_mean": lambda: dict(values=np.arange(6.0).reshape(2, 3)),
@@ -514,9 +545,11 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "langevin.spectral_gap": lambda: dict(loss_and_grad=well, axes=axes, temperature=0.5,
                                               n_eigenvalues=2),
         "langevin.mala": lambda: dict(loss_and_grad=well, theta0=np.zeros((3, 1)), step=0.05,
-                                      temperature=0.5, n_steps=4, rng=_rng(), record_every=2),
+                                      temperature=0.5, n_steps=4, rng=_rng(), record_every=2,
+                                      preconditioner=np.eye(1), adapt_steps=2,
+                                      target_acceptance=0.5),
         "langevin.autocorrelation_time": lambda: dict(
-            series=np.random.default_rng(0).standard_normal((40, 2)), window_factor=5.0),
+            series=np.random.default_rng(0).standard_normal((100, 2)), window_factor=5.0),
         "langevin.gibbs_sample": lambda: dict(loss_and_grad=well, axes=axes, temperature=0.5,
                                               size=5, rng=_rng()),
         "qk_attention.softmax_directional_derivatives": lambda: dict(z=np.array([0.1, 0.5, -0.2]),
@@ -628,6 +661,35 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "experiments.run_grid": lambda: dict(
             grid=experiments.TaskGrid([(1,), (2,)], _grid_task, merge_tasks), workers=1),
         "attention.limit_blas_threads": lambda: dict(threads=1),
+        "sweep.run_sweep": lambda: dict(task=_sweep_task, axes={"value": [1, 2]}, workers=1),
+        "sweep.run_tasks": lambda: dict(task=_grid_task, arguments=[(1,), (2,)], workers=1),
+        "sweep.check_workers": lambda: dict(workers=2),
+        "sweep.require_distributed": lambda: dict(),
+        "sweep.Sweep.records": lambda: dict(),
+        "algorithm.Custom": lambda: dict(make=_scale_step, step_scale=0.5, step=0.1),
+        "algorithm.Custom.eta": lambda: dict(default_step=_step_rule),
+        "algorithm.Custom.transform": lambda: dict(eta=0.1),
+        "algorithm.DataLoss.identity": lambda: dict(lam=1.0, regularizer="balancing"),
+        "algorithm.reference_optimum": lambda: dict(
+            data=algorithm.closed_form_loss(S, M), method=algorithm.METHODS["algorithm1"],
+            start=mf.point(), gtol=1e-8, hessian=False),
+        "optim.add_decayed_weights": lambda: dict(weight_decay=0.1),
+        "optim.from_optax": lambda: dict(transformation=_OptaxLike()),
+        "reference.ObjectiveIdentity.describe": lambda: dict(),
+        "reference.ObjectiveIdentity.to_dict": lambda: dict(),
+        "runs.save": lambda: dict(run=_small_run(), path=tmp / "saved.npz"),
+        "runs.load": lambda: dict(path=_saved_run(tmp)),
+        "runs.SavedRun.save": lambda: dict(path=tmp / "method.npz"),
+        "runs.SavedRun.load": lambda: dict(path=_saved_run(tmp)),
+        "runs.SavedRun.to_dict": lambda: dict(),
+        "langevin.split_rhat": lambda: dict(
+            series=np.random.default_rng(0).standard_normal((40, 2)), rank_normalized=False),
+        "langevin.effective_sample_size": lambda: dict(
+            series=np.random.default_rng(0).standard_normal((40, 2)), rank_normalized=False),
+        "population.effective_map": lambda: dict(A=A, B=B, Sigma=S),
+        "qk_attention.AttentionProblem.query_key_product": lambda: dict(theta=c["theta_star"]),
+        "sweep.Sweep.to_frame": lambda: dict(),
+        "sweep.Sweep.array": lambda: dict(key="square"),
         # public methods (called on INSTANCES[module.Class])
         "algorithm.GD.transform": lambda: dict(eta=0.1),
         "algorithm.GD.eta": lambda: dict(default_step=_step_rule),
@@ -841,6 +903,7 @@ _NEW_NAME = "any new name is valid"
 _BATCH_AXES = "leading axes index a batch (chains)"
 #: (callable, argument, case) -> why the value is valid (the call must then not return NaN).
 ACCEPTED: dict[tuple[str, str, str], str] = {
+    ("qk_attention.AttentionProblem.query_key_product", "theta", "extra_axis"): _BATCH_AXES,
     ("seeds.stream", "seed", "huge"): "any non-negative integer seeds a stream: no work",
     # 10^9 as a size that costs nothing (case "huge" of an integer)
     ("algorithm.Method", "batch_size", "huge"): "checked against the data's query rows by "

@@ -1,11 +1,14 @@
 """The library installs as a library: a wheel of attnlib alone, in a fresh virtual environment
 (pinned by constraints.txt, from pip's cache where it has the wheels), needs numpy and scipy
-only, imports every public module and passes the library's own unit tests."""
+only, imports every public module and passes the library's own unit tests; the README's
+install line and quickstart then run there as written and print what the README says."""
 
 from __future__ import annotations
 
 import os
 import pkgutil
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -23,6 +26,18 @@ ROOT = Path(__file__).resolve().parents[1]
 def public_modules() -> list[str]:
     return sorted(info.name for info in pkgutil.walk_packages(attnlib.__path__, "attnlib.")
                   if not any(part.startswith("_") for part in info.name.split(".")[1:]))
+
+
+def readme_quickstart() -> tuple[list[str], str, list[str]]:
+    """From the README's section "Use attnlib in your own research": the install line from a
+    clone (as pip arguments), the quickstart's code and the lines the README says it prints."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Use attnlib in your own research", 1)[1].split("\n## ", 1)[0]
+    bash, python = re.findall(r"```(?:bash|python)\n(.*?)```", section, flags=re.S)[:2]
+    [install] = [line.split("#")[0] for line in bash.splitlines()
+                 if line.startswith("pip install ./attnlib")]
+    printed = re.findall(r"`((?:algorithm1|gd): gap [^`]*)`", section)
+    return shlex.split(install)[2:], python, printed
 
 
 def test_the_package_docstring_lists_every_public_top_level_module():
@@ -92,3 +107,18 @@ def test_the_library_wheel_installs_with_numpy_and_scipy_only_and_passes_its_tes
                          cwd=tmp_path, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:]
     assert " passed" in run.stdout
+    # the README's install line (from a clone: run in the copy's parent) and its quickstart
+    arguments, quickstart, printed = readme_quickstart()
+    readme_install = subprocess.run([*pip, "install", "--quiet", "-c",
+                                     str(ROOT / "constraints.txt"), *arguments],
+                                    capture_output=True, text=True, env=environment,
+                                    cwd=source.parent, timeout=900)
+    assert readme_install.returncode == 0, readme_install.stderr[-2000:]
+    work = tmp_path / "quickstart"
+    work.mkdir()
+    (work / "quickstart.py").write_text(quickstart)
+    ran = subprocess.run([str(python), "quickstart.py"], capture_output=True, text=True,
+                         env={**environment, "MPLBACKEND": "Agg"}, cwd=work, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert len(printed) == 2 and ran.stdout.splitlines() == printed, (ran.stdout, printed)
+    assert (work / "gap.png").stat().st_size > 10_000

@@ -215,7 +215,7 @@ def test_the_cli_exits_at_once_with_a_clear_message_when_a_task_fails(
 
 
 def test_a_cluster_start_that_loses_a_worker_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
-    from attnbook.experiments import _tasks
+    from attnlib import sweep          # the runner's one home (attnbook's _tasks re-exports it)
 
     calls: list[int] = []
 
@@ -225,11 +225,11 @@ def test_a_cluster_start_that_loses_a_worker_is_retried(monkeypatch: pytest.Monk
             raise RuntimeError("Nanny failed to start")
         return "cluster"
 
-    monkeypatch.setattr(_tasks, "local_cluster", flaky_start)
-    assert _tasks._start_local_cluster(2) == "cluster" and calls == [2, 2]
-    monkeypatch.setattr(_tasks, "local_cluster", lambda workers: 1 / 0)
+    monkeypatch.setattr(sweep, "local_cluster", flaky_start)
+    assert sweep._start_local_cluster(2) == "cluster" and calls == [2, 2]
+    monkeypatch.setattr(sweep, "local_cluster", lambda workers: 1 / 0)
     with pytest.raises(RuntimeError, match="did not start in 3 attempts"):
-        _tasks._start_local_cluster(2)
+        sweep._start_local_cluster(2)
 
 
 # ------------------------------------------ issue 27: local services on 127.0.0.1 only
@@ -278,13 +278,13 @@ def test_a_tls_scheduler_runs_the_grid_with_a_security_configuration(tmp_path: P
 
 
 def test_a_missing_distributed_extra_is_a_clear_error(monkeypatch):
-    """Serial grids need only the core install; workers need attnlib[distributed]."""
+    """Serial grids need only the core install; workers need attnlib[sweep] (Dask)."""
     from attnbook.experiments import _tasks
 
     grid = _tasks.TaskGrid([(1,), (2,)], _square_task, _tasks.merge_tasks)
     monkeypatch.setitem(sys.modules, "distributed", None)      # as if not installed
     assert _tasks.run_grid(grid, workers=1)["square_2"].tolist() == [4.0]
-    with pytest.raises(ImportError, match=r"pip install 'attnlib\[distributed\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'attnlib\[sweep\]'"):
         _tasks.run_grid(grid, workers=2)
 
 
@@ -297,7 +297,7 @@ def test_a_server_that_is_not_a_dask_scheduler_gives_a_clear_error() -> None:
     import socket
     import threading
 
-    from attnbook.experiments._tasks import _connect
+    from attnlib.sweep import _connect
 
     server = socket.socket()
     server.bind(("127.0.0.1", 0))

@@ -1,4 +1,4 @@
-"""Stored runs as grids of independent seeded tasks, run serially or on Dask (one home).
+"""Stored runs as grids of independent seeded tasks: what a grid is and how it is assembled.
 
 A grid experiment declares three things (:class:`TaskGrid`):
 
@@ -11,55 +11,34 @@ A grid experiment declares three things (:class:`TaskGrid`):
   order** (stacking them into arrays with :func:`stack_tasks`, or :func:`merge_tasks` for
   disjoint keys).
 
-:func:`run_grid` runs the tasks serially in this process (the default: exactly what the loop
-``[task(*args) for args in tasks]`` computes), or on Dask: ``workers=K`` starts a
-``dask.distributed.LocalCluster`` of K single-threaded worker processes on this machine,
-``scheduler="tcp://host:port"`` submits to an existing cluster (``dask scheduler`` /
-``dask worker``, dask-jobqueue, Kubernetes). Every worker process is set to one BLAS thread
-(:func:`attnlib.attention.limit_blas_threads`), as the serial run is by ``scripts/setup.sh``.
-Results are put back in task order before ``assemble`` sees them, so the history does not
-depend on the number of workers or on the order in which tasks finish. A progress bar counts
-finished tasks; an interrupt (Ctrl-C) cancels the submitted tasks, shuts down a cluster this
-function started, and re-raises ``KeyboardInterrupt`` (nothing is saved).
-
-Failures and security: the first task that fails (its own exception, or ``KilledWorker`` once
-its worker was lost more than ``LOST_WORKER_RETRIES`` times) cancels the others and is
-re-raised at once with a note naming the task; a local cluster whose start fails (a worker
-lost while starting) is started again, up to ``CLUSTER_START_ATTEMPTS`` times, and is shut
-down within ``SHUTDOWN_TIMEOUT`` seconds. A local cluster is at most ``WORKERS_PER_CORE``
-workers per core and listens on 127.0.0.1 only (scheduler, workers, nannies, HTTP servers).
-``tcp://`` is plaintext and unauthenticated and Dask exchanges pickles (code) over it: use an
-external ``tcp://`` scheduler only on a trusted network, else ``tls://`` with a
-``distributed.Security`` (``security=``).
+:func:`run_grid` runs the tasks with the library's runner, :func:`attnlib.sweep.run_tasks`,
+the one home of the execution machinery (serially in this process by default: exactly what
+the loop ``[task(*args) for args in tasks]`` computes; ``workers=K`` on a local Dask cluster
+of K single-threaded worker processes, each set to one BLAS thread; ``scheduler=ADDRESS`` on
+an existing cluster; results put back in task order; progress bar; Ctrl-C cancels the tasks,
+shuts down the cluster and re-raises ``KeyboardInterrupt``; the first failed task is
+re-raised at once with a note naming it; a local cluster whose start fails is started again;
+the main guard of scripts). See :mod:`attnlib.sweep` for the details, the limits
+(``WORKERS_PER_CORE``, ``LOST_WORKER_RETRIES``, ``CLUSTER_START_ATTEMPTS``,
+``SHUTDOWN_TIMEOUT``, re-exported here) and the security notes (``tcp://`` is plaintext and
+unauthenticated and Dask exchanges pickles over it: use ``tls://`` with ``security=`` off a
+trusted network). ``assemble`` receives exactly the list the serial loop would build.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from attnlib._progress import progress as progress_bar
-from attnlib._validation import check_int, check_memory
+from attnlib.sweep import (CLUSTER_START_ATTEMPTS, CONNECT_TIMEOUT, LOOPBACK,  # noqa: F401
+                           LOST_WORKER_RETRIES, SHUTDOWN_TIMEOUT, WORKER_BYTES,
+                           WORKERS_PER_CORE, check_workers, local_cluster, require_distributed,
+                           run_tasks)
 
 __all__ = ["TaskGrid", "run_grid", "merge_tasks", "stack_tasks", "one_task", "local_cluster",
            "check_workers"]
-
-#: Local worker processes allowed per core (more only queue for the same cores).
-WORKERS_PER_CORE = 4
-#: Memory a local worker process needs before it runs a task (interpreter, numpy, Dask).
-WORKER_BYTES = 200 * 2 ** 20
-#: The only interface a local cluster listens on.
-LOOPBACK = "127.0.0.1"
-#: How often a task may lose its worker (killed, out of memory) before it fails.
-LOST_WORKER_RETRIES = 3
-#: Attempts to start a local cluster (a worker may die while it starts).
-CLUSTER_START_ATTEMPTS = 3
-#: Seconds allowed for closing the client and the local cluster, also after a failure.
-SHUTDOWN_TIMEOUT = 10
 
 History = dict[str, np.ndarray]
 
@@ -150,120 +129,10 @@ def stack_tasks(results: Sequence[Mapping[str, np.ndarray]], shape: Sequence[int
     return history
 
 
-def require_distributed() -> None:
-    """Raise a clear ``ImportError`` when Dask's ``distributed`` (the ``distributed`` extra of
-    attnlib) is missing: serial runs need nothing more than the core install."""
-    try:
-        import distributed  # noqa: F401
-    except ImportError as exc:
-        raise ImportError("running a task grid on Dask workers (workers >= 2, a scheduler or "
-                          "a security configuration) needs the 'distributed' extra: pip "
-                          "install 'attnlib[distributed]'") from exc
-
-
-def _one_blas_thread() -> None:
-    """Worker-process setup: one BLAS thread (the cores are shared by the worker processes)."""
-    from attnlib.attention import limit_blas_threads
-
-    limit_blas_threads(1)
-
-
-def _call(fn: Callable[..., Mapping[str, np.ndarray]], args: tuple) -> Mapping[str, np.ndarray]:
-    _one_blas_thread()
-    return fn(*args)
-
-
-def _run_on_client(grid: TaskGrid, client: object, progress: bool
-                   ) -> list[Mapping[str, np.ndarray]]:
-    """Submit every task, collect the results in task order; on the first failed task cancel
-    the others and re-raise its exception at once, with a note naming the task."""
-    from distributed import as_completed
-
-    futures = [client.submit(_call, grid.task, args, pure=False) for args in grid.tasks]
-    index = {future.key: i for i, future in enumerate(futures)}
-    results: list[Mapping[str, np.ndarray] | None] = [None] * len(futures)
-    try:
-        for future in progress_bar(as_completed(futures), total=len(futures), desc="tasks",
-                                   enabled=progress):
-            i = index[future.key]
-            if future.status == "error":
-                error = future.exception()
-                error.add_note(f"(task {i} of {len(futures)}, arguments {grid.tasks[i]!r:.200}; "
-                               "the other tasks were cancelled)")
-                raise error
-            results[i] = future.result()
-    except BaseException:
-        client.cancel(futures)
-        raise
-    return results  # type: ignore[return-value]
-
-
-def check_workers(workers: object) -> int:
-    """``workers`` as the size of a local cluster: an integer from 1 to
-    ``WORKERS_PER_CORE`` times the number of cores, whose processes fit in the available
-    memory (``WORKER_BYTES`` each); raises ``ValueError`` naming ``workers`` otherwise."""
-    cores = os.cpu_count() or 1
-    workers = check_int("workers", workers, minimum=1, maximum=WORKERS_PER_CORE * cores)
-    check_memory("workers", workers, workers * WORKER_BYTES, "the worker processes")
-    return workers
-
-
-def local_cluster(workers: int) -> object:
-    """A ``dask.distributed.LocalCluster`` of ``workers`` single-threaded processes on this
-    machine. Every service (scheduler, workers, nannies and their HTTP servers) listens on
-    127.0.0.1 only, without a dashboard; a task survives ``LOST_WORKER_RETRIES`` losses of its
-    worker (killed, out of memory) before it fails."""
-    import dask
-    from distributed import LocalCluster
-
-    workers = check_workers(workers)
-    with dask.config.set({"distributed.scheduler.allowed-failures": LOST_WORKER_RETRIES}):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                            host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
-                            worker_dashboard_address=f"{LOOPBACK}:0",
-                            scheduler_kwargs={"dashboard": False},
-                            silence_logs=logging.CRITICAL)   # a failed task is re-raised here
-
-
-def _start_local_cluster(workers: int) -> object:
-    """:func:`local_cluster`, retried when a worker dies while the cluster starts."""
-    for attempt in range(1, CLUSTER_START_ATTEMPTS + 1):
-        try:
-            return local_cluster(workers)
-        except (ValueError, TypeError):
-            raise
-        except Exception as exc:  # noqa: BLE001 - e.g. "Nanny failed to start"
-            if attempt == CLUSTER_START_ATTEMPTS:
-                raise RuntimeError(f"the local Dask cluster of {workers} workers did not start "
-                                   f"in {attempt} attempts ({type(exc).__name__}: {exc})"
-                                   ) from exc
-
-
-#: Seconds to wait for a scheduler to answer before saying none did.
-CONNECT_TIMEOUT = 20
-
-
-def _connect(scheduler: str, security: object) -> "distributed.Client":
-    """A Dask client of the scheduler at ``scheduler``, or a ``ConnectionError`` that names the
-    address and says what was expected. A server that is not a Dask scheduler makes Dask's
-    protocol read garbage (a huge frame length ends in ``MemoryError``, other replies in
-    decoding errors), so every failure to connect is reported the same way."""
-    from distributed import Client
-
-    if "://" not in scheduler or not scheduler.split("://", 1)[1].rpartition(":")[2].isdigit():
-        raise ValueError(f"scheduler must be an address such as 'tcp://127.0.0.1:8786' or "
-                         f"'tls://host:8786' (scheme, host and port), got {scheduler!r}")
-    try:
-        return Client(scheduler, security=security, timeout=CONNECT_TIMEOUT)
-    except Exception as exc:   # noqa: BLE001 - MemoryError, OSError, TimeoutError, decode errors
-        raise ConnectionError(f"scheduler: no Dask scheduler answered at {scheduler!r} "
-                              f"within {CONNECT_TIMEOUT} s ({type(exc).__name__}: {exc}); "
-                              "start one with `dask scheduler` and give its address") from exc
-
-
 def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | None = None,
              security: object | None = None, progress: bool = False) -> History:
-    """Run ``grid`` and return its history (module docstring).
+    """Run ``grid`` and return its history, ``grid.assemble(results)`` with the results of
+    :func:`attnlib.sweep.run_tasks` in task order (module docstring).
 
     ``workers=None`` or ``1`` with no ``scheduler``: serially in this process. ``workers=K``
     (K >= 2): a LocalCluster of K single-threaded worker processes on 127.0.0.1
@@ -278,41 +147,5 @@ def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | Non
     """
     if not isinstance(grid, TaskGrid):
         raise TypeError(f"grid must be a TaskGrid, got {type(grid).__name__}")
-    if workers is not None:
-        workers = check_workers(workers)
-    if scheduler is not None:
-        if not isinstance(scheduler, str) or not scheduler:
-            raise TypeError(f"scheduler must be an address string such as "
-                            f"'tcp://127.0.0.1:8786', got {scheduler!r}")
-        if workers is not None:
-            raise ValueError("give workers (a local cluster) or scheduler (an existing "
-                             "cluster), not both")
-    if scheduler is not None or security is not None or (workers or 1) > 1:
-        require_distributed()
-    if security is not None:
-        from distributed import Security
-
-        if not isinstance(security, Security):
-            raise TypeError(f"security must be a distributed.Security, got "
-                            f"{type(security).__name__}")
-        if scheduler is None:
-            raise ValueError("security applies to an existing cluster: give scheduler too")
-    if scheduler is None and (workers is None or workers == 1):
-        return grid.assemble([grid.task(*args) for args in progress_bar(
-            grid.tasks, total=len(grid.tasks), desc="tasks", enabled=progress)])
-    from distributed import Client
-
-    if scheduler is not None:
-        client = _connect(scheduler, security)
-        with client:
-            return grid.assemble(_run_on_client(grid, client, progress))
-    cluster = _start_local_cluster(workers)
-    try:
-        client = Client(cluster)
-        try:
-            results = _run_on_client(grid, client, progress)
-        finally:
-            client.close(timeout=SHUTDOWN_TIMEOUT)
-    finally:
-        cluster.close(timeout=SHUTDOWN_TIMEOUT)
-    return grid.assemble(results)
+    return grid.assemble(run_tasks(grid.task, grid.tasks, workers=workers, scheduler=scheduler,
+                                   security=security, progress=progress))

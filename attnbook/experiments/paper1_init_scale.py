@@ -125,7 +125,8 @@ class ReevaluatedStep:
         def init(params: Params) -> _Tracked:
             return _Tracked(tuple(np.asarray(p, dtype=float) for p in params))
 
-        def update(updates: Params, state: _Tracked) -> tuple[Params, _Tracked]:
+        def update(updates: Params, state: _Tracked, params: Params | None = None
+                   ) -> tuple[Params, _Tracked]:
             if not isinstance(state, _Tracked):
                 raise TypeError("ReevaluatedStep was handed a state it did not make: pass the "
                                 "state made by this optimizer's init")
@@ -196,7 +197,8 @@ def _literal(Sigma_hat: np.ndarray, side: str) -> Transform:
     ``"right"``: ``G_B S^-1``), A's gradient unchanged."""
     inverse = np.linalg.inv(Sigma_hat)
 
-    def update(grads: Params, state: EmptyState) -> tuple[Params, EmptyState]:
+    def update(grads: Params, state: EmptyState, params: Params | None = None
+               ) -> tuple[Params, EmptyState]:
         g_a, g_b = grads
         return (g_a, inverse @ g_b if side == "left" else g_b @ inverse), state
 
