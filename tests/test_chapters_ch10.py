@@ -1,5 +1,5 @@
-"""attnbook.chapters.ch10: the run names, the stored temperature runs and their temperatures that
-Chapter 10 and its Reproduction report page share."""
+"""attnbook.chapters.ch10: the run names, the stored temperature runs, their temperatures and the
+fits of their relaxation curves that Chapter 10 and its Reproduction report page share."""
 
 from __future__ import annotations
 
@@ -32,6 +32,22 @@ def test_temperature_runs_hold_the_gibbs_means_above_the_minimum_at_the_shared_t
         excess = run["tail_mean"] - float(run["f_star"])
         # the Gibbs mean F_s lies above f*, by more at a higher temperature
         assert np.all(excess > 0) and np.all(np.diff(excess) > 0)
+
+
+def test_relaxation_fits_leave_out_the_deterministic_start_of_both_models():
+    """Chapter 10's six relaxation curves: the common start of the chains has standard error 0
+    (attention) or round-off (LoRA, about 1e-17); both are deterministic records, left out of the
+    fits rather than weighting them by a round-off standard error; the correlation of the chain
+    means spans many records."""
+    runs = ch10.temperature_runs()
+    assert runs["langevin_temperatures_attention"]["loss_sem"][0, 0] == 0.0
+    lora_start = runs["langevin_temperatures_lora"]["loss_sem"][0]
+    assert np.all(lora_start <= 1e-12 * runs["langevin_temperatures_lora"]["loss_mean"][0])
+    fits = ch10.relaxation_fits(runs)
+    assert list(fits) == [f"{m} s = {s:g}" for m in ch10.MODELS for s in (0.02, 0.05, 0.2)]
+    for fit, times, sem in fits.values():
+        assert fit.deterministic == 1 and fit.records == times.size - 1 == sem.size - 1
+        assert fit.correlation > 10 and fit.exponential <= 3.0
 
 
 def _run_with_temperatures(temperatures: list[float]) -> dict[str, np.ndarray]:

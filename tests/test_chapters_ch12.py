@@ -95,3 +95,26 @@ def test_times_to_the_target_gap_across_kappa(sweep):
     for i, j in zip(*np.nonzero(np.isfinite(times))):
         curve = np.nanmean(sweep["objective"][i, j], axis=0) - sweep["basin_value"][i]
         assert stays_below_from(sweep["iteration"], np.maximum(curve, 0.0), target, times[i, j])
+
+
+def test_theorem_33_inputs_are_the_final_gaps_and_gibbs_offsets_over_eps(side):
+    q_star = ch12.certified_minima(side).q_star
+    mean_gap = ch12.chain_means(side, q_star).mean_gap
+    inputs = ch12.theorem_33_inputs(side, mean_gap)
+    settings = experiments.config(side)
+    methods = list(settings["methods"])
+    s0 = ch12.base_temperature(settings["n"])
+    assert tuple(inputs.eps) == ch12.THEOREM_33_METHODS
+    for name, s_final in (("langevin", s0),
+                          ("annealed (random)", s0 * settings["anneal"]["factor"])):
+        k = methods.index(name)
+        eps = 1e-3 * mean_gap[k, 0]
+        assert inputs.eps[name] == pytest.approx(eps, rel=1e-12)
+        assert inputs.gap_over_eps[name] == pytest.approx(mean_gap[k, -1] / eps, rel=1e-12)
+        assert inputs.final_temperature[name] == pytest.approx(s_final, rel=1e-12)
+        assert inputs.offset_over_eps[name] == pytest.approx(s_final * ch12.DIM / 4 / eps,
+                                                             rel=1e-12)
+    # at s_0 the Gibbs offset alone exceeds eps: plain Langevin cannot reach eps at s_0
+    assert inputs.offset_over_eps["langevin"] > 1 > inputs.offset_over_eps["annealed (random)"]
+    with pytest.raises(ValueError, match="without noise"):
+        ch12.theorem_33_inputs(side, mean_gap, methods=("algorithm1",))

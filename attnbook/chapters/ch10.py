@@ -3,8 +3,8 @@
 The chapter (``notebooks/ch10_langevin.ipynb``) replays the stored runs named here and reads its
 temperatures with :func:`shared_temperatures`; its Reproduction report page
 (``notebooks/report_ch10_langevin.ipynb``) loads the temperature runs with
-:func:`temperature_runs` and reads Theorem 3.3 on them. The runs themselves are configured in
-:mod:`attnbook.experiments.part2`.
+:func:`temperature_runs` and reads Theorem 3.3 on them, fitting their relaxation curves with
+:func:`relaxation_fits`. The runs themselves are configured in :mod:`attnbook.experiments.part2`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from attnbook import experiments
+from attnbook.claims import ch10 as claims
 
 __all__ = ["MODELS", "KINDS", "run_name", "run_names", "temperature_runs",
-           "shared_temperatures"]
+           "shared_temperatures", "relaxation_fits"]
 
 #: The chapter's two models, attention in ``(W_Q, W_K)`` and LoRA in ``(U, V)``.
 MODELS = ("attention", "lora")
@@ -64,3 +65,25 @@ def shared_temperatures(runs: Mapping[str, Run], models: Sequence[str] = MODELS)
     if any(temperatures != first for temperatures in found.values()):
         raise ValueError(f"the temperature runs differ in their temperatures: {found}")
     return first
+
+
+def relaxation_fits(runs: Mapping[str, Run], models: Sequence[str] = MODELS, *,
+                    power_max: float | None = None
+                    ) -> dict[str, tuple[claims.ApproachFit, np.ndarray, np.ndarray]]:
+    """The chain-mean loss of each temperature run in ``runs`` (as :func:`temperature_runs`
+    returns them) fitted by one and two exponential rates and a power law
+    (:func:`attnbook.claims.ch10.exponential_approach`, with the run's correlation
+    :func:`attnbook.claims.ch10.correlation_records` from its tail and the power at most
+    ``power_max``), keyed ``"<model> s = <s>"`` model by model; each with the curve's times and
+    standard errors, which :func:`attnbook.claims.ch10.calibrate` needs."""
+    temperatures = shared_temperatures(runs, models)
+    fits = {}
+    for model in models:
+        run = runs[run_name("temperatures", model)]
+        for j, s in enumerate(temperatures):
+            sem = run["loss_sem"][:, j]
+            tau = claims.correlation_records(sem, run["tail_sem"][j])
+            fit = claims.exponential_approach(run["times"], run["loss_mean"][:, j], sem,
+                                              correlation=tau, power_max=power_max)
+            fits[f"{model} s = {s:g}"] = (fit, run["times"], sem)
+    return fits

@@ -21,7 +21,8 @@ from attnlib import langevin
 
 __all__ = ["P", "D_IN", "SIGMA", "DIM", "RISK_TARGET", "GAP_TARGET", "base_temperature",
            "CertifiedMinima", "certified_minima", "ChainMeans", "chain_means",
-           "iterations_to_targets", "kappa_target_gap", "iterations_to_target_gap"]
+           "iterations_to_targets", "kappa_target_gap", "iterations_to_target_gap",
+           "THEOREM_33_METHODS", "EPS_FRACTION", "Theorem33Inputs", "theorem_33_inputs"]
 
 #: [choice] Part I's problem of the chapter, Chapter 5's default, with ``p = 20`` outputs, ``d = 10``
 #: input dimensions, label noise ``sigma = 0.1``; the sample size ``n`` is each run's setting.
@@ -32,6 +33,13 @@ DIM = P * D_IN + D_IN ** 2
 RISK_TARGET = 1.1
 #: [choice] Target (b), a chain-mean gap ``Q_hat - Q* <= GAP_TARGET * (initial gap)``.
 GAP_TARGET = 1e-3
+
+#: [choice] The methods on which Theorem 3.3 is tested on Part I's problem: the annealed chains
+#: from the random start (no structure but the preconditioner's metric) and plain Langevin at the
+#: fixed temperature s_0 (no structure at all).
+THEOREM_33_METHODS = ("annealed (random)", "langevin")
+#: [choice] Theorem 3.3's eps on Part I's problem: this fraction of a method's initial gap.
+EPS_FRACTION = 1e-3
 
 Run = Mapping[str, np.ndarray]
 
@@ -142,3 +150,42 @@ def iterations_to_target_gap(sweep: Run) -> np.ndarray:
         times[i, j] = langevin.hitting_times(sweep["iteration"], np.maximum(curve, 0.0),
                                              [target])[0]
     return times
+
+
+class Theorem33Inputs(NamedTuple):
+    """Per method of :data:`THEOREM_33_METHODS`: what the verdict on Theorem 3.3 on Part I's
+    problem (:func:`attnbook.claims.ch12.theorem_33_on_part1`) is computed from."""
+
+    initial_gap: dict[str, float]       # chain-mean Q_hat - Q* at iteration 0
+    eps: dict[str, float]               # EPS_FRACTION * initial gap
+    final_gap: dict[str, float]         # chain-mean Q_hat - Q* at the last iteration
+    final_temperature: dict[str, float]  # s at the last iteration
+    gap_over_eps: dict[str, float]      # final gap / eps
+    offset_over_eps: dict[str, float]   # Gibbs offset s D / 4 at the final s, over eps
+
+
+def theorem_33_inputs(side: Run, mean_gap: np.ndarray,
+                      methods: tuple[str, ...] = THEOREM_33_METHODS) -> Theorem33Inputs:
+    """For each of ``methods`` of ``side`` (``bridge_side_by_side``) with chain-mean gaps
+    ``mean_gap`` (:func:`chain_means`): ``eps`` (:data:`EPS_FRACTION` of its initial gap), its
+    final gap, its final temperature (s_0 at a fixed temperature, ``anneal.factor * s_0`` at the
+    end of the annealing schedule) and, over ``eps``, its final gap and the Gibbs offset
+    ``s D / 4`` at that temperature (the report's section "The sources' claims on this
+    problem")."""
+    settings = experiments.config(side)
+    names = list(settings["methods"])
+    s0 = base_temperature(settings["n"])
+    final_s = {"fixed": s0, "annealed": s0 * settings["anneal"]["factor"]}
+    out: dict[str, dict[str, float]] = {field: {} for field in Theorem33Inputs._fields}
+    for name in methods:
+        k, noise = names.index(name), settings["methods"][name]["noise"]
+        if noise not in final_s:
+            raise ValueError(f"{name!r} runs without noise: Theorem 3.3 is about Langevin")
+        eps = EPS_FRACTION * float(mean_gap[k, 0])
+        values = {"initial_gap": float(mean_gap[k, 0]), "eps": eps,
+                  "final_gap": float(mean_gap[k, -1]), "final_temperature": final_s[noise],
+                  "gap_over_eps": float(mean_gap[k, -1]) / eps,
+                  "offset_over_eps": final_s[noise] * DIM / 4 / eps}
+        for field, value in values.items():
+            out[field][name] = value
+    return Theorem33Inputs(**out)

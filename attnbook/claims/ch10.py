@@ -23,11 +23,39 @@ long-time value exponentially; :func:`exponential_approach` fits::
 
     one rate:  E(t) = F + c e^{-r t},      two rates:  E(t) = F + c_1 e^{-r_1 t} + c_2 e^{-r_2 t},
 
-and, as the alternative, a power-law approach ``F + c (1 + t / t_0)^{-a}``, each by weighted
-least squares with the chains' standard errors; :func:`exponential_verdict` calls the approach
-exponential when the better exponential fit has ``chi^2`` per record at most
-``CHI2_MAX`` [choice] (a correct model has mean 1; records of the same chains are
-correlated over the relaxation time, so its spread is wide).
+and, as the alternative, a power-law approach ``F + c (1 + t / t_0)^{-a}`` with ``a`` at most
+:data:`POWER_MAX` [choice] (the family's limit ``a, t_0 -> infinity`` at fixed ``a / t_0`` is the
+one-rate exponential; the bound keeps the alternative algebraic over the records), each by
+weighted least squares with the chains' standard errors. A record whose standard error is at
+most :data:`SE_ROUNDOFF` times the curve's largest value is deterministic (the common start of
+all chains: identical values whose standard deviation is float64 round-off, or exactly 0) and is
+left out of every fit; weighting it by its round-off standard error would pin the fit to it.
+
+:func:`exponential_verdict` judges each curve (model, ``s``) by two measurements:
+
+* **the old rule** [choice]: the better exponential fit has ``chi^2`` per record at most
+  :data:`CHI2_MAX` (a correct model has mean 1; records of the same chains are correlated, so
+  its spread is wide). It accepts every exponential curve but also power-law curves that two
+  rates mimic within the errors, so it shows consistency, not that the approach is exponential;
+* **a power law excluded** [choice]: the chi^2 difference of the best power law and the better
+  exponential fit, in units of independent records, ``(chi^2_pow - chi^2_exp) / tau``, where
+  ``tau`` (:func:`correlation_records`) is how many records of the chain mean carry the
+  information of one independent record: the variance of the tail average over the variance of
+  one record, both measured from the independent chains. A power law is excluded when the
+  separation is at least :data:`SEPARATION_MIN` (9, "three standard errors" for one parameter);
+  the exponential is excluded when it is at most ``-SEPARATION_MIN``; in between the curve is
+  consistent with both.
+
+The two combine (:func:`attnbook.verdicts.combine`): reproduced when every curve passes both;
+partly when the exponential fits but a power law is not excluded everywhere. The separation rule
+replaced the old rule after a review had shown that the old rule accepts power-law curves and had
+reported where the runs exclude a power law; its limit and its ``tau`` were fixed by a calibration
+on simulated curves, not by the runs' separations (``tests/test_claims_ch10.py``,
+:func:`calibrate`): exponential and power-law curves of the runs' own fitted shapes, their
+standard errors, and noise correlated along the record as an AR(1) series with the runs' ``tau``
+(that noise model matches the variance of averages over many records, which is what a smooth
+difference between two fits sees; it is the calibration's assumption). The report page prints
+both rules' outcomes and varies the limits.
 """
 
 from __future__ import annotations
@@ -37,19 +65,23 @@ from typing import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, signal
 
 from .. import verdicts
-from attnlib._validation import as_matrix, check_positive_entries
+from attnlib._validation import as_matrix, check_positive, check_positive_entries
 
-__all__ = ["CLAIMS", "LOG_MAX", "POWER_MIN", "MIN_RANGE", "MIN_POINTS", "CHI2_MAX", "FIRST_RULE",
-           "growth_exponent", "fixed_temperature", "annealed", "log_time_as_stated",
-           "ApproachFit", "exponential_approach", "exponential_verdict"]
+__all__ = ["CLAIMS", "LOG_MAX", "POWER_MIN", "MIN_RANGE", "MIN_POINTS", "CHI2_MAX",
+           "SEPARATION_MIN", "POWER_MAX", "SE_ROUNDOFF", "FIRST_RULE", "OLD_RULE",
+           "POWER_LAW_EXCLUDED", "growth_exponent", "fixed_temperature", "annealed",
+           "log_time_as_stated", "ApproachFit", "correlation_records", "exponential_approach",
+           "old_rule_verdict", "power_law_excluded", "exponential_verdict", "curve_level",
+           "null_curve", "calibrate"]
 
 CLAIMS = {
     "p2-log-time": "Theorem 3.3: time to reach f* + eps grows like log(1/eps)",
     "p2-exponential-approach": "at each fixed temperature the chain-mean loss approaches its "
-                               "long-time value exponentially (one or two rates)",
+                               "long-time value exponentially (one or two rates), and a "
+                               "power-law approach is excluded",
     "p2-log-time-annealed": "annealed reading (s = 2 eps / D): time grows like log(1/eps)",
 }
 
@@ -57,9 +89,15 @@ LOG_MAX = 0.25      # [choice] p_hat at most this: logarithmic
 POWER_MIN = 0.5     # [choice] p_hat above this: a power law at least like eps^(-1/2)
 MIN_RANGE = 3.0     # [choice] eps must span at least this factor
 MIN_POINTS = 4      # [choice] and at least this many reached eps
-CHI2_MAX = 3.0      # [choice] chi^2 per record of an acceptable exponential fit
+CHI2_MAX = 3.0      # [choice] chi^2 per record of an acceptable exponential fit (old rule)
+SEPARATION_MIN = 9.0  # [choice] (chi^2_pow - chi^2_exp) / tau at least this: power law excluded
+POWER_MAX = 10.0    # [choice] largest power a of the power-law alternative
+SE_ROUNDOFF = 1e-12  # a standard error at most this times the curve's scale is round-off
 #: The Box-Cox reading of Theorem 3.3 at fixed s, printed as the first rule only (docstring)
 FIRST_RULE = "first rule: at each fixed s, t_eps is logarithmic in 1/eps by its Box-Cox shape"
+#: The two measurements :func:`exponential_verdict` combines (module docstring)
+OLD_RULE = "old rule: the better exponential fit is within the errors"
+POWER_LAW_EXCLUDED = "a power-law approach is excluded"
 _EXPONENTS = np.round(np.arange(0.0, 2.0 + 1e-9, 0.01), 2)
 
 
@@ -136,19 +174,46 @@ def log_time_as_stated() -> verdicts.Verdict:
 
 @dataclass(frozen=True)
 class ApproachFit:
-    """Weighted least-squares fits of a relaxation curve: ``chi^2`` per record of the one-rate
-    and two-rate exponential and of the power-law approach, and the two-rate parameters
-    ``(F, c_1, r_1, c_2, r_2)`` (rates ordered fast to slow)."""
+    """Weighted least-squares fits of a relaxation curve (module docstring): the total ``chi^2``
+    of the one-rate and two-rate exponential and of the power-law approach over the ``records``
+    fitted (``deterministic`` records left out), the curve's correlation ``tau`` in records
+    (:func:`correlation_records`), the two-rate parameters ``(F, c_1, r_1, c_2, r_2)`` (rates
+    ordered fast to slow) and the power-law parameters ``(F, c, t_0, a)``."""
 
-    one_rate: float
-    two_rates: float
-    power_law: float
+    chi2_one: float
+    chi2_two: float
+    chi2_power: float
+    records: int
+    deterministic: int
+    correlation: float
     parameters: tuple[float, ...]
+    power_parameters: tuple[float, ...]
+
+    @property
+    def one_rate(self) -> float:
+        """``chi^2`` per record (per degree of freedom) of the one-rate fit."""
+        return self.chi2_one / (self.records - 3)
+
+    @property
+    def two_rates(self) -> float:
+        """``chi^2`` per record of the two-rate fit."""
+        return self.chi2_two / (self.records - 5)
+
+    @property
+    def power_law(self) -> float:
+        """``chi^2`` per record of the power-law fit."""
+        return self.chi2_power / (self.records - 4)
 
     @property
     def exponential(self) -> float:
-        """``chi^2`` per record of the better exponential fit."""
+        """``chi^2`` per record of the better exponential fit (the old rule's measurement)."""
         return min(self.one_rate, self.two_rates)
+
+    @property
+    def separation(self) -> float:
+        """``(chi^2_pow - chi^2_exp) / tau``: the power law's excess ``chi^2`` over the better
+        exponential fit in units of independent records; positive favours the exponential."""
+        return (self.chi2_power - min(self.chi2_one, self.chi2_two)) / self.correlation
 
 
 def _one_rate(t: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -163,59 +228,161 @@ def _power_law(t: np.ndarray, q: np.ndarray) -> np.ndarray:
     return q[0] + q[1] * (1.0 + t / q[2]) ** (-q[3])
 
 
-def _best_chi2_per_record(model, t: np.ndarray, y: np.ndarray, se: np.ndarray,
-                          starts: list[list[float]], lower: list[float]
-                          ) -> tuple[float, np.ndarray]:
-    """The lowest ``chi^2`` per record over several starts (a nonlinear fit can stall)."""
-    best = (np.inf, np.asarray(starts[0]))
+def _best_chi2(model, t: np.ndarray, y: np.ndarray, se: np.ndarray, starts: list[list[float]],
+               lower: list[float], upper: list[float] | None = None) -> tuple[float, np.ndarray]:
+    """The lowest total ``chi^2`` over several starts (a nonlinear fit can stall)."""
+    upper = [np.inf] * len(lower) if upper is None else upper
+    best = (np.inf, np.asarray(starts[0], dtype=float))
     for start in starts:
         fit = optimize.least_squares(lambda q: (model(t, q) - y) / se, start, method="trf",
-                                     bounds=(lower, np.inf), max_nfev=20_000)
-        best = min(best, (float(2.0 * fit.cost / (t.size - len(start))), fit.x),
-                   key=lambda pair: pair[0])
+                                     bounds=(lower, upper), max_nfev=20_000)
+        best = min(best, (float(2.0 * fit.cost), fit.x), key=lambda pair: pair[0])
     return best
 
 
-def exponential_approach(times: object, mean: object, sem: object) -> ApproachFit:
-    """Fit ``mean`` (the chain-mean loss at ``times``, standard errors ``sem``) by one and two
-    exponential rates and by a power-law approach (module docstring), each from a grid of
-    starts (rates ``{1, 3, 10, 30, 100} / T`` with ``T`` the time span; ``t_0`` and the power on
-    a grid), keeping the best; records with a zero standard error (the common start) are left
-    out. Rates, ``t_0`` and the power are kept positive."""
+def _deterministic(mean: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """Records whose standard error is at most :data:`SE_ROUNDOFF` of the curve's scale."""
+    return se <= SE_ROUNDOFF * float(np.max(np.abs(mean)))
+
+
+def correlation_records(sem: object, tail_sem: float, *, fraction: float = 0.5) -> float:
+    """How many records of a chain-mean curve carry the information of one independent record:
+    ``tau = R_tail tail_sem^2 / mean(sem^2 over the tail)``, the variance of the average over the
+    last ``fraction`` of the ``R`` records (``tail_sem``, from the chains' own tail averages, as
+    :func:`attnlib.langevin.tail_mean` computes it) over the variance of one record of that
+    average. For independent records it is 1; for an AR(1) series with coefficient ``rho`` over
+    a long tail, ``(1 + rho) / (1 - rho)``."""
+    se = as_matrix("sem", sem, ndim=1)
+    tail_sem = check_positive("tail_sem", tail_sem)
+    start = min(int(np.floor((1 - fraction) * se.size)), se.size - 1)
+    tail = se[start:]
+    if np.any(tail <= 0):
+        raise ValueError("sem must be positive over the tail")
+    return float(tail.size * tail_sem**2 / np.mean(tail**2))
+
+
+def exponential_approach(times: object, mean: object, sem: object, *, correlation: float,
+                         power_max: float | None = None) -> ApproachFit:
+    """Fit ``mean`` (the chain-mean loss at ``times``, standard errors ``sem``, ``correlation``
+    records per independent record) by one and two exponential rates and by a power-law
+    approach with power at most ``power_max`` (default :data:`POWER_MAX`; module docstring), each
+    from a grid of starts (rates ``{1, 3, 10, 30, 100} / T`` with ``T`` the time span; ``t_0`` and
+    the power on a grid), keeping the best; deterministic records (standard error at most
+    :data:`SE_ROUNDOFF` of the curve's scale: the common start) are left out. Rates, ``t_0``
+    and the power are kept positive."""
     t = as_matrix("times", times, ndim=1)
     y = as_matrix("mean", mean, shape=t.shape, ndim=1)
     se = as_matrix("sem", sem, shape=t.shape, ndim=1)
+    correlation = check_positive("correlation", correlation)
+    power_max = POWER_MAX if power_max is None else float(power_max)
+    if not power_max > 0:                               # infinity allowed: no bound
+        raise ValueError(f"power_max must be > 0 (or infinity), got {power_max!r}")
     if np.any(se < 0):
         raise ValueError("sem must be non-negative")
-    keep = se > 0
-    if keep.sum() < 8:
-        raise ValueError(f"sem must be positive in at least 8 records, got {int(keep.sum())}")
-    t, y, se = t[keep], y[keep], se[keep]
+    fixed = _deterministic(y, se)
+    if (~fixed).sum() < 8:
+        raise ValueError(f"sem must be above round-off (SE_ROUNDOFF = {SE_ROUNDOFF:g} of the "
+                         f"curve's scale) in at least 8 records, got {int((~fixed).sum())}")
+    t, y, se = t[~fixed], y[~fixed], se[~fixed]
     level, excess = float(y[-1]), float(y[0] - y[-1])
     span = float(t[-1] - t[0]) or 1.0
     rates = [k / span for k in (1.0, 3.0, 10.0, 30.0, 100.0)]
     free, positive = -np.inf, 1e-9
-    one, _ = _best_chi2_per_record(_one_rate, t, y, se, [[level, excess, r] for r in rates],
-                                   [free, free, positive])
-    two, q = _best_chi2_per_record(
+    one, _ = _best_chi2(_one_rate, t, y, se, [[level, excess, r] for r in rates],
+                        [free, free, positive])
+    two, q = _best_chi2(
         _two_rates, t, y, se,
         [[level, 0.7 * excess, fast, 0.3 * excess, slow] for fast in rates for slow in rates
          if slow < fast], [free, free, positive, free, positive])
-    power, _ = _best_chi2_per_record(
+    power, p = _best_chi2(
         _power_law, t, y, se,
-        [[level, excess, span * f, a] for f in (1e-3, 1e-2, 1e-1) for a in (0.5, 1.0, 2.0)],
-        [free, free, positive, positive])
+        [[level, excess, span * f, min(a, power_max)] for f in (1e-3, 1e-2, 1e-1)
+         for a in (0.5, 1.0, 2.0)],
+        [free, free, positive, positive], [np.inf, np.inf, np.inf, power_max])
     if q[2] < q[4]:
         q = q[[0, 3, 4, 1, 2]]
-    return ApproachFit(one_rate=one, two_rates=two, power_law=power,
-                       parameters=tuple(float(v) for v in q))
+    return ApproachFit(chi2_one=one, chi2_two=two, chi2_power=power, records=int(t.size),
+                       deterministic=int(fixed.sum()), correlation=correlation,
+                       parameters=tuple(float(v) for v in q),
+                       power_parameters=tuple(float(v) for v in p))
 
 
-def exponential_verdict(fits: Mapping[str, ApproachFit], *,
-                        chi2_max: float = CHI2_MAX) -> verdicts.Verdict:
-    """Reproduced for a curve when its better exponential fit has ``chi^2`` per record at most
-    ``chi2_max``, keyed by the curve (model, ``s``)."""
-    return verdicts.verdict(CLAIMS["p2-exponential-approach"],
-                            [fit.exponential for fit in fits.values()], chi2_max,
+def old_rule_verdict(fits: Mapping[str, ApproachFit], *,
+                     chi2_max: float = CHI2_MAX) -> verdicts.Verdict:
+    """The old rule, kept beside the new one: reproduced for a curve when its better exponential
+    fit has ``chi^2`` per record at most ``chi2_max`` (consistency with an exponential approach;
+    it does not exclude a power law)."""
+    return verdicts.verdict(OLD_RULE, [fit.exponential for fit in fits.values()], chi2_max,
                             quantity="chi^2 per record of the better exponential fit",
                             labels=list(fits), fmt=".2f")
+
+
+def power_law_excluded(fits: Mapping[str, ApproachFit], *,
+                       separation: float = SEPARATION_MIN) -> verdicts.Verdict:
+    """Per curve: a power law excluded (full credit) when ``(chi^2_pow - chi^2_exp) / tau`` is at
+    least ``separation``; consistent with both (half credit) down to ``-separation``; the
+    exponential excluded below."""
+    return verdicts.verdict(POWER_LAW_EXCLUDED, [fit.separation for fit in fits.values()],
+                            separation, direction=">=", partial=-separation,
+                            quantity="(chi^2 power law - chi^2 exponential) / tau",
+                            labels=list(fits), fmt=".1f")
+
+
+def exponential_verdict(fits: Mapping[str, ApproachFit], *, chi2_max: float = CHI2_MAX,
+                        separation: float = SEPARATION_MIN) -> verdicts.Verdict:
+    """The claim's verdict: :func:`old_rule_verdict` (the exponential fits within the errors)
+    and :func:`power_law_excluded` combined; reproduced only when both are, for every curve."""
+    return verdicts.combine(CLAIMS["p2-exponential-approach"],
+                            [old_rule_verdict(fits, chi2_max=chi2_max),
+                             power_law_excluded(fits, separation=separation)])
+
+
+def curve_level(fit: ApproachFit, *, chi2_max: float = CHI2_MAX,
+                separation: float = SEPARATION_MIN) -> int:
+    """One curve's credit under :func:`exponential_verdict`: 2 (the exponential fits and a power
+    law is excluded), 1 (the exponential fits, consistent with both), 0 (it does not fit, or a
+    power law fits better by ``separation``)."""
+    if fit.exponential > chi2_max:
+        return 0
+    return 2 if fit.separation >= separation else 1 if fit.separation >= -separation else 0
+
+
+def null_curve(fit: ApproachFit, kind: str, times: object, sem: object,
+               rng: np.random.Generator, *, chains: int = 128) -> tuple[np.ndarray, float]:
+    """A simulated chain-mean curve for the calibration: ``kind`` ``"exponential"`` (the fit's
+    two-rate curve) or ``"power law"`` (its power-law curve) at ``times``, plus ``sem`` times an
+    AR(1) series of unit variance with coefficient ``(tau - 1) / (tau + 1)`` (``tau`` the fit's
+    correlation); deterministic records get no noise. Returns the curve and the ``tau`` a run of
+    ``chains`` chains would measure (``tau`` times a chi-square of ``chains - 1`` degrees of
+    freedom over ``chains - 1``: the sampling error of ``tail_sem^2``)."""
+    t = as_matrix("times", times, ndim=1)
+    se = as_matrix("sem", sem, shape=t.shape, ndim=1)
+    if kind == "exponential":
+        curve = _two_rates(t, np.asarray(fit.parameters))
+    elif kind == "power law":
+        curve = _power_law(t, np.asarray(fit.power_parameters))
+    else:
+        raise ValueError(f"kind must be 'exponential' or 'power law', got {kind!r}")
+    rho = (fit.correlation - 1.0) / (fit.correlation + 1.0)
+    scale = np.sqrt(1.0 - rho**2)
+    kicks = rng.standard_normal(t.size)
+    kicks[0] /= scale                                   # start the series in its stationary law
+    noise = signal.lfilter([scale], [1.0, -rho], kicks)
+    noise[_deterministic(curve, se)] = 0.0
+    measured = fit.correlation * rng.chisquare(chains - 1) / (chains - 1)
+    return curve + se * noise, float(measured)
+
+
+def calibrate(fit: ApproachFit, times: object, sem: object, seeds: Sequence[int], *,
+              chains: int = 128) -> dict[str, list[ApproachFit]]:
+    """The fits of simulated curves of ``fit``'s own shapes and noise (:func:`null_curve`, one
+    ``numpy.random.default_rng(seed)`` per seed and kind, the power-law seeds offset by
+    1,000,003), by kind (``"exponential"``, ``"power law"``): :func:`curve_level` of each is the
+    rule's reading, ``exponential <= CHI2_MAX`` the old rule's."""
+    found: dict[str, list[ApproachFit]] = {"exponential": [], "power law": []}
+    for kind, offset in (("exponential", 0), ("power law", 1_000_003)):
+        for seed in seeds:
+            curve, tau = null_curve(fit, kind, times, sem, np.random.default_rng(seed + offset),
+                                    chains=chains)
+            found[kind].append(exponential_approach(times, curve, sem, correlation=tau))
+    return found

@@ -34,10 +34,26 @@ def theorem_33_on_part1(final_gap_over_eps: Mapping[str, float],
                         ) -> tuple[verdicts.Verdict, list[verdicts.Verdict]]:
     """Each method's final chain-mean gap over ``eps`` at most 1 (partly: at most ``partial``);
     the quantity names the method's Gibbs offset ``s D / 4`` at its final temperature over
-    ``eps`` (``offset_over_eps``): above 1 the temperature alone keeps the expected gap above
-    ``eps``. Returns the combined verdict and one part per method."""
-    parts = [verdicts.verdict(
-        f"{name}: final gap <= eps", ratio, 1.0, partial=partial,
-        quantity=f"final gap / eps (Gibbs offset at its final s: {offset_over_eps[name]:.3g} eps)")
-        for name, ratio in final_gap_over_eps.items()]
+    ``eps`` (``offset_over_eps``). A method whose offset exceeds ``eps`` (ratio above 1) is run
+    where its part cannot succeed by construction: at that temperature the expected gap stays
+    above ``eps`` however long the chain runs. Its part is not testable at this temperature
+    (:func:`attnbook.verdicts.not_testable`; the offset in its claim, the offset and the final
+    gap in its reason), and :func:`attnbook.verdicts.combine` rests the combined verdict on the
+    other parts, naming the skipped one. Returns the combined verdict and one part per method."""
+    if set(final_gap_over_eps) != set(offset_over_eps) or not final_gap_over_eps:
+        raise ValueError("final_gap_over_eps and offset_over_eps must name the same methods "
+                         "(at least one)")
+    parts = []
+    for name, ratio in final_gap_over_eps.items():
+        claim, offset = f"{name}: final gap <= eps", float(offset_over_eps[name])
+        if offset > 1.0:
+            parts.append(verdicts.not_testable(
+                f"{claim} (its Gibbs offset {offset:.3g} eps > eps)",
+                f"not testable at this temperature: its Gibbs offset s D / 4 at its final s "
+                f"is {offset:.3g} eps > eps, so its expected gap cannot come within eps "
+                f"however long it runs (final gap {ratio:.3g} eps)"))
+            continue
+        parts.append(verdicts.verdict(
+            claim, ratio, 1.0, partial=partial,
+            quantity=f"final gap / eps (Gibbs offset at its final s: {offset:.3g} eps)"))
     return verdicts.combine(CLAIMS["p2-theorem-3-3-part1-problem"], parts), parts

@@ -502,8 +502,8 @@ plt.show()
 # 0.045 to 0.065 and the largest 0.77 to 1.2), and they shrink with $n$: the smallest like
 # $n^{-1.08 \pm 0.25}$, the geometric mean of the 45 like $n^{-0.77 \pm 0.02}$ (power-law
 # fits; two seeds, so the interval is the classical one). Within its error the smallest curvature
-# falls like $1/n$, as a tilt of the orbit by the sampling error $\hat\Sigma - \Sigma$ would suggest
-# (an interpretation; chapter 6b derives the law). The condition number of the Hessian is
+# falls like $1/n$, as chapter 6b derives: the finite sample tilts the orbit by two $1/n$
+# fluctuations, the label noise and the keys all queries share. The condition number of the Hessian is
 # about $10^3$ at $n = 500$ and grows to $10^4$ at $n = 1000$ to $2000$. Since Algorithm 1's step
 # hardly changes with $n$ (0.069 to 0.072), the iterations it needs to shrink the gap by $10^3$ in the
 # slowest direction grow like $n^{1.07 \pm 0.25}$: from a few times $10^4$ at $n = 125$ to several

@@ -43,14 +43,36 @@ temperatures = shared_temperatures(stored)
 #    stated**;
 # 2. **its measurable consequence at fixed $s$ [summary reading]**: the Poincare inequality behind
 #    the theorem makes the law of the chain converge exponentially to the Gibbs measure, so the
-#    chain-mean loss should approach $F_s$ exponentially. Each temperature run of both models
-#    (128 chains, time 100, 1001 records) is fitted by one and by two exponential rates and, as the
-#    alternative, by a power-law approach $F + c(1 + t/t_0)^{-a}$, by weighted least squares with
-#    the chains' standard errors (`attnbook.claims.ch10.exponential_approach`, several starts per
-#    fit). **Rule [choice]**: the approach is exponential when the better exponential fit has
-#    $\chi^2$ per record at most 3 (a correct model has mean 1; records of the same chains are
-#    correlated over the relaxation time, so its spread is wide). The rule was set after the fits
-#    had been seen in a first look, so it is also printed at 2 and 1.5;
+#    chain-mean loss should approach $F_s$ exponentially, and not like a power of $t$. Each
+#    temperature run of both models (128 chains, time 100, 1001 records) is fitted by one and by two
+#    exponential rates and, as the alternative, by a power-law approach $F + c(1 + t/t_0)^{-a}$ with
+#    $a \le 10$ [choice] (the family's limit $a, t_0 \to \infty$ is the one-rate exponential, so a
+#    larger power is an exponential in disguise), by weighted least squares with the chains'
+#    standard errors (`attnbook.claims.ch10.exponential_approach`, several starts per fit). The
+#    common start of the chains is deterministic: its standard error is 0 (attention) or float64
+#    round-off (LoRA). A standard error at most $10^{-12}$ of the loss marks such a record, and it is
+#    left out of every fit; weighted by its round-off error, it pinned the LoRA fits of the first
+#    version of this page to the start. **Rule [choice]**, two measurements per curve:
+#    * *the old rule*: the better exponential fit has $\chi^2$ per record at most 3 (a correct
+#      model has mean 1; records of the same chains are correlated, so its spread is wide). It was
+#      set after a first look at the fits, and it shows consistency only: it accepts the power-law
+#      curves that two rates mimic within the errors as readily as exponential ones (calibration
+#      below);
+#    * *a power law excluded*: the power law's excess $\chi^2$ over the better exponential fit,
+#      counted in independent records, $(\chi^2_{\mathrm{pow}} - \chi^2_{\mathrm{exp}})/\tau$, is at
+#      least 9 (three standard errors for one parameter). Here $\tau$ is the number of records that
+#      carry the information of one independent record: the variance of the tail average over the
+#      variance of one record, both measured from the 128 independent chains. At most $-9$ excludes
+#      the exponential; in between the curve is consistent with both.
+#
+#    Reproduced when every curve passes both; partly when the exponential fits every curve but
+#    a power law is excluded at only some. This rule was written after a review had reported
+#    where the runs exclude a power law. Its limit 9 and its $\tau$ were fixed by a calibration on
+#    simulated curves, not by the runs' separations: exponential and power-law curves of each run's
+#    own fitted shapes, with its standard errors and noise correlated along the record (an AR(1)
+#    series with the run's $\tau$), in `tests/test_claims_ch10.py`, where the rule must accept at
+#    least 95% of the exponential curves and call at most 5% of the power-law curves exponential.
+#    The cell below repeats that calibration, prints both rules' outcomes and varies the limits;
 # 3. **annealed [choice reading]**: the temperature is lowered with $\epsilon$, $s_\epsilon = 2\epsilon/D$
 #    for $\epsilon \in \{0.4, 0.2, 0.1, 0.05\}$ (so the Gibbs excess $sD_{\mathrm{eff}}/4 \le \epsilon/2$), 64 chains from
 #    the far start of the temperature runs, time 100; $f^*$ is the lowest of eight BFGS runs. This
@@ -104,20 +126,57 @@ verdict_table([("first rule", first_rule, readings_33),
 
 # %%
 from attnbook.verdicts import verdict_table
-print("2. fixed s: the chain-mean loss against one rate, two rates and a power law")
-print("   chi^2 per record:          one rate   two rates   power law")
-approach_fits = {}
-for model in MODELS:
-    h = stored[f"langevin_temperatures_{model}"]
-    for j, s in enumerate(temperatures):
-        fit = ch10.exponential_approach(h["times"], h["loss_mean"][:, j], h["loss_sem"][:, j])
-        approach_fits[f"{model} s = {s:g}"] = fit
-        print(f"   {model:9s} s = {s:4.2f}:       {fit.one_rate:8.2f}   {fit.two_rates:9.2f}"
-              f"   {fit.power_law:9.2f}")
-print("the rule varied: " + "; ".join(
-    f"chi^2 <= {limit:g}: {ch10.exponential_verdict(approach_fits, chi2_max=limit).status}"
+from attnbook.chapters.ch10 import relaxation_fits
+READING = {2: "power law excluded", 1: "consistent with both", 0: "exponential excluded"}
+print("2. fixed s: the chain-mean loss against one rate, two rates and a power law (a <= "
+      f"{ch10.POWER_MAX:g})")
+print("                      chi^2 per record:              |   tau   (chi^2_pow - chi^2_exp) / tau")
+print("                      one rate  two rates  power law | records  separation  power a  reading")
+relaxation = relaxation_fits(stored)         # label -> (fit, times, standard errors)
+approach_fits = {label: fit for label, (fit, _, _) in relaxation.items()}
+for label, fit in approach_fits.items():
+    print(f"   {label:18s} {fit.one_rate:8.2f} {fit.two_rates:10.2f} {fit.power_law:10.2f} |"
+          f" {fit.correlation:7.0f} {fit.separation:11.1f} {fit.power_parameters[3]:8.2f}  "
+          f"{READING[ch10.curve_level(fit)]}")
+left_out = sorted({fit.deterministic for fit in approach_fits.values()})
+print(f"deterministic records left out per curve: {left_out} (the common start of the chains: its "
+      f"standard error is 0 or round-off, at most {ch10.SE_ROUNDOFF:g} of the loss)")
+print("the rule varied:")
+print("  separation limit (tau doubled or halved moves it by a factor 2): " + "; ".join(
+    f"{limit:g}: power law excluded at "
+    f"{sum(fit.separation >= limit for fit in approach_fits.values())} of {len(approach_fits)}, "
+    f"{ch10.exponential_verdict(approach_fits, separation=limit).status}"
+    for limit in (4.0, 9.0, 16.0)))
+for power_max in (3.0, np.inf):
+    other = {label: fit for label, (fit, _, _) in relaxation_fits(stored, power_max=power_max).items()}
+    print(f"  power a <= {power_max:g}: separations " + ", ".join(
+        f"{fit.separation:.1f}" for fit in other.values())
+          + f"; {ch10.exponential_verdict(other).status}")
+print("  old rule alone, chi^2 per record at most " + "; ".join(
+    f"{limit:g}: {ch10.old_rule_verdict(approach_fits, chi2_max=limit).status}"
     for limit in (1.5, 2.0, 3.0)))
-verdict_table([("[summary]", ch10.exponential_verdict(approach_fits))])
+SEEDS = range(10)                           # the calibration of tests/test_claims_ch10.py
+nulls = {"exponential": [], "power law": []}
+print(f"calibration: {len(SEEDS)} simulated curves of each kind per run, of its fitted shapes, "
+      "standard errors and tau")
+print("  median separation of the simulated curves; the run's own; power law excluded among the "
+      "exponential curves")
+for label, (fit, times, sem) in relaxation.items():
+    found = ch10.calibrate(fit, times, sem, SEEDS)
+    for kind, fits in found.items():
+        nulls[kind] += fits
+    median = {kind: np.median([f.separation for f in fits]) for kind, fits in found.items()}
+    excluded = np.mean([ch10.curve_level(f) == 2 for f in found["exponential"]])
+    print(f"   {label:18s} exponential {median['exponential']:5.1f}, power law "
+          f"{median['power law']:5.1f}; run {fit.separation:5.1f}; {excluded:4.0%}")
+for kind, fits in nulls.items():
+    levels = np.array([ch10.curve_level(f) for f in fits])
+    old = np.mean([f.exponential <= ch10.CHI2_MAX for f in fits])
+    print(f"  all {len(fits)} {kind} curves: power law excluded {np.mean(levels == 2):.0%}, "
+          f"consistent with both {np.mean(levels == 1):.0%}, exponential excluded "
+          f"{np.mean(levels == 0):.0%}; the old rule accepts {old:.0%}")
+approach = ch10.exponential_verdict(approach_fits)
+verdict_table([("[summary]", approach, approach.parts)])
 
 # %%
 from attnbook.verdicts import verdict_table
@@ -141,12 +200,22 @@ verdict_table([("[choice]", annealed)])
 
 # %% [markdown]
 # **As stated**, Theorem 3.3 is a bound this book cannot test: its constants depend on $s$ and are
-# not given. **Its measurable consequence holds:** at every temperature of both models the chain-mean
-# loss is fitted within its standard errors by two exponential rates ($\chi^2$ per record between
-# 0.71 and 2.02), while one rate fails at the lower temperatures (the fast descent into the data
-# valley and the slow orbit directions are two time scales) and the power-law approach fits worse
-# at five of the six temperatures. At the stricter limits 1.5 and 2 LoRA at $s = 0.02$
-# ($\chi^2 = 2.02$) fails, so the verdict turns on that choice; the printed line says where.
+# not given. **Its measurable consequence is partly reproduced.** At every temperature of both models the
+# chain-mean loss is fitted within its standard errors by two exponential rates ($\chi^2$ per record
+# between 0.66 and 1.34), while one rate fails at the lower temperatures (the fast descent into
+# the data valley and the slow orbit directions are two time scales). By the old rule alone the
+# approach is exponential at all six, at every limit printed. The calibration shows why that is not
+# enough: the old rule accepts all of the power-law curves of the runs' own shapes too. The
+# separation excludes a power-law approach at attention $s = 0.02$ (18.4) and LoRA $s = 0.02$ and
+# $0.05$ (20.9 and 14.6). At attention $s = 0.05$ and $0.2$ and LoRA $s = 0.2$ (2.6, $-0.2$, 3.7) the
+# curves are consistent with both: there the approach is over early, or the noise is large, and even
+# exactly exponential curves of those shapes exclude a power law in at most 20% of the simulations.
+# No run excludes the exponential. The outcome turns on neither choice printed: the limits 4, 9 and
+# 16 (or $\tau$ halved or doubled) exclude a power law at 3, 3 and 2 of the six, and the bound on the
+# power barely moves the separations. At attention $s = 0.02$ and LoRA $s = 0.02$ the runs' own
+# separations (18.4, 20.9) lie between the medians of the simulated power-law and exponential
+# curves of their shapes (29.9 and 39.3 for the exponential ones): closer to the exponential
+# curves, but not exactly two rates either.
 #
 # **The first rule** gives $\hat p = 0.72$ and $1.35$ (attention, $s = 0.02$ and $0.05$) and $1.57$
 # (LoRA, $s = 0.02$) for the chain-mean loss, and $1.37$ and $0.93$ for the expected hitting time;
@@ -185,8 +254,10 @@ verdict_table([("[choice]", annealed)])
 #   $\epsilon$ growing roughly linearly in $\log(1/\epsilon)$ over the last stretch measured;
 # * read as the summary states it, the $O(\log(1/\epsilon))$ bound has unstated, $s$-dependent
 #   constants and is not testable; its measurable consequence, an exponential approach of the
-#   chain-mean loss to $F_s$ at each fixed $s$, holds for both models at all three temperatures
-#   (two rates, $\chi^2$ per record at most 2.02);
+#   chain-mean loss to $F_s$ at each fixed $s$, fits both models at all three temperatures (two
+#   rates, $\chi^2$ per record at most 1.34), but a power-law approach is excluded at only three of
+#   the six runs (attention $s = 0.02$, LoRA $s = 0.02$ and $0.05$); at the others the curves are
+#   consistent with both;
 # * with the temperature lowered as $s = 2\epsilon/D$ ([choice] reading), every $\epsilon$ from 0.4 to 0.05
 #   is reached, but the time per unit of $\log(1/\epsilon)$ grows as $s$ falls (3.5, 8.4, 11.7);
 # * the slow orbit directions decorrelate in 31 to 47 time units with weight decay (runs only 7 to 8
