@@ -154,6 +154,16 @@ def frame_slider(draw: Callable[..., Any], *, controls: Mapping[str, Sequence[An
         if len(values) < 2 or len(set(values)) != len(values):
             raise ValueError(f"controls[{name!r}] must hold at least two distinct values, "
                              f"got {values!r}")
+    if not isinstance(alt, str):
+        raise TypeError(f"alt must be a str.format template such as 'c = {{c:g}}', got "
+                        f"{type(alt).__name__}")
+    for key in itertools.product(*grid.values()):        # every frame's alt text, before drawing
+        try:
+            alt.format(**dict(zip(grid, key)))
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(f"alt must be a str.format template of the parameters "
+                             f"{', '.join(grid)} (e.g. {'{' + next(iter(grid)) + '}'!r}), got "
+                             f"{alt!r}, which fails with {type(exc).__name__}: {exc}") from None
     labels = {name: (labels or {}).get(name, name) for name in grid}
     start = {name: values[len(values) // 2] for name, values in grid.items()}
     for name, value in (initial or {}).items():

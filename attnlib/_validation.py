@@ -112,6 +112,17 @@ def check_in_range(name: str, value: float, low: float, high: float, *,
     return number
 
 
+def check_pair(name: str, value: object, what: str = "(A, B)") -> tuple[Any, Any]:
+    """``value`` as a tuple of its two entries after checking it is a pair (a tuple, list or
+    array of length 2); ``TypeError`` or ``ValueError`` naming ``name`` and ``what`` (the
+    entries expected, e.g. ``"(A, B)"`` or ``"(low, high)"``) otherwise."""
+    if isinstance(value, (str, bytes, dict)) or not isinstance(value, (tuple, list, np.ndarray)):
+        raise TypeError(f"{name} must be a pair {what}, got {type(value).__name__}")
+    if len(value) != 2:
+        raise ValueError(f"{name} must be a pair {what}, got {len(value)} entries")
+    return value[0], value[1]
+
+
 def check_int(name: str, value: int, *, minimum: int, maximum: int | None = None) -> int:
     """Return ``value`` as an int after checking ``minimum <= value (<= maximum)``.
 

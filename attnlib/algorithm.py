@@ -973,11 +973,16 @@ class _History:
                 self.test_records[name].append(value)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The history as arrays (``iteration`` and ``test_iteration`` integer)."""
-        history = {key: np.asarray(values, dtype=float) for key, values in self.records.items()}
-        history["iteration"] = np.asarray(self.recorded_iterations, dtype=int)
+        """The history as arrays (``iteration`` and ``test_iteration`` integer), each group cut
+        to the iterations every one of its recorders reached (a Ctrl-C can stop a
+        measurement half way)."""
+        count = min(map(len, [self.recorded_iterations, *self.records.values()]))
+        history = {key: np.asarray(values[:count], dtype=float)
+                   for key, values in self.records.items()}
+        history["iteration"] = np.asarray(self.recorded_iterations[:count], dtype=int)
         if self.test is not None:
-            history.update({key: np.asarray(values, dtype=float)
+            tested = min(map(len, self.test_records.values()))
+            history.update({key: np.asarray(values[:tested], dtype=float)
                             for key, values in self.test_records.items()})
             history["test_iteration"] = history["test_iteration"].astype(int)
         return history
@@ -1150,6 +1155,10 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
         so far attached (``error.history``, and ``error.result`` a :class:`TrainResult`).
         Only these failures of the library's own checks count as divergence: an exception
         raised by a user's update rule or preconditioner propagates as it is.
+    KeyboardInterrupt
+        On Ctrl-C, re-raised with the run so far attached like a divergence's:
+        ``interrupt.history`` and ``interrupt.result`` (a :class:`TrainResult` with
+        ``stopped = True``, whose ``A, B`` are the last parameters reached).
 
     Examples
     --------
@@ -1210,43 +1219,49 @@ def train(data: DataLoss, method: Method = METHODS["algorithm1"], *, iterations:
 
     initial = None
     stopped = False
-    for k in progress_bar(range(iterations + 1), total=iterations + 1,
-                          desc="train", enabled=progress):
-        # Q_hat(A_k, B_k) and its full-batch gradient (data loss + regularizer R_hat).
-        try:
-            value, loss, grad_a, grad_b = objective(a, b)
-        except ValueError as exc:
-            if k == 0:
-                raise
-            raise diverged(k, "the attention logits overflowed float64") from exc
-        initial = value if initial is None else initial
-        if not np.isfinite(value) or value > 1e8 * max(1.0, initial):
-            raise diverged(k, f"objective {value:.3g}, initially {initial:.3g}")
-        try:
-            history.measure(k, _Iterate(a, b, value, loss, (grad_a, grad_b)))
-        except BelowReferenceError as error:
-            so_far = history.arrays()
-            raise BelowReferenceError(f"algorithm.train, iteration {k}: {error}", result=
-                                      TrainResult(A=a, B=b, history=so_far, step=step,
-                                                  config=config)) from None
-        if callback is not None and callback(k, a, b):
-            stopped = True
-            break
-        if k == iterations:
-            break
-        if batch_size is not None:          # SGD: the gradient on a minibatch of query rows
-            rows = rng.choice(data.n_queries, size=batch_size, replace=False)
-            _, _, grad_a, grad_b = objective(a, b, rows)
-        # Precondition and step: (A, B) <- (A, B) - eta P(grad) for Algorithm 1.
-        try:                                # a non-finite gradient, or a step that overflows
-            updates, state = optimizer.update((grad_a, grad_b), state, (a, b))
-            a, b = apply_updates((a, b), updates)
-        except NonFiniteError as exc:
-            raise diverged(k + 1, str(exc)) from exc
-        if tau is not None:                 # renormalization (A, B) -> (c A, B / c)
-            a, b = _renormalize(a, b, data.manifold.half, tau)
-        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-            raise diverged(k + 1, "the parameters are not finite after the update")
-
+    try:
+        for k in progress_bar(range(iterations + 1), total=iterations + 1,
+                              desc="train", enabled=progress):
+            # Q_hat(A_k, B_k) and its full-batch gradient (data loss + regularizer R_hat).
+            try:
+                value, loss, grad_a, grad_b = objective(a, b)
+            except ValueError as exc:
+                if k == 0:
+                    raise
+                raise diverged(k, "the attention logits overflowed float64") from exc
+            initial = value if initial is None else initial
+            if not np.isfinite(value) or value > 1e8 * max(1.0, initial):
+                raise diverged(k, f"objective {value:.3g}, initially {initial:.3g}")
+            try:
+                history.measure(k, _Iterate(a, b, value, loss, (grad_a, grad_b)))
+            except BelowReferenceError as error:
+                so_far = history.arrays()
+                raise BelowReferenceError(f"algorithm.train, iteration {k}: {error}", result=
+                                          TrainResult(A=a, B=b, history=so_far, step=step,
+                                                      config=config)) from None
+            if callback is not None and callback(k, a, b):
+                stopped = True
+                break
+            if k == iterations:
+                break
+            if batch_size is not None:          # SGD: the gradient on a minibatch of query rows
+                rows = rng.choice(data.n_queries, size=batch_size, replace=False)
+                _, _, grad_a, grad_b = objective(a, b, rows)
+            # Precondition and step: (A, B) <- (A, B) - eta P(grad) for Algorithm 1.
+            try:                                # a non-finite gradient, or a step that overflows
+                updates, state = optimizer.update((grad_a, grad_b), state, (a, b))
+                a, b = apply_updates((a, b), updates)
+            except NonFiniteError as exc:
+                raise diverged(k + 1, str(exc)) from exc
+            if tau is not None:                 # renormalization (A, B) -> (c A, B / c)
+                a, b = _renormalize(a, b, data.manifold.half, tau)
+            if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+                raise diverged(k + 1, "the parameters are not finite after the update")
+    except KeyboardInterrupt as interrupt:   # Ctrl-C: the run so far, as for a divergence
+        so_far = history.arrays()
+        interrupt.history = so_far                                     # type: ignore[attr-defined]
+        interrupt.result = TrainResult(A=a, B=b, history=so_far,       # type: ignore[attr-defined]
+                                       step=step, config=config, stopped=True)
+        raise
     return TrainResult(A=a, B=b, history=history.arrays(), step=step, config=config,
                        stopped=stopped)

@@ -183,6 +183,7 @@ def excess_risks(theta: np.ndarray, p: int, d: int, Sigma: np.ndarray, M: np.nda
                  ) -> np.ndarray:
     """Excess population risk ``L(A, B) - L* = 1/2 ||(A Sigma B^T - M) Sigma^{1/2}||_F^2`` of
     every flat parameter vector in ``theta`` (shape ``(..., D)``; result shape ``(...)``)."""
+    p, d = check_int("p", p, minimum=1), check_int("d", d, minimum=1)
     a, b = unflatten(theta, p, d)
     flat_a = a.reshape((-1, p, d))
     flat_b = b.reshape((-1, d, d))

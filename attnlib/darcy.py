@@ -31,6 +31,8 @@ matrix (symmetric positive definite) is assembled in one vectorised COO call and
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +42,7 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from ._constants import documented
+from ._files import atomic_write, not_an_archive, npz_path, restore_hint
 from ._progress import progress as _progress
 from ._validation import (MAX_SIZE, as_matrix, check_finite, check_generator, check_int,
                           check_memory, check_positive, finite_result)
@@ -317,28 +320,63 @@ _DATASET_KEYS = ("a", "u", "alpha", "tau", "a_plus", "a_minus", "seed")
 
 
 def save(dataset: DarcyDataset, path: str | Path) -> Path:
-    """Save ``dataset`` to a compressed npz (fields as float32, parameters as scalars)."""
-    path = Path(path)
-    np.savez_compressed(path, a=dataset.a.astype(np.float32), u=dataset.u.astype(np.float32),
-                        alpha=dataset.alpha, tau=dataset.tau, a_plus=dataset.a_plus,
-                        a_minus=dataset.a_minus, seed=dataset.seed)
-    return path
+    """Save ``dataset`` to a compressed npz (fields as float32, parameters as scalars) at
+    ``path`` (``.npz`` appended when missing), atomically: a temporary file in the same folder,
+    fsynced, then renamed over the target, so a full disk or an interruption leaves an existing
+    file intact. Returns the path written, the argument :func:`load` takes."""
+    if not isinstance(dataset, DarcyDataset):
+        raise TypeError(f"dataset must be an attnlib.darcy.DarcyDataset, got "
+                        f"{type(dataset).__name__}")
+    target = npz_path(path, writing=True)
+    arrays = dict(a=dataset.a.astype(np.float32), u=dataset.u.astype(np.float32),
+                  alpha=dataset.alpha, tau=dataset.tau, a_plus=dataset.a_plus,
+                  a_minus=dataset.a_minus, seed=dataset.seed)
+    return atomic_write(target, lambda stream: np.savez_compressed(stream, **arrays))
 
 
 def load(path: str | Path) -> DarcyDataset:
-    """Load a dataset written by :func:`save` (fields returned as float64).
+    """Load a dataset written by :func:`save` (fields returned as float64; ``.npz`` appended
+    to ``path`` when missing).
 
-    Raises ``ValueError`` naming the file and the key when a key is missing or the fields are
-    not two ``(count, s, s)`` arrays of the same shape.
+    Raises ``FileNotFoundError`` naming the file when it does not exist, and ``ValueError``
+    naming the file when it is not an npz archive (saying what it is instead: a Git LFS
+    pointer, an HTML page, zeros, a truncated archive), when it cannot be read, when a key is
+    missing, or when the fields are not two ``(count, s, s)`` arrays of the same shape.
     """
-    path = Path(path)
-    with np.load(path, allow_pickle=False) as stored:
-        missing = [key for key in _DATASET_KEYS if key not in stored.files]
-        if missing:
-            raise ValueError(f"Darcy dataset {path} has no key {missing[0]!r} (missing: "
-                             f"{missing}); write it with attnlib.darcy.save")
-        a = as_matrix(f"{path}: key 'a'", stored["a"], ndim=3)
-        u = as_matrix(f"{path}: key 'u'", stored["u"], shape=a.shape, ndim=3)
-        return DarcyDataset(a=a, u=u, alpha=float(stored["alpha"]), tau=float(stored["tau"]),
-                            a_plus=float(stored["a_plus"]), a_minus=float(stored["a_minus"]),
-                            seed=int(stored["seed"]))
+    path = npz_path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no Darcy dataset at {str(path)!r}; write one with "
+                                "attnlib.darcy.save")
+    looks = not_an_archive(path)
+    if looks is not None:
+        raise ValueError(f"Darcy dataset {path} is not an npz archive: it is {looks}; "
+                         f"{restore_hint(path)} if it is tracked, or regenerate it with "
+                         "attnlib.darcy.generate and attnlib.darcy.save")
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            missing = [key for key in _DATASET_KEYS if key not in stored.files]
+            if missing:
+                raise ValueError(f"Darcy dataset {path} has no key {missing[0]!r} (missing: "
+                                 f"{missing}); write it with attnlib.darcy.save")
+            fields = {key: stored[key] for key in _DATASET_KEYS}
+    except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
+        raise ValueError(f"Darcy dataset {path} is a damaged or truncated npz archive ({exc}); "
+                         "regenerate it with attnlib.darcy.generate and attnlib.darcy.save"
+                         ) from exc
+    except ValueError as exc:
+        if str(path) in str(exc):
+            raise
+        raise ValueError(f"Darcy dataset {path} cannot be read ({exc}); regenerate it with "
+                         "attnlib.darcy.generate and attnlib.darcy.save") from exc
+    a = as_matrix(f"{path}: key 'a'", fields["a"], ndim=3)
+    u = as_matrix(f"{path}: key 'u'", fields["u"], shape=a.shape, ndim=3)
+    scalars = {}
+    for key in ("alpha", "tau", "a_plus", "a_minus", "seed"):
+        value = fields[key]
+        if value.shape != () or value.dtype.kind not in "iuf":
+            raise ValueError(f"Darcy dataset {path}: key {key!r} must be one number, got an "
+                             f"array of shape {value.shape} and dtype {value.dtype}")
+        scalars[key] = value[()]
+    return DarcyDataset(a=a, u=u, alpha=float(scalars["alpha"]), tau=float(scalars["tau"]),
+                        a_plus=float(scalars["a_plus"]), a_minus=float(scalars["a_minus"]),
+                        seed=int(scalars["seed"]))

@@ -50,8 +50,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ._validation import (as_matrix, check_generator, check_int, check_positive,
-                          check_positive_entries, finite_result)
+from ._validation import (as_matrix, check_generator, check_int, check_pair, check_positive,
+                          check_positive_entries, check_real, finite_result)
 from .geometry import factor_hessian, minimizer_manifold
 
 __all__ = ["PowerLawFit", "fit_power_law", "fit_power_law_weighted", "GeometricFit", "fit_geometric_rate",
@@ -285,7 +285,8 @@ def fit_geometric_rate(iterations: np.ndarray, values: np.ndarray, *,
     if stop is not None:
         keep &= its <= stop
     if band is not None:
-        low, high = (float(v) for v in band)
+        low, high = (check_real(f"band[{i}]", v)
+                     for i, v in enumerate(check_pair("band", band, "(low, high)")))
         if not 0 < low < high:
             raise ValueError(f"band must satisfy 0 < low < high, got {band!r}")
         keep &= (vals >= low) & (vals <= high)

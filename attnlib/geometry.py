@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import (MAX_SIZE, _extremes, as_matrix, check_int, check_memory,
-                          check_positive, check_spd, finite_result)
+                          check_pair, check_positive, check_spd, finite_result)
 from .population import objective_and_grad, spd_sqrt
 
 __all__ = [
@@ -264,6 +264,7 @@ def _manifold(sigma: np.ndarray, m: np.ndarray, *, rtol: float = 1e-10,
 def p_inner(first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray],
             Sigma: np.ndarray) -> float:
     """``<(A,B),(A',B')>_P = tr(A Sigma A'^T) + tr(Sigma B Sigma B'^T)``."""
+    first, second = check_pair("first", first), check_pair("second", second)
     sigma = check_spd("Sigma", Sigma)
     d = sigma.shape[0]
     a1 = as_matrix("first[0]", first[0], shape=(None, d))

@@ -261,6 +261,9 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
         On a bad step, temperature, count or shape.
     LangevinDivergenceError
         When a state, loss or gradient becomes NaN or infinite (the step index is named).
+    KeyboardInterrupt
+        On Ctrl-C, re-raised with the records so far attached as to a divergence
+        (``interrupt.history``: ``times``, ``loss`` and the block norms and states recorded).
 
     Examples
     --------
@@ -299,6 +302,8 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
     states = np.empty((n_records, chains, dim)) if record_states else None
     noise_scale = np.sqrt(s * h)
 
+    filled = [0]                                # records complete so far
+
     def record(index: int, loss: np.ndarray) -> None:
         losses[index] = loss
         if norms is not None:
@@ -306,6 +311,7 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
                 norms[index, :, j] = np.linalg.norm(theta[:, block], axis=1)
         if states is not None:
             states[index] = theta
+        filled[0] = index + 1
 
     loss, grad = _evaluate(loss_and_grad, theta, 0)
     record(0, loss)
@@ -331,9 +337,20 @@ def euler_maruyama(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: floa
         error.history = _recorded(h * record_every, (k - 1) // record_every + 1, loss=losses,
                                   block_norms=norms, states=states)
         raise
+    except KeyboardInterrupt as interrupt:      # Ctrl-C: the records so far, as on divergence
+        _attach(interrupt, _recorded(h * record_every, filled[0], loss=losses,
+                                     block_norms=norms, states=states))
+        raise
     times = h * record_every * np.arange(n_records)
     return LangevinRun(times=times, loss=losses, theta=theta, step=h, temperature=s,
                        block_names=names, block_norms=norms, states=states)
+
+
+def _attach(interrupt: KeyboardInterrupt, history: dict[str, np.ndarray]) -> None:
+    """Attach a sampler's records so far to a Ctrl-C, as to a divergence: ``history`` (the
+    first records, :func:`_recorded`) and ``result`` (None: a sampler has no partial result)."""
+    interrupt.history = history                                        # type: ignore[attr-defined]
+    interrupt.result = None                                            # type: ignore[attr-defined]
 
 
 def _recorded(spacing: float, count: int, **arrays: np.ndarray | None) -> dict[str, np.ndarray]:
@@ -436,6 +453,10 @@ def mala(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float, tempera
     LangevinDivergenceError
         When a state, loss or gradient becomes NaN or infinite (the step index, or the
         warm-up step, is named).
+    KeyboardInterrupt
+        On Ctrl-C, re-raised with the records so far attached as to a divergence
+        (``interrupt.history``: ``times``, ``loss`` and the states recorded; none during the
+        warm-up).
 
     Examples
     --------
@@ -489,43 +510,50 @@ def mala(loss_and_grad: LossAndGrad, theta0: np.ndarray, *, step: float, tempera
                                                      new_grad[accept])
         return accept, log_ratio
 
-    if adapt_steps:
-        gamma, t0, kappa = _DUAL_AVERAGING
-        mu, log_h0 = math.log(10.0 * h), math.log(h)
-        lowest, highest = log_h0 - math.log(_ADAPT_RANGE), log_h0 + math.log(_ADAPT_RANGE)
-        statistic, log_h, log_h_bar = 0.0, log_h0, log_h0
-        for m in range(1, adapt_steps + 1):
+    filled = 0
+    try:
+        if adapt_steps:
+            gamma, t0, kappa = _DUAL_AVERAGING
+            mu, log_h0 = math.log(10.0 * h), math.log(h)
+            lowest, highest = log_h0 - math.log(_ADAPT_RANGE), log_h0 + math.log(_ADAPT_RANGE)
+            statistic, log_h, log_h_bar = 0.0, log_h0, log_h0
+            for m in range(1, adapt_steps + 1):
+                try:
+                    _, log_ratio = transition(math.exp(log_h), m)
+                except LangevinDivergenceError as error:
+                    raise LangevinDivergenceError(
+                        f"during the warm-up (step size adaptation, h = {math.exp(log_h):.3g}, "
+                        f"warm-up step {m} of {adapt_steps}): {error}",
+                        history=_recorded(h * record_every, 0, loss=losses, states=states)
+                    ) from error
+                rate = float(np.mean(np.exp(np.minimum(log_ratio, 0.0))))
+                weight = 1.0 / (m + t0)
+                statistic = (1.0 - weight) * statistic + weight * (target - rate)
+                log_h = min(max(mu - math.sqrt(m) / gamma * statistic, lowest), highest)
+                average = m ** -kappa
+                log_h_bar = average * log_h + (1.0 - average) * log_h_bar
+            h = math.exp(log_h_bar)
+        losses[0] = loss
+        if states is not None:
+            states[0] = theta
+        filled = 1                                  # records complete so far
+        accepted = 0
+        for k in range(1, n_steps + 1):
             try:
-                _, log_ratio = transition(math.exp(log_h), m)
+                accept, _ = transition(h, k)
             except LangevinDivergenceError as error:
-                raise LangevinDivergenceError(
-                    f"during the warm-up (step size adaptation, h = {math.exp(log_h):.3g}, "
-                    f"warm-up step {m} of {adapt_steps}): {error}",
-                    history=_recorded(h * record_every, 0, loss=losses, states=states)
-                ) from error
-            rate = float(np.mean(np.exp(np.minimum(log_ratio, 0.0))))
-            weight = 1.0 / (m + t0)
-            statistic = (1.0 - weight) * statistic + weight * (target - rate)
-            log_h = min(max(mu - math.sqrt(m) / gamma * statistic, lowest), highest)
-            average = m ** -kappa
-            log_h_bar = average * log_h + (1.0 - average) * log_h_bar
-        h = math.exp(log_h_bar)
-    losses[0] = loss
-    if states is not None:
-        states[0] = theta
-    accepted = 0
-    for k in range(1, n_steps + 1):
-        try:
-            accept, _ = transition(h, k)
-        except LangevinDivergenceError as error:
-            error.history = _recorded(h * record_every, (k - 1) // record_every + 1,
-                                      loss=losses, states=states)
-            raise
-        accepted += int(accept.sum())
-        if k % record_every == 0:
-            losses[k // record_every] = loss
-            if states is not None:
-                states[k // record_every] = theta
+                error.history = _recorded(h * record_every, (k - 1) // record_every + 1,
+                                          loss=losses, states=states)
+                raise
+            accepted += int(accept.sum())
+            if k % record_every == 0:
+                losses[k // record_every] = loss
+                if states is not None:
+                    states[k // record_every] = theta
+                filled = k // record_every + 1
+    except KeyboardInterrupt as interrupt:      # Ctrl-C: the records so far, as on divergence
+        _attach(interrupt, _recorded(h * record_every, filled, loss=losses, states=states))
+        raise
     return MalaRun(times=h * record_every * np.arange(n_records), loss=losses, theta=theta,
                    acceptance=accepted / (n_steps * chains), states=states, step=h)
 

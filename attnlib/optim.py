@@ -15,8 +15,9 @@ never changes in place, so replaying an update from the same state gives the sam
 An optimizer is a :func:`chain` of transformations applied in order, e.g.
 ``chain(scale_by_adam(), scale(-lr))``; the parameters then move by ``params + updates``.
 Each transformation checks that it was handed its own kind of state, so a state made by a
-different chain raises instead of silently skipping a transformation, and that parameters and
-updates are tuples of finite float32/float64 arrays (``TypeError``, or :class:`NonFiniteError`
+different chain raises instead of silently skipping a transformation, and that parameters,
+updates and the arrays of its state (momentum, Adam's moments) are tuples of finite
+float32/float64 arrays (``TypeError``, or :class:`NonFiniteError`
 for NaN, inf or an overflowing step, naming the entry; float16 is refused: Adam's second moment
 underflows there). :func:`attnlib.algorithm.train` reports a :class:`NonFiniteError` as a
 divergence and lets every other exception, a user's transformation's own, propagate as it is.
@@ -104,17 +105,23 @@ def _check_updates(updates: object, name: str = "updates") -> Params:
 
 def _check_state(name: str, state: object, kind: type, updates: Params,
                  *fields: str) -> None:
-    """Raise unless ``state`` is a ``kind`` whose array ``fields`` match ``updates``' shapes."""
+    """Raise unless ``state`` is a ``kind`` whose array ``fields`` are checked like the updates
+    (tuples of finite float32 or float64 arrays, ``TypeError`` or :class:`NonFiniteError`
+    naming the entry) and match ``updates``' shapes (``ValueError``)."""
     if not isinstance(state, kind):
         raise TypeError(f"state must be a {kind.__name__}, made by this optimizer's init: "
                         f"{name} was handed a state of type {type(state).__name__}")
     for field in fields:
         arrays = getattr(state, field)
+        if not isinstance(arrays, (tuple, list)):
+            raise TypeError(f"{name}: state.{field} must be a tuple of arrays, one per "
+                            f"parameter, got {type(arrays).__name__}")
         if len(arrays) != len(updates) or any(
                 np.shape(a) != np.shape(u) for a, u in zip(arrays, updates)):
             raise ValueError(f"{name}: state.{field} has shapes "
                              f"{[np.shape(a) for a in arrays]} but the updates have "
                              f"{[np.shape(u) for u in updates]}")
+        _check_updates(arrays, f"{name}: state.{field}")
 
 
 def chain(*transforms: Transform) -> Transform:
@@ -238,6 +245,14 @@ def scale_by_adam(*, betas: tuple[float, float] = (0.9, 0.999),
                ) -> tuple[Params, ScaleByAdamState]:
         updates = _check_updates(updates)
         _check_state("scale_by_adam", state, ScaleByAdamState, updates, "mu", "nu")
+        if isinstance(state.count, (bool, np.bool_)) or not isinstance(
+                state.count, (int, np.integer)) or state.count < 0:
+            raise TypeError(f"scale_by_adam: state.count must be the number of steps taken "
+                            f"(an integer >= 0), got {state.count!r}")
+        for i, v in enumerate(state.nu):
+            if np.any(v < 0):
+                raise ValueError(f"scale_by_adam: state.nu[{i}] has negative entries (down to "
+                                 f"{v.min():.3g}); it is a second moment, >= 0")
         count = state.count + 1
         mu = tuple(beta1 * m + (1 - beta1) * g for g, m in zip(updates, state.mu))
         nu = tuple(beta2 * v + (1 - beta2) * g ** 2 for g, v in zip(updates, state.nu))

@@ -54,8 +54,8 @@ from typing import Callable
 import numpy as np
 from scipy import optimize
 
-from ._validation import (ANY_NDIM, as_matrix, check_generator, check_int, check_positive,
-                          finite_result)
+from ._validation import (ANY_NDIM, as_matrix, check_generator, check_int, check_pair,
+                          check_positive, finite_result)
 from ._constants import documented
 from .population import spd_sqrt
 
@@ -187,10 +187,11 @@ class _FactorProblem:
     def at(cls, objective: ObjectiveFn, point: tuple[np.ndarray, np.ndarray], Sigma: np.ndarray,
            name: str) -> tuple["_FactorProblem", np.ndarray]:
         """The problem and the flat (U, V) vector of ``point = (A, B)`` (argument ``name``)."""
+        first, second = check_pair(name, point)
         sigma = as_matrix("Sigma", Sigma)
         d = sigma.shape[0]
-        a = as_matrix(f"{name}[0] (A)", point[0], shape=(None, d))
-        b = as_matrix(f"{name}[1] (B)", point[1], shape=(d, d))
+        a = as_matrix(f"{name}[0] (A)", first, shape=(None, d))
+        b = as_matrix(f"{name}[1] (B)", second, shape=(d, d))
         problem = cls(objective, sigma, a.shape[0])
         return problem, problem.flat(a, b)
 

@@ -173,7 +173,7 @@ class Regularizer:
         """``2 lam g'(t) W``, the same shape as ``W``."""
         W, t, _ = self._block(W, batch_ndim)
         scale = 2 * self.lam * self.dg(t)
-        return np.reshape(scale, np.shape(scale) + (1,) * (W.ndim - batch_ndim)) * W
+        return np.reshape(scale, np.shape(scale) + (1,) * (W.ndim - np.ndim(t))) * W
 
     def laplacian(self, W: np.ndarray, *, batch_ndim: int = 0) -> np.ndarray:
         """``2 lam (D g'(t) + 2 t g''(t))`` for each block; shape ``W.shape[:batch_ndim]``."""

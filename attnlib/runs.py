@@ -38,15 +38,14 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from ._constants import documented
+from ._files import atomic_write, not_an_archive, npz_path, restore_hint
 
 __all__ = ["SavedRun", "save", "load", "FORMAT_VERSION"]
 
@@ -131,13 +130,6 @@ class SavedRun:
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
-def _with_suffix(path: str | Path) -> Path:
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
-    target = Path(path).expanduser()
-    return target if target.suffix == ".npz" else target.with_name(target.name + ".npz")
-
-
 def save(run: SavedRun, path: str | Path) -> Path:
     """Save ``run`` to one ``.npz`` file at ``path`` (``.npz`` appended when missing), in one
     atomic step (module docstring). The folder must exist.
@@ -165,10 +157,7 @@ def save(run: SavedRun, path: str | Path) -> Path:
     if not (isinstance(run, SavedRun) and dataclasses.is_dataclass(run)):
         raise TypeError(f"run must be a TrainResult, LangevinRun or MalaRun, got "
                         f"{type(run).__name__}")
-    target = _with_suffix(path)
-    if not target.parent.is_dir():
-        raise FileNotFoundError(f"path {str(path)!r}: the folder {str(target.parent)!r} does not "
-                                "exist; create it first")
+    target = npz_path(path, writing=True)
     arrays: dict[str, np.ndarray] = {}
     fields: dict[str, Any] = {}
     for key, value in run.to_dict().items():
@@ -182,22 +171,15 @@ def save(run: SavedRun, path: str | Path) -> Path:
             fields[key] = {"value": _jsonable(value)}
     meta = dict(kind=type(run).__name__, format=FORMAT_VERSION, attnlib=_attnlib_version(),
                 fields=fields, arrays=list(arrays))
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                         dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_STORED) as archive:
-                archive.writestr(_META, json.dumps(meta, indent=1, allow_nan=True))
-                for name, array in arrays.items():
-                    buffer = io.BytesIO()
-                    np.lib.format.write_array(buffer, np.asarray(array), allow_pickle=False)
-                    archive.writestr(f"{name}.npy", buffer.getvalue())
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    def write(stream: BinaryIO) -> None:
+        with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_STORED) as archive:
+            archive.writestr(_META, json.dumps(meta, indent=1, allow_nan=True))
+            for name, array in arrays.items():
+                buffer = io.BytesIO()
+                np.lib.format.write_array(buffer, np.asarray(array), allow_pickle=False)
+                archive.writestr(f"{name}.npy", buffer.getvalue())
+
+    atomic_write(target, write)
     return target
 
 
@@ -222,9 +204,13 @@ def load(path: str | Path) -> SavedRun:
         When the file is not a saved run, is damaged, or was written in another format
         version; the message names the file.
     """
-    source = _with_suffix(path)
+    source = npz_path(path)
     if not source.is_file():
         raise FileNotFoundError(f"no saved run at {str(source)!r}")
+    looks = not_an_archive(source)
+    if looks is not None:
+        raise ValueError(f"{str(source)!r} is not a saved run: it is {looks}; "
+                         f"{restore_hint(source)} if it is tracked, or save the run again")
     try:
         with zipfile.ZipFile(source) as archive:
             meta = json.loads(archive.read(_META))
@@ -245,7 +231,7 @@ def load(path: str | Path) -> SavedRun:
                 values[key] = stored["value"]
         values.update({key: array for key, array in arrays.items() if "/" not in key})
         return kind(**values)
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, TypeError, OSError,
+    except (zipfile.BadZipFile, EOFError, KeyError, json.JSONDecodeError, TypeError, OSError,
             ValueError) as error:
         raise ValueError(f"{str(source)!r} is not a readable saved run ({error}); it may be "
                          "truncated or not written by attnlib.runs.save") from error

@@ -30,7 +30,8 @@ must be picklable (Dask sends it to the workers): a module-level function, a
 ``functools.partial`` of one, or a function of the running script (Dask pickles those by
 value). A progress bar (``progress=True``, tqdm) counts finished tasks; an interrupt (Ctrl-C)
 cancels the submitted tasks, shuts down a cluster this module started and re-raises
-``KeyboardInterrupt``.
+``KeyboardInterrupt``. :func:`run_tasks` hands each result to ``on_result`` as soon as its
+task finishes, so a caller can keep it (``attnbook.experiments`` does, to resume a run).
 
 The main guard: the worker processes of a local cluster are started by multiprocessing's
 ``spawn`` method, which imports the running script again in each of them and so runs its
@@ -112,6 +113,8 @@ Seconds to wait for a scheduler to answer before saying none did.""")
 _EXTRA = "pip install 'attnlib[sweep]'"
 #: One task: its positional and its keyword arguments.
 _Call = tuple[tuple, Mapping[str, Any]]
+#: ``on_result(index, result)``: called in this process as each task finishes.
+_OnResult = Callable[[int, Any], None]
 
 
 class MainGuardError(RuntimeError):
@@ -163,9 +166,10 @@ def _describe(call: _Call) -> str:
 
 
 def _run_on_client(task: Callable[..., Any], calls: Sequence[_Call], client: Any,
-                   progress: bool) -> list[Any]:
-    """Submit every task, collect the results in task order; on the first failed task cancel
-    the others and re-raise its exception at once, with a note naming the task."""
+                   progress: bool, on_result: _OnResult | None) -> list[Any]:
+    """Submit every task, collect the results in task order (handing each to ``on_result`` as
+    it arrives); on the first failed task cancel the others and re-raise its exception at once,
+    with a note naming the task."""
     as_completed = _import("distributed", "running tasks on Dask workers").as_completed
     futures = [client.submit(_call, task, args, kwargs, pure=False) for args, kwargs in calls]
     index = {future.key: i for i, future in enumerate(futures)}
@@ -180,6 +184,8 @@ def _run_on_client(task: Callable[..., Any], calls: Sequence[_Call], client: Any
                                "the other tasks were cancelled)")
                 raise error
             results[i] = future.result()
+            if on_result is not None:
+                on_result(i, results[i])
     except BaseException:
         client.cancel(futures)
         raise
@@ -271,23 +277,30 @@ def _check_placement(workers: object, scheduler: object, security: object) -> in
 
 
 def _execute(task: Callable[..., Any], calls: Sequence[_Call], *, workers: object,
-             scheduler: object, security: object, progress: bool, caller: str) -> list[Any]:
-    """``[task(*args, **kwargs) for args, kwargs in calls]``, serially or on Dask."""
+             scheduler: object, security: object, progress: bool, caller: str,
+             on_result: _OnResult | None = None) -> list[Any]:
+    """``[task(*args, **kwargs) for args, kwargs in calls]``, serially or on Dask, each result
+    handed to ``on_result(index, result)`` as it arrives."""
     workers = _check_placement(workers, scheduler, security)
     if scheduler is None and (workers is None or workers == 1):
-        return [task(*args, **kwargs) for args, kwargs in progress_bar(
-            calls, total=len(calls), desc="tasks", enabled=progress)]
+        results = []
+        for args, kwargs in progress_bar(calls, total=len(calls), desc="tasks",
+                                         enabled=progress):
+            results.append(task(*args, **kwargs))
+            if on_result is not None:
+                on_result(len(results) - 1, results[-1])
+        return results
     if scheduler is not None:
         client = _connect(scheduler, security)  # type: ignore[arg-type]
         with client:
-            return _run_on_client(task, calls, client, progress)
+            return _run_on_client(task, calls, client, progress, on_result)
     hint = _check_main_guard(workers, caller)
     client_class = _import("distributed", "running tasks on Dask workers").Client
     cluster = _start_local_cluster(workers, hint)
     try:
         client = client_class(cluster)
         try:
-            return _run_on_client(task, calls, client, progress)
+            return _run_on_client(task, calls, client, progress, on_result)
         finally:
             client.close(timeout=SHUTDOWN_TIMEOUT)
     finally:
@@ -296,7 +309,8 @@ def _execute(task: Callable[..., Any], calls: Sequence[_Call], *, workers: objec
 
 def run_tasks(task: Callable[..., Any], arguments: Sequence[tuple], *,
               workers: int | None = None, scheduler: str | None = None,
-              security: object | None = None, progress: bool = False) -> list[Any]:
+              security: object | None = None, progress: bool = False,
+              on_result: _OnResult | None = None) -> list[Any]:
     """Return ``[task(*args) for args in arguments]``, computed serially or on Dask workers.
 
     The runner of :func:`run_sweep` (module docstring): the results come back in the order of
@@ -321,6 +335,10 @@ def run_tasks(task: Callable[..., Any], arguments: Sequence[tuple], *,
         the Dask configuration, ``distributed.comm.tls.*``).
     progress : bool
         Show a progress bar of finished tasks (tqdm).
+    on_result : callable, optional
+        ``on_result(i, result)``, called in this process as soon as task ``i`` (the index in
+        ``arguments``) has finished, in the order the tasks finish: to keep each result (a
+        checkpoint) before the others are done, so an interrupted run loses no finished task.
 
     Returns
     -------
@@ -345,9 +363,12 @@ def run_tasks(task: Callable[..., Any], arguments: Sequence[tuple], *,
         raise TypeError("arguments must be a sequence of tuples (the task's arguments)")
     if len(arguments) == 0:
         raise ValueError("arguments must hold at least one task")
+    if on_result is not None and not callable(on_result):
+        raise TypeError(f"on_result must be a function (index, result) -> None, got "
+                        f"{type(on_result).__name__}")
     return _execute(task, [(args, {}) for args in arguments], workers=workers,
                     scheduler=scheduler, security=security, progress=progress,
-                    caller="run_tasks")
+                    caller="run_tasks", on_result=on_result)
 
 
 # ------------------------------------------------------------------------ the main guard

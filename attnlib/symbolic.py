@@ -607,6 +607,7 @@ def gradient_identities(p: int, d: int) -> list[Identity]:
     * the plain step is not: ``(A - eta grad_A Q) R = U - eta grad_U q`` is returned as an
       identity that fails unless Sigma = I (``holds() is False``).
     """
+    p, d = _dimension("p", p), _dimension("d", d)
     s = _square_root_setup(p, d)
     A, B, M, R, Sigma = s["A"], s["B"], s["M"], s["R"], s["Sigma"]
     lam, eta = sp.symbols("lambda eta", positive=True)

@@ -422,7 +422,9 @@ def train(params: Mapping[str, np.ndarray], patches: np.ndarray, targets: np.nda
     if noise_std and optimizer != "sgd":
         raise ValueError("noise_std > 0 is the Langevin step and needs optimizer='sgd'")
     patches = as_matrix("patches", patches, ndim=3).astype(dtype)
-    targets = as_matrix("targets", targets, shape=patches.shape[:2] + (None,), ndim=3).astype(dtype)
+    width = next((np.shape(params[key])[-1] for key in ("b_2", "b_O") if key in params), None)
+    targets = as_matrix("targets", targets, shape=patches.shape[:2] + (width,),
+                        ndim=3).astype(dtype)
     if test is not None:
         if not isinstance(test, (tuple, list)) or len(test) != 2:
             raise TypeError("test must be a pair (patches, targets)")

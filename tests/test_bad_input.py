@@ -1273,3 +1273,41 @@ def test_overflow_errors_come_without_numpy_runtime_warnings() -> None:
             fitting.fit_power_law_weighted(np.array([10.0, 20, 40, 80]),
                                            np.array([1.0, 0.52, 0.24, 0.13]),
                                            np.array([5e-324, 0.05, 0.03, 0.02]))
+
+
+#: Calls that once failed with a raw message (issue: "20 raw error messages"): an integral
+#: float where an int is meant must give the int's result, and a pair one entry short (or
+#: empty, or of one), a template that does not fit the parameters, or targets one column short
+#: must give an error naming the argument.
+RAW_MESSAGE_CASES = [
+    *[(qualname, arg, "integral_float") for qualname, arg in (
+        ("bridge.excess_risks", "p"), ("bridge.excess_risks", "d"),
+        ("symbolic.gradient_identities", "p"), ("symbolic.gradient_identities", "d"),
+        ("regularizers.Regularizer.gradient", "batch_ndim"))],
+    *[(qualname, arg, case) for qualname, arg in (
+        ("geometry.p_inner", "first"), ("geometry.p_inner", "second"),
+        ("orbit.factor_problem", "point"), ("reference.largest_curvature", "point"),
+        ("reference.reference_minimizer", "start"), ("algorithm.reference_optimum", "start"),
+        ("fitting.fit_geometric_rate", "band")) for case in ("short_pair", "empty", "long")],
+    ("slider.frame_slider", "alt", "{unknown}"), ("slider.frame_slider", "alt", "{a:d}"),
+    ("slider.frame_slider", "alt", "{"), ("vit.train", "targets", "column_short"),
+]
+
+
+@pytest.mark.parametrize("qualname, arg, case", RAW_MESSAGE_CASES)
+def test_formerly_raw_messages_name_their_argument(qualname: str, arg: str, case: str,
+                                                   sandbox: Path) -> None:
+    kwargs = examples(sandbox)[qualname]()
+    valid = kwargs[arg]
+    if qualname == "algorithm.reference_optimum" and valid is None:
+        valid = ctx()["manifold"].point()
+    bad = {"integral_float": lambda: float(valid), "short_pair": lambda: tuple(valid)[:1],
+           "empty": lambda: (), "long": lambda: tuple(valid) + (tuple(valid)[-1],),
+           "column_short": lambda: valid[..., :-1]}.get(case, lambda: case)()
+    try:
+        result = _call(qualname, {**kwargs, arg: bad})
+    except (ValueError, TypeError) as exc:
+        assert names_argument(str(exc), arg), f"{type(exc).__name__} does not name {arg}: {exc}"
+        return
+    assert case == "integral_float", f"{arg}={bad!r} was accepted silently"
+    assert _differences(_call(qualname, examples(sandbox)[qualname]()), result) == []

@@ -122,6 +122,42 @@ def test_generate_prefix_and_save_load(tmp_path) -> None:
     assert (loaded.seed, loaded.a_plus, loaded.a_minus, loaded.size) == (3, 12.0, 3.0, 16)
 
 
+def test_save_is_atomic_and_returns_the_path_load_takes(tmp_path, monkeypatch) -> None:
+    import errno
+    import io
+
+    dataset = darcy.generate(3, 9, seed=0)
+    path = darcy.save(dataset, tmp_path / "mydata")           # .npz appended, and returned
+    assert path == tmp_path / "mydata.npz" and darcy.load(path).seed == 0
+    assert darcy.load(tmp_path / "mydata").seed == 0
+    before = path.read_bytes()
+    real = np.lib.format.write_array
+
+    def full_disk(stream, array, *args, **kwargs):           # the disk fills up mid-file
+        if array.ndim == 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(stream, array, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(np.lib.format, "write_array", full_disk)
+        with pytest.raises(OSError, match="No space left"):
+            darcy.save(dataset, path)
+    assert path.read_bytes() == before                         # the old dataset is intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mydata.npz"]   # no temporary
+    buffer = io.BytesIO()
+    np.save(buffer, np.zeros(3))
+    for content, looks in ((b"version https://git-lfs.github.com/spec/v1\noid x\n",
+                            "Git LFS pointer"), (b"<html><body>404</body></html>", "HTML page"),
+                           (bytes(500), "zeros"), (before[:300], "truncated"),
+                           (buffer.getvalue(), "single .npy array")):
+        path.write_bytes(content)
+        with pytest.raises(ValueError, match=rf"Darcy dataset {path}.*{looks}") as error:
+            darcy.load(path)
+        assert "allow_pickle" not in str(error.value)
+    with pytest.raises(FileNotFoundError, match="no Darcy dataset at .*missing.npz"):
+        darcy.load(tmp_path / "missing")
+
+
 def test_input_errors_name_the_argument() -> None:
     with pytest.raises(ValueError, match="a must be strictly positive"):
         darcy.solve(np.zeros((8, 8)))

@@ -26,12 +26,26 @@ from attnbook import experiments
 from attnbook.experiments import __main__ as cli
 
 OLD = {"loss": np.linspace(1.0, 0.1, 50), "weights": np.eye(4), "config": np.asarray('{"a": 1}')}
+NEW = {f"new{i}": np.random.default_rng(i).random((300, 300)) for i in range(8)}
+
+
+@pytest.fixture(autouse=True)
+def task_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test keeps the task caches of the runs it starts in a folder of its own."""
+    folder = tmp_path_factory.mktemp("task_cache")
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(folder))
+    return folder
 
 
 @pytest.fixture()
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(experiments, "STORED_DIR", tmp_path)
     return tmp_path
+
+
+def _visible(store: Path) -> list[str]:
+    """The files of the store a user sees (the lock file and temporaries are hidden)."""
+    return sorted(path.name for path in store.iterdir() if not path.name.startswith("."))
 
 
 def _same(loaded: dict, expected: dict) -> bool:
@@ -46,9 +60,10 @@ def test_save_and_load_round_trip_with_manifest(store: Path) -> None:
         listed = json.loads(str(raw[experiments.MANIFEST_KEY]))
     assert listed["weights"] == {"shape": [4, 4], "dtype": "<f8", "sha256": hashlib.sha256(
         np.eye(4).tobytes()).hexdigest()}
-    tracked = path.parent / experiments.TRACKED_MANIFESTS      # the copy kept apart
-    assert sorted(path.parent.iterdir()) == [tracked, path]    # no temporary file left behind
-    assert json.loads(tracked.read_text())["run_a"] == listed
+    tracked = store / "run_a.manifest.json"                    # the copy kept apart
+    assert _visible(store) == ["run_a.manifest.json", "run_a.npz"]
+    assert [p.name for p in store.iterdir() if p.suffix == ".tmp"] == []   # none left behind
+    assert json.loads(tracked.read_text()) == listed
 
 
 @pytest.mark.parametrize("name", ["../../x", "a/b", "x.y", "", ".hidden", "9lives", None])
@@ -87,7 +102,8 @@ def test_load_names_file_and_key_of_a_partial_or_edited_file(store: Path) -> Non
     with pytest.raises(ValueError, match=r"not in its manifest: \['extra'\]"):
         experiments.load("run_a")
     path.write_bytes(path.read_bytes()[:100])    # what SIGKILL did to the old in-place save
-    with pytest.raises(ValueError, match=r"run_a\.npz is not a readable npz file"):
+    with pytest.raises(ValueError, match=r"run_a\.npz cannot be read as an npz archive: it is "
+                                         r"a truncated or damaged zip archive"):
         experiments.load("run_a")
 
 
@@ -137,11 +153,12 @@ def test_values_edited_with_the_manifest_recomputed_inside_the_file_are_refused(
     _rewrite(path, {experiments.MANIFEST_KEY: np.asarray(json.dumps(experiments.manifest(doubled))),
                     **doubled})
     with pytest.raises(ValueError, match=r"run_a\.npz: its manifest differs from the tracked "
-                                         r"copy in .*manifests\.json for keys \['loss', 'weights'\]"
-                                         r".*--add-manifest run_a"):
+                                         r"copy .*run_a\.manifest\.json for keys \['loss', "
+                                         r"'weights'\].*--add-manifest run_a"):
         experiments.load("run_a")
-    (store / experiments.TRACKED_MANIFESTS).unlink()
-    with pytest.raises(ValueError, match=r"run_a\.npz is not listed in the tracked manifests"):
+    (store / "run_a.manifest.json").unlink()
+    with pytest.raises(ValueError, match=r"run_a\.npz has no tracked manifest \(.*run_a\."
+                                         r"manifest\.json does not exist\)"):
         experiments.load("run_a")
     assert cli.main(["--add-manifest", "run_a"]) == 0         # a deliberate edit, blessed
     assert _same(experiments.load("run_a"), doubled)
@@ -164,10 +181,11 @@ def test_an_npy_header_that_disagrees_with_the_manifest_is_read_before_decompres
         experiments.load("run_a")
 
 
-def test_a_tracked_manifests_file_that_is_not_json_is_named(store: Path) -> None:
+def test_a_tracked_manifest_that_is_not_json_is_named(store: Path) -> None:
     experiments.save("run_a", OLD)
-    (store / experiments.TRACKED_MANIFESTS).write_text("{broken")
-    with pytest.raises(ValueError, match=r"tracked manifests .*manifests\.json are not valid JSON"):
+    (store / "run_a.manifest.json").write_text("{broken")
+    with pytest.raises(ValueError, match=r"tracked manifest .*run_a\.manifest\.json is not "
+                                         r"valid JSON .*git checkout --"):
         experiments.load("run_a")
 
 
@@ -209,15 +227,46 @@ def test_saved_files_follow_the_umask_and_stale_temporaries_are_removed(store: P
     finally:
         os.umask(old_mask)
     assert path.stat().st_mode & 0o777 == 0o640
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    stale = store / f".run_a.{dead.pid}.abc.tmp"               # left by a SIGKILLed save
-    other = store / f".run_b.{dead.pid}.xyz.tmp"               # of another stored run
-    live = store / f".run_a.{os.getpid()}.def.tmp"             # a save still in progress
-    for path in (stale, other, live):
-        path.write_bytes(b"partial")
+    assert (store / "run_a.manifest.json").stat().st_mode & 0o777 == 0o640
+    # temporaries a killed save left, of this run or another, whatever process (or machine)
+    # wrote them: every save writes its own under the store's lock, so none is in progress
+    stale = [store / ".run_a.npz.abc123.tmp", store / ".run_b.manifest.json.xyz.tmp",
+             store / f".run_a.{os.getpid()}.def.tmp"]              # the older naming
+    other = store / ".write-check.kept.tmp"                       # not a save's
+    for stray in (*stale, other):
+        stray.write_bytes(b"partial")
     experiments.save("run_a", OLD)
-    assert not stale.exists() and not other.exists() and live.exists()
+    assert not any(stray.exists() for stray in stale) and other.exists()
+
+
+# A child holds the store's lock while it writes a temporary file, as a save on another machine
+# sharing the store would; a save here must wait for it and leave its temporary alone.
+HOLDER = textwrap.dedent("""
+    import fcntl, os, sys, time
+    from pathlib import Path
+    store = Path(sys.argv[1])
+    with open(store / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        temporary = store / ".run_a.npz.inprogress.tmp"
+        temporary.write_bytes(b"half written")
+        print("holding", flush=True)
+        time.sleep(1.5)
+        print("intact" if temporary.exists() else "removed", flush=True)
+        temporary.unlink()
+""")
+
+
+def test_a_temporary_being_written_under_the_lock_is_never_removed(store: Path) -> None:
+    experiments.save("run_a", OLD)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(store)], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        experiments.save("run_a", NEW)                       # waits for the lock
+        assert holder.stdout.readline().strip() == "intact"
+    finally:
+        holder.wait(timeout=60)
+    assert _same(experiments.load("run_a"), NEW)
 
 
 def test_every_file_in_the_repository_store_loads() -> None:
@@ -227,7 +276,10 @@ def test_every_file_in_the_repository_store_loads() -> None:
         assert experiments.load(name), name
 
 
-# A child process saves OLD, then starts saving NEW and is interrupted at a chosen point.
+# A child process saves OLD, then starts saving NEW and is interrupted at a chosen point: in
+# the middle of writing the new file, before its fsync, or just before or just after one of the
+# renames of the save (1: the tracked manifest lists both runs, 2: the new file replaces the
+# old, 3: the tracked manifest lists the new run only).
 CHILD = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
@@ -249,8 +301,17 @@ CHILD = textwrap.dedent("""
         numpy.lib.format.write_array = write_array
     elif point == "before-fsync":
         os.fsync = interrupt
-    elif point == "before-replace":
-        os.replace = interrupt
+    else:                                       # "before-2": just before the second rename
+        when, number = point.split("-")
+        real, renames = os.replace, []
+        def replace(source, target):
+            renames.append(target)
+            if when == "before" and len(renames) == int(number):
+                interrupt()
+            real(source, target)
+            if when == "after" and len(renames) == int(number):
+                interrupt()
+        os.replace = replace
     experiments.save("victim", {{f"new{{i}}": np.random.default_rng(i).random((300, 300))
                                 for i in range(8)}})
     print("save finished")
@@ -264,22 +325,65 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+#: point -> (the run a load finds after SIGKILL there, the temporary files it leaves)
+KILLED_AT = {"mid-write": ("old", 1), "before-fsync": ("old", 1), "before-1": ("old", 2),
+             "after-1": ("old", 1), "before-2": ("old", 1), "after-2": ("new", 0),
+             "before-3": ("new", 1), "after-3": ("new", 0)}
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
-@pytest.mark.parametrize("point", ["mid-write", "before-fsync", "before-replace"])
-def test_interrupted_save_leaves_the_previous_file_intact(store: Path, signum: int,
-                                                          point: str) -> None:
+@pytest.mark.parametrize("point", list(KILLED_AT))
+def test_an_interrupted_save_leaves_the_old_run_or_the_new_one(store: Path, signum: int,
+                                                                point: str) -> None:
+    """Killed anywhere (at the rename itself too), the store holds the old run or the new one,
+    complete and loadable; Ctrl-C during the renames is held until they are done."""
     done = subprocess.run([sys.executable, "-c", CHILD.format(), str(store), str(int(signum)),
                            point], capture_output=True, text=True, timeout=120,
                           preexec_fn=_interruptible)
     assert done.returncode != 0 and "save finished" not in done.stdout, done.stderr
+    writing = point in ("mid-write", "before-fsync")
     if signum == signal.SIGINT:
         assert "KeyboardInterrupt" in done.stderr
-    assert _same(experiments.load("victim"), OLD)
-    assert zipfile.is_zipfile(store / "victim.npz")
-    stale = [path.name for path in store.iterdir() if path.suffix == ".tmp"]
-    # SIGINT cleans up its temporary file; SIGKILL cannot, and load ignores what it leaves
-    assert len(stale) == (0 if signum == signal.SIGINT else 1), stale
-    assert all(name.startswith(".victim.") for name in stale)
+        expected, stale = ("old" if writing else "new"), 0     # the renames are not cut apart
+    else:
+        expected, stale = KILLED_AT[point]
+    assert _same(experiments.load("victim"), {"old": OLD, "new": NEW}[expected])
+    left = [path.name for path in store.iterdir() if path.suffix == ".tmp"]
+    assert len(left) == stale and all(name.startswith(".victim.") for name in left), left
+    experiments.save("other", {"x": np.ones(2)})          # the next save removes them
+    assert [path.name for path in store.iterdir() if path.suffix == ".tmp"] == []
+    assert _same(experiments.load("victim"), {"old": OLD, "new": NEW}[expected])
+
+
+# A child saves the run "shared" over and over for a few seconds while the test loads it.
+WRITER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    import numpy as np
+    from attnbook import experiments
+    experiments.STORED_DIR = Path(sys.argv[1])
+    print("writing", flush=True)
+    end, i = time.monotonic() + float(sys.argv[2]), 0
+    while time.monotonic() < end:
+        i += 1
+        experiments.save("shared", {"loss": np.arange(2000.0) + i, "step": np.asarray(i)})
+""")
+
+
+def test_a_load_during_saves_never_refuses_a_complete_run(store: Path) -> None:
+    experiments.save("shared", {"loss": np.arange(2000.0), "step": np.asarray(0)})
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(store), "4"],
+                              stdout=subprocess.PIPE, text=True)
+    loads, steps = 0, set()
+    try:
+        assert writer.stdout.readline().strip() == "writing"
+        while writer.poll() is None:
+            run = experiments.load("shared")                # raises if ever refused
+            assert np.array_equal(run["loss"], np.arange(2000.0) + run["step"])
+            loads, steps = loads + 1, steps | {int(run["step"])}
+    finally:
+        writer.wait(timeout=60)
+    assert loads > 50 and len(steps) > 5, (loads, len(steps))
 
 
 # ------------------------------------------------------------------------- command line
@@ -354,8 +458,7 @@ def test_cli_interrupt_during_a_save_is_reported_not_raised(
     assert cli.main(["paper1_defaults"]) == 130
     assert "interrupted: paper1_defaults was not saved" in capsys.readouterr().err
     assert (store / "paper1_defaults.npz").read_bytes() == before
-    assert sorted(path.name for path in store.iterdir()) == ["manifests.json",
-                                                             "paper1_defaults.npz"]
+    assert _visible(store) == ["paper1_defaults.manifest.json", "paper1_defaults.npz"]
 
 
 def test_cli_full_disk_is_a_clear_error(store: Path, monkeypatch: pytest.MonkeyPatch,
@@ -370,10 +473,181 @@ def test_cli_full_disk_is_a_clear_error(store: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(np, "savez_compressed", full_disk)
     assert cli.main(["paper1_defaults"]) == 1
     err = capsys.readouterr().err
-    assert "error: paper1_defaults was not saved ([Errno 28] No space left on device)" in err
+    assert ("error: saving paper1_defaults failed ([Errno 28] No space left on device): "
+            "paper1_defaults was not saved (its stored file, if any, is untouched)") in err
     assert (store / "paper1_defaults.npz").read_bytes() == before
-    assert sorted(path.name for path in store.iterdir()) == ["manifests.json",
-                                                             "paper1_defaults.npz"]
+    assert _visible(store) == ["paper1_defaults.manifest.json", "paper1_defaults.npz"]
+
+
+def _full_disk_after(limit: int):
+    """A file ``write`` that raises ENOSPC once ``limit`` bytes were written through it (a
+    disk that fills up in the middle of the file)."""
+    written = [0]
+
+    def write(stream, data):                 # the stream's own write, wrapped
+        written[0] += len(data)
+        if written[0] > limit:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return stream._real_write(data)
+    return write
+
+
+def test_a_disk_that_fills_up_mid_file_leaves_the_old_run_and_says_untouched(
+        store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    experiments.save("paper1_defaults", OLD)
+    before = {path.name: path.read_bytes() for path in store.iterdir()}
+    monkeypatch.setattr(cli, "run", lambda name, **kwargs: NEW)
+    real_fdopen = os.fdopen
+
+    def fdopen(*args, **kwargs):             # the temporary files of attnlib._files
+        stream = real_fdopen(*args, **kwargs)
+        full = _full_disk_after(100_000)
+        stream._real_write = stream.write
+        stream.write = lambda data: full(stream, data)
+        return stream
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fdopen", fdopen)
+        assert cli.main(["paper1_defaults"]) == 1
+    err = capsys.readouterr().err
+    assert ("saving paper1_defaults failed ([Errno 28] No space left on device): "
+            "paper1_defaults was not saved (its stored file, if any, is untouched)") in err, err
+    assert {path.name: path.read_bytes() for path in store.iterdir()} == before
+    assert _same(experiments.load("paper1_defaults"), OLD)
+
+
+@pytest.mark.parametrize("step, loads, says", [
+    (1, "old", "paper1_defaults was not saved (its stored file, if any, is untouched)"),
+    (2, "old", "paper1_defaults was not saved: {npz} still holds the previous run and loads, "
+               "and {tracked} also lists the new run; rerun `python -m attnbook.experiments "
+               "paper1_defaults`"),
+    (3, "new", "paper1_defaults was saved to {npz} and loads, but {tracked} still lists the "
+               "previous run too; `python -m attnbook.experiments --add-manifest "
+               "paper1_defaults` drops that entry"),
+], ids=["tracked-both", "rename", "tracked-new"])
+def test_a_failure_between_the_steps_of_a_save_says_what_is_on_disk(
+        store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, step: int,
+        loads: str, says: str) -> None:
+    """A full disk (or any error) at one of the three renames of a save: the store holds a
+    loadable run, and the command line says which, with the command that settles it."""
+    experiments.save("paper1_defaults", OLD)
+    monkeypatch.setattr(cli, "run", lambda name, **kwargs: NEW)
+    real, renames = os.replace, []
+
+    def replace(source, target):
+        renames.append(target)
+        if len(renames) == step:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(source, target)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "replace", replace)
+        assert cli.main(["paper1_defaults"]) == 1
+    err = capsys.readouterr().err
+    npz, tracked = store / "paper1_defaults.npz", store / "paper1_defaults.manifest.json"
+    assert says.format(npz=npz, tracked=tracked) in err, err
+    assert _same(experiments.load("paper1_defaults"), {"old": OLD, "new": NEW}[loads])
+    assert [path.name for path in store.iterdir() if path.suffix == ".tmp"] == []
+    before = npz.read_bytes()
+    assert cli.main(["--add-manifest", "paper1_defaults"]) == 0          # settles the entry
+    assert isinstance(json.loads(tracked.read_text()), dict)           # one manifest again
+    assert npz.read_bytes() == before or step == 1
+    assert _same(experiments.load("paper1_defaults"), {"old": OLD, "new": NEW}[loads])
+
+
+def test_ctrl_c_during_the_steps_of_a_save_is_delivered_after_them(
+        store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    experiments.save("paper1_defaults", OLD)
+    monkeypatch.setattr(cli, "run", lambda name, **kwargs: NEW)
+    real = experiments._write_tracked
+
+    def write_tracked(name, entries):       # Ctrl-C as the first step begins
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(name, entries)
+
+    monkeypatch.setattr(experiments, "_write_tracked", write_tracked)
+    assert cli.main(["paper1_defaults"]) == 130
+    err = capsys.readouterr().err
+    assert (f"interrupted: paper1_defaults was saved completely to {store / 'paper1_defaults.npz'}"
+            in err), err
+    assert _same(experiments.load("paper1_defaults"), NEW)
+
+
+def test_a_conflicted_tracked_manifest_is_named_and_other_runs_still_load(
+        store: Path) -> None:
+    experiments.save("run_a", OLD)
+    experiments.save("run_b", {"x": np.ones(3)})
+    tracked = store / "run_a.manifest.json"
+    text = tracked.read_text()
+    tracked.write_text(f"<<<<<<< HEAD\n{text}=======\n{text}>>>>>>> other-branch\n")
+    with pytest.raises(ValueError, match=r"tracked manifest .*run_a\.manifest\.json has "
+                                         r"unresolved merge-conflict markers .*git checkout "
+                                         r"--theirs -- .*run_a\.npz.*other stored runs are not "
+                                         r"affected"):
+        experiments.load("run_a")
+    assert _same(experiments.load("run_b"), {"x": np.ones(3)})
+    experiments.save("run_a", OLD)                     # a rerun resolves it
+    assert _same(experiments.load("run_a"), OLD)
+
+
+def test_the_older_single_manifests_file_is_read_and_split(store: Path) -> None:
+    """A store from before the tracked manifests were split (a branch merged from then)."""
+    experiments.save("run_a", OLD)
+    experiments.save("run_b", {"x": np.ones(3)})
+    legacy = {name: json.loads((store / f"{name}.manifest.json").read_text())
+              for name in ("run_a", "run_b")}
+    for name in legacy:
+        (store / f"{name}.manifest.json").unlink()
+    (store / "manifests.json").write_text(json.dumps(legacy))
+    assert _same(experiments.load("run_a"), OLD)
+    assert cli.main(["--add-manifest"]) == 0
+    assert not (store / "manifests.json").exists()
+    assert {name: json.loads((store / f"{name}.manifest.json").read_text())
+            for name in legacy} == legacy
+    (store / "manifests.json").write_text("<<<<<<< HEAD\n{}\n=======\n{}\n>>>>>>> b\n")
+    assert _same(experiments.load("run_b"), {"x": np.ones(3)})       # its own file matches
+
+
+def _npy_bytes() -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.arange(3.0))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("content, looks, fix", [
+    (lambda good: b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a21\nsize 9\n",
+     "a Git LFS pointer", "git lfs pull --include"),
+    (lambda good: b"<!DOCTYPE html><html><body>404 Not Found</body></html>\n", "an HTML page",
+     "git checkout --"),
+    (lambda good: bytes(len(good)), "bytes of zeros", "git checkout --"),
+    (lambda good: good[: len(good) // 2], "a truncated or damaged zip archive", "git checkout --"),
+    (lambda good: _npy_bytes(), "a single .npy array", "git checkout --"),
+    (lambda good: b"", "an empty file", "git checkout --"),
+], ids=["lfs-pointer", "html", "zeros", "truncated", "bare-npy", "empty"])
+def test_a_file_that_is_not_a_stored_run_gets_one_clear_message(store: Path, content, looks: str,
+                                                                  fix: str) -> None:
+    path = experiments.save("run_a", OLD)
+    path.write_bytes(content(path.read_bytes()))
+    with pytest.raises(ValueError) as error:
+        experiments.load("run_a")
+    message = str(error.value)
+    assert str(path) in message and looks in message and fix in message, message
+    assert "python -m attnbook.experiments run_a" in message
+    assert "allow_pickle" not in message and "pickle" not in message
+
+
+def test_a_damaged_member_names_the_file_and_the_key(store: Path) -> None:
+    """A zip whose directory survives but one array's data was cut (numpy's "EOF: reading
+    array header" or a zlib error)."""
+    path = experiments.save("run_a", OLD)
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: archive.read(info.filename) for info in archive.infolist()}
+    with zipfile.ZipFile(path, "w") as archive:               # stored, not compressed
+        for member, data in members.items():
+            archive.writestr(member, data[:40] if member == "loss.npy" else data)
+    with pytest.raises(ValueError, match=r"run_a\.npz: .*key 'loss'.*python -m "
+                                         r"attnbook\.experiments run_a"):
+        experiments.load("run_a")
 
 
 def test_cli_checks_the_store_is_writable_before_running(

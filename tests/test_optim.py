@@ -159,3 +159,31 @@ def test_checked_transforms_change_nothing_on_good_input():
         m, v = (1 - beta1) * g, (1 - beta2) * g ** 2
         expected = -1e-3 * ((m / (1 - beta1)) / (np.sqrt(v / (1 - beta2)) + eps))
         np.testing.assert_array_equal(u, expected)
+
+
+def _adam_state(mu: object = None, nu: object = None, count: object = 0) -> optim.ScaleByAdamState:
+    zeros = (np.zeros(3),)
+    return optim.ScaleByAdamState(count, zeros if mu is None else mu, zeros if nu is None else nu)
+
+
+@pytest.mark.parametrize("state, error, message", [
+    (_adam_state(mu=(np.full(3, np.nan),)), optim.NonFiniteError, r"state\.mu\[0\] contains NaN"),
+    (_adam_state(nu=(np.full(3, -np.inf),)), optim.NonFiniteError, r"state\.nu\[0\] contains"),
+    (_adam_state(mu=(np.ones(3, complex),)), TypeError, r"state\.mu\[0\] must be a float32 or "
+                                                        r"float64 array, got ndarray of dtype "
+                                                        r"complex128"),
+    (_adam_state(mu=(np.array([{}, 1, 2], dtype=object),)), TypeError,
+     r"state\.mu\[0\] must be a float32 or float64 array"),
+    (_adam_state(nu=(-np.ones(3),)), ValueError, r"state\.nu\[0\] has negative entries"),
+    (_adam_state(count=1.5), TypeError, r"state\.count must be the number of steps"),
+    (_adam_state(mu=None, count=-1), TypeError, r"state\.count must be"),
+    (optim.ScaleByAdamState(0, None, None), TypeError, r"state\.mu must be a tuple of arrays"),
+], ids=["nan", "neg-inf", "complex", "object", "negative-second-moment", "float-count",
+        "negative-count", "none"])
+def test_the_optimizer_state_is_checked_like_the_updates(state, error, message):
+    adam = optim.scale_by_adam()
+    with pytest.raises(error, match=message):
+        adam.update((np.ones(3),), state)
+    momentum = optim.trace(decay=0.9)
+    with pytest.raises(optim.NonFiniteError, match=r"trace: state\.momentum\[0\] contains NaN"):
+        momentum.update((np.ones(3),), optim.TraceState((np.full(3, np.nan),)))

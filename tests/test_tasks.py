@@ -28,6 +28,16 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [str(TESTS)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
 
 
+@pytest.fixture(autouse=True)
+def task_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The task caches of the runs a test starts, here or in a child process, in a folder of
+    its own (never the user's ~/.cache)."""
+    folder = tmp_path_factory.mktemp("task_cache")
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(folder))
+    monkeypatch.setitem(ENV, "ATTNBOOK_CACHE", str(folder))
+    return folder
+
+
 @pytest.fixture()
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(experiments, "STORED_DIR", tmp_path)
@@ -110,6 +120,24 @@ def test_bad_arguments_name_themselves() -> None:
         TaskGrid([1, 2], _sum_task, dict)
     with pytest.raises(ValueError, match="at least one"):
         TaskGrid([], _sum_task, dict)
+
+
+def test_a_parallel_run_keeps_each_task_as_it_finishes(
+        task_cache: Path, capsys: pytest.CaptureFixture) -> None:
+    """With workers too, every finished task is kept at once (a rerun reuses them all) and
+    the history is the serial one."""
+    from attnbook.experiments._tasks import TaskCache
+
+    grid = experiments.task_grid("tiny_grid")
+    cache = TaskCache("tiny_grid", "a parallel run")
+    parallel = run_grid(grid, workers=2, cache=cache)
+    assert all(cache.get(cache.key("task", grid.task, args)) is not None for args in grid.tasks)
+    again = run_grid(grid, cache=cache)
+    assert f"tiny_grid: reused {len(grid.tasks)} of {len(grid.tasks)} tasks" in \
+        capsys.readouterr().err
+    serial = run_grid(grid)
+    assert all(np.array_equal(parallel[key], serial[key]) and
+               np.array_equal(again[key], serial[key]) for key in serial)
 
 
 def test_non_grid_experiments_are_one_task() -> None:

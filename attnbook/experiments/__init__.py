@@ -19,21 +19,33 @@ tasks on K local Dask worker processes and ``--scheduler ADDRESS`` on an existin
 cluster, with results identical to the serial run task by task (``attnbook/experiments/_tasks.py``).
 Any other registered experiment runs there as a single task.
 
-Stored files are written atomically (a temporary file in ``stored/``, flushed and fsynced, then
-renamed over the old file with ``os.replace``), so an interrupted save leaves the previous file
-intact. Each file carries a manifest (key ``__manifest__``: a JSON map from every key to its
-shape, dtype and SHA-256, written first); :func:`load` checks the declared size of each array
-against it before decompressing, then every key, shape, dtype and hash, and names the file,
-the key and the command that regenerates it. A file without a manifest (or with a malformed
-one) is refused. The manifests are also kept apart from the files, in the tracked
-``stored/manifests.json``: a file whose own manifest differs from
-that copy (values edited and the manifest recomputed inside the file) is refused too, and so is
-a file the copy does not list; each array's ``.npy`` header is read and compared with the
-manifest before its entries are decompressed. ``python -m attnbook.experiments --add-manifest
-[NAME ...]`` writes the manifest of stored files (in the file and in the tracked copy) from
-their current contents, without rerunning anything: without names, of every stored file that
-has no hashed manifest; with names, of those files (a deliberate edit, blessed; the change to
-``manifests.json`` shows in version control).
+Stored files are saved in one atomic step (:func:`save`). Each file carries a manifest (key
+``__manifest__``: a JSON map from every key to its shape, dtype and SHA-256, written first);
+the manifest is also kept apart from the file, in the tracked ``stored/NAME.manifest.json``
+beside it (one file per run, so two branches that rerun different runs merge cleanly).
+:func:`load` checks the file is an npz archive (else it says what the file is instead: a Git
+LFS pointer, an HTML page, zeros, a truncated archive, and gives the command that restores or
+regenerates it), that its own manifest is the tracked one (values edited and the manifest
+recomputed inside the file are refused, and so is a file without a tracked manifest), each
+array's declared size and ``.npy`` header before decompressing, then every key, shape, dtype
+and hash, and names the file, the key and the command that regenerates it. A file without a
+manifest (an older format, or a malformed one) is refused. ``python -m attnbook.experiments
+--add-manifest [NAME ...]`` writes the manifest of stored files (in the file and in the
+tracked copy) from their current contents, without rerunning anything: without names, of every
+stored file that has no hashed manifest; with names, of those files (a deliberate edit,
+blessed; the change to ``NAME.manifest.json`` shows in version control).
+
+A save and a load never see each other half done, and no interruption loses a run: a save
+holds an exclusive ``flock`` on ``stored/.lock`` (from before its first change until its last,
+also across machines sharing the store over NFS) and a load a shared one; the new file is
+written to a temporary file in ``stored/`` (fsynced), then the tracked manifest lists the new
+and the previous manifest, the new file replaces the old with ``os.replace``, and the tracked
+manifest lists the new one only. A load accepts a file matching either entry, so a kill at any
+point leaves the old run or the new one, loadable (a tracked file left listing two is cut to
+the right one by the next save or by ``--add-manifest NAME``). A tracked manifest with
+merge-conflict markers is named with the conflict, and only its own run is refused. The older
+single tracked file ``stored/manifests.json`` is still read for runs it lists, and
+``--add-manifest`` without names splits it into one file per run.
 Experiment names are plain identifiers
 (``[A-Za-z_][A-Za-z0-9_]*``), so a name can never point outside ``stored/``.
 
@@ -57,16 +69,21 @@ import json
 import os
 import pkgutil
 import re
+import signal
 import tempfile
+import threading
 import zipfile
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, NamedTuple
+from typing import Callable, Iterable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
+from attnlib._files import (atomic_write, commit, fsync_directory, not_an_archive, restore_hint,
+                            write_temporary)
 from attnlib._validation import check_int, check_positive
-from ._tasks import TaskGrid, one_task, run_grid
+from ._tasks import TaskCache, TaskGrid, _active, checkpoint, one_task, run_grid
 
 __all__ = [
     "register", "check_name", "registry", "run", "manifest", "save", "load", "add_manifest",
@@ -215,7 +232,7 @@ def registry() -> dict[str, tuple[Experiment, str]]:
 
 
 def run(name: str, *, full: bool = True, progress: bool = False, workers: int | None = None,
-        scheduler: str | None = None, security: object | None = None
+        scheduler: str | None = None, security: object | None = None, resume: bool = False
         ) -> dict[str, np.ndarray]:
     """Run the registered experiment ``name`` and return its history (nothing is saved).
 
@@ -235,6 +252,10 @@ def run(name: str, *, full: bool = True, progress: bool = False, workers: int | 
         The address of an existing Dask cluster (such as ``"tcp://127.0.0.1:8786"``).
     security : object, optional
         A ``distributed.Security`` for a ``tls://`` scheduler.
+    resume : bool
+        Keep every finished task (and every finished phase, :func:`_tasks.checkpoint`) in the
+        experiment's task cache (:func:`task_cache`) and reuse what an interrupted run of the
+        same code and settings left there (the command line does; a replay never does).
 
     Returns
     -------
@@ -247,10 +268,25 @@ def run(name: str, *, full: bool = True, progress: bool = False, workers: int | 
         For a name that is not registered.
     """
     check_name(name)
+    cache = task_cache(name, full=full) if resume else None
     if name not in _GRIDS and workers in (None, 1) and scheduler is None and security is None:
-        return _known(name)(full=full, progress=progress)
+        experiment = _known(name)
+        if cache is None:
+            return experiment(full=full, progress=progress)
+        with _active(cache):
+            return dict(checkpoint(("the whole run",),
+                                   lambda: experiment(full=full, progress=progress)))
     return run_grid(task_grid(name, full=full), workers=workers, scheduler=scheduler,
-                    security=security, progress=progress)
+                    security=security, progress=progress, cache=cache)
+
+
+def task_cache(name: str, *, full: bool = True) -> TaskCache:
+    """The task cache of the registered experiment ``name`` (:class:`_tasks.TaskCache`, in
+    ``$ATTNBOOK_CACHE/tasks/NAME``): what :func:`run` with ``resume=True`` keeps and reuses,
+    keyed by the run's settings, ``full`` and the code's version."""
+    _known(name)
+    salt = json.dumps([name, full, str(settings_config(_SETTINGS[name]))])
+    return TaskCache(name, salt)
 
 
 def _known(name: str) -> Experiment:
@@ -291,29 +327,52 @@ def manifest(history: Mapping[str, np.ndarray]) -> dict[str, dict[str, object]]:
     return out
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+#: The lock file of the store: a save holds an exclusive ``flock`` on it from before its first
+#: change until its last, a load a shared one while it reads (module docstring).
+LOCK_FILE = ".lock"
+#: The tracked copy of a stored run's manifest sits beside its file: ``NAME.manifest.json``.
+TRACKED_SUFFIX = ".manifest.json"
+#: The one file that held every tracked manifest before they were kept one per run; still read
+#: (for a run whose own tracked file does not match) and split by ``--add-manifest``.
+LEGACY_MANIFESTS = "manifests.json"
+#: A temporary file of a save: ``.NAME.npz.XXXXXXXX.tmp`` or ``.NAME.manifest.json.XXXX.tmp``.
+_TEMPORARY = re.compile(r"\.[A-Za-z_][A-Za-z0-9_]*\..*\.tmp")
+
+
+def _tracked_path(name: str) -> Path:
+    return STORED_DIR / f"{name}{TRACKED_SUFFIX}"
+
+
+@contextmanager
+def _store_lock(*, exclusive: bool) -> Iterator[None]:
+    """Hold the store's lock (:data:`LOCK_FILE`, ``fcntl.flock``; it works across machines on
+    NFS too): exclusive for a save, shared for a load. A read-only store that has no lock file
+    is read without one (no save can run there)."""
+    path = STORED_DIR / LOCK_FILE
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        if exclusive:
+            raise
+        descriptor = None
+        if path.exists():
+            descriptor = os.open(path, os.O_RDONLY)
+    try:
+        if descriptor is not None:
+            fcntl.flock(descriptor, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        if descriptor is not None:
+            os.close(descriptor)                 # closing the descriptor releases the lock
 
 
 def _remove_stale_temporaries() -> None:
-    """Delete the ``.NAME.PID.*.tmp`` files of save processes that no longer run (SIGKILL,
-    power loss), of any name; temporaries of a live process (a concurrent save) stay."""
-    for path in STORED_DIR.glob(".*.*.*.tmp"):
-        parts = path.name[1:].split(".")
-        if len(parts) == 4 and parts[1].isdigit() and not _alive(int(parts[1])):
+    """Delete the temporary files of saves that were killed (SIGKILL, power loss). Called with
+    the exclusive lock held: every save writes its temporaries under that lock, so none of them
+    is still being written, whichever machine wrote it (no process ids are compared)."""
+    for path in STORED_DIR.glob(".*.tmp"):
+        if _TEMPORARY.fullmatch(path.name):
             path.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def check_writable() -> Path:
@@ -331,15 +390,21 @@ def check_writable() -> Path:
 
 
 def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
-    """Save ``history`` (a dict of arrays) as ``stored/NAME.npz``, atomically; return the path.
+    """Save ``history`` (a dict of arrays) as ``stored/NAME.npz`` in one atomic step; return
+    the path.
 
-    The manifest (:func:`manifest`: shape, dtype and SHA-256 of every array) is written first,
-    then the arrays (object arrays are refused: files are loaded without pickle), to a
-    temporary file ``.NAME.PID.*.tmp`` in ``stored/``, flushed and fsynced, then renamed over
-    ``NAME.npz`` with ``os.replace``: a reader, or an interruption at any point (SIGINT,
-    SIGKILL, power loss after the rename), sees either the complete old file or the complete
-    new one. The manifest is then recorded in the tracked copy ``stored/manifests.json``. The new file gets the permissions of the umask (like any new file), and
-    temporaries left in the store by killed save processes are removed.
+    The file holds the arrays (object arrays are refused: files are loaded without pickle) and
+    their manifest (:func:`manifest`: shape, dtype and SHA-256 of every array); the tracked
+    copy of the manifest is ``stored/NAME.manifest.json``. Under the store's exclusive lock the
+    save writes a temporary file ``.NAME.npz.XXXXXXXX.tmp`` in ``stored/`` (flushed, fsynced),
+    then changes the store in three steps (:func:`_commit`): the tracked file lists the new
+    manifest and the previous run's, the new file replaces the old (``os.replace``), the
+    tracked file lists the new manifest only. :func:`load` accepts a file matching either
+    entry, so a kill at any point leaves the old run or the new one, loadable; Ctrl-C and
+    SIGTERM are held during the three steps and delivered after them. A failure that changed
+    the store carries ``stored_state``, a sentence saying what is on disk and the command that
+    settles it (None: nothing changed). The new files get the permissions of the umask, and
+    temporaries left by killed saves are removed.
     """
     path = _path(name)
     arrays = {}
@@ -352,38 +417,113 @@ def save(name: str, history: Mapping[str, np.ndarray]) -> Path:
             raise TypeError(f"history[{key!r}] must be a numeric or string array, got dtype "
                             "object (stored runs are loaded without pickle)")
         arrays[key] = array
-    contents = {MANIFEST_KEY: np.asarray(json.dumps(manifest(arrays))), **arrays}
+    listed = manifest(arrays)
+    contents = {MANIFEST_KEY: np.asarray(json.dumps(listed)), **arrays}
     STORED_DIR.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temporaries()
-    handle = tempfile.NamedTemporaryFile(dir=STORED_DIR, prefix=f".{name}.{os.getpid()}.",
-                                         suffix=".tmp", delete=False)
-    try:
-        with handle:
-            np.savez_compressed(handle, **contents)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(handle.name, 0o666 & ~_umask())
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
-    _record(name, json.loads(str(contents[MANIFEST_KEY])))
-    _fsync_directory(STORED_DIR)
+    with _store_lock(exclusive=True):
+        _remove_stale_temporaries()
+        temporary = write_temporary(path, lambda stream: np.savez_compressed(stream, **contents))
+        before = _snapshot(name)
+        try:
+            with _signals_held():
+                _commit(name, temporary, listed)
+        except BaseException as exc:
+            temporary.unlink(missing_ok=True)
+            exc.stored_state = _what_changed(name, listed, before)   # type: ignore[attr-defined]
+            raise
     return path
 
 
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename in ``directory`` durable (a no-op where directories cannot be opened)."""
+def _commit(name: str, temporary: Path, listed: dict[str, dict[str, object]]) -> None:
+    """The steps of :func:`save` that change the store (its exclusive lock held): the tracked
+    file lists ``listed`` and, if the stored file is a loadable run, its manifest; the
+    temporary file replaces the stored file; the tracked file lists ``listed`` only."""
+    previous = _own_manifest(_path(name))
     try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
+        accepted = _accepted(name)
+    except ValueError:                           # a conflicted or damaged tracked file
+        accepted = []
+    both = previous is not None and previous in accepted and previous != listed
+    _write_tracked(name, [listed, previous] if both else [listed])
+    commit(temporary, _path(name))
+    if both:
+        _write_tracked(name, [listed])
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM during the block and deliver them to their handlers when it ends
+    (main thread only: Python runs signal handlers there), so Ctrl-C never cuts a save's steps
+    apart."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
         return
+    held: list[int] = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(signum) is not None:         # None: a handler installed from C
+            previous[signum] = signal.signal(signum, lambda number, frame: held.append(number))
     try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
+        yield
     finally:
-        os.close(descriptor)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in held:
+            if callable(previous[signum]):
+                previous[signum](signum, None)
+            elif previous[signum] == signal.SIG_DFL:
+                os.kill(os.getpid(), signum)
+
+
+def _write_tracked(name: str, entries: list[dict[str, dict[str, object]]]) -> None:
+    """Write the tracked manifest of ``name`` atomically: one manifest (a JSON object), or two
+    (a JSON list, the new one first) while a save is between its steps; keys sorted."""
+    text = json.dumps(entries[0] if len(entries) == 1 else entries, indent=1, sort_keys=True)
+    atomic_write(_tracked_path(name), lambda stream: stream.write((text + "\n").encode()))
+
+
+def _own_manifest(path: Path) -> dict[str, dict[str, object]] | None:
+    """The manifest kept inside the stored file ``path`` (only that member is read), or None
+    when the file is missing, unreadable or has no valid manifest."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if archive.getinfo(f"{MANIFEST_KEY}.npy").file_size > MAX_MANIFEST_BYTES:
+                return None
+            with archive.open(f"{MANIFEST_KEY}.npy") as member:
+                text = str(np.lib.format.read_array(member, allow_pickle=False))
+        return _checked_manifest(path, text)
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, zlib.error):
+        return None
+
+
+def _snapshot(name: str) -> tuple[object, bytes | None]:
+    """What a save may change: the stored file's own manifest and the tracked file's bytes."""
+    try:
+        tracked = _tracked_path(name).read_bytes()
+    except OSError:
+        tracked = None
+    return _own_manifest(_path(name)), tracked
+
+
+def _what_changed(name: str, listed: dict, before: tuple[object, bytes | None]) -> str | None:
+    """After a failed save: None if the store is as it was, else what is on disk now and the
+    command that settles it."""
+    if _snapshot(name) == before:
+        return None
+    path, tracked = _path(name), _tracked_path(name)
+    try:
+        accepted = _accepted(name)
+    except ValueError:
+        accepted = []
+    if _own_manifest(path) == listed:
+        if accepted == [listed]:
+            return f"{name} was saved completely to {path} (the failure came after its last step)"
+        return (f"{name} was saved to {path} and loads, but {tracked} still lists the previous "
+                f"run too; `python -m attnbook.experiments --add-manifest {name}` drops that "
+                "entry")
+    return (f"{name} was not saved: {path} still holds the previous run and loads, and {tracked} "
+            f"also lists the new run; rerun `python -m attnbook.experiments {name}` (or drop "
+            f"that entry with `python -m attnbook.experiments --add-manifest {name}`)")
 
 
 def _existing(name: str) -> Path:
@@ -401,17 +541,24 @@ def _regenerate(name: str) -> str:
             f"`python -m attnbook.experiments --add-manifest {name}`")
 
 
-def _checked_manifest(path: Path, text: str) -> dict[str, dict[str, object]]:
-    """Parse a manifest; ``ValueError`` naming the file and the problem if it is malformed."""
-    fix = _regenerate(path.stem)
+def _restore(path: Path) -> str:
+    """The commands that bring back a damaged stored file: restore it, or regenerate it."""
+    return (f"{restore_hint(path)}, or regenerate it with "
+            f"`python -m attnbook.experiments {path.stem}`")
+
+
+def _checked_manifest(path: Path, text: str, *, what: str = "") -> dict[str, dict[str, object]]:
+    """Parse a manifest; ``ValueError`` naming the file and the problem if it is malformed.
+    ``what`` names a tracked file (default: the manifest inside the stored file ``path``)."""
+    fix = _regenerate(path.stem if not what else path.name[:-len(TRACKED_SUFFIX)])
+    owner = what or f"stored run {path}"
+    where = what or f"{owner}: its manifest"
     try:
         listed = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"stored run {path}: its manifest is not valid JSON ({exc}); "
-                         f"{fix}") from exc
+        raise ValueError(f"{where} is not valid JSON ({exc}); {fix}") from exc
     if not isinstance(listed, dict):
-        raise ValueError(f"stored run {path}: its manifest must be a JSON object, got "
-                         f"{type(listed).__name__}; {fix}")
+        raise ValueError(f"{where} must be a JSON object, got {type(listed).__name__}; {fix}")
     for key, spec in listed.items():
         valid = (isinstance(spec, dict) and isinstance(spec.get("shape"), list)
                  and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
@@ -423,81 +570,76 @@ def _checked_manifest(path: Path, text: str) -> dict[str, dict[str, object]]:
             except TypeError:
                 valid = False
         if not valid:
-            raise ValueError(f"stored run {path}: the manifest entry of {key!r} must be "
-                             f'{{"shape": [non-negative ints], "dtype": "<numpy dtype>", '
-                             f'"sha256": "<hex>"}}, got {spec!r:.200}; {fix}')
+            raise ValueError(f"{owner}: the manifest entry of "
+                             f'{key!r} must be {{"shape": [non-negative ints], "dtype": '
+                             f'"<numpy dtype>", "sha256": "<hex>"}}, got {spec!r:.200}; {fix}')
     return listed
 
 
-#: The tracked copy of every stored file's manifest, kept apart from the files it checks.
-TRACKED_MANIFESTS = "manifests.json"
+#: Lines that git writes into a file whose merge conflicted.
+_CONFLICT = re.compile(r"^(<{7}|={7}|>{7})( |$)", re.MULTILINE)
 
 
-def _tracked_path() -> Path:
-    return STORED_DIR / TRACKED_MANIFESTS
+def _accepted(name: str) -> list[dict[str, dict[str, object]]]:
+    """The manifests the tracked file of ``name`` accepts: one, or two while a save is between
+    its steps (the new one first); empty when there is no tracked file. ``ValueError`` naming
+    the file when it has merge-conflict markers or is not a valid manifest."""
+    path = _tracked_path(name)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"the tracked manifest {path} cannot be read ({exc}); "
+                         f"{restore_hint(path)}") from exc
+    if _CONFLICT.search(text):
+        raise ValueError(
+            f"the tracked manifest {path} has unresolved merge-conflict markers (<<<<<<< "
+            f"======= >>>>>>>): two branches saved the run {name!r}. Keep one side of both of "
+            f"its files, e.g. `git checkout --theirs -- {path} {_path(name)}` (or --ours), or "
+            f"rerun `python -m attnbook.experiments {name}`; other stored runs are not affected")
+    try:
+        entries = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the tracked manifest {path} is not valid JSON ({exc}); "
+                         f"{restore_hint(path)}, or {_regenerate(name)}") from exc
+    entries = entries if isinstance(entries, list) and 1 <= len(entries) <= 2 else [entries]
+    return [_checked_manifest(path, json.dumps(entry), what=f"the tracked manifest {path}")
+            for entry in entries]
 
 
-def _tracked() -> dict[str, dict[str, dict[str, object]]]:
-    """The tracked manifests (name -> manifest); empty when the file does not exist."""
-    path = _tracked_path()
+def _legacy_entry(name: str) -> dict | None:
+    """The entry of ``name`` in the older single tracked file (:data:`LEGACY_MANIFESTS`), if
+    the store still has that file."""
+    path = STORED_DIR / LEGACY_MANIFESTS
     if not path.exists():
-        return {}
+        return None
     try:
-        tracked = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"the tracked manifests {path} are not valid JSON ({exc}); restore "
-                         f"the file from version control") from exc
-    if not isinstance(tracked, dict):
-        raise ValueError(f"the tracked manifests {path} must be a JSON object of stored runs, "
-                         f"got {type(tracked).__name__}; restore the file from version control")
-    return tracked
-
-
-@contextmanager
-def _tracked_lock():
-    """Serialize read-modify-write of the tracked manifests (concurrent saves): an exclusive
-    ``flock`` on the store directory itself, so no lock file is left behind."""
-    STORED_DIR.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(STORED_DIR, os.O_RDONLY)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)                 # closing the descriptor releases the lock
-
-
-def _record(name: str, listed: dict[str, dict[str, object]]) -> None:
-    """Write ``listed`` as the tracked manifest of ``name`` (atomically, keys sorted)."""
-    with _tracked_lock():
-        tracked = _tracked()
-        tracked[name] = listed
-        handle = tempfile.NamedTemporaryFile("w", dir=STORED_DIR, prefix=f".manifests.{os.getpid()}.",
-                                             suffix=".tmp", delete=False)
-        try:
-            with handle:
-                json.dump(dict(sorted(tracked.items())), handle, indent=1, sort_keys=True)
-                handle.write("\n")
-            os.chmod(handle.name, 0o666 & ~_umask())
-            os.replace(handle.name, _tracked_path())
-        except BaseException:
-            Path(handle.name).unlink(missing_ok=True)
-            raise
+        tracked = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"the older tracked manifests {path} cannot be read ({exc}; merge-"
+                         f"conflict markers?); resolve the conflict or {restore_hint(path)}, "
+                         f"or delete it if every run has its own {TRACKED_SUFFIX}") from exc
+    return tracked.get(name) if isinstance(tracked, dict) else None
 
 
 def _against_tracked(path: Path, listed: dict[str, dict[str, object]]) -> None:
-    """``ValueError`` unless the file's own manifest equals its tracked copy."""
+    """``ValueError`` unless the file's own manifest is one the tracked copy accepts."""
     name = path.stem
-    tracked = _tracked().get(name)
-    if tracked is None:
-        raise ValueError(f"stored run {path} is not listed in the tracked manifests "
-                         f"{_tracked_path()}, so its manifest cannot be trusted; "
-                         f"{_regenerate(name)}")
-    differing = sorted(key for key in set(tracked) | set(listed)
-                       if tracked.get(key) != listed.get(key))
-    if differing:
-        raise ValueError(f"stored run {path}: its manifest differs from the tracked copy in "
-                         f"{_tracked_path()} for keys {differing} (the file was changed and "
-                         f"its manifest rewritten); {_regenerate(name)}")
+    accepted = _accepted(name)
+    if listed in accepted:
+        return
+    if listed == _legacy_entry(name):
+        return
+    tracked = _tracked_path(name)
+    if not accepted:
+        raise ValueError(f"stored run {path} has no tracked manifest ({tracked} does not "
+                         f"exist), so its manifest cannot be trusted; {_regenerate(name)}")
+    differing = sorted(key for key in set(accepted[0]) | set(listed)
+                       if accepted[0].get(key) != listed.get(key))
+    raise ValueError(f"stored run {path}: its manifest differs from the tracked copy "
+                     f"{tracked} for keys {differing} (the file was changed and its manifest "
+                     f"rewritten); {_regenerate(name)}")
 
 
 def _check_header(path: Path, archive: zipfile.ZipFile, key: str,
@@ -511,7 +653,7 @@ def _check_header(path: Path, archive: zipfile.ZipFile, key: str,
             if version not in readers:
                 raise ValueError(f"unsupported .npy format version {version}")
             shape, _, dtype = readers[version](member)
-    except (ValueError, KeyError, OSError, zipfile.BadZipFile, EOFError) as exc:
+    except (ValueError, KeyError, OSError, zipfile.BadZipFile, EOFError, zlib.error) as exc:
         raise ValueError(f"stored run {path}: the .npy header of key {key!r} is unreadable "
                          f"({exc}); {_regenerate(path.stem)}") from exc
     if list(shape) != spec["shape"] or dtype.str != spec["dtype"]:
@@ -525,23 +667,46 @@ def _check_header(path: Path, archive: zipfile.ZipFile, key: str,
 MAX_MANIFEST_BYTES = 16 * 2 ** 20
 #: Room for the .npy header of one array on top of its entries (numpy headers are < 64 KiB).
 NPY_HEADER_BYTES = 2 ** 16
+#: What reading a damaged zip member can raise (numpy's ValueError: a cut ``.npy`` header).
+_DAMAGED = (zipfile.BadZipFile, EOFError, OSError, zlib.error, ValueError)
+
+
+def _archive(path: Path) -> None:
+    """``ValueError`` naming ``path``, what it is instead and the commands that restore or
+    regenerate it, unless it is a zip archive (an ``.npz``)."""
+    looks = not_an_archive(path)
+    if looks is not None:
+        raise ValueError(f"stored run {path} cannot be read as an npz archive: it is "
+                         f"{looks}; {_restore(path)}")
+
+
+def _member(path: Path, stored: np.lib.npyio.NpzFile, key: str) -> np.ndarray:
+    """The array ``key`` of the open stored file ``path``; ``ValueError`` naming both when the
+    member is truncated or damaged."""
+    try:
+        return stored[key]
+    except _DAMAGED as exc:
+        raise ValueError(f"stored run {path}: key {key!r} cannot be read ({exc}): the file is "
+                         f"truncated or damaged; {_restore(path)}") from exc
 
 
 def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict[str, object]]]:
     """Every array of the npz file ``path`` and its manifest, each array's declared
     (uncompressed) size checked against the manifest before it is decompressed."""
     name = path.stem
+    _archive(path)
     try:
         with np.load(path, allow_pickle=False) as stored:
             members = {info.filename: info.file_size for info in stored.zip.infolist()}
             if f"{MANIFEST_KEY}.npy" not in members:
-                raise ValueError(f"stored run {path} has no manifest (key {MANIFEST_KEY!r}), "
-                                 f"so its contents cannot be checked; {_regenerate(name)}")
+                raise ValueError(f"stored run {path} has no manifest (key {MANIFEST_KEY!r}): "
+                                 f"it was written in an older format, so its contents cannot "
+                                 f"be checked; {_regenerate(name)}")
             if members[f"{MANIFEST_KEY}.npy"] > MAX_MANIFEST_BYTES:
                 raise ValueError(f"stored run {path}: its manifest declares "
                                  f"{members[f'{MANIFEST_KEY}.npy']} bytes, more than "
                                  f"{MAX_MANIFEST_BYTES}; {_regenerate(name)}")
-            listed = _checked_manifest(path, str(stored[MANIFEST_KEY]))
+            listed = _checked_manifest(path, str(_member(path, stored, MANIFEST_KEY)))
             _against_tracked(path, listed)
             arrays = {}
             for key in stored.files:
@@ -560,15 +725,18 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict[str, object
                                      f"bytes uncompressed, its manifest's shape and dtype "
                                      f"{expected}; not decompressed; {_regenerate(name)}")
                 _check_header(path, stored.zip, key, spec)
-                arrays[key] = stored[key]
-    except (zipfile.BadZipFile, EOFError, OSError) as exc:
-        raise ValueError(f"stored run {path} is not a readable npz file ({exc}); delete it "
-                         f"and rerun `python -m attnbook.experiments {name}`") from exc
+                arrays[key] = _member(path, stored, key)
+    except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
+        raise ValueError(f"stored run {path} is not a readable npz file ({exc}): it is "
+                         f"truncated or damaged; {_restore(path)}") from exc
     return arrays, listed
 
 
 def load(name: str, *, expect: Iterable[str] = ()) -> dict[str, np.ndarray]:
     """Load the stored history of experiment ``name`` (without its manifest), checked.
+
+    The store's shared lock is held while the file and its tracked manifest are read, so a
+    concurrent :func:`save` is seen complete or not at all.
 
     Parameters
     ----------
@@ -587,14 +755,18 @@ def load(name: str, *, expect: Iterable[str] = ()) -> dict[str, np.ndarray]:
     FileNotFoundError
         When the file is missing, with the command that creates it.
     ValueError
-        Naming the file (and the key) with the command that regenerates it, when the file is
-        unreadable, has no manifest or a malformed one, declares an array larger than its
-        manifest says (checked before decompressing), misses a key of its manifest, has a key
-        not in it, or an array whose shape, dtype or SHA-256 differs (an edited, truncated,
-        doubled or NaN-filled value), or when a key in ``expect`` is absent.
+        Naming the file (and the key) with the command that restores or regenerates it, when
+        the file is not an npz archive (saying what it is: a Git LFS pointer, an HTML page,
+        zeros, a truncated archive), is unreadable, has no manifest (an older format) or a
+        malformed one, declares an array larger than its manifest says (checked before
+        decompressing), misses a key of its manifest, has a key not in it, or an array whose
+        shape, dtype or SHA-256 differs (an edited, truncated, doubled or NaN-filled value),
+        when its tracked manifest ``NAME.manifest.json`` is missing, differs or has
+        merge-conflict markers, or when a key in ``expect`` is absent.
     """
     path = _existing(name)
-    arrays, listed = _read(path)
+    with _store_lock(exclusive=False):
+        arrays, listed = _read(path)
     rerun = f"; {_regenerate(name)}"
     for key, spec in listed.items():
         if key not in arrays:
@@ -619,12 +791,13 @@ def _read_unchecked(path: Path, *, match_older: bool) -> dict[str, np.ndarray]:
     """Every array of ``path`` except the manifest, for :func:`add_manifest`; with
     ``match_older``, when the file has a manifest of shapes and dtypes (written before hashes
     existed), the arrays must match it."""
+    _archive(path)
     try:
         with np.load(path, allow_pickle=False) as stored:
             arrays = {key: stored[key] for key in stored.files}
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
-        raise ValueError(f"stored run {path} is not a readable npz file ({exc}); delete it "
-                         f"and rerun `python -m attnbook.experiments {path.stem}`") from exc
+    except _DAMAGED as exc:
+        raise ValueError(f"stored run {path} is not a readable npz file ({exc}); "
+                         f"{_restore(path)}") from exc
     if MANIFEST_KEY in arrays and not match_older:
         arrays.pop(MANIFEST_KEY)
     elif MANIFEST_KEY in arrays:
@@ -644,26 +817,73 @@ def _read_unchecked(path: Path, *, match_older: bool) -> dict[str, np.ndarray]:
 
 def _has_hashed_manifest(path: Path) -> bool:
     try:
-        _read(path)
+        with _store_lock(exclusive=False):
+            _read(path)
     except ValueError:
         return False
+    return True
+
+
+def _settle(name: str) -> bool:
+    """Rewrite a tracked manifest that accepts two manifests (a save stopped between its steps)
+    with the one of the stored file; True if it did."""
+    with _store_lock(exclusive=True):
+        own = _own_manifest(_path(name))
+        try:
+            accepted = _accepted(name)
+        except ValueError:
+            return False
+        if len(accepted) < 2 or own not in accepted:
+            return False
+        _write_tracked(name, [own])
     return True
 
 
 def add_manifest(name: str, *, rewrite: bool = False) -> bool:
     """Write the manifest of the stored file ``name`` from its current contents (no rerun).
 
-    The arrays are rewritten unchanged, with a manifest of their shapes, dtypes and SHA-256
-    (atomically, by :func:`save`). By default only a file whose manifest is missing, malformed
-    or without hashes (written before hashes existed; its arrays must still match its shapes
-    and dtypes) gets one; ``rewrite=True`` rewrites any file's (after a deliberate edit: the
-    hashes then bless its current contents). Returns whether the file was rewritten.
+    A tracked manifest left listing two runs by a stopped save is first cut to the one of the
+    stored file (the file is not rewritten). Otherwise the arrays are rewritten unchanged, with
+    a manifest of their shapes, dtypes and SHA-256 (atomically, by :func:`save`): by default
+    only when the file's manifest is missing, malformed or without hashes (written before
+    hashes existed; its arrays must still match its shapes and dtypes), with ``rewrite=True``
+    always (after a deliberate edit: the hashes then bless its current contents). Returns
+    whether anything was written.
     """
     path = _existing(name)
+    if _settle(name):
+        return True
     if not rewrite and _has_hashed_manifest(path):
         return False
     save(name, _read_unchecked(path, match_older=not rewrite))
     return True
+
+
+def _split_legacy_manifests() -> list[str]:
+    """Move the entries of the older single tracked file ``stored/manifests.json`` into one
+    tracked file per run (an entry replaces a run's own tracked file only when that file does
+    not match the stored run and the entry does) and delete it; returns the runs whose tracked
+    file was written. ``ValueError`` naming the file when it cannot be read."""
+    legacy = STORED_DIR / LEGACY_MANIFESTS
+    written = []
+    with _store_lock(exclusive=True):
+        if not legacy.exists():
+            return []
+        for name in sorted(path.stem for path in STORED_DIR.glob("*.npz")):
+            entry = _legacy_entry(name)
+            if entry is None:
+                continue
+            own = _own_manifest(_path(name))
+            try:
+                current = _accepted(name)
+            except ValueError:
+                current = []
+            if (own not in current and own == entry) or not current:
+                _write_tracked(name, [entry])
+                written.append(name)
+        legacy.unlink()
+        fsync_directory(STORED_DIR)
+    return written
 
 
 def stored_files() -> list[str]:

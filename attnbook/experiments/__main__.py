@@ -16,11 +16,21 @@ existing cluster, with ``--tls-ca-file``, ``--tls-cert`` and ``--tls-key`` for `
 (``tcp://`` is plaintext and unauthenticated, and Dask sends pickles, i.e. code, over it: a
 warning says so unless the scheduler is on this machine). The stored histories are the serial
 ones, task by task. A failed task stops the run at once with its error (exit status 1).
-Ctrl-C (or SIGTERM) stops the run, also during a save: the
-experiment being run is not saved (its stored file is untouched), experiments saved before it
-stay saved, and the exit status is 130 (143 for SIGTERM). The store is checked for
-writability before anything runs; a failed save (a full disk) prints the error and exits
-with status 1, leaving the stored file untouched.
+
+Runs resume: every finished task of a run (and every finished phase of a run of several,
+such as ``darcy_large``) is kept in the experiment's task cache, ``$ATTNBOOK_CACHE/tasks/NAME``
+(default ``~/.cache/attnbook/tasks/NAME``, outside the repository), keyed by its settings and the
+code's version; a rerun after an interruption or a failure reuses them (a line says how many)
+and runs only the rest, with the same result as an uninterrupted run. The cache of a run is
+deleted once it is saved; ``--fresh`` deletes it before running.
+
+Ctrl-C (or SIGTERM) stops the run, also during a save: the experiment being run is not saved
+and its stored file is untouched (a save is never cut between its steps: an interrupt that
+arrives during them is delivered after them, and the message then says the run was saved),
+experiments saved before it stay saved, and the exit status is 130 (143 for SIGTERM). The store
+is checked for writability before anything runs; a failed save (a full disk) prints the error
+and exits with status 1, saying "untouched" only when nothing in the store changed, and
+otherwise what is on disk and the command that settles it.
 """
 
 from __future__ import annotations
@@ -30,7 +40,8 @@ import signal
 import sys
 import time
 
-from . import add_manifest, check_writable, registry, run, save, stored_files, stored_names
+from . import (_split_legacy_manifests, add_manifest, check_writable, registry, run, save,
+               stored_files, stored_names, task_cache)
 from ._tasks import check_workers, require_distributed
 
 
@@ -55,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the tasks on a local Dask cluster of K worker processes")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="run the tasks on the Dask cluster of this scheduler address")
+    parser.add_argument("--fresh", action="store_true",
+                        help="delete the finished tasks an interrupted run left in the task "
+                             "cache before running (default: reuse them)")
     for option, what in (("--tls-ca-file", "certificate authority"),
                          ("--tls-cert", "client certificate"), ("--tls-key", "client key")):
         parser.add_argument(option, default=None, metavar="FILE",
@@ -94,28 +108,49 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         for name in names:
-            start = time.perf_counter()
-            try:
-                path = save(name, run(name, full=True, progress=True, workers=args.workers,
-                                      scheduler=args.scheduler, security=security))
-            except (KeyboardInterrupt, Terminated) as exc:
-                print(f"\n{'terminated' if isinstance(exc, Terminated) else 'interrupted'}: "
-                      f"{name} was not saved (its stored file, if any, is untouched)",
-                      file=sys.stderr)
-                return 143 if isinstance(exc, Terminated) else 130
-            except OSError as exc:
-                print(f"error: {name} was not saved ({exc}); its stored file, if any, is "
-                      "untouched", file=sys.stderr)
-                return 1
-            except Exception as exc:  # noqa: BLE001 - a failed task or experiment
-                notes = "".join(f"\n  {note}" for note in getattr(exc, "__notes__", []))
-                print(f"error: {name} failed ({type(exc).__name__}: {exc}){notes}; it was not "
-                      "saved (its stored file, if any, is untouched)", file=sys.stderr)
-                return 1
-            print(f"{name}: saved {path} in {time.perf_counter() - start:.1f} s")
+            status = _run_and_save(name, args, security)
+            if status:
+                return status
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _run_and_save(name: str, args: argparse.Namespace, security: object | None) -> int:
+    """Run ``name`` with its task cache, save it, and delete the cache; on a failure print
+    what happened and what is on disk, and return the exit status (0 when saved)."""
+    start = time.perf_counter()
+    cache = task_cache(name)
+    if args.fresh:
+        cache.clear()
+    kept = f"; its finished tasks are kept in {cache.folder} and a rerun resumes from them"
+    try:
+        history = run(name, full=True, progress=True, workers=args.workers,
+                      scheduler=args.scheduler, security=security, resume=True)
+        path = save(name, history)
+    except (KeyboardInterrupt, Terminated) as exc:
+        word = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        print(f"\n{word}: {_not_saved(name, exc)}{kept}", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
+    except OSError as exc:
+        print(f"error: saving {name} failed ({exc}): {_not_saved(name, exc)}{kept}",
+              file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a failed task or experiment
+        notes = "".join(f"\n  {note}" for note in getattr(exc, "__notes__", []))
+        print(f"error: {name} failed ({type(exc).__name__}: {exc}){notes}; "
+              f"{_not_saved(name, exc)}", file=sys.stderr)
+        return 1
+    cache.clear()
+    print(f"{name}: saved {path} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _not_saved(name: str, exc: BaseException) -> str:
+    """What a failure left in the store: ``save`` sets ``stored_state`` when it had begun to
+    change it (None or absent: nothing changed)."""
+    state = getattr(exc, "stored_state", None)
+    return state or f"{name} was not saved (its stored file, if any, is untouched)"
 
 
 def _security(args: argparse.Namespace) -> object | None:
@@ -146,7 +181,17 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def _add_manifests(names: list[str]) -> int:
-    """``--add-manifest``: the named stored files, or every one without a hashed manifest."""
+    """``--add-manifest``: the named stored files, or every one without a hashed manifest
+    (after splitting the older single ``manifests.json`` into one tracked file per run)."""
+    if not names:
+        try:
+            split = _split_legacy_manifests()
+        except (OSError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        if split:
+            print(f"moved the tracked manifests of {len(split)} runs out of manifests.json "
+                  "into one NAME.manifest.json each")
     files = stored_files()
     missing = [name for name in names if name not in files]
     if missing:

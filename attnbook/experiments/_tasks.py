@@ -23,22 +23,48 @@ the main guard of scripts). See :mod:`attnlib.sweep` for the details, the limits
 ``SHUTDOWN_TIMEOUT``, re-exported here) and the security notes (``tcp://`` is plaintext and
 unauthenticated and Dask exchanges pickles over it: use ``tls://`` with ``security=`` off a
 trusted network). ``assemble`` receives exactly the list the serial loop would build.
+
+Resuming (:class:`TaskCache`). The command line runs every experiment with a task cache:
+each task's result is kept, as it finishes, in ``$ATTNBOOK_CACHE/tasks/NAME/`` (default
+``~/.cache/attnbook/tasks/NAME/``, outside the repository), under a key made of the task's
+arguments, the experiment's settings, and the code's version (a hash of the sources of
+``attnlib``, ``attnbook.experiments`` and the task's own module, and the numpy, scipy and Python
+versions). A rerun after Ctrl-C, a crash or a failed save takes the finished tasks from there
+(saying how many) and runs only the rest; the results are read back bit for bit, so the run is
+the uninterrupted one. A run of several phases keeps each finished phase the same way
+(:func:`checkpoint`). The cache of an experiment is deleted once its run is saved. Only results
+that are dicts of arrays, numbers and strings are kept (others are simply recomputed).
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
+import hashlib
+import inspect
+import io
+import json
+import os
+import pickle
+import platform
+import shutil
+import sys
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from attnlib._files import atomic_write
 from attnlib.sweep import (CLUSTER_START_ATTEMPTS, CONNECT_TIMEOUT, LOOPBACK,  # noqa: F401
                            LOST_WORKER_RETRIES, SHUTDOWN_TIMEOUT, WORKER_BYTES,
                            WORKERS_PER_CORE, check_workers, local_cluster, require_distributed,
                            run_tasks)
 
 __all__ = ["TaskGrid", "run_grid", "merge_tasks", "stack_tasks", "one_task", "local_cluster",
-           "check_workers"]
+           "check_workers", "TaskCache", "checkpoint", "cache_folder", "CACHE_VARIABLE"]
 
 History = dict[str, np.ndarray]
 
@@ -130,7 +156,8 @@ def stack_tasks(results: Sequence[Mapping[str, np.ndarray]], shape: Sequence[int
 
 
 def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | None = None,
-             security: object | None = None, progress: bool = False) -> History:
+             security: object | None = None, progress: bool = False,
+             cache: TaskCache | None = None) -> History:
     """Run ``grid`` and return its history, ``grid.assemble(results)`` with the results of
     :func:`attnlib.sweep.run_tasks` in task order (module docstring).
 
@@ -144,8 +171,201 @@ def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | Non
     settings of the Dask configuration, ``distributed.comm.tls.*``). The first failed task
     (its exception, or ``KilledWorker`` once its worker was lost too often) cancels the others
     and is re-raised at once, with a note naming the task.
+
+    ``cache`` (a :class:`TaskCache`): tasks it holds are not run again (a line on stderr says
+    how many were reused), and each task that finishes is added to it at once, so an
+    interrupted run resumes where it stopped; serial runs also make it the cache of
+    :func:`checkpoint` inside the tasks.
     """
     if not isinstance(grid, TaskGrid):
         raise TypeError(f"grid must be a TaskGrid, got {type(grid).__name__}")
-    return grid.assemble(run_tasks(grid.task, grid.tasks, workers=workers, scheduler=scheduler,
-                                   security=security, progress=progress))
+    if cache is None:
+        return grid.assemble(run_tasks(grid.task, grid.tasks, workers=workers,
+                                       scheduler=scheduler, security=security,
+                                       progress=progress))
+    keys = [cache.key("task", grid.task, args) for args in grid.tasks]
+    results: list[Any] = [cache.get(key) for key in keys]
+    missing = [i for i, result in enumerate(results) if result is None]
+    if len(missing) < len(results):
+        cache.report(f"reused {len(results) - len(missing)} of {len(results)} tasks finished "
+                     "before")
+    if missing:
+        def keep(position: int, result: Any) -> None:
+            cache.put(keys[missing[position]], result)
+
+        with _active(cache):
+            fresh = run_tasks(grid.task, [grid.tasks[i] for i in missing], workers=workers,
+                              scheduler=scheduler, security=security, progress=progress,
+                              on_result=keep)
+        for i, result in zip(missing, fresh):
+            results[i] = result
+    return grid.assemble(results)
+
+
+# ------------------------------------------------------------------------------ resuming
+#: The environment variable naming the folder of the task caches (default
+#: ``$XDG_CACHE_HOME/attnbook``, that is ``~/.cache/attnbook``).
+CACHE_VARIABLE = "ATTNBOOK_CACHE"
+#: Where :func:`checkpoint` finds the cache of the run in progress.
+_ACTIVE: contextvars.ContextVar[TaskCache | None] = contextvars.ContextVar("task_cache",
+                                                                           default=None)
+#: How a kept value comes back: as an array, a numpy scalar or a Python number or string.
+_KINDS = {"array": lambda a: a, "numpy": lambda a: a[()], "python": lambda a: a.item()}
+
+
+def cache_folder(name: str) -> Path:
+    """The folder of the finished tasks of experiment ``name``:
+    ``$ATTNBOOK_CACHE/tasks/NAME``, by default ``~/.cache/attnbook/tasks/NAME`` (outside the
+    repository, so nothing there is ever committed)."""
+    root = os.environ.get(CACHE_VARIABLE) or Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnbook"
+    return Path(root).expanduser() / "tasks" / name
+
+
+@functools.lru_cache(maxsize=None)
+def _source_hash(*paths: str) -> str:
+    """SHA-256 of the ``.py`` files under ``paths`` (folders or files), names included."""
+    digest = hashlib.sha256()
+    for path in paths:
+        root = Path(path)
+        files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
+        for file in files:
+            digest.update(str(file.relative_to(root.parent)).encode() + b"\0")
+            digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def _code_version(task: Callable[..., Any]) -> str:
+    """The version of the code a task runs: the sources of attnlib, of attnbook's experiments
+    and seeds and of the task's own module, and the numpy, scipy and Python versions."""
+    import attnlib
+    import scipy
+
+    here = Path(__file__).resolve().parent
+    while isinstance(task, functools.partial):
+        task = task.func
+    module = inspect.getmodule(task)
+    own = getattr(module, "__file__", None)
+    sources = (str(Path(attnlib.__file__).resolve().parent), str(here),
+               str(here.parent / "seeds.py")) + ((str(Path(own).resolve()),) if own else ())
+    return (f"{_source_hash(*sources)} numpy {np.__version__} scipy {scipy.__version__} "
+            f"python {platform.python_version()}")
+
+
+class TaskCache:
+    """The finished tasks of one experiment, kept on disk so that an interrupted run resumes
+    (module docstring): ``key`` names a task, ``get`` returns its kept result (None if there
+    is none), ``put`` keeps one (atomically), ``clear`` deletes them all.
+
+    ``salt`` identifies the run (its name, ``full`` and settings); every key adds the code's
+    version, so results of other code are never reused."""
+
+    def __init__(self, name: str, salt: str, *, report: Callable[[str], None] | None = None
+                 ) -> None:
+        self.name = name
+        self.folder = cache_folder(name)
+        self.salt = salt
+        self._report = report
+        self._failed = False
+
+    def key(self, kind: str, task: Callable[..., Any], args: tuple) -> str | None:
+        """The key of ``task(*args)`` (None when the task or its arguments cannot be
+        pickled: such a task is simply not kept)."""
+        try:
+            described = pickle.dumps((kind, task, args), protocol=4)
+        except Exception:  # noqa: BLE001 - lambdas, local functions, open files: not kept
+            return None
+        digest = hashlib.sha256(self.salt.encode() + _code_version(task).encode() + described)
+        return digest.hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.folder / f"{key}.npz"
+
+    def get(self, key: str | None) -> dict[str, Any] | None:
+        """The kept result of ``key``, bit for bit as it was returned, or None (a damaged
+        entry is deleted and counts as missing)."""
+        if key is None or not self._path(key).exists():
+            return None
+        try:
+            with np.load(self._path(key), allow_pickle=False) as stored:
+                kinds = json.loads(str(stored["__kinds__"]))
+                return {name: _KINDS[kind](stored[f"value{i}"])
+                        for i, (name, kind) in enumerate(kinds)}
+        except Exception:  # noqa: BLE001 - a damaged entry is recomputed
+            self._path(key).unlink(missing_ok=True)
+            return None
+
+    def put(self, key: str | None, result: Any) -> None:
+        """Keep ``result`` under ``key`` if it is a dict of arrays, numbers and strings. A
+        failure to write (a full disk) warns once and does not stop the run."""
+        if key is None or not isinstance(result, Mapping):
+            return
+        kinds, arrays = [], {}
+        for i, (name, value) in enumerate(result.items()):
+            if isinstance(value, np.ndarray):
+                kind = "array"
+            elif isinstance(value, np.generic):
+                kind = "numpy"
+            elif isinstance(value, (bool, int, float, str)):
+                kind = "python"
+            else:
+                return
+            array = np.asarray(value)
+            if not isinstance(name, str) or array.dtype.hasobject:
+                return
+            kinds.append((name, kind))
+            arrays[f"value{i}"] = array
+        arrays["__kinds__"] = np.asarray(json.dumps(kinds))
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            atomic_write(self._path(key), lambda stream: stream.write(buffer.getvalue()))
+        except OSError as exc:
+            if not self._failed:
+                warnings.warn(f"the finished tasks of {self.name} cannot be kept in "
+                              f"{self.folder} ({exc}); an interrupted run will start over",
+                              RuntimeWarning, stacklevel=2)
+            self._failed = True
+
+    def clear(self) -> None:
+        """Delete every kept task of this experiment (its run was saved)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def report(self, what: str) -> None:
+        """Say on stderr (or to the ``report`` callback) what was reused."""
+        line = f"{self.name}: {what} (kept in {self.folder})"
+        if self._report is not None:
+            self._report(line)
+        else:
+            print(line, file=sys.stderr)
+
+
+@contextmanager
+def _active(cache: TaskCache) -> Iterator[None]:
+    token = _ACTIVE.set(cache)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def checkpoint(step: tuple, compute: Callable[[], Mapping[str, np.ndarray]]
+               ) -> Mapping[str, np.ndarray]:
+    """``compute()``, kept as a finished step of the run in progress: when the run has a task
+    cache (the command line, run serially), a step finished before an interruption is taken
+    from it instead of being computed again, and a new one is kept as soon as it finishes.
+    ``step`` names the step (picklable values: a label, the settings it depends on; the code's
+    version is added). Elsewhere (a replay, a test, a worker process) it is ``compute()``."""
+    cache = _ACTIVE.get()
+    if cache is None:
+        return compute()
+    key = cache.key("checkpoint", checkpoint, step)
+    kept = cache.get(key)
+    if kept is not None:
+        cache.report(f"reused the finished step {step[0]!r}")
+        return kept
+    result = compute()
+    cache.put(key, result)
+    return result
+

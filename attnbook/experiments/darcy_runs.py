@@ -43,7 +43,7 @@ from attnbook.seeds import stream
 from attnlib import darcy, vit
 from attnlib.regularizers import Regularizer
 from . import TaskGrid, load, register, register_grid, run_grid
-from ._tasks import stack_tasks
+from ._tasks import checkpoint, stack_tasks
 
 REGIMES = ("none", "log", "power")
 PHASE1_NAME = "darcy_phase1"
@@ -341,10 +341,17 @@ def _phase1_experiment(setup: DarcySetup, epochs: int, full: bool, progress: boo
 
 def _phase2_experiment(setup: DarcySetup, start: dict[str, np.ndarray], optimizer: str,
                        seeds: tuple[int, ...], full: bool, progress: bool) -> dict[str, np.ndarray]:
-    return phase2_history(make_task(setup), start, optimizer=optimizer,
-                          seeds=seeds if full else seeds[:1],
-                          epochs=setup.phase2_epochs if full else setup.phase2_prefix,
-                          progress=progress)
+    """Phase 2 of every regime and seed (:func:`phase2_history`), each task kept as a finished
+    step of the run (:func:`_tasks.checkpoint`): a rerun after an interruption runs only the
+    tasks that had not finished (the data are generated only if one is left)."""
+    data = lru_cache(maxsize=1)(lambda: make_task(setup))
+    seeds = seeds if full else seeds[:1]
+    epochs = setup.phase2_epochs if full else setup.phase2_prefix
+    specs = phase2_tasks(optimizer, setup.lam, seeds, epochs)
+    parts = [checkpoint(("phase 2", setup, full, spec),      # computed here, in the loop
+                        lambda: phase2_task(data(), start, spec, progress=progress))
+             for spec in specs]
+    return combine(specs, parts)
 
 
 @register(PHASE1_NAME, settings=PHASE1)
@@ -411,10 +418,12 @@ def large(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
     """Darcy 64x64, 1000 samples, width 64: Phase 1 then Phase 2 with Adam (long; not stored).
 
     Keys: the Phase-2 keys (module docstring), the Phase-1 curves as ``phase1_<quantity>`` and
-    the Phase-1 weights.
+    the Phase-1 weights. Run from the command line, Phase 1 and each Phase-2 task are kept as
+    they finish (:func:`_tasks.checkpoint`), so an interrupted run resumes after them.
     """
     setup = LARGE if full else replace(LARGE, n_train=40, n_test=10)
-    phase1_run = _phase1_experiment(setup, setup.phase1_epochs, full, progress)
+    phase1_run = checkpoint(("phase 1", setup, full), lambda: _phase1_experiment(
+        setup, setup.phase1_epochs, full, progress))
     start = phase1_weights(phase1_run)
     out = {f"phase1_{key}": value for key, value in phase1_curves(phase1_run).items()}
     out.update({WEIGHT_PREFIX + key: value for key, value in start.items()})
