@@ -85,3 +85,58 @@ def test_mildest_saddle_is_a_strict_saddle_at_minus_s_min(seed0: ch04.SeedData,
     assert np.all(np.diff(eigenvalues) >= 0)
     assert eigenvalues[0] == pytest.approx(-s_min, rel=1e-8)
     assert int(np.sum(eigenvalues < -1e-9)) == 1
+
+
+# --- what the chapter prints ------------------------------------------------------------------
+
+
+def test_the_step_rule_bounds_the_curvature_at_both_starts(seed0: ch04.SeedData) -> None:
+    starts = {"spectral": algorithm.spectral_init(seed0.Sigma_hat, seed0.M_hat),
+              "random": algorithm.random_init(seed0.problem.d, seed0.problem.p,
+                                              rng=stream("start", 0))}
+    rules = {name: ch04.step_rule(start, seed0.Sigma_hat, seed0.M_hat, seed0.S_hat)
+             for name, start in starts.items()}
+    for name, rule in rules.items():
+        assert rule.h_max <= rule.bound                         # the bound holds
+        assert rule.eta * rule.bound <= 1.25 + 1e-12            # 5c/2 at c = 0.5
+        assert rule.eta == algorithm.default_step(*starts[name], seed0.Sigma_hat, seed0.M_hat,
+                                                  lam=1.0, precondition=True)
+    table = ch04.step_size_table(rules)
+    assert [row[0] for row in table.rows] == ["spectral", "random"]
+    assert table.columns[-2:] == ("eta beta", "eta h_max")
+
+
+def test_the_start_table_and_ratios_describe_the_measures() -> None:
+    measures = ch04.start_measures((0,))
+    table = ch04.start_table(measures)
+    assert table.columns == ("seed", "start", "dist_P(S)", "loss L", "excess L - L*",
+                             "sqrt(tr D)")
+    assert [row[:2] for row in table.rows] == [("0", "spectral"), ("0", "random")]
+    ratio = measures[0, "random"].excess / measures[0, "spectral"].excess
+    assert ch04.start_ratio_lines(measures).endswith(f"{ratio:.3g} in excess risk")
+
+
+def test_the_unbalanced_lines_and_the_hessian_table(seed0: ch04.SeedData) -> None:
+    start = ch04.unbalanced_minimizer(seed0.S_hat)
+    table = ch04.hessian_table(seed0.S_hat, start)
+    assert [row[0] for row in table.rows] == ["on S_hat", "unbalanced"]
+    assert all(row[-1] == "100" for row in table.rows)            # the d^2 orbit directions
+    run = ch04.unbalanced_run(seed0.Sigma_hat, seed0.M_hat, start, lam=1.0, iterations=120)
+    line = ch04.unbalanced_line(run, 1.0, seed0.Sigma_hat)
+    assert line.startswith("lam = 1: step ") and "dist_P(S_hat) at 0/100/120: " in line
+    assert f"{run.history['dist_P_hat'][100]:.3g} / " in line
+
+
+def test_the_saddle_table_shows_rounding_as_zero(seed0: ch04.SeedData) -> None:
+    u, v = ch04.mildest_saddle(seed0.S_hat)
+    rows = ch04.saddle_table(u, v, seed0.S_hat.Xstar).rows
+    assert [row[0] for row in rows] == ["0", "1"]
+    assert all(row[1] == "0" and row[3] == "1" for row in rows)
+
+
+def test_the_renormalization_lines_compare_the_two_runs() -> None:
+    off = np.array([0.2, 0.1, 0.05])
+    on = off * (1 + np.array([0.0, 1e-3, 2e-3]))
+    text = ch04.renormalization_lines(on, off, np.array([1.0, 1.2, 0.9]), 1.1)
+    assert "exceeds tau\n  at 33% of the recorded iterations (max 1.2)" in text
+    assert "largest relative difference in excess risk over 2000 iterations: 0.002" in text

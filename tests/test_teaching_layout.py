@@ -161,3 +161,115 @@ def test_the_measure_counts_what_it_names() -> None:
     text = "one two three $x$ four\n\n$$\na = b\n$$ (eq-x)\n\nfive six ```code here```"
     assert prose_words(text) == 7
     assert [prose_words(p) for p in DISPLAY.split(text) if not DISPLAY.fullmatch(p)] == [5, 2]
+
+
+# ---------------------------------------------------------------------------------------------
+# The reading path: the answer first, the audit's labels out of the teaching sentences, code
+# that shows the idea.
+# ---------------------------------------------------------------------------------------------
+
+#: An Overview of about 150 words (what you will learn and why, the answer, what you need).
+MAX_OVERVIEW_WORDS = 170
+#: Prose words before the first content section: the title, the Overview and two folded boxes
+#: (about 1.5 screens at 1280 x 800).
+MAX_WORDS_BEFORE_FIRST_SECTION = 230
+#: Sentences carrying an audit marker (a source label, a verdict, the ledger, a stored run or a
+#: replay) at most this fraction of a chapter's teaching sentences.
+MAX_AUDIT_SENTENCES = 0.08
+#: Open code cells: median non-blank lines, and characters per line (the code box holds 75
+#: characters at 1280 px; longer lines wrap into false indentation).
+MAX_MEDIAN_OPEN_LINES = 8
+MAX_OPEN_LINE_CHARS = 75
+AUDIT = re.compile(r"\[(?:summary|abstract|derived|choice|seed)[^\]]*\]|\breproduc|\bverdict"
+                   r"|\bledger\b|\bstored run|\breplay", re.I)
+#: Folded boxes whose text is the audit's, not the teaching prose: the sources' statements, the
+#: book's choices, the claims list and the reproduction checks.
+AUDIT_BOXES = re.compile(r"^(:{3,})\{(?:dropdown|admonition)\}\s*(?:What the papers claim|This "
+                         r"book's choices|The papers' claims|Reproduction check)[^\n]*\n.*?^\1\s*$",
+                         re.M | re.S)
+#: Output text of a check of code against a closed form (a deviation below a tolerance).
+IDENTITY_CHECK = re.compile(r"(?:<|<=|≤)\s*\d(?:\.\d+)?e-\d")
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def _open_code(path: Path) -> list[dict]:
+    return [cell for cell in _cells(path) if cell["cell_type"] == "code"
+            and not set(cell["metadata"].get("tags", [])) & FOLDED]
+
+
+def _sentences(markdown: str) -> list[str]:
+    text = AUDIT_BOXES.sub(" ", markdown)
+    text = DISPLAY.sub(" ", text)
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    return [s for s in re.split(r"(?<=[.!?])\s+", text) if prose_words(s) >= 3]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_the_overview_is_short_and_the_first_section_comes_early(path: Path) -> None:
+    """One Overview of about 150 words (with the learning objectives and the time), no label
+    legend, no "For a researcher" bullets, and the first content section right after it."""
+    cells = [c for c in _cells(path) if c["cell_type"] == "markdown"]
+    texts = ["".join(c["source"]) for c in cells]
+    overview = [t for t in texts if re.search(r"\{admonition\}\s*Overview|^## Overview", t, re.M)]
+    assert len(overview) == 1, f"{path.stem}: {len(overview)} Overview boxes"
+    body = AUDIT_BOXES.sub(" ", overview[0])
+    words = prose_words(body.split("Overview", 1)[1])
+    assert words <= MAX_OVERVIEW_WORDS, f"{path.stem}: the Overview has {words} words"
+    assert not any("For a researcher" in t for t in texts), path.stem
+    assert not any("Learning objectives" in t for t in texts), f"{path.stem}: merge them"
+    before = 0
+    for text in texts:
+        heading = re.search(r"^## (?!Overview)", text, re.M)
+        before += prose_words(AUDIT_BOXES.sub(" ", text[:heading.start()] if heading else text))
+        if heading:
+            break
+    assert before <= MAX_WORDS_BEFORE_FIRST_SECTION, (
+        f"{path.stem}: {before} prose words before the first content section")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_the_audits_labels_stay_out_of_the_teaching_sentences(path: Path) -> None:
+    sentences = [s for c in _cells(path) if c["cell_type"] == "markdown"
+                 for s in _sentences("".join(c["source"]))]
+    marked = [s for s in sentences if AUDIT.search(s)]
+    share = len(marked) / max(len(sentences), 1)
+    assert share <= MAX_AUDIT_SENTENCES, (
+        f"{path.stem}: {len(marked)} of {len(sentences)} sentences ({share:.0%}) carry an audit "
+        f"marker (at most {MAX_AUDIT_SENTENCES:.0%}); e.g. {marked[:2]}")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_open_code_shows_the_idea(path: Path) -> None:
+    """Open cells are a few short lines; checks of code against closed forms are folded."""
+    cells = _open_code(path)
+    lengths = [sum(bool(line.strip()) for line in "".join(c["source"]).splitlines())
+               for c in cells]
+    if lengths:
+        median = float(sorted(lengths)[len(lengths) // 2] if len(lengths) % 2 else
+                       sum(sorted(lengths)[len(lengths) // 2 - 1:len(lengths) // 2 + 1]) / 2)
+        assert median <= MAX_MEDIAN_OPEN_LINES, f"{path.stem}: median open cell {median} lines"
+    long_lines = [(i, line) for i, c in enumerate(cells)
+                  for line in "".join(c["source"]).splitlines() if len(line) > MAX_OPEN_LINE_CHARS]
+    assert not long_lines, (f"{path.stem}: {len(long_lines)} open code lines over "
+                            f"{MAX_OPEN_LINE_CHARS} characters, e.g. {long_lines[0][1]!r}")
+    checks = [i for i, c in enumerate(cells) for o in c.get("outputs", [])
+              if IDENTITY_CHECK.search("".join(o.get("text", "")) + "".join(
+                  o.get("data", {}).get("text/plain", "")))]
+    assert not checks, f"{path.stem}: open cells print identity checks (fold them): {checks}"
+
+
+def test_the_new_schematics_exist() -> None:
+    """Chapters 5, 10 and 11 draw their mechanism too: at least 11 schematics in all."""
+    where = {path.stem.split("_")[0]: layout(path).schematics for path in CHAPTERS}
+    assert all(where.get(chapter) for chapter in ("ch05", "ch10", "ch11")), where
+    assert sum(len(names) for names in where.values()) >= 11
+
+
+def test_the_reading_path_instruments_count_what_they_name() -> None:
+    boxed = ("Teaching sentence one here. A **[summary]** label sits here.\n\n"
+             ":::{dropdown} What the papers claim\nThe sources say **[summary]** this.\n:::\n")
+    assert [bool(AUDIT.search(s)) for s in _sentences(boxed)] == [False, True]
+    assert IDENTITY_CHECK.search("max deviation < 1e-12") and not IDENTITY_CHECK.search("1e-3")

@@ -13,15 +13,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from attnlib import algorithm, geometry, population
+from attnlib import algorithm, analysis, geometry, population
 from attnlib.data import RegressionProblem
 from attnbook.experiments import ablations, part1
 from attnbook.seeds import stream
+from attnbook.tables import ResultTable, result_table
 
 __all__ = ["SEEDS", "KAPPA_ILL", "ITER_COND", "ITER_UNBAL", "SeedData",
            "StartMeasures", "SaddleCurvature", "seed_data", "start_measures",
            "ill_conditioned_data", "conditioning_runs", "unbalanced_minimizer", "unbalanced_run",
-           "mildest_saddle", "saddle_curvature"]
+           "mildest_saddle", "saddle_curvature", "StepRule", "step_rule", "step_size_table",
+           "start_table", "start_ratio_lines", "conditioning_table", "hessian_table",
+           "unbalanced_line", "saddle_table", "renormalization_lines"]
 
 #: The seeds of ``paper1_defaults`` (problem and samples from ``default_rng(seed)``).
 SEEDS: tuple[int, ...] = part1.SETTINGS.seeds
@@ -201,3 +204,126 @@ def saddle_curvature(U: np.ndarray, V: np.ndarray, Xstar: np.ndarray, *,
     gradient_norm = np.sqrt(np.sum((grad_u + reg_u) ** 2) + np.sum((grad_v + reg_v) ** 2))
     eigenvalues = np.linalg.eigvalsh(geometry.factor_hessian(U, V, Xstar, lam=lam))
     return SaddleCurvature(gradient_norm, eigenvalues)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the chapter prints: its open cells compute with the functions above and attnlib, and hand
+# the results to these, which only arrange them.
+# ---------------------------------------------------------------------------------------------
+
+
+class StepRule(NamedTuple):
+    """The step-size rule (eq. ch04-eta) at one start, against the curvature it bounds."""
+
+    size: float
+    """``N_0 = ||U_0||_F^2 + ||V_0||_F^2``."""
+    bound: float
+    """The curvature bound ``beta(N_0) = s_max + 3/2 (1 + lam) N_0`` (eq. ch04-hessian-bound)."""
+    h_max: float
+    """The largest Hessian eigenvalue of the closed-form objective at the start."""
+    eta: float
+    """The step the rule gives (preconditioned)."""
+
+
+def step_rule(start: tuple[np.ndarray, np.ndarray], Sigma_hat: np.ndarray, M_hat: np.ndarray,
+              S_hat: geometry.MinimizerManifold, *, lam: float = 1.0) -> StepRule:
+    """The step-size rule at ``start = (A, B)``: ``N_0``, the bound ``beta(N_0)``, the true
+    largest curvature ``h_max`` of ``1/2 ||U V^T - X*_hat||^2 + lam/8 ||U^T U - V^T V||^2`` in
+    (U, V) and the step ``eta`` of :func:`attnlib.algorithm.default_step`. Section "Where the
+    step size comes from"."""
+    u, v = S_hat.factor(*start)
+    size = np.sum(u ** 2) + np.sum(v ** 2)
+    bound = S_hat.singular_values[0] + 1.5 * (1 + lam) * size
+    h_max = np.linalg.eigvalsh(geometry.factor_hessian(u, v, S_hat.Xstar, lam=lam))[-1]
+    eta = algorithm.default_step(*start, Sigma_hat, M_hat, lam=lam, precondition=True)
+    return StepRule(size, bound, h_max, eta)
+
+
+def step_size_table(rules: dict[str, StepRule]) -> ResultTable:
+    """One row per named start: ``N_0``, ``beta(N_0)``, ``h_max``, ``eta`` and the products
+    ``eta beta(N_0)`` and ``eta h_max``."""
+    return result_table(["start", "N_0", "beta(N_0)", "h_max", "eta", "eta beta", "eta h_max"],
+                        [(name, r.size, r.bound, r.h_max, r.eta, r.eta * r.bound,
+                          r.eta * r.h_max) for name, r in rules.items()])
+
+
+def start_table(measures: dict[tuple[int, str], StartMeasures]) -> ResultTable:
+    """The starts of :func:`start_measures`, one row per (seed, start): the P-distance to S,
+    the population loss, the excess risk and the scale ``sqrt(tr D)`` of S."""
+    return result_table(["seed", "start", "dist_P(S)", "loss L", "excess L - L*",
+                         "sqrt(tr D)"],
+                        [(seed, name, m.distance, m.loss, m.excess, m.balanced_scale)
+                         for (seed, name), m in measures.items()])
+
+
+def start_ratio_lines(measures: dict[tuple[int, str], StartMeasures]) -> str:
+    """Per seed: the random start's population loss and excess risk over the spectral start's."""
+    seeds = dict.fromkeys(seed for seed, _ in measures)
+    return "\n".join(
+        f"seed {seed}: random / spectral = "
+        f"{measures[seed, 'random'].loss / measures[seed, 'spectral'].loss:.3g} in loss, "
+        f"{measures[seed, 'random'].excess / measures[seed, 'spectral'].excess:.3g} "
+        f"in excess risk" for seed in seeds)
+
+
+def conditioning_table(runs: dict[bool, algorithm.TrainResult], *,
+                       iterations: int = ITER_COND) -> ResultTable:
+    """The runs of :func:`conditioning_runs`: step, excess risk at iterations 0, 10, 100 and
+    the last, and the last P-distance to S_hat."""
+    rows = [(str(precondition), run.step,
+             *(run.history["excess_risk"][k] for k in (0, 10, 100, -1)),
+             run.history["dist_P_hat"][-1]) for precondition, run in runs.items()]
+    return result_table(["precondition", "step", "risk at 0", "10", "100", f"{iterations}",
+                         f"dist_P(S_hat) at {iterations}"], rows)
+
+
+def hessian_table(S_hat: geometry.MinimizerManifold,
+                  unbalanced: tuple[np.ndarray, np.ndarray]) -> ResultTable:
+    """The Hessian of the closed-form loss (lam = 0) in (U, V) on S_hat and at the point
+    ``unbalanced = (A, B)``: largest and smallest nonzero eigenvalue, their ratio and the
+    number of zero eigenvalues (relative tolerance 1e-9). Section "The regularizer"."""
+    rows = []
+    for name, (u, v) in {"on S_hat": (S_hat.U_star, S_hat.V_star),
+                         "unbalanced": S_hat.factor(*unbalanced)}.items():
+        eig = np.linalg.eigvalsh(geometry.factor_hessian(u, v, S_hat.Xstar, lam=0.0))
+        nonzero = eig[eig > 1e-9 * eig[-1]]
+        rows.append((name, eig[-1], nonzero[0], eig[-1] / nonzero[0], eig.size - nonzero.size))
+    return result_table(["Hessian (lam = 0)", "largest", "smallest nonzero", "ratio",
+                         "zero eigs"], rows)
+
+
+def unbalanced_line(run: algorithm.TrainResult, lam: float, Sigma_hat: np.ndarray) -> str:
+    """A run of :func:`unbalanced_run`: its step, its final imbalance and its P-distance to
+    S_hat at iterations 0, 100 and the last."""
+    d_hat, iterations = run.history["dist_P_hat"], run.history["iteration"]
+    last, at_100 = int(iterations[-1]), d_hat[int(np.searchsorted(iterations, 100))]
+    return (f"lam = {lam:.0f}: step {run.step:.3g}, imbalance at {last}: "
+            f"{analysis.balance(run.A, run.B, Sigma_hat)[0]:.3g},\n"
+            f"  dist_P(S_hat) at 0/100/{last}: "
+            f"{d_hat[0]:.3g} / {at_100:.3g} / {d_hat[-1]:.3g}")
+
+
+def saddle_table(U: np.ndarray, V: np.ndarray, Xstar: np.ndarray) -> ResultTable:
+    """:func:`saddle_curvature` at ``(U, V)`` for lam = 0 and 1: the gradient norm (shown as 0
+    below 1e-12, where only rounding is left), the smallest Hessian eigenvalue and the number
+    of negative ones."""
+    rows = []
+    for lam in (0.0, 1.0):
+        grad, eig = saddle_curvature(U, V, Xstar, lam=lam)
+        rows.append((f"{lam:.0f}", "0" if grad < 1e-12 else f"{grad:.3g}", eig[0],
+                     int(np.sum(eig < -1e-9))))
+    return result_table(["lam", "gradient norm", "smallest Hessian eig", "negative eigs"], rows)
+
+
+def renormalization_lines(on: np.ndarray, off: np.ndarray, scale: np.ndarray,
+                          tau: float) -> str:
+    """Algorithm 1 with renormalization (excess risk ``on``) and without (``off``, softmax
+    scale ``scale``), recorded at the same iterations of 2000: how often the scale exceeds
+    ``tau``, the largest relative difference in excess risk, and both at the end."""
+    relative = np.abs(on - off) / off
+    active = scale > tau * (1 + 1e-12)
+    return (f"tau = {tau:.4g}; without renormalization ||V||_F exceeds tau\n"
+            f"  at {np.mean(active):.0%} of the recorded iterations (max {scale.max():.4g})\n"
+            f"largest relative difference in excess risk over 2000 iterations: "
+            f"{relative.max():.2g}\n"
+            f"excess risk at 2000: with tau {on[-1]:.4g}, without {off[-1]:.4g}")

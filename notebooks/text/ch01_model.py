@@ -15,48 +15,21 @@
 # %% [markdown]
 # # Chapter 1: The model
 #
-# Part I follows Goel, Soltanolkotabi and Bartlett {cite}`goel2026`: a single softmax
-# self-attention layer is trained to perform linear regression **[summary]**. This chapter fixes the
-# model the rest of Part I studies.
-#
-# ::::{admonition} How to read the labels
-# A few statements carry a label saying where they come from: **[summary]** stated in the
-# summaries of the paper, **[abstract]** stated in its public abstracts, **[derived]** a
-# consequence this book derives and checks, **[choice]** a decision of this book where the
-# sources are silent. The full text of the paper is not available to the book; where a detail of
-# the paper is unknown, the book says so and makes a labelled choice.
-# ::::
-
-# %% [markdown]
-# ## Overview
-#
-# - **What you will learn.** The data, the layer, its two masks, the loss and its gradient: how
-#   a single softmax self-attention layer turns $n$ samples into an in-context regression
-#   predictor, and why the choice of mask (may a token attend to itself?) decides whether the
-#   training loss means what we want it to mean.
-# - **The answer in one sentence.** With every token in its own context, a layer trained on few
-#   samples can make each token copy itself and push its training loss below the noise level
-#   while its error on new points grows; leaving each token out of its own context removes this
-#   escape, so the book trains with leave-one-out.
-# - **What you need.** Linear regression, the softmax, the chain rule for matrices; no earlier
-#   chapter.
-# - **Optional on a first reading.** The subsection "Two population optima, two different
-#   answers" and exercise 3 (the gradient derivation).
-# - **For a researcher.** At $n = 20$ every token's largest logit is its own (fraction 1.000) and
-#   the all-tokens loss falls to an excess of $-0.0440$ over the irreducible loss, while at
-#   $n = 500$ only a fraction 0.498 of the tokens are in that position and the escape along the
-#   whitening direction is gone.
-
-# %% [markdown]
-# :::{admonition} Learning objectives
-# After this chapter you can write the layer's prediction $\hat y_j = A h_j$ as an in-context regression estimator; compute a softmax stably; explain why the all-tokens loss rewards memorisation and leave-one-out does not.
-#
-# Estimated student time: about 2.75 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::{admonition} Overview
+# This chapter fixes the model Part I studies: a single softmax self-attention layer
+# that turns $n$ samples into an in-context regression predictor. You will write its prediction
+# $\hat y_j = A h_j$ as a regression estimator, compute a softmax stably, differentiate the loss,
+# and see why the choice of mask (may a token attend to itself?) decides whether the training
+# loss means what we want. The answer: with every token in its own context, a layer trained on
+# few samples can make each token copy itself and push its training loss below the noise level
+# while its error on new points grows; leaving each token out of its own context removes this
+# escape, so the book trains with leave-one-out. You need linear regression, the softmax and the
+# chain rule for matrices. Optional on a first reading: the subsection "Two population optima,
+# two different answers" and exercise 3. Time: about 2.75 hours with the four exercises.
 # :::
 
 # %% [markdown]
-# ::::{admonition} Part I at a glance
-# :class: tip
+# ::::{dropdown} What the papers claim
 # The summaries of {cite}`goel2026` tell Part I's story in four steps **[summary]**: a single
 # softmax self-attention layer is trained to perform linear regression (this chapter); in the
 # limit of infinitely many samples its regression problem is a nonconvex weighted matrix
@@ -65,24 +38,35 @@
 # (chapter 3); and Algorithm 1 (spectral initialization, a regularizer and a preconditioner,
 # chapter 4) converges to them at a geometric rate. Their Theorem 2, as the summaries state it,
 # bounds the excess population loss of the parameters $\theta_m$ after $m$ iterations on $n$
-# samples:
+# samples **[summary]**:
 #
 # $$
 # L(\theta_m) - L^\star \;\lesssim\; n^{-2}\log^6 n \;+\; \mu^m, \qquad \mu < 1 .
 # $$ (eq-ch01-theorem2)
 #
 # The summaries call the first term a statistical bias; the second is the optimization error.
-# They give no constants, no conditions and no value of $\mu$, and the later version's abstract
-# states a $1/n$ term in place of $n^{-2}\log^6 n$ **[abstract]**. Chapters 5 and 6 measure both
-# terms in this book's reconstruction.
+# They give no constants, no conditions and no value of $\mu$. The later version's abstract
+# states a $1/n$ term in place of $n^{-2}\log^6 n$ **[abstract]**. The paper's experiments use
+# $p = 20$, $d = 10$, $n = 500$ **[summary]**. Chapters 5 and 6 measure both terms in this
+# book's reconstruction.
 # ::::
+#
+# :::{dropdown} This book's choices
+# - **[choice]** A Gaussian design $x \sim \mathcal N(0, \Sigma)$ (the summaries do not name the distribution): "The data".
+# - **[choice]** The defaults $\kappa = 10$, $M$ with i.i.d. $\mathcal N(0, 1/(pd))$ entries and $\sigma = 0.1$: "The data".
+# - **[choice]** The parametrisation by a value/output map $A$ and a merged key-query matrix $B$: "The layer".
+# - **[choice]** Leave-one-out in every chapter (the sources do not say which mask the paper uses): "Two masks, and why the book uses leave-one-out".
+# - **[choice]** The ray $B = c\,\hat\Sigma^{-1}$ along which the escape is measured: "Measuring the memorising escape".
+# - **[choice]** The balanced optimum as the regularized algorithm's target (**[derived]** to reach the irreducible loss; chapter 3): "Two population optima, two different answers".
+# :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
 # %matplotlib inline
 import numpy as np
 import matplotlib.pyplot as plt
 
-from attnlib import attention, data, geometry
+from attnlib import algorithm, attention, data, geometry
+from attnbook.chapters import ch01
 from attnbook.tables import result_table
 from attnbook.plotting import NEUTRAL_GREY, OKABE_ITO, figure, use_book_style
 from attnbook.slider import frame_slider
@@ -96,9 +80,9 @@ print(f"d = {problem.d}, p = {problem.p}, noise std = {problem.noise_std}, "
 # %% [markdown]
 # ## The data
 #
-# The task is random (synthetic) linear regression, as in the paper's experiments, which use
-# $p = 20$, $d = 10$, $n = 500$ **[summary]**. The summaries do not name the distribution of $x$;
-# the book uses a Gaussian design **[choice]**:
+# The task is random (synthetic) linear regression, as in the paper's experiments, with
+# $p = 20$, $d = 10$ and $n = 500$. The sources do not name the distribution of $x$; the book
+# uses a Gaussian design:
 #
 # $$
 # x \sim \mathcal N(0, \Sigma) \in \mathbb R^d, \qquad
@@ -111,12 +95,19 @@ print(f"d = {problem.d}, p = {problem.p}, noise std = {problem.noise_std}, "
 # geometric spectrum, condition number $\kappa = 10$ and a Haar-random rotation $O_\Sigma$; $M$ with
 # i.i.d. $\mathcal N(0, 1/(pd))$ entries; $\sigma = 0.1$. No predictor can beat the noise: every
 # loss below is compared with the irreducible loss $L^\star = p\sigma^2/2$.
-# `attnlib.data.default_problem` draws this task from one seeded generator.
+# `attnlib.data.default_problem` draws this task from one seeded generator; the training
+# samples and 10,000 fresh test points come from their own seeds:
+
+# %%
+n, n_test = 500, 10_000
+X, Y = problem.sample(n, rng=np.random.default_rng(SEED_TRAIN))
+test_rng = np.random.default_rng(SEED_TEST)
+X_test, Y_test = problem.sample(n_test, rng=test_rng)
 
 # %% [markdown]
 # ## The layer
 #
-# The layer has two parameter matrices (the book's parametrisation, consistent with the paper's summaries):
+# The layer has two parameter matrices (the book's parametrisation, consistent with the sources):
 # a value/output map $A \in \mathbb R^{p\times d}$ and a merged key-query matrix
 # $B \in \mathbb R^{d\times d}$. The $n$ samples are the tokens; each sample $x_j$ queries the
 # others with logits $s_{ji} = x_j^\top B x_i$:
@@ -209,18 +200,13 @@ plt.show()
 # maximum before exponentiating, so even logits scaled by $10^6$ give finite results.
 
 # %%
-n = 500
-X, Y = problem.sample(n, rng=np.random.default_rng(SEED_TRAIN))
-X_test, Y_test = problem.sample(10_000, rng=np.random.default_rng(SEED_TEST))
-init = np.random.default_rng(SEED_INIT)
-A0 = 0.3 / np.sqrt(problem.d) * init.standard_normal((problem.p, problem.d))
-B0 = 0.3 / np.sqrt(problem.d) * init.standard_normal((problem.d, problem.d))
-for mask in ("loo", "all"):
-    value, grad_A, grad_B = attention.loss_and_grad(A0, B0, X, Y, mask=mask)
-    print(f"mask={mask}: L_hat = {value:.4f}, |grad_A| = {np.linalg.norm(grad_A):.3g}, "
-          f"|grad_B| = {np.linalg.norm(grad_B):.3g}")
-print(f"deployed test risk at the same (A, B): "
-      f"{attention.deployed_risk(A0, B0, X, X_test, Y_test):.4f}")
+A0, B0 = algorithm.random_init(problem.d, problem.p,
+                               rng=np.random.default_rng(SEED_INIT))
+for mask in ch01.MASKS:
+    loss, grad_A, grad_B = attention.loss_and_grad(A0, B0, X, Y, mask=mask)
+    print(ch01.loss_and_gradient_line(mask, loss, grad_A, grad_B))
+risk = attention.deployed_risk(A0, B0, X, X_test, Y_test)
+print(f"deployed test risk at the same (A, B): {risk:.4f}")
 
 # %% [markdown]
 # At a random start of the book's scale (entries $\mathcal N(0, 0.3^2/d)$) the two
@@ -236,7 +222,7 @@ print(f"deployed test risk at the same (A, B): "
 # sends $w_{jj} \to 1$, so $h_j \to x_j$ and the layer becomes the linear fit $\hat y_j = A x_j$ on
 # the training points, while on a new point it copies the context sample with the largest logit.
 # The empirical loss can then fall while the deployed risk grows: a **memorising escape**. The
-# sources do not say which mask the paper uses; leave-one-out is this book's **[choice]** for every
+# sources do not say which mask the paper uses; this book chooses leave-one-out for every
 # chapter, and the next sections measure why.
 #
 # ### Attention weights
@@ -288,28 +274,19 @@ frame_slider(show_weights, controls={"log10_scale": np.arange(-2.0, 3.01, 0.5)},
 # ## Measuring the memorising escape
 #
 # Fix $A = \hat A$, the least-squares fit of $Y$ on $X$ (the map the memorising layer would use),
-# and move along the ray $B = c\,\hat\Sigma^{-1}$ **[choice of direction]**. For each $c$ we record
+# and move along the ray $B = c\,\hat\Sigma^{-1}$ (the direction is the book's choice). For each $c$ we record
 # the empirical loss under each mask and the deployed test risk on 10,000 fresh points, all as
 # excess over $L^\star$. We do this for $n = 20$ (small relative to $d = 10$) and the default
 # $n = 500$.
 
 # %%
 scales = np.geomspace(1e-2, 1e3, 21)  # scales[8] = 1
-results = {20: attention.memorising_escape(X_small, Y_small, X_test, Y_test, scales),
-           500: attention.memorising_escape(X, Y, X_test, Y_test, scales)}
-excess = {size: {"all": r.loss_all - problem.L_star, "loo": r.loss_loo - problem.L_star,
-                 "deployed": r.deployed - problem.L_star} for size, r in results.items()}
-rows = []
-for size, curves in excess.items():
-    print(f"n = {size}: fraction of tokens whose largest logit is their own: "
-          f"{results[size].self_top_fraction:.3f}")
-    for key, label in (("all", "L_hat all"), ("loo", "L_hat loo"), ("deployed", "deployed")):
-        best = np.argmin(curves[key])
-        rows.append((size, label, curves[key][best], f"{scales[best]:.3g}",
-                     curves[key][0], curves[key][8], curves[key][-1]))
-result_table(["n", "excess over L*", "min", "at c", "c = 0.01", "c = 1", "c = 1000"], rows,
-             number_format="+.4f")
-
+samples = {20: (X_small, Y_small), 500: (X, Y)}
+results = {size: attention.memorising_escape(*xy, X_test, Y_test, scales)
+           for size, xy in samples.items()}
+excess = {size: ch01.excess(curves, problem.L_star)
+          for size, curves in results.items()}
+ch01.escape_table(results, excess)
 
 # %% mystnb={"figure": {"caption": "The memorising escape: along $B = c\\,\\hat\\Sigma^{-1}$ the all-tokens loss keeps falling while the deployed test risk rises; the leave-one-out loss tracks the deployed risk. Left $n = 20$, right $n = 500$; all as excess over $L^\\star$.", "name": "fig-ch01-escape"}, "image": {"alt": "Two panels against the scale c on a log axis: excess loss with all tokens, with leave-one-out, and the deployed test risk, for n = 20 and n = 500."}} tags=["hide-input"]
 fig, axes = figure(1, 2, sharey=True, height=3.2)
@@ -359,8 +336,7 @@ plt.show()
 # As $n \to \infty$, $h_j \to \Sigma B^\top x_j$ (chapter 2), so every $(A, B)$ with
 # $A \Sigma B^\top = M$ reaches the irreducible loss in the infinite-data limit. Two such points, with the thin SVD
 # $M\Sigma^{1/2} = \Phi \Gamma \Psi^\top$, are the *unbalanced* one and the *balanced* one that
-# the regularised algorithm of later chapters targets
-# **[derived; the balancing is this book's choice, chapter 3]**:
+# the regularised algorithm of later chapters targets (chapter 3 explains the balancing):
 #
 # $$
 # \begin{aligned}
@@ -372,19 +348,10 @@ plt.show()
 # At finite $n$ they are not equivalent:
 
 # %%
-rows = []
 optima = {"unbalanced": (problem.M, np.linalg.inv(problem.Sigma)),
-          "balanced": geometry.minimizer_manifold(problem.Sigma, problem.M).point()}
-for name, (A_opt, B_opt) in optima.items():
-    for size, (X_train, Y_train) in {20: (X_small, Y_small), 500: (X, Y)}.items():
-        all_, loo = (attention.loss(A_opt, B_opt, X_train, Y_train, mask=m) - problem.L_star
-                     for m in ("all", "loo"))
-        deployed = attention.deployed_risk(A_opt, B_opt, X_train, X_test, Y_test) - problem.L_star
-        self_weight = np.diag(attention.attention_weights(B_opt, X_train, mask="all")).mean()
-        rows.append((name, size, f"{self_weight:.3f}", all_, loo, deployed))
-result_table(["optimum", "n", "self-weight", "L_hat all - L*", "L_hat loo - L*",
-              "deployed - L*"], rows,
-             number_format="+.4f")
+          "balanced": geometry.minimizer_manifold(problem.Sigma,
+                                                  problem.M).point()}
+ch01.optima_table(optima, samples, X_test, Y_test, problem.L_star)
 
 # %% [markdown]
 # At the unbalanced point the softmax is peaked: a token puts on average 0.370 of its weight on

@@ -15,50 +15,38 @@
 # %% [markdown]
 # # Chapter 2: The infinite-data limit is a matrix factorization
 #
-# Chapter 1 built the layer: $n$ samples $x_i \sim N(0, \Sigma)$ in $\mathbb{R}^d$, targets
-# $y_i = M x_i + \varepsilon_i$ in $\mathbb{R}^p$, and the prediction
-# $\hat y_j = A h_j$ with
-#
-# $$
-# h_j = \sum_{i \in C(j)} \operatorname{softmax}_i\!\left(x_j^\top B x_i\right) x_i .
-# $$ (eq-ch02-1)
-#
-# This chapter takes $n \to \infty$. The sources state the outcome in one sentence
-# {cite}`goel2026`: **[summary]** *in the limit of infinitely many samples the regression problem
-# solved by the layer is equivalent to a nonconvex weighted matrix factorization problem.* The
-# summaries do not give the formula, so this book derives it **[derived]**, step by step, with
-# sympy: every derivation below ends in an exact check (`expand(lhs - rhs) == 0`), and each
-# symbolic result is then compared with the numerical code in `attnlib.population`.
-#
-# ```{admonition} Labels
-# **[summary]** stated in the summaries of {cite}`goel2026`, **[abstract]** stated in its
-# public abstracts, **[derived]** derived and checked here, **[choice]** a decision of this book.
-# ```
+# :::{admonition} Overview
+# As the number of samples grows, the softmax average over Gaussian keys becomes an
+# exponentially tilted mean. This chapter derives, step by step and checked with sympy, why the
+# population loss then depends on $(A, B)$ only through $A\Sigma B^\top$ and is a matrix
+# factorization, and why multiplying the gradients by $\Sigma^{-1}$ is exactly gradient descent
+# in the factorization's coordinates. The answer: in the infinite-data limit the layer is the
+# linear map $x \mapsto A\Sigma B^\top x$, and its loss is
+# $\tfrac12\lVert UV^\top - X^\star\rVert_F^2 + L^\star$ with $U = A\Sigma^{1/2}$,
+# $V = \Sigma^{1/2}B\Sigma^{1/2}$ and $X^\star = M\Sigma^{1/2}$. You will derive a closed form and
+# check it by sympy and by Monte Carlo. You need chapter 1, the moment generating function of a
+# Gaussian and the chain rule for matrix functions. Optional on a first reading: the Monte Carlo
+# section and the sympy cells, whose results the text states. Time: about 2.25 hours with the
+# three exercises.
+# :::
 
 # %% [markdown]
-# ## Overview
+# ::::{dropdown} What the papers claim
+# - **[summary]** *In the limit of infinitely many samples the regression problem solved by the
+#   layer is equivalent to a nonconvex weighted matrix factorization problem* {cite}`goel2026`.
+#   The summaries do not give the formula; this chapter derives it.
+# - **[summary]** The paper's algorithm multiplies the gradient of $B$ by $\hat\Sigma^{-1}$ (the
+#   Chinese summary; the exact placement is not given).
+# - **[summary]** Theorem 2 bounds the excess risk of *trained* parameters after $m$ steps on $n$
+#   samples by $n^{-2}\log^6 n + \mu^m$ (chapter 1); the Monte Carlo section measures a different
+#   quantity, the distance of a finite context to its limit at fixed parameters.
+# ::::
 #
-# - **What you will learn.** Why, as $n \to \infty$, the softmax average over Gaussian keys
-#   becomes an exponentially tilted mean; why the population loss then depends on $(A, B)$ only
-#   through $A\Sigma B^\top$ and is a matrix factorization; and why multiplying the gradients by
-#   $\Sigma^{-1}$ is exactly gradient descent in the factorization's coordinates.
-# - **The answer in one sentence.** In the infinite-data limit the layer is the linear map
-#   $x \mapsto A\Sigma B^\top x$, and its loss is $\tfrac12\lVert UV^\top - X^\star\rVert_F^2 + L^\star$
-#   with $U = A\Sigma^{1/2}$, $V = \Sigma^{1/2}B\Sigma^{1/2}$ and $X^\star = M\Sigma^{1/2}$.
-# - **What you need.** Chapter 1, Gaussian vectors and their moment generating function, the
-#   chain rule for matrix functions.
-# - **Optional on a first reading.** The section "Monte Carlo: the finite-n layer approaches its
-#   limit" with its subsection "Interactive: the sample size and the softmax scale", and the sympy
-#   cells, whose results the text states.
-# - **For a researcher.** At a fixed point the finite-$n$ attention output approaches its limit
-#   more slowly than the $n^{-1/2}$ of the delta method: its error falls with fitted slope
-#   $-0.408$ in $n$, because the tilting weights are heavy-tailed over the queries.
-
-# %% [markdown]
-# :::{admonition} Learning objectives
-# After this chapter you can derive the exponentially tilted mean of a Gaussian and the population loss; check a closed form by sympy and by Monte Carlo.
-#
-# Estimated student time: about 2.25 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::{dropdown} This book's choices
+# - **[derived]** The attention limit $h(x) = \Sigma B^\top x$, the population loss and its factorization, each checked exactly with sympy: "Exponential tilting", "The population loss", "A matrix factorization".
+# - **[choice]** The balancing regularizer $\mathcal R = \tfrac{\lambda}{8}\lVert U^\top U - V^\top V\rVert_F^2$ of Procrustes flow {cite}`tu2016`: "Gradients and the preconditioned step".
+# - **[choice]** The preconditioner on the right of $A$'s gradient and on both sides of $B$'s, which makes the step exactly gradient descent in $(U, V)$: "Gradients and the preconditioned step".
+# - **[choice]** The default problem $d = 10$, $p = 20$, $\kappa = 10$, $\sigma = 0.1$ (chapter 1): every numerical cell.
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
@@ -69,6 +57,7 @@ from IPython.display import Math, display
 
 from attnlib import attention, data, fitting, geometry, population
 from attnbook import plotting
+from attnbook.chapters import ch02
 from attnlib import symbolic
 from attnbook.tables import result_table
 
@@ -83,8 +72,16 @@ print(f"d = {problem.d}, p = {problem.p}, noise_std = {problem.noise_std}, "
 # %% [markdown]
 # ## From attention to an expectation
 #
-# Divide the numerator and the denominator of the softmax by $n$. With $u = B^\top x_j$ (so that
-# $x_j^\top B x_i = u \cdot x_i$),
+# Chapter 1 built the layer: $n$ samples $x_i \sim N(0, \Sigma)$ in $\mathbb{R}^d$, targets
+# $y_i = M x_i + \varepsilon_i$ in $\mathbb{R}^p$, and the prediction
+# $\hat y_j = A h_j$ with
+#
+# $$
+# h_j = \sum_{i \in C(j)} \operatorname{softmax}_i\!\left(x_j^\top B x_i\right) x_i .
+# $$ (eq-ch02-1)
+#
+# This chapter takes $n \to \infty$. Divide the numerator and the denominator of the softmax by
+# $n$. With $u = B^\top x_j$ (so that $x_j^\top B x_i = u \cdot x_i$),
 #
 # $$
 # \begin{aligned}
@@ -128,7 +125,7 @@ print("moments E z^k, k = 0..8, from derivatives of the MGF:\n ",
 #
 # $$
 # \frac{\mathbb{E}[x\, e^{u\cdot x}]}{\mathbb{E}[e^{u\cdot x}]} = \nabla_u \log \mathbb{E}\, e^{u\cdot x}
-# = \Sigma u . \qquad \textbf{[derived]}
+# = \Sigma u .
 # $$ (eq-ch02-4)
 #
 # With $u = B^\top x_j$ the attention output therefore tends to
@@ -241,15 +238,16 @@ print(f"all {tilt_z.size} |z| below {z_max:g}: {bool(np.all(np.abs(tilt_z) < z_m
 # {eq}`eq-ch02-5` and {eq}`eq-ch02-7` are folded below):
 
 # %%
-# numerically at the book's defaults, with attnlib.population's coordinates
 A10 = 0.3 * mc_rng.standard_normal((problem.p, problem.d))
 B10 = 0.3 * mc_rng.standard_normal((problem.d, problem.d))
-U10, V10 = population.to_factor(A10, B10, problem.Sigma)
-Xstar = population.target(problem.M, problem.Sigma)
-factor_value = population.factor_loss_and_grad(U10, V10, Xstar)[0] + problem.L_star
-direct_value = population.population_loss(A10, B10, problem.Sigma, problem.M,
-                                          noise_std=problem.noise_std)
-print(f"d = 10: 1/2||UV^T - X*||^2 + L* = {factor_value:.10f}, L(A, B) = {direct_value:.10f}")
+Sigma, M, L_star = problem.Sigma, problem.M, problem.L_star
+U10, V10 = population.to_factor(A10, B10, Sigma)
+Xstar = population.target(M, Sigma)
+factored = population.factor_loss_and_grad(U10, V10, Xstar)[0] + L_star
+direct = population.population_loss(A10, B10, Sigma, M,
+                                    noise_std=problem.noise_std)
+print(f"1/2||UV^T - X*||^2 + L* = {factored:.10f}")
+print(f"L(A, B) = {direct:.10f}")
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 # sympy, exactly, at (p, d) = (3, 2) and (4, 3), every entry of A, B, M, L and sigma symbolic:
@@ -301,15 +299,16 @@ display(verdict_table([("[summary]", judge.factorization(sum(not i.holds() for i
 # defaults, a random $G$ leaves $L$ unchanged while $\lVert A\rVert$ more than doubles:
 
 # %%
-half, inv_half = population.spd_sqrt(problem.Sigma)
-G = np.eye(problem.d) + 0.5 * mc_rng.standard_normal((problem.d, problem.d))
+half, inv_half = population.spd_sqrt(Sigma)
+G = np.eye(problem.d) + 0.5 * mc_rng.standard_normal(B10.shape)
 K = half @ G @ inv_half
-A_moved = A10 @ K
-B_moved = B10 @ problem.Sigma @ np.linalg.inv(K).T @ np.linalg.inv(problem.Sigma)
-moved_value = population.population_loss(A_moved, B_moved, problem.Sigma, problem.M,
-                                         noise_std=problem.noise_std)
-print(f"d = 10: L before {direct_value:.10f}, after the GL(d) move {moved_value:.10f};\n"
-      f"  ||A|| grows from {np.linalg.norm(A10):.3g} to {np.linalg.norm(A_moved):.3g}")
+Sigma_inv = np.linalg.inv(Sigma)
+A_moved, B_moved = A10 @ K, B10 @ Sigma @ np.linalg.inv(K).T @ Sigma_inv
+moved = population.population_loss(A_moved, B_moved, Sigma, M,
+                                   noise_std=problem.noise_std)
+print(f"L before {direct:.10f}, after the GL(d) move {moved:.10f}")
+print(f"||A|| grows from {np.linalg.norm(A10):.3g} "
+      f"to {np.linalg.norm(A_moved):.3g}")
 
 # %% mystnb={"code_prompt_show": "Checks by sympy: show {type}"} tags=["hide-cell"]
 # sympy: both forms with symbolic G, K and a general symmetric Sigma (multiplied through
@@ -321,11 +320,11 @@ for identity in symbolic.symmetry_identities(3, 2):
 # %% [markdown]
 # ## Gradients and the preconditioned step
 #
-# The paper's algorithm multiplies the gradient of $B$ by $\hat\Sigma^{-1}$ **[summary]** (the
-# Chinese summary; the exact placement is not given). Here is what holds exactly. Let
+# The sources state that the paper's algorithm multiplies the gradient of $B$ by
+# $\hat\Sigma^{-1}$; they do not give the exact placement. Here is what holds exactly. Let
 # $Q = L + \mathcal{R}$ with the balancing regularizer
-# $\mathcal{R} = \tfrac{\lambda}{8}\|U^\top U - V^\top V\|_F^2$ **[choice]**, the term of Procrustes
-# flow {cite}`tu2016`; chapter 3 explains why. In $(A,B)$ it needs no square root:
+# $\mathcal{R} = \tfrac{\lambda}{8}\|U^\top U - V^\top V\|_F^2$ that this book chooses, the term of
+# Procrustes flow {cite}`tu2016`; chapter 3 explains why. In $(A,B)$ it needs no square root:
 # $\mathcal R = \tfrac\lambda8 \operatorname{tr}\big((\Sigma D)^2\big)$, $D = A^\top A - B^\top \Sigma B$.
 # With $R = \Sigma^{1/2}$, the chain rule gives
 #
@@ -351,23 +350,36 @@ for identity in symbolic.symmetry_identities(3, 2):
 
 # %% [markdown]
 # The same step at the book's defaults ($d = 10$, numbers from `attnlib.population`): one
-# preconditioned step in $(A,B)$, mapped to $(U,V)$, against one gradient step on
-# $\tfrac12\|UV^\top - X^\star\|^2 + \mathcal R$ (the sympy check of every gradient, at $p = d = 2$, is folded after it):
+# preconditioned step in $(A,B)$, mapped to $(U,V)$,
 
 # %%
 eta, lam = 0.1, 1.0
-_, grad_A, grad_B = population.objective_and_grad(A10, B10, problem.Sigma, problem.M, lam=lam)
-Sigma_inv = np.linalg.inv(problem.Sigma)
-U_step, V_step = population.to_factor(A10 - eta * grad_A @ Sigma_inv,
-                                      B10 - eta * Sigma_inv @ grad_B @ Sigma_inv, problem.Sigma)
+_, grad_A, grad_B = population.objective_and_grad(A10, B10, Sigma, M,
+                                                  lam=lam)
+A_next = A10 - eta * grad_A @ Sigma_inv
+B_next = B10 - eta * Sigma_inv @ grad_B @ Sigma_inv
+U_next, V_next = population.to_factor(A_next, B_next, Sigma)
+
+# %% [markdown]
+# against one gradient step on $\tfrac12\|UV^\top - X^\star\|^2 + \mathcal R$ in $(U, V)$, and
+# the plain step in $A$, mapped to $U$:
+
+# %%
 _, gU, gV = population.factor_loss_and_grad(U10, V10, Xstar)
 _, rU, rV = population.factor_regularizer_and_grad(U10, V10, lam=lam)
-gap = max(np.abs(U_step - (U10 - eta * (gU + rU))).max(),
-          np.abs(V_step - (V10 - eta * (gV + rV))).max())
-U_plain, _ = population.to_factor(A10 - eta * grad_A, B10, problem.Sigma)
-plain_gap = np.abs(U_plain - (U10 - eta * (gU + rU))).max()
+U_grad, V_grad = U10 - eta * (gU + rU), V10 - eta * (gV + rV)
+U_plain, _ = population.to_factor(A10 - eta * grad_A, B10, Sigma)
+print(f"plain step vs (U, V) gradient step: max difference "
+      f"{np.abs(U_plain - U_grad).max():.2g}")
+
+# %% [markdown]
+# The plain step misses the gradient step in $(U, V)$; the preconditioned one lands on it to
+# rounding error. The first folded cell below compares the two; the second checks every gradient
+# exactly with sympy at $p = d = 2$.
+
+# %% mystnb={"code_prompt_show": "Check against the (U, V) step: show {type}"} tags=["hide-cell"]
+gap = max(np.abs(U_next - U_grad).max(), np.abs(V_next - V_grad).max())
 print(f"preconditioned step vs (U, V) gradient step: max difference below 1e-12: {gap < 1e-12}")
-print(f"plain step vs (U, V) gradient step:          max difference {plain_gap:.2g}")
 
 # %% mystnb={"code_prompt_show": "Checks by sympy: show {type}"} tags=["hide-cell"]
 # sympy derives every gradient by differentiating entry by entry, p = d = 2
@@ -394,21 +406,20 @@ assert not gradient_checks[-1].holds()
 # self-normalized average).
 
 # %%
-A_star, B_star = geometry.minimizer_manifold(problem.Sigma, problem.M).point()
+A_star, B_star = geometry.minimizer_manifold(Sigma, M).point()
 ns = 2 ** np.arange(5, 15)
-mc = symbolic.finite_context_errors(problem, A_star, B_star, ns, reps=6, n_queries=200,
-                                    rng=mc_rng, loss_max_n=4096)
-has_loss = ns <= 4096
-output_fit = fitting.fit_power_law(ns, mc["output_error"])
-tail_fit = fitting.fit_power_law(ns[-4:], mc["output_error"][-4:])
-loss_fit = fitting.fit_power_law(ns[has_loss], mc["loss_error"][has_loss])
-for name, fit in [("output error slope (all n):", output_fit),
-                  (f"output error slope (n >= {ns[-4]}):", tail_fit),
-                  ("loss error slope (n <= 4096):", loss_fit)]:
-    print(f"{name:31s} {fit.exponent:.3f} (95% CI {fit.ci[0]:.3f} to {fit.ci[1]:.3f})")
+mc = symbolic.finite_context_errors(problem, A_star, B_star, ns, reps=6,
+                                    n_queries=200, rng=mc_rng,
+                                    loss_max_n=ch02.LOSS_MAX_N)
+
+# %%
+fits = ch02.convergence_fits(ns, mc)
+print(ch02.fit_lines(fits))
 print(f"population loss L(A*, B*) = {float(mc['population_loss']):.4f}")
 
 # %% mystnb={"figure": {"caption": "Monte Carlo at fixed $\\theta$: the distance of the finite-$n$ attention output and of the empirical loss to their infinite-data limits falls as a power of $n$, the output's more slowly than $n^{-1/2}$ (dots: six draws; line: their mean; dashed: fitted power law).", "name": "fig-ch02-convergence"}, "image": {"alt": "Log-log plot of the distance to the infinite-data limit against the number of context samples n, for the attention output and the empirical loss, with fitted slopes and an n to the minus one half reference line."}} tags=["hide-input"]
+output_fit, tail_fit, loss_fit = fits.values()
+has_loss = ns <= ch02.LOSS_MAX_N
 fig, ax = plotting.figure(width=6.4, height=4.0)
 for key, label, fit, mask in [("output_error", "attention output", output_fit, ns > 0),
                               ("loss_error", "empirical loss", loss_fit, has_loss)]:
@@ -428,8 +439,9 @@ plotting.legend_below(fig, ncol=3)
 plt.show()
 
 # %%
-s_max = geometry.minimizer_manifold(problem.Sigma, problem.M).singular_values[0]
-print(f"2 s_max(V V^T) = {2 * s_max:.3f}  (E_x exp(u^T Sigma u) is finite iff this is < 1)")
+s_max = geometry.minimizer_manifold(Sigma, M).singular_values[0]
+print(f"2 s_max(V V^T) = {2 * s_max:.3f}  "
+      "(E_x exp(u^T Sigma u) is finite iff this is < 1)")
 
 # %% [markdown]
 # {numref}`fig-ch02-convergence` shows the result. The output error falls with fitted slope about −0.41 (95% interval −0.42 to −0.39) over
@@ -448,10 +460,10 @@ print(f"2 s_max(V V^T) = {2 * s_max:.3f}  (E_x exp(u^T Sigma u) is finite iff th
 # over only at larger $n$).
 #
 # ```{important}
-# This is **not** the quantity of the sources' Theorem 2 **[summary]**, which bounds the excess risk
+# This is **not** the quantity of the sources' Theorem 2, which bounds the excess risk
 # $L(\theta_m) - L^\star$ of *trained* parameters after $m$ steps on $n$ samples by
 # $n^{-2}\log^6 n + \mu^m$. Here $\theta$ is fixed and we measure how well a finite context
-# reproduces the limit. Chapter 6 measures the excess risk of trained parameters against $n$;
+# matches the limit. Chapter 6 measures the excess risk of trained parameters against $n$;
 # do not compare the two slopes.
 # ```
 #

@@ -15,41 +15,41 @@
 # %% [markdown]
 # # Chapter 4: Algorithm 1
 #
-# Goel, Soltanolkotabi and Bartlett {cite}`goel2026` train the attention layer of chapter 1 with a
-# "structure-aware" first-order method, Algorithm 1. The summaries of the paper name three ingredients
-# **[summary]**: a *spectral initialization* computed from the SVD of $\hat M \hat\Sigma^{1/2}$, a
-# *regularizer* $\hat R$ that helps avoid spurious stationary points, and a *preconditioner* that
-# multiplies the gradient of $B$ by $\hat\Sigma^{-1}$. The later version of the paper adds
-# **[abstract]** that the preconditioner is data-dependent, that the regularizer is
-# scale-invariant, and that a *renormalization* step keeps the softmax parameters bounded. The full
-# text is not available to the book, so the exact form of each ingredient is this book's
-# reconstruction; every choice is labelled.
+# :::{admonition} Overview
+# Algorithm 1 trains the attention layer of chapter 1 with four ingredients: a spectral
+# initialization, a covariance preconditioner, a balancing regularizer and a renormalization
+# step. This chapter writes each as one piece of code and shows what each buys by removing it
+# and measuring what goes wrong, and where an ingredient makes no difference; chapter 5 then
+# reruns the paper's experiment with all of them together. The answer: the spectral start
+# begins next to the manifold of minima, the preconditioner removes the dependence on the
+# conditioning of $\Sigma$, the regularizer keeps the iterates near the balanced minimizers, and
+# renormalization never acts at the book's defaults. You need chapters 1 to 3 (the layer, the
+# coordinates $(U, V)$, the manifold $S$ and the $P$-distance) and gradient descent. Optional on
+# a first reading: "The pieces, stepped by hand", "Saddles" and "Renormalization". Time: about
+# 2.75 hours with the three exercises.
+# :::
 
 # %% [markdown]
-# ## Overview
+# ::::{dropdown} What the papers claim
+# - **[summary]** Goel, Soltanolkotabi and Bartlett {cite}`goel2026` train the layer with a
+#   "structure-aware" first-order method, Algorithm 1, of three ingredients: a *spectral
+#   initialization* computed from the SVD of $\hat M \hat\Sigma^{1/2}$, a *regularizer* $\hat R$
+#   that helps avoid spurious stationary points, and a *preconditioner* that multiplies the
+#   gradient of $B$ by $\hat\Sigma^{-1}$ (the Chinese summary).
+# - **[abstract]** The later version adds that the preconditioner is data-dependent, that the
+#   regularizer is scale-invariant (its form is not given), and that a *renormalization* step
+#   keeps the softmax parameters bounded.
+# ::::
 #
-# - **What you will learn.** The four ingredients of Algorithm 1 (spectral initialization,
-#   preconditioner, balancing regularizer, renormalization), each written as one piece of code,
-#   and what each buys: the chapter removes them one at a time and measures what goes wrong, and
-#   where an ingredient makes no difference. Chapter 5 then reruns the paper's experiment with
-#   all of them together.
-# - **The answer in one sentence.** The spectral start begins next to the manifold of minima,
-#   the preconditioner removes the dependence on the conditioning of $\Sigma$, the regularizer
-#   keeps the iterates near the balanced minimizers, and renormalization never acts at the
-#   book's defaults.
-# - **What you need.** Chapters 1 to 3 (the layer, the factorization coordinates $(U, V)$, the
-#   manifold $S$ and the $P$-distance), gradient descent.
-# - **Optional on a first reading.** The subsections "The pieces, stepped by hand" and
-#   "Saddles", and the section "Renormalization".
-# - **For a researcher.** The spectral start's excess risk is 35 times smaller than a random
-#   start's (seed 0), and with a badly conditioned $\Sigma$ the preconditioned run reaches
-#   excess risk 0.00819 after 100 iterations, where plain gradient descent is still at 0.118.
-
-# %% [markdown]
-# :::{admonition} Learning objectives
-# After this chapter you can state what spectral initialization, the preconditioner, the regularizer and renormalization each buy, and show it by removing one.
+# :::{dropdown} This book's choices
+# The full text is not available to the book, so the exact form of each ingredient is this book's reconstruction (line numbers: the pseudocode of "The algorithm").
 #
-# Estimated student time: about 2.75 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# - **[choice]** The split $\hat\Gamma^{1/2}$, $\hat\Gamma^{1/2}$ of the spectral start between the factors: line 2, {eq}`eq-ch04-spectral`.
+# - **[choice]** The balancing term of Procrustes flow {cite}`tu2016` as the regularizer: line 6, {eq}`eq-ch04-regularizer`.
+# - **[choice]** The preconditioner on both sides of $B$'s gradient and on $A$'s, which makes the step exactly gradient descent on $(U, V)$ (**[derived]**, exercise 1): line 7, {eq}`eq-ch04-step`.
+# - **[choice]** A renormalization that leaves $A\hat\Sigma B^\top$ unchanged, off by default, with $\tau = \sqrt{\operatorname{tr}\hat\Gamma}$ when on: line 8, {eq}`eq-ch04-renormalize`, "Renormalization".
+# - **[choice]** The step size, one over a curvature bound at the start: line 4, {eq}`eq-ch04-eta`, "Where the step size comes from".
+# - **[choice]** The moments {eq}`eq-ch04-moments` of one sample set, full-batch steps on the empirical loss with the leave-one-out mask: lines 1 and 5.
 # :::
 
 # %% [markdown]
@@ -110,18 +110,6 @@
 # (without the preconditioner it is divided further by $\max(\lVert\hat\Sigma\rVert, \lVert\hat\Sigma\rVert^2)$);
 # the section "Where the step size comes from" derives it.
 #
-# Which parts are the papers' and which are the book's (the line numbers are those of the
-# pseudocode below):
-#
-# | line | ingredient | status |
-# | --- | --- | --- |
-# | 2 | spectral initialization, {eq}`eq-ch04-spectral` | **[summary]**; the split $\hat\Gamma^{1/2}$, $\hat\Gamma^{1/2}$ between the factors is a **[choice]** |
-# | 6 | regularizer $\hat R$, {eq}`eq-ch04-regularizer` | **[summary]** that there is one; the balancing term of Procrustes flow {cite}`tu2016` is a **[choice]**; the paper's later regularizer is "scale-invariant" **[abstract]**, and its form is unknown |
-# | 7 | preconditioner, {eq}`eq-ch04-step` | **[summary]** for $B$ ("the gradient of $B$ times $\hat\Sigma^{-1}$", Chinese summary); the two-sided form and the $A$ side are a **[choice]** that makes the step exactly gradient descent on $(U, V)$ **[derived]** |
-# | 8 | renormalization, {eq}`eq-ch04-renormalize` | exists **[abstract]**; this form, which leaves $A\hat\Sigma B^\top$ unchanged, is a **[choice]**; off by default |
-# | 4 | step size, {eq}`eq-ch04-eta` | **[choice]**: one over a curvature bound at the start, derived below |
-# | 1, 5 | moments {eq}`eq-ch04-moments` of one sample set; full-batch steps on the empirical loss, leave-one-out mask | **[choice]** |
-#
 # In code (`attnlib.algorithm`) the same steps read as follows; `train` runs exactly these lines:
 #
 # ```text
@@ -156,7 +144,9 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from attnlib import algorithm, analysis, geometry, population
+from attnlib import algorithm, analysis, attention, geometry, population
+from attnlib.algorithm import precondition
+from attnlib.optim import apply_updates, chain, scale
 from attnbook import experiments
 from attnbook.chapters import ch04      # this chapter's computations; its report calls them too
 from attnbook.chapters.ch04 import SEEDS   # paper1_defaults' seeds
@@ -223,22 +213,20 @@ plt.show()
 # runs Algorithm 1 for the same iterations and the two are compared.
 
 # %%
-from attnlib import attention
-from attnlib.algorithm import precondition
-from attnlib.optim import apply_updates, chain, scale
-
 ITER_BY_HAND = 20
-A, B = algorithm.spectral_init(Sigma_hat, M_hat)                         # line 2
-eta = algorithm.default_step(A, B, Sigma_hat, M_hat, lam=1.0, precondition=True)   # line 4
-optimizer = chain(precondition(Sigma_hat), scale(-eta))                  # line 7
+A, B = algorithm.spectral_init(Sigma_hat, M_hat)                  # line 2
+eta = algorithm.default_step(A, B, Sigma_hat, M_hat, lam=1.0,
+                             precondition=True)                   # line 4
+optimizer = chain(precondition(Sigma_hat), scale(-eta))           # line 7
 state = optimizer.init((A, B))
-for k in range(ITER_BY_HAND):                                            # line 5
-    _, G_A, G_B = attention.loss_and_grad(A, B, X, Y, mask="loo")        # line 6: L_hat ...
-    _, R_A, R_B = population.regularizer_and_grad(A, B, Sigma_hat, lam=1.0)   # ... + R_hat
-    updates, state = optimizer.update((G_A + R_A, G_B + R_B), state)     # line 7
+for k in range(ITER_BY_HAND):                                     # line 5
+    # line 6: the gradient of the empirical loss plus the regularizer
+    _, G_A, G_B = attention.loss_and_grad(A, B, X, Y, mask="loo")
+    _, R_A, R_B = population.regularizer_and_grad(A, B, Sigma_hat, lam=1.0)
+    updates, state = optimizer.update((G_A + R_A, G_B + R_B), state)
     A, B = apply_updates((A, B), updates)
 
-# %%
+# %% mystnb={"code_prompt_show": "Check against train: show {type}"} tags=["hide-cell"]
 by_train = algorithm.train(algorithm.empirical_loss(X, Y), algorithm.METHODS["algorithm1"],
                            iterations=ITER_BY_HAND)
 difference = max(np.abs(A - by_train.A).max(), np.abs(B - by_train.B).max())
@@ -246,6 +234,10 @@ print(f"step eta: by hand {eta:.6g}, train {by_train.step:.6g}")
 print(f"after {ITER_BY_HAND} steps, largest entry of |(A, B) by hand - (A, B) by train|:\n"
       f"  {experiments.format_deviation(difference)} (entries of size "
       f"{max(np.abs(A).max(), np.abs(B).max()):.3g})")
+
+# %% [markdown]
+# The folded check runs `train` for the same iterations: it takes the same step and lands on the
+# same parameters, to rounding error.
 
 # %% [markdown]
 # ### Where the step size comes from
@@ -294,29 +286,24 @@ print(f"after {ITER_BY_HAND} steps, largest entry of |(A, B) by hand - (A, B) by
 # $f$ ($\lambda = 1$) at the spectral start and at the random start of seed 0.
 
 # %%
-random_start = algorithm.random_init(problem.d, problem.p, rng=stream("start", 0))
-step_rows = []
-for name, (a, b) in {"spectral": algorithm.spectral_init(Sigma_hat, M_hat),
-                     "random": random_start}.items():
-    u, v = S_hat.factor(a, b)
-    size = np.sum(u ** 2) + np.sum(v ** 2)                                   # N_0
-    beta = S_hat.singular_values[0] + 1.5 * (1 + 1.0) * size                  # the bound, lam = 1
-    h_max = np.linalg.eigvalsh(geometry.factor_hessian(u, v, S_hat.Xstar, lam=1.0))[-1]
-    eta_rule = algorithm.default_step(a, b, Sigma_hat, M_hat, lam=1.0, precondition=True)
-    step_rows.append((name, size, beta, h_max, eta_rule, eta_rule * beta, eta_rule * h_max))
-print(f"s_max = {S_hat.singular_values[0]:.3g}; 2 tr Gamma_hat = {2 * S_hat.balanced_scale ** 2:.3g}")
-result_table(["start", "N_0", "beta(N_0)", "h_max", "eta", "eta beta", "eta h_max"], step_rows)
+starts = {"spectral": algorithm.spectral_init(Sigma_hat, M_hat),
+          "random": algorithm.random_init(problem.d, problem.p,
+                                          rng=stream("start", 0))}
+rules = {name: ch04.step_rule(start, Sigma_hat, M_hat, S_hat)
+         for name, start in starts.items()}
+print(f"s_max = {S_hat.singular_values[0]:.3g}; "
+      f"2 tr Gamma_hat = {2 * S_hat.balanced_scale ** 2:.3g}")
+ch04.step_size_table(rules)
 
 # %% mystnb={"figure": {"caption": "The step-size rule at the two starts of seed 0: the largest Hessian eigenvalue of the closed-form objective, the bound it is divided by, and the stability limit of the chosen step.", "name": "fig-ch04-step-size"}, "image": {"alt": "Grouped bars on a log axis for the spectral and the random start: the largest curvature is the lowest bar, the bound is higher, and the stability limit two over eta is the highest."}} tags=["hide-input"]
 fig, ax = figure(width="medium", height=3.4)
-positions = np.arange(len(step_rows))
-for offset, (column, label, colour) in zip((-0.27, 0.0, 0.27), (
-        (3, "largest curvature $h_{\\max}$", OKABE_ITO["blue"]),
-        (2, "bound $\\beta(N_0)$", OKABE_ITO["orange"]),
-        (4, "stability limit $2/\\eta$", NEUTRAL_GREY))):
-    values = [row[column] if column != 4 else 2 / row[4] for row in step_rows]
+positions = np.arange(len(rules))
+for i, (offset, label, colour) in enumerate(zip((-0.27, 0.0, 0.27), (
+        "largest curvature $h_{\\max}$", "bound $\\beta(N_0)$", "stability limit $2/\\eta$"),
+        (OKABE_ITO["blue"], OKABE_ITO["orange"], NEUTRAL_GREY))):
+    values = [[r.h_max, r.bound, 2 / r.eta][i] for r in rules.values()]
     ax.bar(positions + offset, values, width=0.25, color=colour, label=label)
-ax.set(yscale="log", xticks=positions, xticklabels=[f"{row[0]} start" for row in step_rows],
+ax.set(yscale="log", xticks=positions, xticklabels=[f"{name} start" for name in rules],
        ylabel="curvature (1 / step)")
 ax.legend(loc="upper right")
 plt.show()
@@ -342,24 +329,19 @@ plt.show()
 # $\lVert U\rVert_F = \lVert V\rVert_F = \sqrt{\operatorname{tr} D}$.
 
 # %%
-initial = ch04.start_measures(SEEDS)     # (seed, "spectral" or "random") -> measures at k = 0
-start_rows = [(seed, name, m.distance,
-               # the spectral start is on S_hat: only rounding is left
-               experiments.format_deviation(m.distance_hat) if name == "spectral"
-               else f"{m.distance_hat:.2g}", m.loss, m.excess, m.balanced_scale)
-              for (seed, name), m in initial.items()]
+initial = ch04.start_measures(SEEDS)   # (seed, start) -> measures at k = 0
+display(ch04.start_table(initial))
+print(ch04.start_ratio_lines(initial))
 
-# %%
-display(result_table(["seed", "start", "dist_P(S)", "dist_P(S_hat)", "loss L", "excess L - L*",
-                      "sqrt(tr D)"], start_rows))
+# %% mystnb={"code_prompt_show": "Check against the closed form: show {type}"} tags=["hide-cell"]
+# the spectral start solves the closed-form problem, so it lies on S_hat: only rounding is left
 for seed in SEEDS:
-    spectral, random = initial[seed, "spectral"], initial[seed, "random"]
-    print(f"seed {seed}: random / spectral = {random.loss / spectral.loss:.3g} in loss, "
-          f"{random.excess / spectral.excess:.3g} in excess risk")
+    print(f"seed {seed}: dist_P(spectral start, S_hat) "
+          f"{experiments.format_deviation(initial[seed, 'spectral'].distance_hat)}")
 
 # %% [markdown]
-# The spectral start lies on $\hat S$ to rounding error and at $P$-distance about 0.2 from the
-# true $S$ (0.219, 0.194, 0.198): that remaining distance is statistical, the difference between
+# The spectral start lies on $\hat S$ to rounding error (the folded check) and at $P$-distance
+# about 0.2 from the true $S$ (0.219, 0.194, 0.198): that remaining distance is statistical, the difference between
 # $\hat M, \hat\Sigma$ and $M, \Sigma$. A random start of the book's scale is at distance 1.65 to
 # 1.74, about the size of $S$ itself ($\sqrt{\operatorname{tr}D} = 1.3$ to $1.35$), i.e. roughly as
 # far as the origin. In excess risk the gap is 0.233 against 0.00666 for seed 0, a factor of
@@ -392,15 +374,11 @@ for seed in SEEDS:
 # $\kappa$ from 1 to 1000 on the empirical loss.
 
 # %%
-prob_ill, x_ill, y_ill = ch04.ill_conditioned_data()         # seed 0, kappa(Sigma) = 1000
-runs_cond = ch04.conditioning_runs(prob_ill, x_ill, y_ill)   # {precondition: run}, same start
+prob_ill, x_ill, y_ill = ch04.ill_conditioned_data()   # seed 0, kappa 1000
+runs_cond = ch04.conditioning_runs(prob_ill, x_ill, y_ill)  # by precond.
 print(f"cond(Sigma) = {np.linalg.cond(prob_ill.Sigma):.3g}, "
       f"cond(Sigma_hat) = {np.linalg.cond(x_ill.T @ x_ill):.3g}")
-cond_rows = [(str(precondition), result.step,
-              *(result.history["excess_risk"][k] for k in (0, 10, 100, -1)),
-              result.history["dist_P_hat"][-1]) for precondition, result in runs_cond.items()]
-result_table(["precondition", "step", "risk at 0", "10", "100", f"{ch04.ITER_COND}",
-              f"dist_P(S_hat) at {ch04.ITER_COND}"], cond_rows)
+ch04.conditioning_table(runs_cond)
 
 # %% mystnb={"figure": {"caption": "Preconditioning at $\\kappa(\\Sigma) = 1000$ from the same random start: excess risk (left) and P-distance to the empirical minima (right) against iterations.", "name": "fig-ch04-precondition"}, "image": {"alt": "Two log-log panels against iteration: the preconditioned run (solid) falls quickly in excess risk and distance, the unpreconditioned run (dashed) stays high."}} tags=["hide-input"]
 fig, axes = figure(1, 2, height=3.0)
@@ -449,34 +427,27 @@ plt.show()
 #    whether the iterates drift along the orbit.
 
 # %%
-A_unbal, B_unbal = ch04.unbalanced_minimizer(S_hat)    # (U* K, V* K^-1), K = diag(3, ..., 1/3)
+A_unbal, B_unbal = ch04.unbalanced_minimizer(S_hat)   # (U* K, V* K^-1)
 gap, scale = analysis.balance(A_unbal, B_unbal, Sigma_hat)
-excess_unbal = population.population_loss(A_unbal, B_unbal, Sigma_hat, M_hat)   # = L_hat - L_hat*
+distance = S_hat.distance(A_unbal, B_unbal)
 print(f"unbalanced start: imbalance {gap:.3g}, ||V||_F {scale:.3g}, "
-      f"dist_P(S_hat) {S_hat.distance(A_unbal, B_unbal):.3g},\n  closed-form loss - L_hat* "
-      f"{experiments.format_deviation(excess_unbal, resolution=1e-20)}")
-U_unbal, V_unbal = S_hat.factor(A_unbal, B_unbal)
-hessian_rows = []
-for name, (u, v) in {"on S_hat": (S_hat.U_star, S_hat.V_star),
-                     "unbalanced": (U_unbal, V_unbal)}.items():
-    eig = np.linalg.eigvalsh(geometry.factor_hessian(u, v, S_hat.Xstar, lam=0.0))
-    nonzero = eig[eig > 1e-9 * eig[-1]]
-    hessian_rows.append((name, eig[-1], nonzero[0], eig[-1] / nonzero[0], eig.size - nonzero.size))
+      f"dist_P(S_hat) {distance:.3g}")
+ch04.hessian_table(S_hat, (A_unbal, B_unbal))
+
+# %% mystnb={"code_prompt_show": "Check against the closed form: show {type}"} tags=["hide-cell"]
+# an exact minimizer: its closed-form loss equals the minimum L_hat* up to rounding
+excess_unbal = population.population_loss(A_unbal, B_unbal, Sigma_hat, M_hat)   # = L_hat - L_hat*
+print(f"closed-form loss - L_hat* {experiments.format_deviation(excess_unbal, resolution=1e-20)}")
 
 # %%
-display(result_table(["Hessian (lam = 0)", "largest", "smallest nonzero", "ratio", "zero eigs"],
-                     hessian_rows))
 for lam in (0.0, 1.0):
-    result = ch04.unbalanced_run(Sigma_hat, M_hat, (A_unbal, B_unbal), lam=lam)   # closed form
-    d_hat = result.history["dist_P_hat"]
-    print(f"lam = {lam:.0f}: step {result.step:.3g}, imbalance at {ch04.ITER_UNBAL}: "
-          f"{analysis.balance(result.A, result.B, Sigma_hat)[0]:.3g},\n"
-          f"  dist_P(S_hat) at 0/100/{ch04.ITER_UNBAL}: "
-          f"{d_hat[0]:.3g} / {d_hat[100]:.3g} / {d_hat[-1]:.3g}")
+    start = (A_unbal, B_unbal)
+    run = ch04.unbalanced_run(Sigma_hat, M_hat, start, lam=lam)
+    print(ch04.unbalanced_line(run, lam, Sigma_hat))
 
 # %% [markdown]
 # The unbalanced start fits the closed-form objective exactly (its loss is less than $10^{-20}$ above
-# the minimum, i.e. equal to it up to rounding) but is at $P$-distance 1.8 from $\hat S$ with
+# the minimum, i.e. equal to it up to rounding; the folded check) but is at $P$-distance 1.8 from $\hat S$ with
 # imbalance 3.98. Without the regularizer the
 # gradient vanishes there, and 300 steps leave it where it is (distance 1.8, imbalance 3.98). Its
 # Hessian is worse than on $\hat S$: largest eigenvalue 3.86 against 0.757, ratio of largest to
@@ -547,18 +518,14 @@ plt.show()
 # the one that drops the smallest singular value.
 
 # %%
-u_saddle, v_saddle = ch04.mildest_saddle(S_hat)      # drops the smallest singular value
-print(f"smallest singular value of M_hat Sigma_hat^(1/2): {S_hat.singular_values[-1]:.3g}")
-saddle_rows = []
-for lam in (0.0, 1.0):
-    grad, eig = ch04.saddle_curvature(u_saddle, v_saddle, S_hat.Xstar, lam=lam)
-    saddle_rows.append((f"{lam:.0f}", experiments.format_deviation(grad), eig[0],
-                        int(np.sum(eig < -1e-9))))
-result_table(["lam", "gradient norm", "smallest Hessian eig", "negative eigs"], saddle_rows)
+u_saddle, v_saddle = ch04.mildest_saddle(S_hat)   # drops the smallest s
+print(f"smallest singular value of M_hat Sigma_hat^(1/2): "
+      f"{S_hat.singular_values[-1]:.3g}")
+ch04.saddle_table(u_saddle, v_saddle, S_hat.Xstar)
 
 # %% [markdown]
-# At this point the gradient is zero (below $10^{-12}$, i.e. to rounding) with and without the regularizer, and the
-# Hessian has one negative eigenvalue, $-0.0508$, equal to minus the dropped singular value, for
+# At this point the gradient is zero (below $10^{-12}$, i.e. to rounding, shown as 0) with and
+# without the regularizer, and the Hessian has one negative eigenvalue, $-0.0508$, equal to minus the dropped singular value, for
 # both $\lambda = 0$ and $\lambda = 1$. So the regularizer leaves this saddle exactly as it was: it
 # is a *strict* saddle (a direction of negative curvature), which gradient descent leaves from a
 # generic start, but only at the rate set by that small negative eigenvalue. Spectral initialization
@@ -570,8 +537,8 @@ result_table(["lam", "gradient norm", "smallest Hessian eig", "negative eigs"], 
 # Line 8 rescales $(A, B) \to (cA, B/c)$ ({eq}`eq-ch04-renormalize`), which leaves $A\hat\Sigma B^\top$ unchanged and bounds
 # the softmax scale $\lVert\hat\Sigma^{1/2}B\hat\Sigma^{1/2}\rVert_F = \lVert V\rVert_F$ by $\tau$.
 # Every point of $\hat S$ has $\lVert V\rVert_F = \sqrt{\operatorname{tr}\hat\Gamma}$, so $\tau$ below
-# that value would push the iterates off $\hat S$ and fight the regularizer; `train` refuses it. We
-# use the tightest allowed bound, $\tau = \sqrt{\operatorname{tr}\hat\Gamma}$ **[choice]**.
+# that value would push the iterates off $\hat S$ and fight the regularizer; `train` refuses it. This
+# book chooses the tightest allowed bound, $\tau = \sqrt{\operatorname{tr}\hat\Gamma}$.
 #
 # Chapter 1 showed where the softmax scale matters: with all tokens in the context and $n$ small,
 # a large $B$ lets every token attend to itself and the empirical loss rewards it (the memorising
@@ -637,15 +604,10 @@ plt.show()
 # run above also trained Algorithm 1 with $\tau = \sqrt{\operatorname{tr}\hat\Gamma}$:
 
 # %%
-j_on, j_off = variants["renormalized"], variants["algorithm1"]
-difference = np.abs(ablation["excess_risk"][:, j_on] - ablation["excess_risk"][:, j_off])
-relative = difference / ablation["excess_risk"][:, j_off]
-active = ablation["scale"][:, j_off] > float(ablation["tau"]) * (1 + 1e-12)
-print(f"tau = {float(ablation['tau']):.4g}; without renormalization ||V||_F exceeds tau\n"
-      f"  at {np.mean(active):.0%} of the recorded iterations (max {ablation['scale'][:, j_off].max():.4g})")
-print(f"largest relative difference in excess risk over 2000 iterations: {relative.max():.2g}")
-print(f"excess risk at 2000: with tau {ablation['excess_risk'][-1, j_on]:.4g}, "
-      f"without {ablation['excess_risk'][-1, j_off]:.4g}")
+off, on = variants["algorithm1"], variants["renormalized"]
+risk, scale = ablation["excess_risk"], ablation["scale"][:, off]
+print(ch04.renormalization_lines(risk[:, on], risk[:, off], scale,
+                                 float(ablation["tau"])))
 
 # %% [markdown]
 # At the defaults renormalization never acts: along Algorithm 1's run $\lVert V\rVert_F$ never
@@ -667,8 +629,9 @@ print(f"excess risk at 2000: with tau {ablation['excess_risk'][-1, j_on]:.4g}, "
 # %% [markdown]
 # ## The papers' claims
 #
-# The measurements of this chapter bear on these claims; {doc}`the Reproduction report's page for Chapter 4 <report_ch04_algorithm1>` judges each from the numbers, with its threshold, the choices it varies and the replays of the stored runs:
+# This chapter's measurements bear on the claims below; the {doc}`Reproduction report's page for Chapter 4 <report_ch04_algorithm1>` judges each from the numbers, with its threshold, and the [claims ledger](../book/ledger.md) lists every claim of both papers.
 #
+# ::::{dropdown} The claims and their verdicts
 # - {bdg-success}`reproduced` **[summary]** spectral initialization starts close to the optimum
 # - {bdg-success}`reproduced` **[summary]** the spectral start lies with high probability inside the one-point-convexity ball (dist\_P(S) \< sqrt(2 s\_min(X\*)))
 # - {bdg-success}`reproduced` **[summary]** the preconditioner (Sigma\_hat^-1 on B's gradient; this book applies it on both sides) speeds up training
@@ -676,6 +639,7 @@ print(f"excess risk at 2000: with tau {ablation['excess_risk'][-1, j_on]:.4g}, "
 # - {bdg-warning}`partly reproduced` **[choice]** the regularizer removes the spurious stationary points (none stays stationary)
 # - {bdg-dark}`not testable here` **[abstract]** the later regularizer is scale-invariant
 # - {bdg-dark}`not testable here` **[abstract]** a renormalization step keeps the softmax parameters bounded
+# ::::
 
 # %% [markdown]
 # ## Summary
