@@ -185,8 +185,8 @@ AUDIT = re.compile(r"\[(?:summary|abstract|derived|choice|seed)[^\]]*\]|\breprod
 #: Folded boxes whose text is the audit's, not the teaching prose: the sources' statements, the
 #: book's choices, the claims list and the reproduction checks.
 AUDIT_BOXES = re.compile(r"^(:{3,})\{(?:dropdown|admonition)\}\s*(?:What the papers claim|This "
-                         r"book's choices|The papers' claims|Reproduction check)[^\n]*\n.*?^\1\s*$",
-                         re.M | re.S)
+                         r"book's choices|The papers' claims|The claims and their verdicts|"
+                         r"Reproduction check)[^\n]*\n.*?^\1\s*$", re.M | re.S)
 #: Output text of a check of code against a closed form (a deviation below a tolerance).
 IDENTITY_CHECK = re.compile(r"(?:<|<=|≤)\s*\d(?:\.\d+)?e-\d")
 
