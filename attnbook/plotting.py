@@ -606,3 +606,63 @@ def orbit_schematic(constants: "OrbitConstants", crossing: "OrbitCrossovers",
     ax.set_title(title)
     ax.set_aspect("equal")
     return fig
+
+
+#: The loss along the orbit in :func:`tilted_orbit_schematic`: (scale of the tilt, colour,
+#: legend label) per curve; chapter 6b's default compares infinite n, n and 4n.
+TILTED_ORBIT_CURVES = ((0.0, NEUTRAL_GREY, "$n = \\infty$: flat"),
+                       (1.0, OKABE_ITO["blue"], "sample size $n$: tilt $\\epsilon$"),
+                       (0.25, OKABE_ITO["orange"], "$4n$: tilt $\\epsilon/4$"))
+
+
+def _orbit_tilt(t):
+    """A fixed smooth function of the position on the orbit, standing for the random tilt."""
+    return 0.55 * np.cos(t - 0.7) + 0.3 * np.cos(2 * t + 1.9) + 0.15 * np.cos(3 * t - 0.4)
+
+
+def tilted_orbit_schematic(curves=TILTED_ORBIT_CURVES, *, height: float = 5.6,
+                           legend_loc: str = "lower right"):
+    """Schematic of an orbit of minimizers, exactly flat at infinite n and tilted at finite n
+    (chapters 5 and 6b).
+
+    Top: a ring-shaped valley (the orbit, dashed), steep across and soft along, with its one
+    minimizer (star). Bottom: the loss along one loop of the orbit for each ``(scale, colour,
+    label)`` of ``curves``, the same tilt times ``scale`` (0: flat), with a star at each
+    tilted curve's minimum, and their legend at ``legend_loc``. Returns the figure (drawn at
+    the "small" width).
+    """
+    curves = tuple(curves)
+    if not curves or not all(len(curve) == 3 for curve in curves):
+        raise ValueError(f"curves: expected (scale, colour, label) triples, got {curves!r}")
+    theta = np.linspace(0, 2 * np.pi, 400)
+    t_min = theta[np.argmin(_orbit_tilt(theta))]
+    fig, axes = figure(2, 1, width="small", height=height,
+                       gridspec_kw={"height_ratios": [1.2, 1]})
+    x_grid, y_grid = np.meshgrid(np.linspace(-1.6, 1.6, 300), np.linspace(-1.6, 1.6, 300))
+    landscape = (3 * (np.hypot(x_grid, y_grid) - 1) ** 2
+                 + 0.3 * _orbit_tilt(np.arctan2(y_grid, x_grid)))
+    axes[0].contourf(x_grid, y_grid, landscape, levels=np.linspace(-0.5, 3.5, 17),
+                     cmap="Blues_r", alpha=0.7)
+    axes[0].plot(np.cos(theta), np.sin(theta), "--", color="black", lw=1.5)
+    axes[0].plot(np.cos(t_min), np.sin(t_min), "*", color=OKABE_ITO["vermillion"], ms=18)
+    outward = np.array([np.cos(t_min), np.sin(t_min)])
+    axes[0].annotate("", 1.5 * outward, 0.5 * outward, arrowprops=dict(arrowstyle="<->", lw=1.8))
+    axes[0].text(*(0.35 * outward + [0.1, -0.05]), "steep\nacross", ha="center", va="center")
+    arc = (t_min + 0.35, t_min + 1.3)
+    axes[0].annotate("", (1.15 * np.cos(arc[1]), 1.15 * np.sin(arc[1])),
+                     (1.15 * np.cos(arc[0]), 1.15 * np.sin(arc[0])),
+                     arrowprops=dict(arrowstyle="->", lw=1.8, connectionstyle="arc3,rad=0.25"))
+    axes[0].text(1.2 * np.cos(t_min + 1.1) + 0.1, 1.2 * np.sin(t_min + 1.1) - 0.25,
+                 "soft\nalong")
+    axes[0].text(-1.55, 1.5, "orbit (dashed)", va="top")
+    axes[0].set(aspect="equal")
+    axes[0].set_axis_off()
+    for scale, colour, label in curves:
+        axes[1].plot(theta, scale * _orbit_tilt(theta), color=colour, lw=2.2, label=label)
+        if scale:
+            axes[1].plot(t_min, scale * _orbit_tilt(t_min), "*", color=OKABE_ITO["vermillion"],
+                         ms=14)
+    axes[1].set(xlabel="position along the orbit (one loop)", ylabel="loss minus its mean",
+                xticks=[], yticks=[0])
+    axes[1].legend(loc=legend_loc)
+    return fig

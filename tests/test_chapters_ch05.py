@@ -65,3 +65,69 @@ def test_start_comparison_agrees_with_the_starts_computed_live(
     assert loss_ratio == np.median([r[0] for r in ratios])
     assert excess_ratio == np.median([r[1] for r in ratios])
     assert 1 < loss_ratio < excess_ratio    # the noise floor caps the loss ratio
+
+
+# ---------------------------------------------------------------------------------------------
+# What the chapter's cells print
+# ---------------------------------------------------------------------------------------------
+
+def test_headline_curves_start_at_one_and_carry_the_curvatures(
+        runs: dict[str, np.ndarray]) -> None:
+    k = np.arange(5.0)
+    headline = {"iteration": k, "gap_population": 2.0 * 0.5 ** k,
+                "gap_closed_form": 3.0 * 0.25 ** k, "step_population": 0.1,
+                "step_closed_form": 0.2, "s_d_population": 0.05, "s_d_closed_form": 0.06}
+    relative, its, steps, curvature = ch05.headline_curves(headline, runs)
+    assert set(relative) == set(its) == set(steps) == set(curvature) == {
+        "population", "closed_form", "finite"}
+    np.testing.assert_allclose(relative["population"], 0.5 ** k, rtol=1e-15)
+    np.testing.assert_allclose(relative["closed_form"], 0.25 ** k, rtol=1e-15)
+    assert relative["finite"][0] == 1.0 and np.all(relative["finite"] > 0)
+    assert its["finite"] is runs["iteration"]
+    assert curvature["finite"] == runs["basin_hessian"][0][0] == runs["basin_hessian"][0].min()
+    assert steps == {"population": 0.1, "closed_form": 0.2,
+                     "finite": float(runs["step"][0, 0])}
+
+
+def test_slow_directions_counts_the_soft_eigenvalues() -> None:
+    text = ch05.slow_directions(np.array([1e-3, 0.01, 0.2, 0.9]))
+    assert text.startswith("finite Q_hat, seed 0: 2 of 4 Hessian eigenvalues below 0.05;")
+    assert "h_min = 0.001, h_max = 0.9" in text
+
+
+def test_the_descriptions_print_the_computed_numbers(runs: dict[str, np.ndarray]) -> None:
+    comparison = ch05.start_comparison(runs)
+    assert f"{comparison.loss_ratio:.3g}" in ch05.describe_starts(comparison)
+    starts = [{"spectral": 0.005, "random": 0.25}, {"spectral": 0.002, "random": 0.1}]
+    assert ch05.describe_zero_noise(starts) == "sigma = 0: spectral start 0.005 / 0.002, ratio 50 / 50"
+    grid = {"log10_ratio": np.zeros((len(ch05.INIT_SCALES), len(ch05.NOISE_AXIS))),
+            "start": np.full((len(ch05.NOISE_AXIS), 3), 0.05)}
+    assert len(ch05.describe_start_grid(grid).splitlines()) == 1 + len(ch05.NOISE_AXIS)
+    best = ch05.lowest_minima(runs)
+    gaps, excess = ch05.gap(runs, best, "algorithm1"), ch05.stacked(runs, "excess_risk",
+                                                                     "algorithm1")
+    text = ch05.describe_algorithm1(gaps, excess)
+    assert f"{np.median(gaps[:, -1]):.2e} at 2000" in text
+
+
+def test_end_readings_are_the_last_iterates_under_both_readings(
+        runs: dict[str, np.ndarray]) -> None:
+    best = ch05.lowest_minima(runs)
+    relative_loss, gap_ratio = ch05.end_readings(runs, best)
+    for m in ch05.METHODS:
+        np.testing.assert_array_equal(
+            relative_loss[m], ch05.stacked(runs, "excess_risk", m)[:, -1] / ch05.L_STAR)
+        gaps = ch05.gap(runs, best, m)
+        np.testing.assert_array_equal(gap_ratio[m], gaps[:, -1] / gaps[:, 0])
+    table = str(ch05.end_readings_table(relative_loss, gap_ratio))
+    assert all(ch05.LABELS[m] in table for m in ch05.METHODS)
+
+
+def test_sweep_tables_have_one_table_per_threshold() -> None:
+    sweep = experiments.load("paper1_condition_sweep")
+    tables = ch05.sweep_tables(sweep)
+    assert [heading.split(" (")[0] for heading, _ in tables] == [
+        f"iterations to excess risk at most {t:g}" for t in sweep["thresholds"]]
+    cap = int(sweep["iteration"][-1])
+    assert all(f"cap {cap}" in heading for heading, _ in tables)
+    assert any(f"> {cap}" in str(table) for _, table in tables)

@@ -77,3 +77,46 @@ def test_iterations_to_shrink_the_slowest_mode_by_the_factor():
     iterations = ch06.iterations_to_shrink(step, h_min, factor=1e3)
     assert np.allclose((1 - step * h_min) ** (2 * iterations), 1e-3, rtol=1e-10)
     assert np.all(ch06.iterations_to_shrink(step, h_min, factor=1e6) > iterations)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the chapter's cells print
+# ---------------------------------------------------------------------------------------------
+
+def test_the_fit_descriptions_show_each_noise_level(scaling):
+    rng = np.random.default_rng(ch06.SEED_BOOT)
+    fits = ch06.sample_size_fits(scaling, rng)
+    text = ch06.describe_sample_size_fits(scaling, fits)
+    fit = fits[scaling["noise_levels"][0], "alg1"]
+    assert f"slope {fit.exponent:+.2f} +- {fit.stderr:.2f}" in text
+    assert text.count("sigma = ") == len(scaling["noise_levels"])
+    closed = ch06.describe_closed_form_fits(scaling, ch06.closed_form_fits(scaling, rng))
+    assert closed.count(f"n >= {ch06.LATE_N} only") == len(scaling["noise_levels"])
+    assert "local slope over this range" in ch06.describe_alg1_over_ols(scaling)
+
+
+def test_the_rate_and_finite_run_descriptions(scaling):
+    rates = ch06.describe_rate_runs(scaling).splitlines()
+    assert len(rates) == 2 + scaling["rate_kappa_x"].size
+    assert ch06.describe_finite_runs(scaling).count("final gradient norm") == len(
+        scaling["noise_levels"])
+    table = ch06.tail_rates_table(scaling, 0)
+    assert len(str(table).splitlines()) == 2 + scaling["finite_grad_norm"].shape[2]
+    dimension = {"d": [5, 10], "mu_measured": [0.9, 0.8], "mu_predicted": [0.91, 0.81]}
+    assert ch06.describe_dimension_rates(dimension).splitlines()[1] == (
+        "d = 10, p = 20: measured mu = 0.800000, predicted 0.810000")
+
+
+def test_settling_is_the_first_iteration_within_ten_percent_of_the_floor():
+    heat = np.array([[1.0, 0.5, 0.105, 0.1], [1.0, 1.0, 1.0, 1.0]])
+    settle = ch06.settling_iterations(heat, np.array([0, 10, 20, 30]))
+    assert settle == [20, 0]
+    assert ch06.describe_settling(np.array([50, 100]), heat, settle).splitlines()[0] == (
+        "n =     50: stat(n) = 1.00e-01; within 10% of it from m = 20")
+
+
+def test_spectral_over_ols_is_a_ratio_per_seed():
+    ratios = ch06.spectral_over_ols(1.0, seeds=2)
+    assert len(ratios) == 2 and all(r > 0 for r in ratios)
+    table = str(ch06.spectral_over_ols_table({1.0: ratios}))
+    assert "median" in table and "smallest" in table

@@ -68,3 +68,36 @@ def test_the_1d_chains_forget_their_start_at_the_rate_of_the_gap(
     floor = ch07.noise_floor(relaxed_1d, np.random.default_rng(ch07.SEEDS["floor"]))
     rate, _ = ch07.decay_rate(relaxed_1d, floor)
     assert abs(np.log(rate / ch07.well_gap())) < np.log(1.1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The integrator's checks and what the chapter's cells print
+# ---------------------------------------------------------------------------------------------
+
+def test_weak_order_errors_shrink_with_the_step() -> None:
+    mean_err, var_err = ch07.weak_order_errors([0.5, 0.125], chains=20_000)
+    assert len(mean_err) == len(var_err) == 2
+    assert mean_err[1] < mean_err[0] and var_err[1] < var_err[0]
+
+
+def test_stationary_biases_and_their_description() -> None:
+    well = ch07.curved_well()
+    start = np.tile([1.0, 0.5], (50, 1))
+    biases = ch07.stationary_biases(well, start, 0.0, ch07.TEMPERATURE,
+                                    runs=(("Euler-Maruyama", 0.05), ("MALA", 0.05)))
+    assert set(biases) == {("Euler-Maruyama", 0.05), ("MALA", 0.05)}
+    assert biases["Euler-Maruyama", 0.05][2] is None
+    assert 0 < biases["MALA", 0.05][2] <= 1
+    text = ch07.describe_biases(biases)
+    assert "acceptance" in text.splitlines()[1]
+    assert text.splitlines()[-1].startswith("Euler-Maruyama bias / h: ")
+
+
+def test_the_spreading_and_box_descriptions() -> None:
+    times = np.array([0.0, 10.0, 50.0, 200.0])
+    text = ch07.describe_spreading(times, np.array([0.0, 2.0, 11.1, 55.0]),
+                                   np.array([1.0, 0.94, 0.79, 0.64]))
+    assert text.splitlines()[0] == "t =  10: E x^2 =    2.0, fraction in [-3, 3] = 0.94"
+    boxes = ch07.describe_box_gaps([5, 10, 20, 40], [0.4, 0.1, 0.03, 0.007])
+    assert boxes.splitlines() == ["log growth, lambda_1 on [-L, L]: L=5: 4.00e-01, "
+                                  "L=10: 1.00e-01, L=20: 3.00e-02", "  L=40: 7.00e-03"]

@@ -91,3 +91,64 @@ def test_holley_stroock_bound_is_the_log10_of_its_formula() -> None:
         math.log10(math.exp(20.0) / 0.04))
     assert ch08.log10_holley_stroock_bound(10.0, 0.1, 0.01) > ch08.log10_holley_stroock_bound(
         10.0, 1.0, 0.01)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the chapter's cells print
+# ---------------------------------------------------------------------------------------------
+
+def test_sup_loss_bound_bounds_the_data_loss() -> None:
+    problem = ch08.attention_problem()
+    bound = ch08.sup_loss_bound(problem)
+    rng = np.random.default_rng(0)
+    assert all(problem.data_loss(10 * rng.standard_normal(problem.dim)) <= bound
+               for _ in range(20))
+
+
+def test_log_ball_volume_is_the_volume_of_the_ball() -> None:
+    radii = np.array([0.5, 1.0, 2.0])
+    np.testing.assert_allclose(np.exp(ch08.log_ball_volume(2, radii)), math.pi * radii**2,
+                               rtol=1e-14)
+    np.testing.assert_allclose(np.exp(ch08.log_ball_volume(3, radii)),
+                               4 / 3 * math.pi * radii**3, rtol=1e-14)
+
+
+def test_the_orbit_tables_and_gaps(orbit) -> None:
+    problem, theta_star, _, consts = orbit
+    regs = ch08.regularizers()
+    checked = ch08.closed_form_gaps(problem, theta_star, consts, regs, np.log([1.0, 10.0]))
+    table = ch08.orbit_villani_table({name: (np.r_[direct, direct], gap)
+                                      for name, (direct, gap) in checked.items()})
+    assert "rho = 100" in str(table) and "closed form" not in str(table)
+    assert ch08.describe_closed_form_gaps(checked).count("< 1e-09") == len(regs)
+
+
+def test_crossover_leading_orders_match_the_formulas() -> None:
+    import sympy as sp
+
+    lam, s, a, q, eps, u = sp.symbols("lambda s a q epsilon u", positive=True)
+    log_root, pow_root, threshold = ch08.crossover_leading_orders(lam, s, a, q, eps, u)
+    expected = sp.sqrt(s * a / q) / (4 * lam) - sp.log(q) / 2 - sp.Rational(1, 2)
+    assert sp.simplify(log_root - expected) == 0
+    assert sp.simplify(threshold - 4 * lam**2 * q / a) == 0
+    values = {lam: sp.Rational(1, 10), s: 1, a: 3, q: 2, eps: sp.Rational(1, 2)}
+    g1 = (1 + eps / 2) * (q * sp.exp(2 * u)) ** (eps / 2)
+    residual = (4 * lam**2 * q * g1**2 / s - a).subs(u, pow_root).subs(values)
+    assert abs(float(residual)) < 1e-12
+
+
+def test_the_ray_and_the_estimate_descriptions(orbit) -> None:
+    problem, _, _, consts = orbit
+    direction = np.random.default_rng(2).standard_normal(problem.dim)
+    direction /= np.linalg.norm(direction)
+    gap = ch08.smallest_logit_gap(problem, direction)
+    assert gap > 0
+    regs = ch08.regularizers()
+    assert len(ch08.describe_ray(problem, direction, gap, regs, (1, 64)).splitlines()) == 3
+    crossovers = ch08.orbit_crossover_radii(consts, regs)
+    c_grad, c_lap = problem.derivative_constants()
+    text = ch08.describe_estimate_radii(regs, ch08.TEMPERATURES, c_grad, c_lap,
+                                        problem.dim // 2, crossovers, ch08.LAM)
+    assert len(text.splitlines()) == 1 + len(ch08.MILD_FORMS) * len(ch08.TEMPERATURES)
+    wd = ch08.describe_weight_decay_estimate(consts, ch08.LAM, 200.0, c_grad, c_lap)
+    assert "never proves the condition" in wd and "4 lambda^2 min(q/a, k/b)" in wd

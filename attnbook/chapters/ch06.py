@@ -18,10 +18,15 @@ import numpy as np
 
 from attnlib import fitting, population
 from attnbook import experiments
+from attnbook.tables import ResultTable, result_table
 
 __all__ = ["SEED_BOOT", "N_BOOT", "LATE_N", "SampleSizeRisks", "RateRuns", "sample_size_risks",
            "bootstrap_fit", "sample_size_fits", "closed_form_fits", "ols_formula", "alg1_over_ols",
-           "rate_runs", "orbit_dimension", "slowest_curvatures", "iterations_to_shrink"]
+           "rate_runs", "orbit_dimension", "slowest_curvatures", "iterations_to_shrink",
+           "describe_fit", "describe_sample_size_fits", "describe_alg1_over_ols",
+           "spectral_over_ols", "spectral_over_ols_table", "describe_closed_form_fits",
+           "describe_rate_runs", "describe_dimension_rates", "describe_finite_runs",
+           "tail_rates_table", "settling_iterations", "describe_settling"]
 
 #: Seed of the generator of the chapter's seed bootstraps (one generator for all its fits).
 SEED_BOOT = 6
@@ -167,3 +172,143 @@ def iterations_to_shrink(step: np.ndarray, h_min: np.ndarray, factor: float) -> 
     its slowest mode, of curvature h_min: ln(factor) / -ln((1 - eta h_min)^2) (the gap is
     quadratic in the distance, which shrinks by 1 - eta h_min per step)."""
     return np.log(factor) / -np.log((1 - step * h_min) ** 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the chapter's cells print: the computations above, formatted (the cells show the idea).
+# ---------------------------------------------------------------------------------------------
+
+def describe_fit(label: str, fit) -> str:
+    """One power-law fit: its slope, classical standard error and 95% interval."""
+    return (f"  {label:32s} slope {fit.exponent:+.2f} +- {fit.stderr:.2f}, "
+            f"95% CI [{fit.ci[0]:+.2f}, {fit.ci[1]:+.2f}]")
+
+
+def describe_sample_size_fits(stored: Mapping[str, np.ndarray],
+                              fits: Mapping[tuple[float, str], object]) -> str:
+    """The slopes of :func:`sample_size_fits` for each noise level (without noise, the largest
+    excess risk of the OLS fit in place of its slope)."""
+    iterations = experiments.config(stored)["iterations"]
+    ols_fit = sample_size_risks(stored).ols_fit
+    lines = []
+    for i, sigma in enumerate(stored["noise_levels"]):
+        lines += [f"sigma = {sigma:g} (CI: bootstrap over seeds):",
+                  describe_fit(f"Algorithm 1, finite n, m = {iterations}", fits[sigma, "alg1"]),
+                  describe_fit("spectral init (m = 0)", fits[sigma, "init"]),
+                  describe_fit(f"deployed test risk, m = {iterations}",
+                               fits[sigma, "deployed"])]
+        lines.append(describe_fit("OLS fit on the same data", fits[sigma, "ols"]) if sigma > 0
+                     else f"  OLS fit: largest excess risk {ols_fit[i].max():.1e} "
+                          "(M_hat = M up to rounding)")
+    return "\n".join(lines)
+
+
+def describe_alg1_over_ols(stored: Mapping[str, np.ndarray]) -> str:
+    """:func:`alg1_over_ols` at each n, with the local slope of the OLS formula over the range."""
+    config, n_values = experiments.config(stored), stored["n_values"]
+    lines = []
+    for sigma, ratio in alg1_over_ols(stored).items():
+        formula = ols_formula(n_values, d=config["d"], p=config["p"], noise_std=sigma)
+        lines += [f"sigma = {sigma:g}: Algorithm 1 / OLS formula (median):\n  "
+                  + ", ".join(f"n={n}: {r:.1f}" for n, r in zip(n_values, ratio)),
+                  f"  {'OLS formula p s^2 d / (2(n-d-1))':32s} local slope over this range "
+                  f"{np.polyfit(np.log(n_values), np.log(formula), 1)[0]:+.2f}"]
+    return "\n".join(lines)
+
+
+def spectral_over_ols(noise_std: float, seeds: int = 8) -> list[float]:
+    """The spectral start's excess risk over the OLS fit's on the same data, at n = 500 on
+    chapter 5's default problem with noise ``noise_std``, for seeds 0 to ``seeds`` - 1 (closed
+    forms: :func:`attnbook.experiments.ablations.start_excess_risks`)."""
+    from attnbook.experiments import ablations
+
+    starts = [ablations.start_excess_risks(s, noise_std=noise_std) for s in range(seeds)]
+    return [r["spectral"] / r["ols_fit"] for r in starts]
+
+
+def spectral_over_ols_table(ratios: Mapping[float, list[float]]) -> ResultTable:
+    """The median, smallest and largest of :func:`spectral_over_ols` for each noise level."""
+    return result_table(["sigma", "median", "smallest", "largest"],
+                        [[sigma, np.median(r), min(r), max(r)] for sigma, r in ratios.items()])
+
+
+def describe_closed_form_fits(stored: Mapping[str, np.ndarray],
+                              fits: Mapping[tuple[float, str], object]) -> str:
+    """The slopes of :func:`closed_form_fits` for each noise level, over all n and for
+    n >= :data:`LATE_N`, with n times the median excess risk at the largest n."""
+    closed_n, closed = stored["closed_n_values"], stored["closed_spectral_excess_risk"]
+    lines = []
+    for i, sigma in enumerate(stored["noise_levels"]):
+        lines += [f"sigma = {sigma:g}, closed-form minimizer, n = {closed_n[0]} ... "
+                  f"{closed_n[-1]}:",
+                  describe_fit("spectral init on S_hat", fits[sigma, "closed"]),
+                  describe_fit(f"same, n >= {LATE_N} only", fits[sigma, "late"]),
+                  f"  n x median excess risk at n = {closed_n[-1]}: "
+                  f"{np.median(closed[i][-1]) * closed_n[-1]:.3g}"]
+    return "\n".join(lines)
+
+
+def describe_rate_runs(stored: Mapping[str, np.ndarray]) -> str:
+    """The step and, per run of :func:`rate_runs`, the condition numbers, the iterations run,
+    the measured rate (with its standard error) against the predicted one, and 1 - mu."""
+    kx, ks, pre, measured, predicted = rate_runs(stored)
+    lines = [f"step eta = {stored['rate_step'][0]:.4f} in every run (the rule; same start in "
+             "(U, V))",
+             "kappa_X kappa_Sigma precond  iterations  mu measured      mu predicted  1 - mu"]
+    for r in range(kx.size):
+        lines.append(f"{kx[r]:7g} {ks[r]:11g} {str(pre[r]):7s} "
+                     f"{stored['rate_iterations'][r]:10.0f}  "
+                     f"{measured[r]:.6f}+-{stored['rate_mu_stderr'][r]:.0e}  {predicted[r]:.6f}"
+                     f"      {1 - measured[r]:.2e}")
+    return "\n".join(lines)
+
+
+def describe_dimension_rates(dimension: Mapping[str, np.ndarray]) -> str:
+    """The measured against the predicted rate for each dimension d of
+    :func:`attnbook.experiments.scaling.dimension_rates`."""
+    return "\n".join(f"d = {d:2d}, p = {2 * d:2d}: measured mu = {m:.6f}, predicted {p:.6f}"
+                     for d, m, p in zip(dimension["d"], dimension["mu_measured"],
+                                        dimension["mu_predicted"]))
+
+
+def describe_finite_runs(stored: Mapping[str, np.ndarray]) -> str:
+    """Algorithm 1 on the finite-n objective, per noise level and n (medians over seeds): its
+    excess risk at the last iteration over that at the start, and its last gradient norm."""
+    risks, iterations = sample_size_risks(stored), experiments.config(stored)["iterations"]
+    n_values = stored["n_values"]
+    lines = []
+    for i, sigma in enumerate(stored["noise_levels"]):
+        rise = np.median(risks.final[i] / risks.start[i], axis=1)
+        gn = np.median(stored["finite_grad_norm"][i, :, :, -1], axis=1)
+        lines.append(f"sigma = {sigma:g}, n = {', '.join(map(str, n_values))} (medians over "
+                     f"seeds):\n  excess risk at m = {iterations} / at m = 0: "
+                     + ", ".join(f"{r:.2f}" for r in rise) + "\n  final gradient norm: "
+                     + ", ".join(f"{g:.1e}" for g in gn))
+    return "\n".join(lines)
+
+
+def tail_rates_table(stored: Mapping[str, np.ndarray], j: int) -> ResultTable:
+    """Per seed at the ``j``-th n (the first noise level): the gradient norm at the start and at
+    the end, and the geometric rate fitted over the second half of the run (squared: the
+    excess risk's)."""
+    its, iterations = stored["finite_iteration"], experiments.config(stored)["iterations"]
+    rows = []
+    for s in range(stored["finite_grad_norm"].shape[2]):
+        g = stored["finite_grad_norm"][0, j, s]
+        tail = fitting.fit_geometric_rate(its, g, start=iterations // 2)
+        rows.append([s, f"{g[0]:.2e}", f"{g[-1]:.2e}", f"{tail.rate:.5f}",
+                     f"{tail.rate ** 2:.5f}"])
+    return result_table(["seed", "gradient norm at 0", f"at {iterations}", "tail rate",
+                         "squared (excess risk)"], rows)
+
+
+def settling_iterations(heat: np.ndarray, heat_m: np.ndarray) -> list[int]:
+    """For each row of the heatmap ``heat`` (n, recorded iteration ``heat_m``): the first
+    recorded iteration within 10% of the row's last value, its floor stat(n)."""
+    return [int(heat_m[np.argmax(row <= 1.1 * row[-1])]) for row in heat]
+
+
+def describe_settling(closed_n: np.ndarray, heat: np.ndarray, settle: list[int]) -> str:
+    """stat(n) and the iteration from which each row of the heatmap is within 10% of it."""
+    return "\n".join(f"n = {n:6d}: stat(n) = {row[-1]:.2e}; within 10% of it from m = {m}"
+                     for n, row, m in zip(closed_n, heat, settle))

@@ -21,7 +21,8 @@ from attnlib import langevin, potentials
 
 __all__ = ["SEEDS", "TEMPERATURE", "Relaxation", "tilted_well", "curved_well", "well_gap",
            "curved_well_gap", "relaxation", "relaxation_1d", "relaxation_2d", "noise_floor",
-           "decay_rate"]
+           "decay_rate", "weak_order_errors", "BIAS_RUNS", "stationary_biases",
+           "describe_biases", "describe_spreading", "describe_box_gaps"]
 
 #: The chapter's random seeds, one per experiment.
 SEEDS = {"weak_order": 1, "one_d": 7, "two_d": 8, "floor": 9, "bounded": 10, "bias": 11}
@@ -134,3 +135,80 @@ def decay_rate(relaxed: Relaxation, floor: float) -> tuple[float, np.ndarray]:
     window = (relaxed.run.times >= 2) & (relaxed.tv >= 3 * floor)
     rate = -np.polyfit(relaxed.run.times[window], np.log(relaxed.tv[window]), 1)[0]
     return float(rate), window
+
+
+# ---------------------------------------------------------------------------------------------
+# The integrator's checks and what the chapter's cells print (the cells show the idea).
+# ---------------------------------------------------------------------------------------------
+
+def weak_order_errors(steps: Sequence[float], *, a: float = 1.0, s: float = 1.0,
+                      T: float = 1.0, x0: float = 2.0, chains: int = 400_000,
+                      seed: int = SEEDS["weak_order"]) -> tuple[list[float], list[float]]:
+    """Euler-Maruyama on the Ornstein-Uhlenbeck process ``f = a x^2 / 2`` at temperature ``s``
+    (section "The integrator"): for each step ``h`` of ``steps``, ``chains`` chains from ``x0``
+    to the time ``T`` (generator ``default_rng(seed)`` for each ``h``), and the errors of their
+    mean and variance against the closed forms ``x0 e^{-aT}`` and ``s (1 - e^{-2aT}) / (2a)``."""
+    ou = partial(potentials.quadratic, curvature=a)
+    mean_err, var_err = [], []
+    for h in steps:
+        n = int(round(T / h))
+        run = langevin.euler_maruyama(ou, np.full((chains, 1), x0), step=h, temperature=s,
+                                      n_steps=n, record_every=n,
+                                      rng=np.random.default_rng(seed))
+        x = run.theta[:, 0]
+        mean_err.append(abs(x.mean() - x0 * np.exp(-a * T)))
+        var_err.append(abs(x.var() - s / (2 * a) * (1 - np.exp(-2 * a * T))))
+    return mean_err, var_err
+
+
+#: The samplers and steps of "The step-size bias, measured".
+BIAS_RUNS = (("Euler-Maruyama", 0.02), ("Euler-Maruyama", 0.01), ("Euler-Maruyama", 0.005),
+             ("MALA", 0.02))
+
+
+def stationary_biases(potential: langevin.LossAndGrad, start: np.ndarray, exact: float,
+                      s: float, *, runs: Sequence[tuple[str, float]] = BIAS_RUNS,
+                      seed: int = SEEDS["bias"] + 1) -> dict[tuple[str, float], tuple]:
+    """The bias of each sampler's stationary law in the mean of ``f``: chains from the exact
+    Gibbs sample ``start`` to t = 25 (recorded every 0.5; generator ``default_rng(seed)`` for
+    each run), the mean of ``f`` over the last 80% of the records minus the exact Gibbs mean
+    ``exact``. Keyed by ``(sampler, h)``: ``(bias, standard error, acceptance or None)``."""
+    biases = {}
+    for sampler, h in runs:
+        run_fn = langevin.mala if sampler == "MALA" else langevin.euler_maruyama
+        run = run_fn(potential, start, step=h, temperature=s, n_steps=int(round(25 / h)),
+                     record_every=int(round(0.5 / h)), rng=np.random.default_rng(seed))
+        mean_f, err_f = langevin.tail_mean(run.loss, fraction=0.8)
+        biases[sampler, h] = (mean_f - exact, err_f,
+                              run.acceptance if sampler == "MALA" else None)
+    return biases
+
+
+def describe_biases(biases: dict[tuple[str, float], tuple]) -> str:
+    """Each run of :func:`stationary_biases`, and the Euler-Maruyama bias divided by h."""
+    lines = []
+    for (sampler, h), (bias, err, acceptance) in biases.items():
+        extra = f", acceptance {acceptance:.3f}" if acceptance is not None else ""
+        lines.append(f"{sampler:>14s}, h = {h:5.3f}: E f - exact = {bias:+.4f} "
+                     f"+- {err:.4f}{extra}")
+    em = [(h, value[0]) for (sampler, h), value in biases.items() if sampler != "MALA"]
+    lines.append("Euler-Maruyama bias / h: " + ", ".join(f"{b / h:.2f}" for h, b in em))
+    return "\n".join(lines)
+
+
+def describe_spreading(times: np.ndarray, second_moment: np.ndarray, inside: np.ndarray,
+                       shown: Sequence[float] = (10, 50, 200)) -> str:
+    """The second moment and the fraction of chains in [-3, 3] at the times ``shown``."""
+    lines = []
+    for t_show in shown:
+        i = np.searchsorted(times, t_show)
+        lines.append(f"t = {t_show:3d}: E x^2 = {second_moment[i]:6.1f}, "
+                     f"fraction in [-3, 3] = {inside[i]:.2f}")
+    return "\n".join(lines)
+
+
+def describe_box_gaps(boxes: Sequence[int], gaps: Sequence[float]) -> str:
+    """The spectral gap on each box [-L, L], three boxes a line."""
+    growth = [f"L={b}: {g:.2e}" for b, g in zip(boxes, gaps)]
+    return ("log growth, lambda_1 on [-L, L]: " + ", ".join(growth[:3]) + "\n  "
+            + ", ".join(growth[3:]))

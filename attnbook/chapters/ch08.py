@@ -26,7 +26,10 @@ from attnbook.tables import ResultTable, result_table
 __all__ = ["PROBLEM_SEED", "PARTITION_SEED", "BOUND_SEED", "LAM", "TEMPERATURES", "MILD_FORMS",
            "attention_problem", "regularizers", "log_partition_curves",
            "attention_stationary_point", "laplacian_law_fit", "closed_form_gaps",
-           "orbit_crossover_radii", "crossover_table", "log10_holley_stroock_bound"]
+           "orbit_crossover_radii", "crossover_table", "log10_holley_stroock_bound",
+           "sup_loss_bound", "log_ball_volume", "describe_log_partition", "orbit_villani_table",
+           "describe_closed_form_gaps", "crossover_leading_orders", "smallest_logit_gap",
+           "describe_ray", "describe_estimate_radii", "describe_weight_decay_estimate"]
 
 #: The seed of the synthetic problem.
 PROBLEM_SEED = 8
@@ -148,3 +151,137 @@ def log10_holley_stroock_bound(sup_loss: float, s: float, lam: float) -> float:
     weight decay at strength ``lam`` (section "Villani is sufficient, not necessary"), with
     ``sup_loss >= sup L >= osc L`` in place of the oscillation of the bounded data loss."""
     return (2 * sup_loss / s + math.log(s / (4 * lam))) / math.log(10)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the chapter's cells print: the computations above, formatted (the cells show the idea).
+# ---------------------------------------------------------------------------------------------
+
+def _label(name: str) -> str:
+    from attnbook.plotting import SERIES
+
+    return SERIES[name]["label"]
+
+
+def sup_loss_bound(problem: qk_attention.AttentionProblem) -> float:
+    """A bound on ``sup L``: every output row is a convex combination of the rows of
+    ``X_i W_V``, so each residual entry is at most the largest ``|X_i W_V|`` of its column plus
+    ``|Y|`` (section "Numerics: the partition function over growing balls")."""
+    z = problem.X @ problem.W_V
+    return float(0.5 * np.sum((np.abs(z).max(axis=1)[:, None, :] + np.abs(problem.Y)) ** 2)
+                 / problem.n)
+
+
+def log_ball_volume(dim: int, radii: np.ndarray) -> np.ndarray:
+    """``log vol(B_R)`` of the ball of radius ``R`` in ``dim`` dimensions, at each of
+    ``radii``."""
+    return 0.5 * dim * math.log(math.pi) - math.lgamma(0.5 * dim + 1) + dim * np.log(radii)
+
+
+def describe_log_partition(log_z: Mapping[str, np.ndarray],
+                           indices: Sequence[int] = (15, 30, 60)) -> str:
+    """``log Z_R`` of :func:`log_partition_curves` at three radii (R = 3, 6, 12 on the
+    chapter's grid), per regularizer."""
+    return "\n".join(f"{_label(name):>12}: log Z_R at R = 3, 6, 12: "
+                     + ", ".join(f"{values[i]:.2f}" for i in indices)
+                     for name, values in log_z.items())
+
+
+def orbit_villani_table(checked: Mapping[str, tuple[np.ndarray, float]]) -> ResultTable:
+    """The directly evaluated ``V_1`` of :func:`closed_form_gaps` at rho = 0.1, 1, 10, 100."""
+    return result_table(["", "rho = 0.1", "rho = 1", "rho = 10", "rho = 100"],
+                        [[_label(name), *direct] for name, (direct, _) in checked.items()],
+                        number_format=".4g")
+
+
+def describe_closed_form_gaps(checked: Mapping[str, tuple[np.ndarray, float]]) -> str:
+    """The largest relative gap between the direct ``V_1`` and the closed form, per
+    regularizer (:func:`closed_form_gaps`)."""
+    from attnbook.experiments import format_deviation
+
+    return ("largest relative gap of V_1 to the closed form: "
+            + ", ".join(f"{_label(name)} {format_deviation(gap, resolution=1e-9)}"
+                        for name, (_, gap) in checked.items()))
+
+
+def crossover_leading_orders(lam, s, a, q, eps, u) -> tuple:
+    """Section "The crossover radius, derived with sympy": with the positive sympy symbols
+    ``lam, s, a, q, eps`` and ``u = log rho``, the larger root in ``u`` of the leading-order
+    equation ``4 lam^2 q g'(t_Q)^2 / s = a``, ``t_Q = q e^{2u}``, for the log form
+    (``g'(t) ~ log t + 1``) and the power form (``g'(t) ~ (1 + eps/2) t^(eps/2)``), simplified,
+    and the temperature above which weight decay (``g' = 1``) fails."""
+    import sympy as sp
+
+    log_eq = sp.Eq(4 * lam**2 * q * (sp.log(q) + 2 * u + 1)**2 / s, a)
+    log_root = [r for r in sp.solve(log_eq, u) if r.has(sp.sqrt(a))]
+    pp = 1 + eps / 2
+    pow_eq = sp.Eq(4 * lam**2 * q * pp**2 * (q * sp.exp(2 * u))**eps / s, a)
+    pow_root = sp.solve(pow_eq, u)
+    wd_threshold = sp.solve(sp.Eq(4 * lam**2 * q / s, a), s)
+    larger = max(log_root, key=lambda r: r.subs({lam: 0.01, s: 1, a: 1, q: 1}))
+    return (sp.simplify(sp.expand_log(larger, force=True)),
+            sp.simplify(sp.expand_log(pow_root[0], force=True)), wd_threshold[0])
+
+
+def smallest_logit_gap(problem: qk_attention.AttentionProblem, direction: np.ndarray) -> float:
+    """The smallest gap between the two largest logits of any attention row at the parameters
+    ``direction`` (section "Generic rays decide nothing"): along the ray ``rho u`` the logits
+    grow like ``rho^2``, and the softmax saturates once ``rho^2`` times this gap is large."""
+    w_q, w_k = problem.unpack(direction)
+    logits = (problem.X @ (w_q @ w_k.T) @ np.swapaxes(problem.X, 1, 2)
+              / math.sqrt(problem.d_k))
+    top2 = np.sort(logits, axis=-1)[..., -2:]
+    return float(np.min(top2[..., 1] - top2[..., 0]))
+
+
+def describe_ray(problem: qk_attention.AttentionProblem, direction: np.ndarray, min_gap: float,
+                 regs: Mapping[str, Regularizer], rhos: Sequence[int]) -> str:
+    """Along the ray ``rho u`` (``u = direction``), for each ``rho``: ``rho^2`` times the logit
+    gap, ``||grad L||^2``, the Laplacian of ``L`` and ``V_1`` with weight decay and with the
+    log form."""
+    lines = ["  rho   gap*rho^2   ||grad L||^2     Laplacian L   V_1 (weight decay)  V_1 (log)"]
+    for rho in rhos:
+        x = rho * direction
+        g = problem.gradient(x)
+        v_wd, v_log = (villani.villani_quantity(problem.with_regularizer(regs[name]), x,
+                                                1.0).value for name in ("weight_decay", "log"))
+        lines.append(f"{rho:5d} {min_gap * rho**2:11.3g} {g @ g:14.3e} "
+                     f"{problem.laplacian(x):15.3e} {v_wd:19.4g} {v_log:10.4g}")
+    return "\n".join(lines)
+
+
+def describe_estimate_radii(regs: Mapping[str, Regularizer], temperatures: Sequence[float],
+                            grad_constant: float, laplacian_constant: float, block_dim: int,
+                            crossovers: Mapping[tuple[str, float], villani.OrbitCrossovers],
+                            lam: float) -> str:
+    """Section "The argument in every direction": for each mild form and temperature, the
+    ``log10 ||W||_F`` of the larger block beyond which the estimate ``B`` of eq-ch08-7 is
+    positive (:func:`attnlib.villani.lower_bound_log_radius`), against the orbit's decisive
+    ``log10 rho*``."""
+    lines = [f"lambda = {lam}: log10 ||W||_F beyond which B > 0, and the orbit's log10 rho*"]
+    for name in MILD_FORMS:
+        for s in temperatures:
+            log_t = villani.lower_bound_log_radius(regs[name], s, grad_constant=grad_constant,
+                                                   laplacian_constant=laplacian_constant,
+                                                   block_dim=block_dim)
+            lines.append(f"{name:>6}, s = {s:>6g}: B > 0 beyond "
+                         f"{log_t / (2 * math.log(10)):9.1f}, "
+                         f"orbit {crossovers[name, s].decisive / math.log(10):7.2f}")
+    return "\n".join(lines)
+
+
+def describe_weight_decay_estimate(consts: villani.OrbitConstants, lam: float,
+                                   lam_strong: float, grad_constant: float,
+                                   laplacian_constant: float) -> str:
+    """Weight decay under the estimate and on the orbit: at ``lam`` (2 lam < C, so the estimate
+    never proves the condition) and at ``lam_strong`` (it proves it below
+    ``(2 lam - C)^2 / (2 C')``, while the orbit fails above ``4 lam^2 min(q/a, k/b)``)."""
+    both_ends = min(villani.weight_decay_threshold(consts, lam_strong),
+                    villani.weight_decay_threshold(consts.swapped(), lam_strong))
+    proved = (2 * lam_strong - grad_constant) ** 2 / (2 * laplacian_constant)
+    return (f"weight decay, lambda = {lam}: 2 lambda = {2 * lam:g} < C = {grad_constant:.1f},\n"
+            "  so the estimate never proves the condition;\n"
+            f"  the orbit fails for s > {villani.weight_decay_threshold(consts, lam):.3g}\n"
+            f"weight decay, lambda = {lam_strong:g}: the estimate proves it for s <\n"
+            f"  (2 lambda - C)^2 / (2 C') = {proved:.3g};\n"
+            f"  the orbit fails for s > 4 lambda^2 min(q/a, k/b) = {both_ends:.3g}")

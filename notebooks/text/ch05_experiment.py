@@ -15,54 +15,44 @@
 # %% [markdown]
 # # Chapter 5: Rerunning the experiment
 #
-# **The question.** Goel, Soltanolkotabi and Bartlett {cite}`goel2026` prove that Algorithm 1
-# (chapter 4) reaches the optimum at a geometric rate, and report an experiment in which it
-# converges within 2000 iterations. Rerun with the book's defaults, does it?
+# :::{admonition} Overview
+# Goel, Soltanolkotabi and Bartlett {cite}`goel2026` prove that Algorithm 1 (chapter 4) converges
+# geometrically, and report an experiment in which it converges within 2000 iterations. This
+# chapter reruns that experiment with baselines and three seeds, measures convergence as an
+# optimization gap rather than as a loss near the noise level, and explains why a rate proved for
+# the population objective can be slow at finite $n$.
 #
-# **The answer.** On the infinite-data (population) objective, yes: the optimization gap falls
-# geometrically, at the rate a linearization of the step predicts. On the finite-sample objective
-# the experiment trains, no: after 2000 iterations a third to a half of the gap is left. The
-# reason is the $O(d)$ orbit of minimizers (chapter 3): exactly flat with infinite data, which
-# costs gradient descent nothing, and only weakly pinned by a finite sample, whose tiny curvature
-# along it sets the rate.
+# **The answer.** On the infinite-data objectives the gap falls geometrically, at the predicted
+# rate. On the finite-sample objective the experiment trains, a third to a half of the gap is
+# left after 2000 iterations: the finite sample pins the $O(d)$ orbit of minimizers only weakly.
 #
-# ```{admonition} What the paper claims
-# The summaries describe one experiment of Goel, Soltanolkotabi and Bartlett {cite}`goel2026`
-# **[summary]**: synthetic linear regression with $p = 20$, $d = 10$, $n = 500$, Algorithm 1 against
-# SGD from a random initialization. They report three observations:
+# **You need** chapters 3 and 4 and least squares; the section "Explorer" is optional. **Time:**
+# about 2.5 hours, with the 3 exercises.
+# :::
+#
+# :::{dropdown} What the papers claim
+# **[summary]** One experiment: synthetic linear regression with $p = 20$, $d = 10$, $n = 500$,
+# Algorithm 1 against SGD from a random initialization, and three observations:
 #
 # 1. spectral initialization starts close to the optimal population loss, while random-init SGD
 #    starts about three orders of magnitude higher;
 # 2. Algorithm 1 converges within 2000 iterations;
 # 3. SGD has not converged after 2000 iterations; and from a random initialization, adding the
 #    preconditioner and the regularizer still converges fast.
-# ```
+# :::
 #
-
-# %% [markdown]
-# ## Overview
-#
-# - **What you will learn.** Why a rate proved for the population objective can be slow at finite
-#   $n$; how to measure convergence as an optimization gap rather than as a loss near the noise
-#   level; how the paper's three observations fare when rerun with baselines and three seeds; what
-#   the preconditioner buys as the covariance becomes ill-conditioned.
-# - **The answer in one sentence.** Algorithm 1 converges at the predicted geometric rate on
-#   the infinite-data objectives, but on the finite-sample objective 0.36 to 0.51 of its gap is
-#   left after 2000 iterations: the finite sample pins the $O(d)$ orbit only weakly.
-# - **What you need.** Chapter 4 (Algorithm 1 and its baselines), chapter 3 (the manifold $S$ and
-#   its orbit), least squares.
-# - **Optional on a first reading.** The section "Explorer". The audit (certified minima, fitted
-#   rates, remedies, many prompts) is on {doc}`the Reproduction report's page <report_ch05_experiment>`.
-# - **For a researcher.** From the same spectral start, Algorithm 1 brings its gap below a
-#   thousandth of its start by iteration 391 on the population objective (fitted rate 0.993791,
-#   predicted 0.993974), while on the finite-sample objective 0.47 of the gap is left at
-#   iteration 2000.
-
-# %% [markdown]
-# :::{admonition} Learning objectives
-# After this chapter you can rerun a paper's experiment with baselines and several random seeds; measure an optimization gap against the best known minimum; explain why Algorithm 1 is fast on the population objective but slow on the finite-sample one (the weakly pinned $O(d)$ orbit).
-#
-# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::{dropdown} This book's choices
+# - **[choice]** What the summaries leave open takes the book's defaults: $\Sigma$ with condition
+#   number 10, $M$ with i.i.d. $\mathcal N(0, 1/(pd))$ entries, $\sigma = 0.1$, the leave-one-out
+#   mask (chapter 1), chapter 4's step rule, random starts $\mathcal N(0, 0.3^2/d)$; three seeds.
+# - **[choice]** The stricter reading of "converged": the gap {eq}`eq-ch05-gap` below $10^{-3}$
+#   of its start (Observations 2 and 3).
+# - **[choice]** Rates are fitted where the relative gap is between $10^{-10}$ and $10^{-3}$, or
+#   from iteration 1000 when it never gets there ("Where the headline holds").
+# - **[choice]** "Three orders of magnitude" means a loss ratio above $10^{2.5}$ (Observation 1).
+# - **[choice]** The full run takes minutes, so the chapter loads it
+#   (`python -m attnbook.experiments paper1_defaults`); a folded cell reruns its first 20
+#   iterations.
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
@@ -73,11 +63,13 @@ import matplotlib.pyplot as plt
 from attnlib import analysis, fitting
 from attnbook import experiments
 from attnbook.chapters import ch05      # this chapter's computations; its report calls them too
-from attnbook.chapters.ch05 import CONVERGED, L_STAR, LABELS, METHODS
+from attnbook.chapters.ch05 import (CONVERGED, INIT_SCALES, L_STAR, LABELS, METHODS,
+                                    NOISE_AXIS)
 from attnbook.claims import ch05 as judge
 from attnbook.experiments import ablations, part1
 from attnbook.plotting import (
-    METHOD_COLOURS, NEUTRAL_GREY, OKABE_ITO, figure, plot_series, use_book_style)
+    METHOD_COLOURS, NEUTRAL_GREY, OKABE_ITO, figure, plot_series, tilted_orbit_schematic,
+    use_book_style)
 from attnbook.slider import frame_slider
 from attnbook.tables import result_table
 
@@ -93,12 +85,6 @@ print(f"stored run: seeds {SEEDS}, {iteration[-1]} iterations")
 print(f"methods: {', '.join(METHODS)}")
 print(f"L* = {L_STAR:.3g}; expected OLS excess risk p sigma^2 d / (2 (n - d - 1)) = "
       f"{float(runs['ols_formula']):.3g}")
-
-# %% [markdown]
-# The experiment's full run (three seeds, five methods, 2000 iterations each, plus certified
-# minima) takes several minutes, so the chapter loads it (`python -m attnbook.experiments
-# paper1_defaults` reruns it); the folded cell below recomputes its first 20 iterations live and
-# compares them with the stored run.
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
 print(f"replayed iterations 0..{replay['iteration'][-1]} of seed 0 for all five methods.\n{check}")
@@ -128,8 +114,8 @@ print(f"seed 0: Q_hat* (spectral basin) = {float(replay['basin_value'][0]):.6f},
 # $\sqrt{s_d}\,\phi_\perp\psi_d^\top$ and the regularizer not at all to second order
 # ($U^{\star\top}\Delta U = 0$), so the curvature is $s_d$, the smallest singular value of $X^\star$;
 # it is the smallest nonzero eigenvalue (chapter 4 measured the spectrum). With the step $\eta$ of
-# chapter 4, the predicted rate of Theorem 2's optimization term, {eq}`eq-ch05-linearized` at
-# $h = s_d$, is, in this reconstruction **[derived]**,
+# chapter 4, {eq}`eq-ch05-linearized` at $h = s_d$ gives the rate of Theorem 2's optimization
+# term, as this book derives it:
 #
 # $$
 # \mu = (1 - \eta\, s_d)^2 .
@@ -143,6 +129,19 @@ print(f"seed 0: Q_hat* (spectral basin) = {float(replay['basin_value'][0]):.6f},
 # \hat\mu = (1 - \eta\,\hat h_{\min})^2 \approx 1 - 2\eta\,\hat h_{\min},
 # \qquad \hat h_{\min} \ll s_d .
 # $$ (eq-ch05-finite-rate)
+
+# %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "Schematic: why the finite sample is slow. Top, the loss near the orbit of minimizers, steep across it and soft along it, with one minimizer (star). Bottom, the loss along the orbit: exactly flat for the population objective, so the gap never has to close it, and weakly tilted at finite $n$, whose shallow minimum sets the slow rate.", "name": "fig-ch05-orbit-schematic"}, "image": {"alt": "Top: shaded contour map of a ring-shaped valley, the ring dashed, a star at its lowest point, arrows marking steep across and soft along. Bottom: a flat grey line and a wavy blue curve with a star at its minimum."}} tags=["hide-input"]
+tilted_orbit_schematic([(0.0, NEUTRAL_GREY, "population: exactly flat"),
+                        (1.0, OKABE_ITO["blue"], "finite $n$: weakly tilted")],
+                       height=5.2, legend_loc="lower left")
+plt.show()
+
+# %% [markdown]
+# {numref}`fig-ch05-orbit-schematic` draws the difference (chapter 6b derives the tilt). The
+# infinite-data curves below are fast because their orbit is exactly flat and stays out of the
+# gap, so the rate is set by the curvature $s_d$ across it; at finite $n$ the weak tilt adds a
+# direction of curvature $\hat h_{\min} \ll s_d$ that the gap must close, and that direction sets
+# the rate.
 #
 # The next cell runs Algorithm 1 from the *same* spectral start (seed 0) on the population
 # objective (true $\Sigma$, $M$), takes the finite-sample run from the stored experiment (against the
@@ -150,20 +149,11 @@ print(f"seed 0: Q_hat* (spectral basin) = {float(replay['basin_value'][0]):.6f},
 # $(\hat\Sigma, \hat M)$ plugged in, from the random start.
 
 # %%
-headline = ablations.headline_comparison(0)       # live: two infinite-data objectives, seed 0
-finite_gap = runs["objective"][0, :, 0] - float(runs["basin_value"][0])   # to the basin minimizer
-relative = {"population": headline["gap_population"] / headline["gap_population"][0],
-            "closed_form": headline["gap_closed_form"] / headline["gap_closed_form"][0],
-            "finite": finite_gap / finite_gap[0]}
-its = {"population": headline["iteration"], "closed_form": headline["iteration"],
-       "finite": iteration}
-steps = {"population": float(headline["step_population"]),
-         "closed_form": float(headline["step_closed_form"]), "finite": float(runs["step"][0, 0])}
-h = runs["basin_hessian"][0]          # Hessian of Q_hat at the basin minimizer, (U, V), seed 0
-curvature = {"population": float(headline["s_d_population"]),            # s_d
-             "closed_form": float(headline["s_d_closed_form"]), "finite": h[0]}   # h_min
-print(f"finite Q_hat, seed 0: {np.sum(h < 0.05)} of {h.size} Hessian eigenvalues below 0.05;\n"
-      f"  h_min = {h[0]:.2g}, h_max = {h[-1]:.3g}")
+headline = ablations.headline_comparison(0)   # live: infinite data, seed 0
+# relative gaps, steps and curvatures (s_d; finite: h_min) of the 3 runs
+relative, its, steps, curvature = ch05.headline_curves(headline, runs)
+h = runs["basin_hessian"][0]     # Hessian of Q_hat at its minimizer
+print(ch05.slow_directions(h))
 
 # %% mystnb={"figure": {"caption": "Algorithm 1's optimization gap relative to its start against iterations (seed 0) on the population objective and the closed form, where it is geometric at the predicted rate, and on the finite-sample objective the experiment trains, where half of the gap is left at 2000 iterations.", "name": "fig-ch05-headline-holds"}, "image": {"alt": "Three curves on a log axis: the population curve falls straight to about 4e-8 at k = 2000, the closed-form curve falls faster to round-off by about k = 800, the finite-sample curve stays near 0.5."}} tags=["hide-input"]
 HEADLINE_LEGEND = {"population": r"population ($\Sigma$, $M$), spectral start",
@@ -202,33 +192,28 @@ result_table(["measure", "population", "closed form", "finite Q_hat"],
 # {numref}`fig-ch05-headline-holds` answers the question. On the population objective the
 # spectral start loses a factor $10^3$ of its gap by iteration 391 and $10^6$ by 1453, at a fitted
 # rate of 0.993791 per iteration against the predicted $(1 - \eta s_d)^2 = 0.993974$ of
-# {eq}`eq-ch05-rate`; on the closed form the random start reaches $10^{-3}$ of its gap at iteration
-# 224 (fitted 0.971013, predicted 0.971963). On the finite-sample $\hat Q$, 47% of the gap is left
-# at iteration 2000. There the Hessian has exactly 45 eigenvalues below 0.05, as many as there are
-# rotation directions, and the smallest, $\hat h_{\min} = 0.00081$, is far below
-# $s_d = 0.0508$; {eq}`eq-ch05-finite-rate` then predicts 0.999892 per iteration for the slowest
-# mode. The fitted 0.999729 over iterations 1000 to 2000 is a little faster, because faster modes
-# of {eq}`eq-ch05-linearized` have not died out yet; either way the rate proved for the population
-# objective is not the rate of the objective the experiment trains. This one cause, the weakly
-# pinned $O(d)$ orbit, explains every slow curve below. (Momentum with a curvature-matched step,
-# or a Newton polish, closes the gap in a few hundred iterations; the
-# {doc}`Reproduction report <report_ch05_experiment>` measures these remedies.)
+# {eq}`eq-ch05-rate`. The closed form falls faster (fitted 0.971013, predicted 0.971963) only
+# because its small random start lets chapter 4's step rule take a step about four times larger
+# (0.2778 against 0.0652). On the finite-sample $\hat Q$, 47% of the gap is left at iteration
+# 2000. There the Hessian has exactly 45 eigenvalues below 0.05, one per rotation direction, and
+# the smallest, $\hat h_{\min} = 0.00081$, is far below $s_d$; {eq}`eq-ch05-finite-rate` predicts
+# 0.999892 per iteration for the slowest mode, and the fitted 0.999729 is a little faster because
+# faster modes have not died out yet. This one cause, the weakly pinned $O(d)$ orbit, explains
+# every slow curve below; momentum with a curvature-matched step, or a Newton polish, closes the
+# gap in a few hundred iterations ({doc}`report page <report_ch05_experiment>`).
 
 # %% [markdown]
 # ## Optimization gap and excess risk against iterations
 #
-# The summaries give the experiment's sizes (box above) but not its covariance, target map, noise
-# level, initialization scale, step sizes or batch size, so the rerun uses the book's defaults
-# **[choice]** (chapter 1: $\Sigma$ with condition number 10, $M$ with i.i.d.
-# $\mathcal N(0, 1/(pd))$ entries, $\sigma = 0.1$, leave-one-out mask; chapter 4: the step-size
-# rule, random starts with entries $\mathcal N(0, 0.3^2/d)$) and three seeds. Five methods
-# (`algorithm.METHODS`): **Algorithm 1**; **random + precond + reg**, the same from a random start;
-# **GD**, plain gradient descent from that start; **SGD**, the same with minibatches of 32 query
-# rows; **Adam** {cite}`kingma2015`.
+# The summaries give the experiment's sizes but not its covariance, target map, noise level,
+# initialization scale, step sizes or batch size; the rerun takes the book's defaults (the box
+# "This book's choices" above). Five methods (`algorithm.METHODS`): **Algorithm 1**; **random +
+# precond + reg**, the same from a random start; **GD**, plain gradient descent from that start;
+# **SGD**, the same with minibatches of 32 query rows; **Adam** {cite}`kingma2015`.
 #
 # "Converged" needs a yardstick. The summaries' wording is about the population loss, and the
-# book reads it so: within 10% of $L^\star$. The book adds a stricter reading **[choice]**, the
-# optimization gap of the objective being trained,
+# book reads it so: within 10% of $L^\star$. The book adds a stricter reading, the optimization
+# gap of the objective being trained,
 #
 # $$
 # \operatorname{gap}_k = \hat Q(\theta_k) - \hat Q^\star ,
@@ -237,11 +222,10 @@ result_table(["measure", "population", "closed form", "finite Q_hat"],
 # with $\hat Q^\star$ the lowest local minimum found of that objective ($\hat L + \hat R$ for the
 # $\lambda = 1$ methods, $\hat L$ alone for GD, SGD and Adam); a run has converged when its gap is
 # below $10^{-3}$ of its start. The objective is nonconvex, so $\hat Q^\star$ is the best minimum
-# known (certified by its gradient and Hessian), not a proven global optimum; the Reproduction
-# report lists the searches.
+# known (certified by its gradient and Hessian), not a proven global optimum.
 
 # %%
-# (objective, seed) -> the lowest known minimum Q_hat* that each method's gap is measured to
+# (objective, seed) -> the lowest known minimum Q_hat*, the gap's zero
 best = ch05.lowest_minima(runs)
 
 # %% [markdown]
@@ -254,22 +238,17 @@ best = ch05.lowest_minima(runs)
 # $\mathcal N(0, c^2/d)$) and the noise level $\sigma$.
 
 # %%
-# excess risks of the two starts; per seed (loss ratio, excess-risk ratio), and their medians
-e_spectral, e_random, ratios, loss_ratio, excess_ratio = ch05.start_comparison(runs)
-print(f"median loss ratio {loss_ratio:.3g} (log10 {np.log10(loss_ratio):.2f}); "
-      f"excess-risk ratio {excess_ratio:.3g}")
-zero_noise = [ablations.start_excess_risks(s, noise_std=0.0) for s in SEEDS]
-print("sigma = 0: spectral start " + " / ".join(f"{r['spectral']:.2g}" for r in zero_noise)
-      + ", ratio " + " / ".join(f"{r['random'] / r['spectral']:.3g}" for r in zero_noise))
+starts = ch05.start_comparison(runs)    # random against spectral start
+print(ch05.describe_starts(starts))
+zero_noise = [ablations.start_excess_risks(s, noise_std=0.0)
+              for s in SEEDS]
+print(ch05.describe_zero_noise(zero_noise))
 
 # %%
-from attnbook.chapters.ch05 import INIT_SCALES, NOISE_AXIS   # c (sqrt(d): unit variance), sigma
-
-start_grid = ablations.start_claims_grid(INIT_SCALES, NOISE_AXIS)   # live: starting losses only
-print("log10 loss ratio at c = " + " / ".join(f"{c:.3g}" for c in INIT_SCALES))
-for j, sigma in enumerate(NOISE_AXIS):
-    print(f"  sigma = {sigma:<4g}: " + " / ".join(f"{v:.2f}" for v in start_grid["log10_ratio"][:, j])
-          + f"  (spectral (L - L*)/L* <= {start_grid['start'][j].max():.2g})")
+# live: the starting losses over the scale c (sqrt(d): unit variance)
+# and the noise level sigma
+start_grid = ablations.start_claims_grid(INIT_SCALES, NOISE_AXIS)
+print(ch05.describe_start_grid(start_grid))
 
 # %% mystnb={"figure": {"caption": "Observation 1 against the random start's scale $c$: the $\\log_{10}$ ratio of the random start's population loss to the spectral start's (median over three seeds) at three noise levels; dashed where the spectral start is not within 10% of $L^\\star$.", "name": "fig-ch05-start-ratio"}, "image": {"alt": "Three rising curves of the log10 loss ratio against the random start's scale on a log axis, one per noise level, a dotted threshold line at 2.5 and a vertical line at the book's start c = 0.3."}} tags=["hide-input"]
 fig, ax = figure(width="medium", height=3.6)
@@ -307,13 +286,10 @@ plt.show()
 # over the seeds, bands the range.
 
 # %%
+alg1_gap = ch05.gap(runs, best, "algorithm1")    # Q_hat(theta_k) - Q_hat*
+alg1_excess = ch05.stacked(runs, "excess_risk", "algorithm1")     # L - L*
+print(ch05.describe_algorithm1(alg1_gap, alg1_excess))
 ols_fit = np.median(runs["ols_fit_excess_risk"])
-alg1_gap = ch05.gap(runs, best, "algorithm1")
-alg1_excess = ch05.stacked(runs, "excess_risk", "algorithm1")
-print(f"Algorithm 1 (medians): population loss / L* {1 + np.median(alg1_excess[:, 0]) / L_STAR:.3f}"
-      f" at 0, {1 + np.median(alg1_excess[:, -1]) / L_STAR:.3f} at 2000")
-print(f"  gap {np.median(alg1_gap[:, 0]):.2e} at 0, {np.median(alg1_gap[:, -1]):.2e} at 2000")
-print("  gap(2000)/gap(0) per seed " + " / ".join(f"{r:.2g}" for r in alg1_gap[:, -1] / alg1_gap[:, 0]))
 print(f"OLS fit excess risk (median over seeds): {ols_fit:.3g}")
 
 # %% mystnb={"figure": {"caption": "The rerun experiment ($p = 20$, $d = 10$, $n = 500$): each method's optimization gap to the lowest known local minimum of its own objective (top) and the excess population risk (bottom) against iterations; lines are medians over three seeds, bands the range, the dashed line the least-squares fit's excess risk.", "name": "fig-ch05-headline"}, "image": {"alt": "Two log-log panels against iteration sharing the horizontal axis, one styled and marked line per method (Algorithm 1, random + precond + reg, GD, SGD, Adam) with shaded seed ranges; the bottom panel has a dashed OLS line."}} tags=["hide-input"]
@@ -351,12 +327,9 @@ plt.show()
 # puts every method at iteration 2000 against both yardsticks, one dot per seed.
 
 # %%
-relative_loss = {m: ch05.stacked(runs, "excess_risk", m)[:, -1] / L_STAR   # (L - L*)/L*
-                 for m in METHODS}
-gap_ratio = {m: ch05.gap(runs, best, m)[:, -1] / ch05.gap(runs, best, m)[:, 0] for m in METHODS}
-result_table(["method", "(L - L*)/L* (seeds 0, 1, 2)", "gap(2000)/gap(0)"],
-             [[LABELS[m], " / ".join(f"{v:.3g}" for v in relative_loss[m]),
-               " / ".join(f"{v:.2g}" for v in gap_ratio[m])] for m in METHODS])
+# each method at k = 2000: (L - L*)/L* and gap(2000)/gap(0), per seed
+relative_loss, gap_ratio = ch05.end_readings(runs, best)
+ch05.end_readings_table(relative_loss, gap_ratio)
 
 # %% mystnb={"figure": {"caption": "Every method at iteration 2000 under the two readings of converged: the population loss above L* relative to L* (left, the summaries' reading, threshold 10%) and the optimization gap relative to its start (right, the book's stricter reading, threshold 1e-3); one dot per seed.", "name": "fig-ch05-two-readings"}, "image": {"alt": "Two dot plots over the five methods: on the left most dots lie below the 10 percent line, one of random + precond + reg and two of Adam above it; on the right every method's dots lie above the 1e-3 line, Algorithm 1's highest."}} tags=["hide-input"]
 fig, axes = figure(1, 2, height=3.2)
@@ -377,14 +350,12 @@ plt.show()
 # At iteration 2000 (left) SGD is 6.28% to 8.09% above $L^\star$, inside the 10% band, which reads
 # as converged, contrary to the summary; the preconditioned random start is inside for seeds 1
 # and 2 and just outside for seed 0 (0.117). One iterate at one start decides neither claim: the
-# {doc}`Reproduction report <report_ch05_experiment>` asks for the band over the second half of
-# the run, over the random start's scales $c$ and two step rules (chapter 4's step fixed at the
-# start or re-evaluated); each claim holds in a region, but neither at the book's start with its
-# fixed step. In the strict reading (right) SGD keeps 2.6%
-# to 2.7% of its gap, so it has not converged, but neither has any other method: the
-# preconditioned random start keeps 0.85% to 1.1%, the best of the $\lambda = 1$ methods and still
-# an order of magnitude short of $10^{-3}$; like Algorithm 1, it is left drifting along the weakly
-# pinned orbit.
+# {doc}`report page <report_ch05_experiment>` asks for the band over the second half of the run,
+# over the random start's scales $c$ and two step rules, and finds that each claim holds in a
+# region, but neither at the book's start with its fixed step. In the strict reading (right) SGD
+# keeps 2.6% to 2.7% of its gap, so it has not converged, but neither has any other method: the
+# preconditioned random start keeps 0.85% to 1.1%, still an order of magnitude short of
+# $10^{-3}$; like Algorithm 1, it is left drifting along the weakly pinned orbit.
 
 # %% [markdown]
 # ## Conditioning: what the preconditioner buys
@@ -412,19 +383,11 @@ print(f"kappa = 10 in the sweep is the default problem: largest difference from 
 
 # %%
 kappas, thresholds = sweep["kappas"], sweep["thresholds"]
-sweep_seeds = list(sweep["seeds"])
 cap = int(sweep["iteration"][-1])
-first = sweep["first_iteration"]                                  # seeds, K, M, T
-for t, threshold in enumerate(thresholds):
-    print(f"iterations to excess risk <= {threshold:.0e} (seeds {', '.join(map(str, sweep_seeds))};"
-          f" cap {cap})")
-    sweep_rows = []
-    for j, method in enumerate(METHODS):
-        cells = [" / ".join(analysis.format_iterations(first[s, i, j, t], cap)
-                            .replace("not reached (", "").replace(")", "")     # "> 2000"
-                            for s in range(len(sweep_seeds))) for i in range(len(kappas))]
-        sweep_rows.append([LABELS[method], *cells])
-    display(result_table(["method", *(f"kappa = {k:.0f}" for k in kappas)], sweep_rows))
+first = sweep["first_iteration"]        # seeds, kappa, method, threshold
+for heading, table in ch05.sweep_tables(sweep):
+    print(heading)
+    display(table)
 
 # %% mystnb={"figure": {"caption": "Iterations to reach excess risk $10^{-2}$ (slower of the seeds) against the condition number $\\kappa(\\Sigma)$, for each baseline; points above the dotted line never reached it within the cap.", "name": "fig-ch05-conditioning"}, "image": {"alt": "Log-log plot of iterations to excess risk 0.01 against kappa, one marked line per baseline method, with a dotted cap line near the top."}} tags=["hide-input"]
 fig, ax = figure(width=6.4, height=4.0)
@@ -502,8 +465,9 @@ show_explorer(log10_kappa=2.0, n=200, step_scale=0.5, regularize=True)
 # %% [markdown]
 # ## The papers' claims
 #
-# The measurements of this chapter bear on these claims; {doc}`the Reproduction report's page for Chapter 5 <report_ch05_experiment>` judges each from the numbers, with its threshold, the choices it varies and the replays of the stored runs:
+# The {doc}`Reproduction report <report_ch05_experiment>` judges each claim below from this chapter's measurements, with its threshold; the [claims ledger](../book/ledger.md) gathers the whole book's.
 #
+# ::::{dropdown} The claims and their verdicts
 # - {bdg-success}`reproduced` **[summary]** spectral start close to the optimal population loss
 # - {bdg-warning}`partly reproduced` **[summary]** random start about three orders of magnitude higher in loss (against the random start's scale c, entries N(0, c^2/d))
 # - {bdg-danger}`not reproduced` **[choice]** random start about three orders of magnitude higher in loss (\[choice\] reading: at the book's random-start scale c = 0.3)
@@ -519,6 +483,7 @@ show_explorer(log10_kappa=2.0, n=200, step_scale=0.5, regularize=True)
 # - {bdg-danger}`not reproduced` **[choice]** from a random start, preconditioner + regularizer still converge fast (\[choice\] reading: optimization gap below 1e-3 of its start, at c = 0.3 with the step fixed at the start)
 # - {bdg-warning}`partly reproduced` **[abstract]** plain gradient descent from random initialization shows a slow power-law rate
 # - {bdg-warning}`partly reproduced` **[summary]** the preconditioner as the summaries state it (B's gradient multiplied by Sigma\_hat^-1, A's gradient unchanged) speeds up training
+# ::::
 
 # %% [markdown]
 # ## Summary
@@ -532,7 +497,7 @@ show_explorer(log10_kappa=2.0, n=200, step_scale=0.5, regularize=True)
 #   smallest singular value of $X^\star$; at finite $n$ the weakly tilted $O(d)$ orbit adds tiny
 #   Hessian eigenvalues that set a much slower rate.
 # * A larger step alone can leave the basin; momentum or a second-order polish reaches the
-#   minimizer quickly (measured on the Reproduction report page).
+#   minimizer quickly (measured on the report page).
 # * With the preconditioner the iterations needed do not grow with the condition number of
 #   $\Sigma$; plain gradient descent and SGD slow down as it grows.
 

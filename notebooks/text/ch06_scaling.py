@@ -15,69 +15,43 @@
 # %% [markdown]
 # # Chapter 6: Scaling laws
 #
+# :::{admonition} Overview
 # How fast does the trained layer approach the best predictor, as the sample grows and as the
-# iterations go on? The sources of Part I {cite}`goel2026` make three statements about rates:
+# iterations go on? This chapter separates the two terms of Theorem 2 of {cite}`goel2026`: the
+# statistical term (the excess risk against $n$, compared with the exact rate of least squares)
+# and the optimization term (the geometric rate $\mu$ in iterations, derived from the Hessian at
+# the minimizers).
 #
-# ```{admonition} What the paper claims
+# **The answer.** The trained layer's excess risk falls like $1/n$, even without noise (with
+# noise, a constant factor above least squares), and not like $n^{-2}$; the optimization term is
+# geometric with a rate set by $\kappa(X^\star)$ alone, and on the finite-sample objective it slows
+# down as $n$ grows.
+#
+# **You need** chapters 3 to 5, least squares and log-log slopes (the Wishart distribution for
+# exercise 2); the section "The combined picture" is optional. **Time:** about 3 hours, with the
+# 4 exercises.
+# :::
+#
+# :::{dropdown} What the papers claim
 # | statement | source |
 # | --- | --- |
 # | Theorem 2: $L(\theta_m) - L^\star \lesssim n^{-2}\log^6 n + \mu^m$ with $\mu < 1$, for Algorithm 1 | **[summary]** |
 # | the later version: the error term decreases as $1/n$ | **[abstract]** |
 # | the trained layer matches the minimax rate of ordinary least squares | **[abstract]** (talk) |
-# ```
+# :::
 #
-# The yardstick in $n$ is exact: for a Gaussian
-# design the least-squares fit $\hat M = Y^\top X (X^\top X)^{-1}$ has expected excess risk
-#
-# $$
-# \mathbb E\, \tfrac12 \lVert (\hat M - M)\Sigma^{1/2} \rVert_F^2
-# = \frac{p\,\sigma^2\, d}{2\,(n - d - 1)} \qquad (n > d + 1),
-# $$ (eq-ch06-1)
-#
-# from the mean of an inverse Wishart matrix (exercise 2), and this order is minimax when
-# $\sigma > 0$: with noise no estimator, the attention layer included, can beat $1/n$ uniformly.
-# So the summaries' $n^{-2}\log^6 n$ cannot hold with noise. The chapter runs $\sigma = 0.1$ (the
-# book's default, to test the $1/n$ statement against OLS) **and** $\sigma = 0$ (where a faster
-# rate is not ruled out) and reports both as measured. The full text of the paper is not
-# available, so the constants and exact conditions of Theorem 2 are unknown; the experiments
-# use the book's reconstruction of Algorithm 1 from chapter 4 (spectral initialization,
-# preconditioner, balancing regularizer with $\lambda = 1$, the step-size rule), with the defaults
-# of chapter 1 ($d = 10$, $p = 20$, $\kappa(\Sigma) = 10$) **[choice]**.
-#
-# "Excess risk" is, as everywhere in Part I, $L(\theta) - L^\star$: the infinite-context
-# population loss of the trained parameters, with the true $\Sigma$ and $M$. Beside it the chapter
-# reports the **deployed test risk**, the error on fresh points of the layer that uses the $n$
-# training samples as its context.
-#
-# The runs take about 10 minutes on one core, so the notebook loads precomputed results
-# (`python -m attnbook.experiments scaling` reruns them in full); the next cell recomputes a reduced
-# configuration live and compares it with the loaded results.
-
-# %% [markdown]
-# ## Overview
-#
-# - **What you will learn.** How to separate the two terms of Theorem 2: the statistical term
-#   (excess risk against $n$, compared with the exact rate of least squares) and the optimization
-#   term (the geometric rate $\mu$ in iterations); how to derive $\mu$ from the Hessian at the
-#   minimizers; and why, on the finite-sample objective, more data make the optimization slower.
-# - **The answer in one sentence.** The trained layer's excess risk falls like $1/n$ (with noise,
-#   a constant factor above least squares) and not like $n^{-2}$, while the optimization term is geometric
-#   with a rate set by $\kappa(X^\star)$ alone, which slows down as $n$ grows on the finite-sample
-#   objective.
-# - **What you need.** Chapters 3 to 5, least squares, log-log slopes; the Wishart distribution for
-#   exercise 2.
-# - **Optional on a first reading.** The section "The combined picture: error over (n, m)" and
-#   exercise 2.
-# - **For a researcher.** On the closed-form objective, up to $n = 51200$ and without noise, the
-#   excess risk falls with slope $-1.02$ for $n \ge 1600$, where the local slope of
-#   $n^{-2}\log^6 n$ is already $-1.45$: in this reconstruction the error is $1/n$ for a reason
-#   unrelated to the noise.
-
-# %% [markdown]
-# :::{admonition} Learning objectives
-# After this chapter you can separate the statistical term (excess risk against $n$, against the exact OLS rate) from the optimization term (the geometric rate in iterations); derive the local geometric rate from the Hessian at the minimizers and explain why it depends on $\kappa(X^\star)$ and not on $\kappa(\Sigma)$.
-#
-# Estimated student time: about 3 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::{dropdown} This book's choices
+# - **[choice]** The full text of the paper, with the constants and exact conditions of Theorem 2,
+#   is not available: the runs use the book's Algorithm 1 (chapter 4: spectral initialization,
+#   preconditioner, balancing regularizer with $\lambda = 1$, the step rule) and chapter 1's
+#   defaults ($d = 10$, $p = 20$, $\kappa(\Sigma) = 10$).
+# - **[choice]** Two noise levels: $\sigma = 0.1$, to test the $1/n$ statement against least
+#   squares, and $\sigma = 0$, where a faster rate is not ruled out.
+# - **[choice]** The rate runs start from one random point drawn in $(U, V)$, entries
+#   $\mathcal N(0, 0.3^2/d)$, so that the start does not change with $\Sigma$ ("Measured on the
+#   closed-form objective").
+# - **[choice]** The runs take about 10 minutes, so the chapter loads them
+#   (`python -m attnbook.experiments scaling`); a folded cell reruns a reduced configuration.
 # :::
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
@@ -110,6 +84,24 @@ print(f"d = {d}, p = {p}, cond(Sigma) = {config['kappa']:g}, noise levels "
 # %% [markdown]
 # ## The statistical term: excess risk against n
 #
+# The yardstick in $n$ is exact: for a Gaussian
+# design the least-squares fit $\hat M = Y^\top X (X^\top X)^{-1}$ has expected excess risk
+#
+# $$
+# \mathbb E\, \tfrac12 \lVert (\hat M - M)\Sigma^{1/2} \rVert_F^2
+# = \frac{p\,\sigma^2\, d}{2\,(n - d - 1)} \qquad (n > d + 1),
+# $$ (eq-ch06-1)
+#
+# from the mean of an inverse Wishart matrix (exercise 2), and this order is minimax when
+# $\sigma > 0$: with noise no estimator, the attention layer included, can beat $1/n$ uniformly.
+# So the summaries' $n^{-2}\log^6 n$ cannot hold with noise; the chapter
+# runs $\sigma = 0.1$ and $\sigma = 0$ and reports both as measured.
+#
+# "Excess risk" is, as everywhere in Part I, $L(\theta) - L^\star$: the infinite-context
+# population loss of the trained parameters, with the true $\Sigma$ and $M$. Beside it the chapter
+# reports the **deployed test risk**, the error on fresh points of the layer that uses the $n$
+# training samples as its context.
+#
 # For each noise level, each $n \in \{50, 100, \dots, 1600\}$ (a factor of 32) and each of four
 # seeds, a fresh training set is drawn and Algorithm 1 runs on the layer's own finite-$n$
 # objective $\hat L + \hat R$ for 1000 iterations. Two other numbers come with every run: the
@@ -120,36 +112,19 @@ print(f"d = {d}, p = {p}, cond(Sigma) = {config['kappa']:g}, noise levels "
 # and a bootstrap over seeds.
 
 # %%
-rng_boot = np.random.default_rng(ch06.SEED_BOOT)       # draws every seed bootstrap below
-# (noise, n, seed): at the last iteration, at m = 0 (spectral init = closed-form minimizer),
-# the deployed test risk, the OLS fit on the same data
+rng_boot = np.random.default_rng(ch06.SEED_BOOT)   # every seed bootstrap
+# (noise, n, seed): Algorithm 1 at its last iteration, at m = 0 (spectral
+# init = closed-form minimizer), deployed, the OLS fit on the same data
 final, start, deployed, ols_fit = ch06.sample_size_risks(stored)
 
-
-def show(label, fit):
-    print(f"  {label:32s} slope {fit.exponent:+.2f} +- {fit.stderr:.2f}, "
-          f"95% CI [{fit.ci[0]:+.2f}, {fit.ci[1]:+.2f}]")
-
+# %%
+# slopes of log(excess risk) on log n, all seeds
+fits = ch06.sample_size_fits(stored, rng_boot)
+print(ch06.describe_sample_size_fits(stored, fits))
 
 # %%
-fits = ch06.sample_size_fits(stored, rng_boot)     # log(excess risk) on log n, all seeds
-for i, sigma in enumerate(noise_levels):
-    print(f"sigma = {sigma:g} (CI: bootstrap over seeds):")
-    show(f"Algorithm 1, finite n, m = {config['iterations']}", fits[sigma, "alg1"])
-    show("spectral init (m = 0)", fits[sigma, "init"])
-    show(f"deployed test risk, m = {config['iterations']}", fits[sigma, "deployed"])
-    if sigma > 0:
-        show("OLS fit on the same data", fits[sigma, "ols"])
-    else:
-        print(f"  OLS fit: largest excess risk {ols_fit[i].max():.1e} (M_hat = M up to rounding)")
-
-# %%
-for sigma, alg1_over_ols in ch06.alg1_over_ols(stored).items():   # sigma > 0 (OLS is exact at 0)
-    formula = ch06.ols_formula(n_values, d=d, p=p, noise_std=sigma)
-    print(f"sigma = {sigma:g}: Algorithm 1 / OLS formula (median):\n  "
-          + ", ".join(f"n={n}: {r:.1f}" for n, r in zip(n_values, alg1_over_ols)))
-    print(f"  {'OLS formula p s^2 d / (2(n-d-1))':32s} local slope over this range "
-          f"{np.polyfit(np.log(n_values), np.log(formula), 1)[0]:+.2f}")
+# Algorithm 1 over the exact OLS risk, sigma > 0 (OLS is exact at 0)
+print(ch06.describe_alg1_over_ols(stored))
 
 # %% mystnb={"figure": {"caption": "Excess risk against the sample size $n$ with $\\sigma = 0.1$ (left) and without noise (right): Algorithm 1 after $m$ iterations, the spectral initialization, the deployed test risk, and the least-squares reference (simulated and exact).", "name": "fig-ch06-rate-n"}, "image": {"alt": "Two log-log panels of excess risk against n: circles for Algorithm 1, squares for the spectral start, triangles for the deployed risk, crosses and a dashed line for OLS in the noisy panel."}} tags=["hide-input"]
 fig, axes = figure(1, 2, sharey=True, height=3.4)
@@ -200,13 +175,10 @@ plt.show()
 
 # %%
 SIGMA_SWEEP = (0.03, 0.1, 0.3, 1.0)
-sweep_rows = []
-for sigma in SIGMA_SWEEP:
-    starts = [ablations.start_excess_risks(s, noise_std=sigma) for s in range(8)]
-    ratios = [r["spectral"] / r["ols_fit"] for r in starts]
-    sweep_rows.append([sigma, np.median(ratios), min(ratios), max(ratios)])
+# spectral start / OLS fit excess risk, n = 500, seeds 0 to 7 (live)
+ratios = {sigma: ch06.spectral_over_ols(sigma) for sigma in SIGMA_SWEEP}
 print("spectral start / OLS fit excess risk over 8 seeds")
-display(result_table(["sigma", "median", "smallest", "largest"], sweep_rows))
+ch06.spectral_over_ols_table(ratios)
 
 # %% [markdown]
 # The ratio falls from 20.9 at $\sigma = 0.03$ to 2.81 at $\sigma = 0.1$, 1.18 at $\sigma = 0.3$
@@ -217,14 +189,9 @@ display(result_table(["sigma", "median", "smallest", "largest"], sweep_rows))
 
 # %%
 closed_n = stored["closed_n_values"]
-closed = stored["closed_spectral_excess_risk"]
+closed = stored["closed_spectral_excess_risk"]     # noise, n, seed
 closed_fits = ch06.closed_form_fits(stored, rng_boot)
-for i, sigma in enumerate(noise_levels):
-    print(f"sigma = {sigma:g}, closed-form minimizer, n = {closed_n[0]} ... {closed_n[-1]}:")
-    show("spectral init on S_hat", closed_fits[sigma, "closed"])
-    show(f"same, n >= {ch06.LATE_N} only", closed_fits[sigma, "late"])
-    ratio = np.median(closed[i][-1]) * closed_n[-1]
-    print(f"  n x median excess risk at n = {closed_n[-1]}: {ratio:.3g}")
+print(ch06.describe_closed_form_fits(stored, closed_fits))
 
 # %% mystnb={"figure": {"caption": "The closed-form minimizer's excess risk against $n$ for both noise levels, with the exact OLS risk and the $n^{-2}\\log^6 n$ reference.", "name": "fig-ch06-closed-form"}, "image": {"alt": "Log-log plot of excess risk against n: two marked lines for sigma values, a dashed OLS line and a dotted reference curve."}} tags=["hide-input"]
 fig, ax = figure(width=6.4, height=4)
@@ -254,8 +221,9 @@ plt.show()
 # $n$; the next cell prints its local slope.
 
 # %%
-for n in (50, 400, 1600, 51200, 10**6, 10**9):
-    print(f"n = {n:>10d}: local slope of n^-2 log^6 n = {-2 + 6 / np.log(n):+.2f}")
+for n in (50, 400, 1600, 51200, 10**6, 10**9):         # exercise 1
+    print(f"n = {n:>10d}: local slope of n^-2 log^6 n = "
+          f"{-2 + 6 / np.log(n):+.2f}")
 
 # %% [markdown]
 # The bound's local log-log slope (exercise 1 derives it) is $-0.47$ at $n = 50$, $-1.19$ at
@@ -268,7 +236,7 @@ for n in (50, 400, 1600, 51200, 10**6, 10**9):
 # %% [markdown]
 # ## The optimization term: the geometric rate mu
 #
-# ### What the rate should be [derived]
+# ### What the rate should be
 #
 # Preconditioned gradient descent on $(A, B)$ is exactly gradient descent on the factorization
 # coordinates $U = A\hat\Sigma^{1/2}$, $V = \hat\Sigma^{1/2} B \hat\Sigma^{1/2}$ (chapter 4), where the
@@ -317,19 +285,15 @@ for n in (50, 400, 1600, 51200, 10**6, 10**9):
 # excess risk fitted below is the optimization gap up to the regularizer's value, which vanishes at
 # the same rate), $X^\star = \Phi\,{\rm diag}(1, \dots, 1/\kappa(X^\star))\,\Psi^\top$ with fixed random
 # $\Phi, \Psi$, and $M = X^\star\Sigma^{-1/2}$. Every run starts from the same random point drawn in
-# $(U, V)$ (entries $\mathcal N(0, 0.3^2/d)$) **[choice: so that the start does not change with
-# $\Sigma$]** and stops when the excess risk falls below $10^{-20}$. The rate $\mu$ is fitted to the
+# $(U, V)$ (entries $\mathcal N(0, 0.3^2/d)$), so that the start does not change with
+# $\Sigma$, and stops when the excess risk falls below $10^{-20}$. The rate $\mu$ is fitted to the
 # excess risk between $10^{-18}$ and $10^{-6}$ (`attnlib.fitting.fit_geometric_rate`), or to the last
 # 1000 iterations of a run that never gets there.
 
 # %%
+# per run: kappa(X*), kappa(Sigma), preconditioned?, mu measured, predicted
 kx, ks, pre, measured, predicted = ch06.rate_runs(stored)
-print(f"step eta = {stored['rate_step'][0]:.4f} in every run (the rule; same start in (U, V))")
-print("kappa_X kappa_Sigma precond  iterations  mu measured      mu predicted  1 - mu")
-for r in range(kx.size):
-    print(f"{kx[r]:7g} {ks[r]:11g} {str(pre[r]):7s} {stored['rate_iterations'][r]:10.0f}  "
-          f"{measured[r]:.6f}+-{stored['rate_mu_stderr'][r]:.0e}  {predicted[r]:.6f}"
-          f"      {1 - measured[r]:.2e}")
+print(ch06.describe_rate_runs(stored))
 
 # %% mystnb={"figure": {"caption": "The geometric rate in iterations: excess risk against $m$ from the closed form (left) for several $\\kappa(X^*)$ and for plain GD, and the measured per-iteration factor $1 - \\mu$ against $\\kappa(X^*)$ with its prediction (right).", "name": "fig-ch06-rate-m"}, "image": {"alt": "Left: excess risk on a log axis against iteration m, solid viridis lines for kappa of X star and dashed lines for plain GD. Right: log-log plot of 1 minus mu against kappa of X star, measured points on the predicted line."}} tags=["hide-input"]
 fig, axes = figure(1, 2, height=3.2)
@@ -383,42 +347,33 @@ plt.show()
 # $10^{-18}$ (`attnbook.experiments.scaling.dimension_rates`, live, a few seconds). In that window
 # the fitted rate drifts from the prediction as $d$ grows: the modes next to the slowest one, the
 # closer to it the larger $d$, have not yet died out. The
-# {doc}`Reproduction report <report_ch06_scaling>` refits each run later, where its excess risk
+# {doc}`report page <report_ch06_scaling>` refits each run later, where its excess risk
 # lies 10 to 16 decades below its start, and judges the claim there.
 
 # %%
-dimension = scaling.dimension_rates()
-for d_run, mu_m, mu_p in zip(dimension["d"], dimension["mu_measured"], dimension["mu_predicted"]):
-    print(f"d = {d_run:2d}, p = {2 * d_run:2d}: measured mu = {mu_m:.6f}, predicted {mu_p:.6f}")
+dimension = scaling.dimension_rates()    # d = 5, 10, 20, kappa(X*) fixed
+print(ch06.describe_dimension_rates(dimension))
 
 # %%
 its = stored["finite_iteration"]
-for i, sigma in enumerate(noise_levels):
-    rise = np.median(final[i] / start[i], axis=1)
-    gn = np.median(stored["finite_grad_norm"][i, :, :, -1], axis=1)
-    print(f"sigma = {sigma:g}, n = {', '.join(map(str, n_values))} (medians over seeds):\n"
-          f"  excess risk at m = {config['iterations']} / at m = 0: "
-          + ", ".join(f"{r:.2f}" for r in rise) + "\n  final gradient norm: "
-          + ", ".join(f"{g:.1e}" for g in gn))
+# excess risk at the end over the start, final gradient norm (medians)
+print(ch06.describe_finite_runs(stored))
 
 # %%
 j = int(np.flatnonzero(n_values == 400)[0])
-print(f"finite-n objective, n = {n_values[j]}, sigma = {noise_levels[0]:g}, per seed:")
-tail_rows = []
-for s in range(stored["finite_grad_norm"].shape[2]):
-    g = stored["finite_grad_norm"][0, j, s]
-    tail = fitting.fit_geometric_rate(its, g, start=config["iterations"] // 2)
-    tail_rows.append([s, f"{g[0]:.2e}", f"{g[-1]:.2e}", f"{tail.rate:.5f}", f"{tail.rate ** 2:.5f}"])
-display(result_table(["seed", "gradient norm at 0", f"at {config['iterations']}",
-                      "tail rate", "squared (excess risk)"], tail_rows))
+print(f"finite-n objective, n = {n_values[j]}, "
+      f"sigma = {noise_levels[0]:g}, per seed:")
+ch06.tail_rates_table(stored, j)     # rates fitted over the second half
 
 # %%
 task = scaling.default_task(0.1)
-s_true = geometry.minimizer_manifold(task.Sigma, task.M).singular_values
+manifold = geometry.minimizer_manifold(task.Sigma, task.M)
+s_true = manifold.singular_values                  # of the true X*
 eta = stored["finite_step"][0, j, 0]
-print(f"closed-form prediction at the same step eta = {eta:.4f} and the true X*\n"
-      f"(kappa(X*) = {s_true[0] / s_true[-1]:.2f}): "
-      f"mu = {fitting.local_gd_rate(eta, task.Sigma, task.M) ** 2:.5f}")
+mu = fitting.local_gd_rate(eta, task.Sigma, task.M) ** 2
+print(f"closed-form prediction at the same step eta = {eta:.4f} and the "
+      f"true X*\n(kappa(X*) = {s_true[0] / s_true[-1]:.2f}): "
+      f"mu = {mu:.5f}")
 
 # %% mystnb={"figure": {"caption": "Algorithm 1 with finite $n$: excess risk (left, dotted: each $n$'s OLS level) and gradient norm (right) against iterations, medians over seeds.", "name": "fig-ch06-finite-n"}, "image": {"alt": "Two panels against iteration on log y axes, one viridis line per sample size n: excess risk levelling off at dotted OLS lines, and gradient norm."}} tags=["hide-input"]
 fig, axes = figure(1, 2, height=3.0)
@@ -524,13 +479,11 @@ plt.show()
 # (its optimization gap does not stand still: chapter 5 measures it against the best local minimum found).
 
 # %%
-heat = np.median(stored["heatmap_excess_risk"], axis=1)            # (n, grid)
+heat = np.median(stored["heatmap_excess_risk"], axis=1)     # (n, grid)
 heat_m = stored["heatmap_iteration"]
 shown = heat_m <= 500
-floor = heat[:, -1]
-settle = [int(heat_m[np.argmax(row <= 1.1 * f)]) for row, f in zip(heat, floor)]
-for n, f, m in zip(closed_n, floor, settle):
-    print(f"n = {n:6d}: stat(n) = {f:.2e}; within 10% of it from m = {m}")
+settle = ch06.settling_iterations(heat, heat_m)   # within 10% of stat(n)
+print(ch06.describe_settling(closed_n, heat, settle))
 
 # %% mystnb={"figure": {"caption": "Excess risk over iterations $m$ and sample sizes $n$: the closed form from a random start (left; dashed, the first $m$ within 10% of the floor) and Algorithm 1 with finite $n$ (right), on one colour scale.", "name": "fig-ch06-heatmap"}, "image": {"alt": "Two heatmaps with iteration on the horizontal and n on a log vertical axis, coloured by excess risk on a shared log colour bar; a white dashed curve marks where each row settles."}} tags=["hide-input"]
 fig, axes = figure(1, 2, layout="constrained", height=3.2)
@@ -561,8 +514,9 @@ plt.show()
 # %% [markdown]
 # ## The papers' claims
 #
-# The measurements of this chapter bear on these claims; {doc}`the Reproduction report's page for Chapter 6 <report_ch06_scaling>` judges each from the numbers, with its threshold, the choices it varies and the replays of the stored runs:
+# The {doc}`Reproduction report <report_ch06_scaling>` judges each claim below from this chapter's measurements, with its threshold; the [claims ledger](../book/ledger.md) gathers the whole book's.
 #
+# ::::{dropdown} The claims and their verdicts
 # - {bdg-danger}`not reproduced` **[summary]** Theorem 2: statistical term n^-2 log^6 n
 # - {bdg-warning}`partly reproduced` **[abstract]** the error term decreases as 1/n
 # - {bdg-dark}`not testable here` **[abstract]** the error term decreases as 1/n
@@ -572,6 +526,7 @@ plt.show()
 # - {bdg-success}`reproduced` **[summary]** the geometric rate does not depend on the embedding dimension d (fixed kappa(X\*), measured mu = the d-independent prediction)
 # - {bdg-success}`reproduced` **[summary]** Theorem 2: geometric convergence at n = 500
 # - {bdg-danger}`not reproduced` **[choice]** Theorem 2: geometric convergence at n = 500, stricter reading (fast)
+# ::::
 
 # %% [markdown]
 # ## Summary

@@ -15,46 +15,34 @@
 # %% [markdown]
 # # Chapter 6b: Why the finite sample slows Algorithm 1 down
 #
+# :::{admonition} Overview
 # Chapters 5 and 6 found something neither paper states: on the finite-sample objective
 # $\hat Q = \hat L + \hat R$ the last stretch of Algorithm 1 is slow, and slower with more data.
-# Chapter 6 measured the Hessian of $\hat Q$ at its minimizer: 45 small eigenvalues that shrink
-# with $n$, while Algorithm 1's step does not change. This chapter explains why. It is the
-# book's own result, not a reproduction of the papers: every statement in it is **[derived]**
-# (shown here), **[choice]** (a decision of this book) or measured by a cell below.
+# This chapter explains why, compares faster methods on equal footing, and asks when Algorithm 1
+# is done for prediction. The result is the book's own, not a claim of the papers.
 #
-# The runs are two grids of tasks, loaded from precomputed runs (rerunning them in full takes 51 and
-# 22 minutes on two cores:
-# `python -m attnbook.experiments finite_sample_methods finite_sample_spectra --workers 2`).
-# Their data are chapter 5's (the defaults of chapter 1: $d = 10$, $p = 20$,
-# $\kappa(\Sigma) = 10$, $\sigma = 0.1$, leave-one-out mask, $\lambda = 1$) at
-# $n = 125, 250, \dots, 4000$, two data seeds each: two seeds is what the time
-# budget allows at $n = 4000$, where one gradient costs about 0.2 s on a shared core.
-
-# %% [markdown]
-# ## Overview
+# **The answer.** The expected finite-sample loss is exactly flat along the orbit of rotations;
+# only its random fluctuation tilts it, by an amount that shrinks with $n$, so Algorithm 1's
+# slowest mode needs more iterations the more data there are. For prediction, though, it is done
+# within a few tens of iterations.
 #
-# - **What you will learn.** How a finite sample tilts the orbit of minimizers that is exactly
-#   flat at $n = \infty$, and how the 45 small curvatures should therefore scale with $n$ and with
-#   the noise, checked against measured spectra; how to compare optimizers on equal footing, by
-#   counting gradient evaluations to a given gap; and when Algorithm 1 is "done" once the
-#   statistical error is in view.
-# - **The answer in one sentence.** The expected finite-sample loss is exactly flat along the
-#   orbit of rotations and only its random fluctuation tilts it, by an amount that shrinks with
-#   $n$, so Algorithm 1's slowest mode needs more iterations the more data there are; for
-#   prediction, though, it is done within a few tens of iterations.
-# - **What you need.** Chapters 3, 5 and 6; chapter 2's view of attention as a self-normalized
-#   importance-sampling average; Hessian eigenvalues and eigenvalue interlacing.
-# - **Optional on a first reading.** The section "The claim fixed before the runs".
-# - **For a researcher.** The smallest orbit curvature falls like $n^{-0.84 \pm 0.19}$ with noisy
-#   targets and $n^{-0.87 \pm 0.09}$ without noise. A first derivation predicted $n^{-3/2}$ without
-#   noise; it missed that all queries share their keys, which leaves a noise-free term of order
-#   $n^{-1}$ (a degenerate U-statistic), isolated here by a Monte Carlo with fresh keys per query.
-
-# %% [markdown]
-# :::{admonition} Learning objectives
-# After this chapter you can explain why the orbit of minimizers is exactly flat at $n = \infty$ and tilted at finite $n$, predict how the tilt scales with $n$ and with the noise, and choose a method and a stopping point for Algorithm 1's objective with the statistical error in view.
+# **You need** chapters 3, 5 and 6, chapter 2's view of attention as a self-normalized
+# importance-sampling average, and eigenvalue interlacing. **Time:** about 2.5 hours, with the 3
+# exercises.
+# :::
 #
-# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::{dropdown} This book's choices
+# - **[choice]** The data are chapter 5's defaults ($d = 10$, $p = 20$, $\kappa(\Sigma) = 10$,
+#   $\sigma = 0.1$, leave-one-out mask, $\lambda = 1$) at $n = 125, 250, \dots, 4000$, two data seeds
+#   each, what the time budget allows at $n = 4000$ (one gradient: about 0.2 s).
+# - **[choice]** Both grids are loaded; `python -m attnbook.experiments finite_sample_methods
+#   finite_sample_spectra --workers 2` reruns them (51 and 22 minutes on two cores).
+# - **[choice]** The tilt is measured with the target map scaled by 0.3, near the weights'
+#   asymptotic regime ("The shared keys, switched off").
+# - **[choice]** Methods are compared by gradient evaluations to a relative gap above the lowest
+#   known minimum, by a rule fixed before the runs ("Five methods on equal footing").
+# - **[choice]** Early stopping: the first iteration within 10% of the minimizer's excess risk
+#   ("What it means statistically").
 # :::
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
@@ -69,7 +57,8 @@ from attnbook import experiments
 from attnbook.chapters import ch06, ch06b
 from attnbook.claims import ch06b as judge
 from attnbook.experiments import finite_sample
-from attnbook.plotting import NEUTRAL_GREY, OKABE_ITO, figure, legend_below, use_book_style
+from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, figure, legend_below,
+                               tilted_orbit_schematic, use_book_style)
 from attnbook.tables import result_table
 
 use_book_style()
@@ -107,41 +96,7 @@ print(f"the two grids reached the same minimizers at sigma = 0.1 (equal values a
 #
 
 # %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "Schematic: the orbit of minimizers is exactly flat at infinite n and tilted at finite n; top, the loss near the orbit with its one minimizer (star); bottom, the loss along the orbit at infinite n, at n and at 4n, whose minima curve as much as the tilt is large.", "name": "fig-ch06b-schematic"}, "image": {"alt": "Top: shaded contour map of a ring-shaped valley, the ring dashed, a star at its lowest point, arrows marking steep across and soft along. Bottom: a flat grey line and two wavy curves of the same shape, the second four times smaller, each with a star at its minimum."}} tags=["hide-input"]
-theta = np.linspace(0, 2 * np.pi, 400)
-
-
-def tilt(t):                      # a fixed smooth function standing for the random tilt
-    return 0.55 * np.cos(t - 0.7) + 0.3 * np.cos(2 * t + 1.9) + 0.15 * np.cos(3 * t - 0.4)
-
-
-t_min = theta[np.argmin(tilt(theta))]
-fig, axes = figure(2, 1, width="small", height=5.6, gridspec_kw={"height_ratios": [1.2, 1]})
-x_grid, y_grid = np.meshgrid(np.linspace(-1.6, 1.6, 300), np.linspace(-1.6, 1.6, 300))
-landscape = 3 * (np.hypot(x_grid, y_grid) - 1) ** 2 + 0.3 * tilt(np.arctan2(y_grid, x_grid))
-axes[0].contourf(x_grid, y_grid, landscape, levels=np.linspace(-0.5, 3.5, 17), cmap="Blues_r",
-                 alpha=0.7)
-axes[0].plot(np.cos(theta), np.sin(theta), "--", color="black", lw=1.5)
-axes[0].plot(np.cos(t_min), np.sin(t_min), "*", color=OKABE_ITO["vermillion"], ms=18)
-outward = np.array([np.cos(t_min), np.sin(t_min)])
-axes[0].annotate("", 1.5 * outward, 0.5 * outward, arrowprops=dict(arrowstyle="<->", lw=1.8))
-axes[0].text(*(0.35 * outward + [0.1, -0.05]), "steep\nacross", ha="center", va="center")
-arc = (t_min + 0.35, t_min + 1.3)
-axes[0].annotate("", (1.15 * np.cos(arc[1]), 1.15 * np.sin(arc[1])),
-                 (1.15 * np.cos(arc[0]), 1.15 * np.sin(arc[0])),
-                 arrowprops=dict(arrowstyle="->", lw=1.8, connectionstyle="arc3,rad=0.25"))
-axes[0].text(1.2 * np.cos(t_min + 1.1) + 0.1, 1.2 * np.sin(t_min + 1.1) - 0.25, "soft\nalong")
-axes[0].text(-1.55, 1.5, "orbit (dashed)", va="top")
-axes[0].set(aspect="equal")
-axes[0].set_axis_off()
-for scale, colour, label in ((0.0, NEUTRAL_GREY, "$n = \\infty$: flat"),
-                             (1.0, OKABE_ITO["blue"], "sample size $n$: tilt $\\epsilon$"),
-                             (0.25, OKABE_ITO["orange"], "$4n$: tilt $\\epsilon/4$")):
-    axes[1].plot(theta, scale * tilt(theta), color=colour, lw=2.2, label=label)
-    if scale:
-        axes[1].plot(t_min, scale * tilt(t_min), "*", color=OKABE_ITO["vermillion"], ms=14)
-axes[1].set(xlabel="position along the orbit (one loop)", ylabel="loss minus its mean",
-            xticks=[], yticks=[0])
-axes[1].legend(loc="lower right")
+tilted_orbit_schematic()     # attnbook.plotting; chapter 5 draws it too
 plt.show()
 
 # %% [markdown]
@@ -239,7 +194,7 @@ plt.show()
 # found; both laws are judged below, and a Monte Carlo that switches the sharing off isolates the
 # term.
 
-# %%
+# %% mystnb={"code_prompt_show": "Check with sympy: show {type}"} tags=["hide-cell"]
 # the variance of a self-normalized importance-sampling estimate, d = 1: x ~ N(0, s^2),
 # weights e^{b x}; tilted mean m = s^2 b
 x_s, b_s = sp.symbols("x b", real=True)
@@ -260,40 +215,26 @@ print(f"minus e^(b^2 s^2)(Sigma + Sigma b b Sigma) in d = 1: {sp.simplify(spread
 # stacks of 100 prompts; {numref}`fig-ch06b-rotation` shows the 200 stack averages.
 
 # %%
-mc_problem = data.default_problem(rng=np.random.default_rng(0), d=10, p=20, kappa=10.0,
-                                  noise_std=0.1)
+mc_problem = data.default_problem(rng=np.random.default_rng(0), d=10,
+                                  p=20, kappa=10.0, noise_std=0.1)
 half, inv_half = population.spd_sqrt(mc_problem.Sigma)
-a_pop, b_pop = algorithm.spectral_init(mc_problem.Sigma, mc_problem.M)   # a point of S
+a_pop, b_pop = algorithm.spectral_init(mc_problem.Sigma, mc_problem.M)
 mc_rng = np.random.default_rng(1)
 rotation, _ = np.linalg.qr(mc_rng.standard_normal((10, 10)))
-r_mat = half @ rotation @ inv_half
+r_mat = half @ rotation @ inv_half      # (A, B) -> (AR, BR): the orbit
+
+# %% mystnb={"code_prompt_show": "Check against the closed form: show {type}"} tags=["hide-cell"]
 pop_losses = [population.population_loss(a, b, mc_problem.Sigma, mc_problem.M)
               for a, b in ((a_pop, b_pop), (a_pop @ r_mat, b_pop @ r_mat))]
 print("population loss at the point and at its rotation: "
       + ", ".join(experiments.format_deviation(v, resolution=1e-24) for v in pop_losses))
 
-
 # %%
-def rotation_differences(mask, stacks=200, prompts=100, n=8):
-    """L_hat(AR, BR) - L_hat(A, B), each averaged over `prompts` data sets of n samples,
-    for `stacks` independent stacks."""
-    differences = []
-    for _ in range(stacks):
-        x_mc, y_mc = mc_problem.sample(n * prompts, rng=mc_rng)
-        x_mc, y_mc = x_mc.reshape(prompts, n, 10), y_mc.reshape(prompts, n, 20)
-        rotated, original = (attention.prompts_loss_and_grad(a, b, x_mc, y_mc, mask=mask)[0]
-                             for a, b in ((a_pop @ r_mat, b_pop @ r_mat), (a_pop, b_pop)))
-        differences.append(rotated - original)
-    return np.asarray(differences)
-
-
-# %%
-print("mean of L_hat(AR, BR) - L_hat(A, B):")
-mc_differences = {mask: rotation_differences(mask) for mask in ("loo", "all")}
-for mask, differences in mc_differences.items():
-    stderr = differences.std(ddof=1) / np.sqrt(differences.size)
-    print(f"  mask {mask!r}: {differences.mean():+.2e} "
-          f"+- {stderr:.1e} ({differences.mean() / stderr:+.1f} standard errors)")
+# L_hat(AR, BR) - L_hat(A, B) on 200 stacks of 100 data sets, n = 8
+mc_differences = {mask: ch06b.rotation_differences(
+                      mc_problem, a_pop, b_pop, r_mat, mask, mc_rng)
+                  for mask in ("loo", "all")}
+print(ch06b.describe_rotation_differences(mc_differences))
 
 # %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "The loss change from rotating a point of the orbit, on 200 stacks of 100 small data sets, for the two masks; dashed lines mark the means, the black line zero.", "name": "fig-ch06b-rotation"}, "image": {"alt": "Two overlapping step histograms of the loss change, one per mask, of similar width; the leave-one-out mean sits on the zero line, the other mean clearly to its left."}} tags=["hide-input"]
 fig, ax = figure(width="medium", height=3.8)
@@ -416,30 +357,22 @@ plt.show()
 # on independent data sets, once with the model's shared keys and once with a fresh set of
 # $n - 1$ keys for every query (same cost, same marginal law of each query's keys). The law says
 # the first falls like $n^{-1}$, the second like $n^{-3/2}$, and the part the label noise adds
-# like $\sigma/n$. The cell uses the target map scaled by 0.3 **[choice]**, where the weights are
+# like $\sigma/n$. The cell uses the target map scaled by 0.3, a choice of this book that puts the weights
 # close to their asymptotic regime, and repeats the shared-key run at the book's scale; the
 # spread is the interquartile range over 1.349 (the tilts are heavy-tailed at small $n$).
 
 # %%
-TILT_SCALE = 0.3                  # [choice] the target map scaled down (asymptotic regime)
-N_SHARED, N_FRESH = np.array([125, 250, 500, 1000, 2000]), np.array([125, 250, 500])
-
-
-def tilt_spreads(scale, keys, sizes, draws):
-    # the spread (IQR / 1.349) of the noise-free slope and of the noise part, per n
-    target = scale * mc_problem.M
-    a_s, b_s = algorithm.spectral_init(mc_problem.Sigma, target)      # a point of S
-    tilts = [orbit.orbit_tilt(a_s, b_s, mc_problem.Sigma, target, n, draws=draws,
-                              noise_std=0.1, rng=np.random.default_rng(7), keys=keys)
-             for n in sizes]
-    spread = lambda v: np.subtract(*np.percentile(v, [75, 25])) / 1.349
-    return (np.array([spread(t.noise_free) for t in tilts]),
-            np.array([spread(t.noise) for t in tilts]))
-
-
-shared_free, shared_noise = tilt_spreads(TILT_SCALE, "shared", N_SHARED, draws=200)
-fresh_free, _ = tilt_spreads(TILT_SCALE, "independent", N_FRESH, draws=100)
-book_free, book_noise = tilt_spreads(1.0, "shared", N_SHARED, draws=100)
+TILT_SCALE = 0.3        # the target map scaled down (asymptotic regime)
+N_SHARED = np.array([125, 250, 500, 1000, 2000])
+N_FRESH = np.array([125, 250, 500])
+# spread over data sets of the orbit slope at a point of S, per n:
+# noise-free (shared or fresh keys) and the part the label noise adds
+shared_free, shared_noise = ch06b.tilt_spreads(
+    mc_problem, TILT_SCALE, "shared", N_SHARED, draws=200)
+fresh_free, _ = ch06b.tilt_spreads(
+    mc_problem, TILT_SCALE, "independent", N_FRESH, draws=100)
+book_free, book_noise = ch06b.tilt_spreads(
+    mc_problem, 1.0, "shared", N_SHARED, draws=100)
 
 # %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "The tilt of the orbit at a point of S: the spread over data sets of the loss's slope along the orbit against $n$, with the model's shared keys and with fresh keys per query (noise-free targets), and the part the label noise adds; dotted: slopes $n^{-1}$ and $n^{-3/2}$.", "name": "fig-ch06b-shared-keys"}, "image": {"alt": "Log-log plot of four falling lines against n; the fresh-keys line falls faster, parallel to a dotted minus three halves slope, the shared-keys and noise lines parallel to a dotted minus one slope."}} tags=["hide-input"]
 fig, ax = figure(width=6.4, height=4.2)
@@ -503,23 +436,15 @@ display(verdict_table([("[derived]", tilt_verdict)]))
 # minimum. The cells count, for each method, the data sets where it got there.
 
 # %%
-values, spent = stored["values"], stored["evaluations"]      # (n, seed, method, record)
-lowest = ch06b.lowest_known_minimum(stored)                  # (n, seed)
-# per relative gap in ch06b.LEVELS: the evaluations (n, seed, method) to a gap of that times
-# the initial gap above the lowest known minimum; inf where not reached within the budget
+# (n, seed, method, record)
+values, spent = stored["values"], stored["evaluations"]
+lowest = ch06b.lowest_known_minimum(stored)                # n, seed
+# per relative gap t of ch06b.LEVELS: evaluations (n, seed, method) until
+# the gap is t times its start; inf where not reached within the budget
 counts = ch06b.evaluation_counts(stored, lowest)
 
 # %%
-below_basin = lowest < stored["basin_value"] - 1e-12 * np.abs(stored["basin_value"])
-print(f"data sets where a method found a minimum below the reference route's: "
-      f"{int(below_basin.sum())} of {below_basin.size}")
-print(f"runs (of {below_basin.size}) reaching a relative gap of 1e-3 / 1e-6 / 1e-9,\n"
-      "and the fewest to most evaluations to 1e-9:")
-for j, method in enumerate(methods):
-    reached = [np.isfinite(counts[t][..., j]) for t in ch06b.LEVELS]
-    to_last = counts[ch06b.LEVELS[-1]][..., j][reached[-1]]
-    spread = f"{int(to_last.min())} to {int(to_last.max())}" if to_last.size else "-"
-    print(f"  {method:15s} {' / '.join(str(int(r.sum())) for r in reached):12s} {spread}")
+print(ch06b.describe_method_counts(stored, lowest, counts, methods))
 
 # %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "Relative gap above the lowest known minimum against gradient evaluations for the five methods, on two data sets: chapter 5's case (top) and the largest sample (bottom).", "name": "fig-ch06b-gaps"}, "image": {"alt": "Two panels of relative gap on a log axis against gradient evaluations, one line per method; the L-BFGS line drops steeply to about one in a billion in both, the Algorithm 1 line stays near one."}} tags=["hide-input"]
 METHOD_STYLE = {"algorithm1": ("black", "-"), "nesterov": (OKABE_ITO["orange"], "--"),
@@ -546,13 +471,17 @@ plt.show()
 # L-BFGS reached $10^{-9}$ in 11, in 249 to 1471 evaluations, the orbit method in 5, Nesterov in
 # 1, Algorithm 1 and the Newton polish in none (on one data set a method found a minimum below the
 # reference route's, and the gap there is measured against it).
-# {doc}`The Reproduction report's page <report_ch06b_finite_sample>` lists every run and where
-# each method ended.
+# The {doc}`report page <report_ch06b_finite_sample>` lists every run and where each method
+# ended.
 
 # %% [markdown]
 # ## The papers' claims
 #
-# This chapter's results are the book's own: the law of the orbit's curvature against $n$ **[derived]** (the first version and the corrected one, with the shared-key term checked by Monte Carlo) and the comparison of the five methods, judged by a rule fixed before the runs **[choice]**. {doc}`The Reproduction report's page for Chapter 6b <report_ch06b_finite_sample>` judges both from the numbers, with their thresholds.
+# This chapter tests none of the papers' claims: its results, the law of the orbit's curvature
+# against $n$ (the first version and the corrected one) and the comparison of the five methods by
+# a rule fixed before the runs, are the book's own; the
+# {doc}`Reproduction report <report_ch06b_finite_sample>` judges them from the numbers, and the
+# [claims ledger](../book/ledger.md) gathers the papers' claims.
 
 # %% [markdown]
 # ## What it means statistically: when is Algorithm 1 done?
@@ -565,29 +494,14 @@ plt.show()
 # chapter 6). The report page lists every data set.
 
 # %%
-alg1_risk = stored["alg1_excess_risk"]                          # (n, seed, iteration)
-basin_risk, ols_risk = stored["basin_excess_risk"], stored["ols_excess_risk"]
-ends = stored["final_excess_risk"]
-stops = ch06b.early_stops(alg1_risk, basin_risk)     # per (n, seed): first m within 10%, or None
-never = [k for k, stop in enumerate(stops) if stop is None]
-below = np.all(alg1_risk < basin_risk[..., None], axis=-1).ravel()
-print(f"early stop at iteration 0 (the spectral start is already within 10%):\n"
-      f"  {sum(stop == 0 for stop in stops)} of {len(stops)} runs; later: "
-      f"{sorted(stop for stop in stops if stop)}; never within 1000 iterations: "
-      f"{len(never)},\n  {int(below[never].sum())} of them below the minimizer's throughout")
-print(f"Algorithm 1's lowest excess risk along its 1000 iterations came at\n"
-      f"  iteration {int(np.max(np.nanargmin(alg1_risk, axis=-1)))} at the latest")
+alg1_risk = stored["alg1_excess_risk"]                 # n, seed, iteration
+basin_risk = stored["basin_excess_risk"]                # n, seed
+# per (n, seed): the first iteration within 10% of the minimizer's, or None
+stops = ch06b.early_stops(alg1_risk, basin_risk)
+print(ch06b.describe_early_stops(alg1_risk, basin_risk, stops))
 
 # %%
-print(f"reference minimizer's excess risk / OLS: {np.min(basin_risk / ols_risk):.1f} to "
-      f"{np.max(basin_risk / ols_risk):.1f}")
-print(f"excess risks of the five end points on one data set, largest / smallest:\n  "
-      f"{np.min(np.max(ends, -1) / np.min(ends, -1)):.2f} to "
-      f"{np.max(np.max(ends, -1) / np.min(ends, -1)):.2f}")
-for n, s in ((125, 0), (500, 0)):
-    i = int(np.flatnonzero(n_values == n)[0])
-    print(f"n = {n}, seed {seeds[s]}: Algorithm 1 {alg1_risk[i, s, 0]:.3g} at the start, "
-          f"{alg1_risk[i, s, -1]:.3g} at 1000;\n  the minimizer {basin_risk[i, s]:.3g}")
+print(ch06b.describe_end_points(stored))      # excess risks, end points
 
 # %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "Algorithm 1's excess risk along its iterations, divided by that of the minimizer of the finite-sample objective, for every data set (two per n); the grey band is within 10%.", "name": "fig-ch06b-done"}, "image": {"alt": "Twelve smooth curves on a log iteration axis, coloured by sample size, mostly flat for ten iterations and then rising by up to about a third, several staying below the grey band around one."}} tags=["hide-input"]
 fig, ax = figure(height=4.2)

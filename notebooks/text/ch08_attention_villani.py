@@ -13,57 +13,44 @@
 # ---
 
 # %% [markdown]
-# # Chapter 8: Attention in W_Q, W_K and the Villani condition
+# # Chapter 8: Attention in $W_Q, W_K$ and the Villani condition
 #
-# Part II of the book follows {cite}`frangi2026`. Chapter 7 defined Gibbs measures, the Poincare
-# inequality and Villani functions. This chapter takes the first of the source's two models: a
-# single softmax attention layer trained only in its query and key matrices, and checks, one by
-# one, the facts that the source's Theorem 3.1 rests on.
+# :::{admonition} Overview
+# Chapter 7 defined Gibbs measures, the Poincare inequality and Villani functions. This chapter
+# takes the first of the two models of {cite}`frangi2026`, a single softmax attention layer
+# trained only in its query and key matrices, and checks the facts its Theorem 3.1 rests on: the
+# loss's symmetry, the Gibbs measure without a regularizer, the Villani quantity on the orbit
+# through a stationary point and along generic rays, and an argument in every direction.
 #
-# ## Overview
+# **The answer.** Without a regularizer the attention loss is constant along non-compact
+# symmetry orbits and has no Gibbs measure; the source's mild regularizers make the Villani
+# quantity positive at infinity, but along the orbit through a stationary point only beyond a
+# crossover radius that no training run visits.
 #
-# **What you will learn.** Six facts, in the order of the sections:
+# **You need** chapter 7, the softmax and its Jacobian, and derivatives of functions of
+# matrices; the argument in every direction is optional. **Time:** about 2.5 hours, with the 3
+# exercises.
+# :::
 #
-# 1. the loss has a $GL(d_k)$ symmetry, so it is constant along non-compact orbits;
-# 2. so without a regularizer the Gibbs measure $\mu_s \propto e^{-2f/s}$ cannot be normalized;
-# 3. on the orbit through a stationary point, the Villani quantity $\lVert\nabla \tilde f\rVert^2/s - \Delta \tilde f$
-#    has a closed form, and weight decay fails there above a critical temperature while the
-#    source's two mild regularizers win, but only beyond a crossover radius that can be
-#    astronomically large;
-# 4. along generic rays every regularizer passes, so rays decide nothing;
-# 5. the Villani condition is sufficient for a Poincare inequality, not necessary;
-# 6. a short argument from bounds on the softmax Jacobian and Hessian proves the condition in
-#    every direction for the two mild regularizers, with constants far too crude to say where it
-#    starts to hold.
+# :::{dropdown} What the papers claim
+# - **[summary]** Theorem 3.1: the MSE of one attention layer in $(W_Q, W_K)$ plus a mild
+#   regularizer, $\lambda\lVert W\rVert_F^2\log(1+\lVert W\rVert_F^2)$ or
+#   $\lambda\lVert W\rVert_F^{2+\varepsilon}$, is a Villani function, for any data distribution
+#   and any network size.
+# - **[summary]** The factorized losses are invariant under the general linear group; without a
+#   regularizer the Gibbs measure is not normalizable.
+# - **[summary]** The proofs rest on bounds on the gradients and Laplacians of the factorized
+#   losses, including the Jacobian and Hessian of the row softmax, and on their scale invariance.
+# :::
 #
-# **The answer in one sentence.** Without a regularizer the attention loss is constant along
-# non-compact symmetry orbits and has no Gibbs measure; the source's mild regularizers make the
-# Villani quantity positive at infinity, but along the orbit through a stationary point only
-# beyond a crossover radius that no training run visits.
-#
-# **What you need.** Chapter 7 (the Gibbs measure and the four Villani conditions); the softmax
-# and its Jacobian; gradients, Hessians and Laplacians of functions of matrices. Part I is not
-# needed.
-#
-# **Optional on a first reading.** "A reduced example with sympy", "The argument in every
-# direction" (its conclusion is item 6 above) and "Other data and sizes".
-#
-# **For a researcher.** On the orbit through a stationary point of the 12-parameter problem, the
-# log-amplified regularizer at $\lambda = 0.01$ and $s = 1$ turns the Villani quantity positive only
-# beyond $\rho^\star = 10^{18.04}$, and weight decay fails there for every temperature above
-# 0.000137. That radius is counted from the point BFGS reached; the larger block there has norm
-# $10^{18.31}$, which does not depend on that start, and over the $GL(2)$ orbit of the stationary
-# point this norm runs from $10^{16.31}$ to $10^{24.20}$ (Chapter 9).
-#
-# Labels: **[summary]** the project's summary of the paper says it; **[abstract]** the public abstract
-# says it and the summary does not; **[derived]** this book derives it; **[choice]** this book
-# chooses it. The paper's full text is not available to us, so the definitions below are the book's own.
-
-# %% [markdown]
-# :::{admonition} Learning objectives
-# After this chapter you can explain why the unregularized attention loss has a non-normalizable Gibbs measure and what a mild regularizer changes; locate where the Villani quantity turns positive.
-#
-# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::{dropdown} This book's choices
+# - **[choice]** The source's Definitions 2.4 and 2.5 are not available: the model
+#   {eq}`eq-ch08-1`, with $W_V$ fixed, is this book's reading.
+# - **[choice]** The super-quadratic regularizer is $g(t) = (1+t)^{1+\varepsilon/2} - 1$, smooth at
+#   $W = 0$ where the source's $t^{1+\varepsilon/2}$ is not.
+# - **[choice]** A small synthetic problem: $n = 6$ inputs of $N = 5$ tokens, $d = 3$, $d_k = 2$,
+#   targets from a random teacher layer plus noise.
+# - **[choice]** The orbit computations use $\lambda = 0.01$ at $s = 0.01$, 1 and 100.
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
@@ -78,8 +65,13 @@ import sympy as sp
 from attnlib import villani
 from attnbook.chapters.ch08 import (LAM, TEMPERATURES, attention_problem,
                                     attention_stationary_point, closed_form_gaps, crossover_table,
-                                    laplacian_law_fit, log10_holley_stroock_bound,
-                                    log_partition_curves, orbit_crossover_radii, regularizers)
+                                    crossover_leading_orders, describe_closed_form_gaps,
+                                    describe_estimate_radii, describe_log_partition, describe_ray,
+                                    describe_weight_decay_estimate, laplacian_law_fit,
+                                    log10_holley_stroock_bound, log_ball_volume,
+                                    log_partition_curves, orbit_crossover_radii,
+                                    orbit_villani_table, regularizers, smallest_logit_gap,
+                                    sup_loss_bound)
 from attnbook.claims import ch08
 from attnbook.experiments import format_deviation
 from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, SERIES, figure, legend_below, orbit_schematic,
@@ -109,7 +101,7 @@ RAY_SEED = 2          # generic rays
 # R(W) = \lambda\, g(\lVert W\rVert_F^2).
 # $$ (eq-ch08-2)
 #
-# The regularizer profiles are weight decay $g(t) = t$ and the source's two mild forms [summary]:
+# The regularizer profiles are weight decay $g(t) = t$ and the source's two mild forms:
 # the log-amplified $g(t) = t\log(1+t)$ and the super-quadratic form, which the source writes
 # $\lambda\lVert W\rVert_F^{2+\varepsilon}$. This book uses
 # $g(t) = (1+t)^{1+\varepsilon/2} - 1$. That form is infinitely differentiable, while
@@ -121,15 +113,17 @@ RAY_SEED = 2          # generic rays
 # attention layer plus noise.
 
 # %%
-problem = attention_problem()     # n = 6 inputs of N = 5 tokens, d = 3, d_k = 2, noise 0.5
+# n = 6 inputs of N = 5 tokens, d = 3, d_k = 2, noise 0.5
+problem = attention_problem()
 n, N, d = problem.X.shape
 print(f"n = {n}, N = {N}, d = {d}, d_k = {problem.d_k}, D = {problem.dim}")
-print(f"loss at the teacher: {problem.data_loss(problem.theta_teacher):.4f}")
+teacher = problem.theta_teacher
+print(f"loss at the teacher: {problem.data_loss(teacher):.4f}")
 
 # %% [markdown]
 # The data loss depends on $(W_Q, W_K)$ only through $P = W_Q W_K^\top$, so
 # $L(W_Q G, W_K G^{-\top}) = L(W_Q, W_K)$ for every invertible $G \in GL(d_k)$: the loss is constant
-# along orbits of the general linear group [summary]. A regularizer breaks the symmetry. We check both
+# along orbits of the general linear group. A regularizer breaks the symmetry. We check both
 # with random $G$, and we follow the scale orbit $(\rho W_Q, W_K/\rho)$ over twelve decades of
 # $\rho$. (We write $\rho$ for the scale because $r$ is the LoRA rank of Chapter 9.)
 
@@ -139,13 +133,16 @@ theta = problem.theta_teacher
 decay = problem.with_regularizer(Regularizer("weight_decay", lam=0.01))
 for _ in range(4):
     G = rng_sym.standard_normal((2, 2)) * 3
-    moved = problem.act(theta, G)
-    change_L = abs(problem.data_loss(moved) - problem.data_loss(theta)) / problem.data_loss(theta)
-    print(f"cond(G) = {np.linalg.cond(G):7.2f}: relative change of L {format_deviation(change_L)}, "
-          f"of L + weight decay {abs(decay.loss(moved) - decay.loss(theta)):.3g}")
+    moved = problem.act(theta, G)               # (W_Q G, W_K G^-T)
+    change = abs(decay.loss(moved) - decay.loss(theta))
+    print(f"cond(G) = {np.linalg.cond(G):7.2f}: "
+          f"change of L + weight decay {change:.3g}")
+
+# %%
 orbit = villani.orbit_points(problem, theta, np.log(np.logspace(-6, 6, 7)))
+losses = problem.data_loss(orbit)
 print("L along (rho W_Q, W_K / rho), rho = 1e-6 ... 1e6:")
-print(textwrap.fill(" ".join(f"{v:.10f}" for v in problem.data_loss(orbit)), 80))
+print(textwrap.fill(" ".join(f"{v:.10f}" for v in losses), 80))
 
 # %% [markdown]
 # The data loss does not move, to rounding level, under any of the four random $G$ or along twelve
@@ -153,10 +150,11 @@ print(textwrap.fill(" ".join(f"{v:.10f}" for v in problem.data_loss(orbit)), 80)
 #
 
 # %% mystnb={"code_prompt_show": "Reproduction check: show {type}"} tags=["hide-cell"]
-
 rng_check = np.random.default_rng(SYMMETRY_SEED)          # the same four G as above
 group_changes = [abs(problem.data_loss(problem.act(theta, rng_check.standard_normal((2, 2)) * 3))
                      - problem.data_loss(theta)) / problem.data_loss(theta) for _ in range(4)]
+print("relative change of L under each G: "
+      + ", ".join(format_deviation(change) for change in group_changes))
 orbit_change = np.ptp(problem.data_loss(orbit)) / problem.data_loss(theta)
 symmetry = ch08.symmetry(group_changes, orbit_change)
 from attnbook.verdicts import verdict_table
@@ -189,23 +187,30 @@ xs, ys = [1, -2], [sp.Rational(1, 2), 1]
 def reduced_loss(product):
     outputs = []
     for xa in xs:
-        weights = [sp.exp(xa * xb * product) for xb in xs]
-        outputs.append(sum(wt * xb for wt, xb in zip(weights, xs)) / sum(weights))
-    return sp.Rational(1, 2) * sum((o - yt) ** 2 for o, yt in zip(outputs, ys))
+        wts = [sp.exp(xa * xb * product) for xb in xs]
+        outputs.append(sum(wt * xb for wt, xb in zip(wts, xs)) / sum(wts))
+    squares = [(o - yt) ** 2 for o, yt in zip(outputs, ys)]
+    return sp.Rational(1, 2) * sum(squares)
 
 
 # %%
 L_red = reduced_loss(w_q * w_k)
 moved = L_red.subs({w_q: c * w_q, w_k: w_k / c}, simultaneous=True)
-print("L(c w_q, w_k / c) - L(w_q, w_k) simplifies to", sp.simplify(moved - L_red))
+print("L(c w_q, w_k / c) - L(w_q, w_k) simplifies to",
+      sp.simplify(moved - L_red))
 L_p = reduced_loss(p)
-print("limit p -> +oo:", sp.limit(L_p, p, sp.oo), "  limit p -> -oo:", sp.limit(L_p, p, -sp.oo))
-sup_bound = sp.Rational(1, 2) * sum((max(abs(v) for v in xs) + abs(yt)) ** 2 for yt in ys)
+print("limit p -> +oo:", sp.limit(L_p, p, sp.oo),
+      "  limit p -> -oo:", sp.limit(L_p, p, -sp.oo))
+
+# %%
+sup_bound = sp.Rational(1, 2) * sum((max(map(abs, xs)) + abs(yt)) ** 2
+                                    for yt in ys)
 print("bound sup L <=", sup_bound)
 q_pos = sp.Symbol("q", positive=True)
-density = 2 * sp.integrate(1 / w, (w, q_pos / R, R))          # for p = +-q, 0 < q < R^2
+density = 2 * sp.integrate(1 / w, (w, q_pos / R, R))     # p = +-q
 print("pushforward density at |p| = q:", sp.simplify(density))
-print("its integral over -R^2 < p < R^2:", sp.simplify(2 * sp.integrate(density, (q_pos, 0, R**2))))
+total = 2 * sp.integrate(density, (q_pos, 0, R**2))
+print("its integral over -R^2 < p < R^2:", sp.simplify(total))
 
 # %% [markdown]
 # ### Numerics: the partition function over growing balls
@@ -220,15 +225,12 @@ print("its integral over -R^2 < p < R^2:", sp.simplify(2 * sp.integrate(density,
 # %%
 s_partition = 1.0
 radii = np.linspace(0.0, 12.0, 61)
-log_z = log_partition_curves(problem, s_partition, radii)   # lambda = 0.1, 200 directions
-Z = problem.X @ problem.W_V
-sup_L = 0.5 * np.sum((np.abs(Z).max(axis=1)[:, None, :] + np.abs(problem.Y)) ** 2) / problem.n
+log_z = log_partition_curves(problem, s_partition, radii)   # lambda = 0.1
+sup_L = sup_loss_bound(problem)     # outputs are convex combinations
 D = problem.dim
-log_ball = 0.5 * D * math.log(math.pi) - math.lgamma(0.5 * D + 1) + D * np.log(radii[1:])
+log_ball = log_ball_volume(D, radii[1:])           # log vol(B_R)
 print(f"bound sup L <= {sup_L:.3f}")
-for name, values in log_z.items():
-    print(f"{SERIES[name]['label']:>12}: log Z_R at R = 3, 6, 12: "
-          + ", ".join(f"{values[i]:.2f}" for i in (15, 30, 60)))
+print(describe_log_partition(log_z))
 
 # %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "The log partition function $\\log Z_R$ over balls of growing radius $R$ at $s = 1$ (attention): without a regularizer it keeps growing, with any of the three regularizers it levels off.", "name": "fig-ch08-partition"}, "image": {"alt": "Log Z_R against the radius R for no regularizer, weight decay, log and power regularizers, each with its own colour, line style and marker."}} tags=["hide-input"]
 fig, ax = figure()
@@ -277,16 +279,18 @@ display(verdict_table([("[summary]", normalizable)]))
 # over four decades of $\rho$.
 
 # %%
-theta_star, grad_norm = attention_stationary_point(problem)     # BFGS from the teacher
-consts = villani.orbit_constants(problem, theta_star)
-print(f"L(theta*) = {problem.data_loss(theta_star):.4f}, ||grad L(theta*)|| "
-      f"{format_deviation(grad_norm, resolution=1e-7)}")
-print(f"a = {consts.a:.4f}, b = {consts.b:.4f}, q = ||W_Q*||^2 = {consts.q:.4f}, "
-      f"k = ||W_K*||^2 = {consts.k:.4f}")
+theta_star, grad_norm = attention_stationary_point(problem)   # BFGS
+consts = villani.orbit_constants(problem, theta_star)      # a, b, q, k
+print(f"L(theta*) = {problem.data_loss(theta_star):.4f}")
+print(f"a = {consts.a:.4f}, b = {consts.b:.4f}, q = ||W_Q*||^2 = "
+      f"{consts.q:.4f}, k = ||W_K*||^2 = {consts.k:.4f}")
 rho = np.logspace(-2, 2, 9)
 a_fit, b_fit, resid = laplacian_law_fit(problem, theta_star, rho)
 print(f"fit over rho in [1e-2, 1e2]: a = {a_fit:.6f}, b = {b_fit:.6f}")
-print(f"  max relative residual {format_deviation(resid)}")
+
+# %% mystnb={"code_prompt_show": "Check against the closed form: show {type}"} tags=["hide-cell"]
+print(f"||grad L(theta*)|| {format_deviation(grad_norm, resolution=1e-7)}")
+print(f"fit of the law: max relative residual {format_deviation(resid)}")
 
 # %% [markdown]
 # So on this orbit $\nabla \tilde f = \nabla R$ and the Villani quantity is a closed form in
@@ -310,12 +314,14 @@ print(f"  max relative residual {format_deviation(resid)}")
 lam = LAM
 regs = regularizers(lam)
 log_rho_check = np.log(np.array([0.1, 1.0, 10.0, 100.0]))
-checked = closed_form_gaps(problem, theta_star, consts, regs, log_rho_check)
-rows = [[SERIES[name]['label'], *direct, format_deviation(gap, resolution=1e-9)]
-        for name, (direct, gap) in checked.items()]
-print("V_1 on the orbit, and the largest relative gap to the closed form:")
-result_table(["", "rho = 0.1", "rho = 1", "rho = 10", "rho = 100", "closed form"],
-             rows, number_format=".4g")
+# V_1 from the exact gradient and Laplacian at four points of the orbit
+checked = closed_form_gaps(problem, theta_star, consts, regs,
+                           log_rho_check)
+print("V_1 on the orbit:")
+orbit_villani_table(checked)
+
+# %% mystnb={"code_prompt_show": "Check against the closed form: show {type}"} tags=["hide-cell"]
+print(describe_closed_form_gaps(checked))
 
 # %% [markdown]
 # Up to $\rho = 100$ the quantity is negative for every regularizer at $\lambda = 0.01$, $s = 1$:
@@ -334,18 +340,14 @@ result_table(["", "rho = 0.1", "rho = 1", "rho = 10", "rho = 100", "closed form"
 # sympy solves the leading-order equations for $\log\rho^\star$:
 
 # %%
-lam_s, s_s, a_s, q_s, eps_s, u = sp.symbols("lambda s a q epsilon u", positive=True)
-# u = log rho; t_Q = q exp(2u)
-log_eq = sp.Eq(4 * lam_s**2 * q_s * (sp.log(q_s) + 2 * u + 1)**2 / s_s, a_s)
-log_root = [r for r in sp.solve(log_eq, u) if r.has(sp.sqrt(a_s))]
-pp = 1 + eps_s / 2
-pow_eq = sp.Eq(4 * lam_s**2 * q_s * pp**2 * (q_s * sp.exp(2 * u))**eps_s / s_s, a_s)
-pow_root = sp.solve(pow_eq, u)
-wd_threshold = sp.solve(sp.Eq(4 * lam_s**2 * q_s / s_s, a_s), s_s)
-print("log-amplified:  log rho* ~", sp.simplify(sp.expand_log(max(log_root, key=lambda r: r.subs(
-    {lam_s: 0.01, s_s: 1, a_s: 1, q_s: 1})), force=True)))
-print("super-quadratic: log rho* ~\n   ", sp.simplify(sp.expand_log(pow_root[0], force=True)))
-print("weight decay fails for s >", wd_threshold[0])
+lam_s, s_s, a_s, q_s, eps_s, u = sp.symbols("lambda s a q epsilon u",
+                                            positive=True)
+# u = log rho: the larger root of 4 lambda^2 q g'(q e^{2u})^2 / s = a
+log_root, pow_root, wd_threshold = crossover_leading_orders(
+    lam_s, s_s, a_s, q_s, eps_s, u)
+print("log-amplified:  log rho* ~", log_root)
+print("super-quadratic: log rho* ~\n   ", pow_root)
+print("weight decay fails for s >", wd_threshold)
 
 # %% [markdown]
 # That is, $\log\rho^\star \approx \sqrt{sa/q}/(4\lambda) - \tfrac12\log q - \tfrac12$ for the log form
@@ -357,16 +359,21 @@ print("weight decay fails for s >", wd_threshold[0])
 # %%
 temperatures = TEMPERATURES
 s_star = villani.weight_decay_threshold(consts, lam)
-print(f"weight decay, lambda = {lam}: threshold 4 lambda^2 q / a = {s_star:.3g}")
-print(f"rho* = infinity (never positive) for s = "
-      + ", ".join(f"{s:g}" for s in temperatures
-                  if villani.crossover_log_radius(consts, regs['weight_decay'], s) == math.inf))
+print(f"weight decay, lambda = {lam}: threshold 4 lambda^2 q / a = "
+      f"{s_star:.3g}")
+never = [s for s in temperatures if villani.crossover_log_radius(
+    consts, regs["weight_decay"], s) == math.inf]
+print("rho* = infinity (never positive) for s = "
+      + ", ".join(f"{s:g}" for s in never))
 
 # %%
-print("log10 rho* as rho -> oo and log10(1/rho*) as rho -> 0, with leading orders:")
-crossovers = orbit_crossover_radii(consts, regs, temperatures)   # (form, s) -> both ends
-block = crossovers["log", 1.0].up + 0.5 * math.log(consts.q)    # log(rho* sqrt(q))
-print(f"log form, s = 1: the larger block at rho* has ||W_Q||_F = 10^{block / math.log(10):.2f}")
+print("log10 rho* as rho -> oo and log10(1/rho*) as rho -> 0, "
+      "with leading orders:")
+crossovers = orbit_crossover_radii(consts, regs, temperatures)
+# log of rho* sqrt(q), the larger block at the crossover
+block = crossovers["log", 1.0].up + 0.5 * math.log(consts.q)
+print(f"log form, s = 1: the larger block at rho* has ||W_Q||_F = "
+      f"10^{block / math.log(10):.2f}")
 crossover_table(consts, regs, crossovers)
 
 # %% [markdown]
@@ -436,7 +443,8 @@ plt.show()
 strong = Regularizer("weight_decay", 1.0)
 s_up = villani.weight_decay_threshold(consts, 1.0)
 s_down = villani.weight_decay_threshold(consts.swapped(), 1.0)
-print(f"lambda = 1: threshold as rho -> oo: {s_up:.4f}; as rho -> 0: {s_down:.4f}")
+print(f"lambda = 1: threshold as rho -> oo: {s_up:.4f}; "
+      f"as rho -> 0: {s_down:.4f}")
 far = np.log(np.array([1e3, 1e30, 1e300]))
 for s in (0.5 * s_up, 2 * s_up):
     values = villani.orbit_villani_over_rho2(consts, strong, s, far)
@@ -457,22 +465,14 @@ for s in (0.5 * s_up, 2 * s_up):
 # %%
 rng_ray = np.random.default_rng(RAY_SEED)
 u_dir = rng_ray.standard_normal(problem.dim)
-u_dir /= np.linalg.norm(u_dir)
-W_Q_u, W_K_u = problem.unpack(u_dir)
-logits = problem.X @ (W_Q_u @ W_K_u.T) @ np.swapaxes(problem.X, 1, 2) / math.sqrt(problem.d_k)
-top2 = np.sort(logits, axis=-1)[..., -2:]
-min_gap = float(np.min(top2[..., 1] - top2[..., 0]))
+u_dir /= np.linalg.norm(u_dir)                  # a random unit direction
+min_gap = smallest_logit_gap(problem, u_dir)    # over all attention rows
 print(f"smallest top-two logit gap of the direction: {min_gap:.2e}")
 
 # %%
-print("  rho   gap*rho^2   ||grad L||^2     Laplacian L   V_1 (weight decay)  V_1 (log)")
-for rho_ray in (1, 4, 16, 64, 256, 1024):
-    x = rho_ray * u_dir
-    g = problem.gradient(x)
-    v_wd = villani.villani_quantity(problem.with_regularizer(regs["weight_decay"]), x, 1.0).value
-    v_log = villani.villani_quantity(problem.with_regularizer(regs["log"]), x, 1.0).value
-    print(f"{rho_ray:5d} {min_gap * rho_ray**2:11.3g} {g @ g:14.3e} {problem.laplacian(x):15.3e}"
-          f" {v_wd:19.4g} {v_log:10.4g}")
+# along the ray rho u: the data terms, and V_1 for two regularizers
+rhos = (1, 4, 16, 64, 256, 1024)
+print(describe_ray(problem, u_dir, min_gap, regs, rhos))
 
 # %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "The data terms of the Villani quantity against the distance from the origin (attention): along a generic ray the softmax saturates and both terms vanish once $\\rho^2$ times the logit gap is well past 1, while along the orbit through the stationary point the Laplacian grows like $a\\rho^2$.", "name": "fig-ch08-ray"}, "image": {"alt": "Log-log plot against the parameter norm: a rising solid line for the Laplacian on the orbit, and dashed and dotted lines for the Laplacian and squared gradient on the ray that collapse after a vertical marker."}} tags=["hide-input"]
 norms = np.logspace(0, 3, 61)                 # ||theta|| along the ray; the orbit from rho = 1
@@ -538,7 +538,7 @@ for s in (100.0, 1.0, 0.1):
 # every direction, and a short argument covers them all. It uses the proof
 # ingredients the summary names: bounds on the gradients and Laplacians of the factorized losses,
 # including the Jacobian and Hessian of the row softmax, and the scale invariance of factorized
-# losses [summary]. The source's own proof is not available; what follows is this book's version,
+# losses. The source's own proof is not available; what follows is this book's version,
 # each step with its inequality; {doc}`the report page <report_ch08_attention_villani>` checks every
 # inequality numerically at random parameters.
 #
@@ -564,8 +564,11 @@ for s in (100.0, 1.0, 0.1):
 s1, s2, s3 = sp.symbols("s_1 s_2 s_3", positive=True)
 svec = sp.Matrix([s1, s2, s3])
 J = sp.diag(s1, s2, s3) - svec * svec.T
-row_sum = sp.simplify((J[0, 0] - J[0, 1] - J[0, 2]).subs(s3, 1 - s1 - s2))  # |J_jk| = s_j s_k
-print("row 1 absolute sum of J:", sp.factor(row_sum), "; its maximum over s_1:",
+# off the diagonal |J_jk| = s_j s_k; with s_3 = 1 - s_1 - s_2
+row = J[0, 0] - J[0, 1] - J[0, 2]
+row_sum = sp.simplify(row.subs(s3, 1 - s1 - s2))
+print("row 1 absolute sum of J:", sp.factor(row_sum),
+      "; its maximum over s_1:",
       sp.maximum(2 * s1 * (1 - s1), s1, sp.Interval(0, 1)))
 
 # %% [markdown]
@@ -627,37 +630,30 @@ print(f"constants of this problem: C = {C_grad:.1f}, C' = {C_lap:.0f}")
 # along its direction. sympy checks the monotonicity of $g'$ and $tg''$ and the limits:
 
 # %%
-t_s, lam_b, C_s, C2_s, D_s, s_b, e_s = sp.symbols("t lambda C Cprime D s epsilon", positive=True)
+t_s, lam_b, C_s, C2_s, D_s, s_b, e_s = sp.symbols(
+    "t lambda C Cprime D s epsilon", positive=True)
 profiles = {"weight_decay": t_s, "log": t_s * sp.log(1 + t_s),
             "power": (1 + t_s) ** (1 + e_s / 2) - 1}
 for name, g in profiles.items():
     g1, g2 = sp.diff(g, t_s), sp.diff(g, t_s, 2)
-    B_over_t = (2 * lam_b * g1 - C_s) ** 2 / s_b - 2 * C2_s - 4 * lam_b * (D_s * g1 + 2 * t_s * g2) / t_s
+    B_over_t = ((2 * lam_b * g1 - C_s) ** 2 / s_b - 2 * C2_s
+                - 4 * lam_b * (D_s * g1 + 2 * t_s * g2) / t_s)
     limit = sp.limit(B_over_t.subs(e_s, sp.Rational(1, 2)), t_s, sp.oo)
+    tg2 = sp.factor(sp.simplify(sp.diff(t_s * g2, t_s)))
     print(f"{SERIES[name]['label']}: d/dt g' = {sp.simplify(g2)}")
-    print(f"  d/dt(t g'') = {sp.factor(sp.simplify(sp.diff(t_s * g2, t_s)))}")
+    print(f"  d/dt(t g'') = {tg2}")
     print(f"  lim B(t)/t = {limit}")
 
 # %%
-# Where the estimate turns positive, against the orbit (log10 of ||W||_F = sqrt(t) on the larger block)
-half = problem.dim // 2
-print(f"lambda = {lam}: log10 ||W||_F beyond which B > 0, and the orbit's log10 rho*")
-for name in ("log", "power"):
-    for s in temperatures:
-        log_t = villani.lower_bound_log_radius(regs[name], s, grad_constant=C_grad,
-                                          laplacian_constant=C_lap, block_dim=half)
-        print(f"{name:>6}, s = {s:>6g}: B > 0 beyond {log_t / (2 * math.log(10)):9.1f}, "
-              f"orbit {crossovers[name, s].decisive / math.log(10):7.2f}")
+# where the estimate B turns positive (log10 of ||W||_F = sqrt(t) on the
+# larger block), against the orbit's decisive log10 rho*
+print(describe_estimate_radii(regs, temperatures, C_grad, C_lap,
+                              problem.dim // 2, crossovers, lam))
 
 # %%
-lam_strong = 200.0
-print(f"weight decay, lambda = {lam}: 2 lambda = {2 * lam:g} < C = {C_grad:.1f},")
-print("  so the estimate never proves the condition;")
-print(f"  the orbit fails for s > {villani.weight_decay_threshold(consts, lam):.3g}")
-print(f"weight decay, lambda = {lam_strong:g}: the estimate proves it for s <")
-print(f"  (2 lambda - C)^2 / (2 C') = {(2 * lam_strong - C_grad) ** 2 / (2 * C_lap):.3g};")
-print("  the orbit fails for s > 4 lambda^2 min(q/a, k/b) = "
-      f"{min(villani.weight_decay_threshold(consts, lam_strong), villani.weight_decay_threshold(consts.swapped(), lam_strong)):.3g}")
+lam_strong = 200.0         # weight decay: the estimate against the orbit
+print(describe_weight_decay_estimate(consts, lam, lam_strong,
+                                     C_grad, C_lap))
 
 # %% [markdown]
 # The price of covering every direction is the constant: for the log form at
@@ -671,12 +667,14 @@ print("  the orbit fails for s > 4 lambda^2 min(q/a, k/b) = "
 # %% [markdown]
 # ## The papers' claims
 #
-# The measurements of this chapter bear on these claims; {doc}`the Reproduction report's page for Chapter 8 <report_ch08_attention_villani>` judges each from the numbers, with its threshold, the choices it varies and the replays of the stored runs:
+# The {doc}`Reproduction report <report_ch08_attention_villani>` judges each claim below from this chapter's measurements, with its threshold; the [claims ledger](../book/ledger.md) gathers the whole book's.
 #
+# ::::{dropdown} The claims and their verdicts
 # - {bdg-success}`reproduced` **[summary]** Theorem 3.1: regularized attention is Villani
 # - {bdg-success}`reproduced` **[summary]** no regularizer: Gibbs measure not normalizable
 # - {bdg-success}`reproduced` **[summary]** the factorized losses are invariant under the general linear group
 # - {bdg-success}`reproduced` **[summary]** Theorem 3.1 for any data distribution and any network size
+# ::::
 
 # %% [markdown]
 # ## Summary

@@ -13,7 +13,7 @@
 # ---
 
 # %% [markdown]
-# # Checks for Chapter 8: Attention in W_Q, W_K and the Villani condition
+# # Checks for Chapter 8: Attention in $W_Q, W_K$ and the Villani condition
 #
 # This page of the Reproduction report checks what {doc}`Chapter 8 <ch08_attention_villani>` measures against what the papers claim. Every verdict is computed by `attnbook.claims` from the numbers, with its threshold printed; the claims ledger collects them. The first cell calls the chapter's functions from `attnbook.chapters.ch08`, the ones the chapter itself calls, so the objects the chapter built (its problem, regularizers, stationary point and crossover radii) are here.
 
