@@ -19,9 +19,10 @@ replays, judges and draws them. Import the submodules directly, e.g.
 ``ledger``, ``claim``
     the claims ledger written from the verdict records (``python -m attnbook.ledger``), and
     one claim re-decided (``python -m attnbook.claim ID``);
-``plotting``, ``tables``, ``slider``
-    the book's figure style, result tables as HTML and aligned text, and interactive figures
-    that work without a kernel (the live control needs ipywidgets).
+``plotting``, ``schematics``, ``tables``, ``slider``
+    the book's figure style, the schematics of Main results, result tables as HTML and aligned
+    text, and interactive figures that work without a kernel (the live control needs
+    ipywidgets).
 
 Nothing in ``attnlib`` imports this package.
 """

@@ -61,3 +61,31 @@ def test_shared_temperatures_refuses_runs_that_do_not_share_them():
     runs["langevin_temperatures_lora"] = _run_with_temperatures([0.02, 0.1])
     with pytest.raises(ValueError, match="differ"):
         ch10.shared_temperatures(runs)
+
+
+def test_the_chapters_tables_read_the_stored_runs():
+    from attnlib import langevin
+
+    runs = {name: ch10.experiments.load(name) for name in ch10.run_names()}
+    offsets = ch10.gibbs_offset_table(runs)
+    assert len(offsets.rows) == 6 and offsets.columns[-2:] == ("ratio", "D_eff")
+    for row in offsets.rows:              # F_s - f* is D_eff s / 4 and ratio (s D / 4)
+        s, excess, equipartition, ratio = float(row[1]), float(row[4]), float(row[5]), float(row[6])
+        assert excess == pytest.approx(ratio * equipartition, abs=0.006)
+        assert float(row[7]) == pytest.approx(4 * excess / s, rel=0.01)
+    run = runs["langevin_temperatures_lora"]
+    eps = ch10.epsilon_grid(run, 0)
+    assert eps.size == ch10.EPSILONS and np.all(np.diff(eps) < 0)
+    gap = np.abs(run["loss_mean"][:, 0] - run["tail_mean"][0])
+    table = ch10.hitting_table({("lora", 0.02): (eps, langevin.hitting_times(run["times"], gap,
+                                                                            eps))})
+    assert table.rows[0][:2] == ("lora", "0.02")
+    norms = ch10.norm_table(runs)
+    assert len(norms.rows) == 8 and norms.columns[2:4] == ("norms, t = 100", "norms, t = 400")
+
+
+def test_the_epsilon_grid_refuses_a_start_at_the_gibbs_mean():
+    run = {"loss_mean": np.array([[1.0], [1.0]]), "tail_mean": np.array([1.0]),
+           "loss_sem": np.array([[0.1], [0.1]]), "tail_sem": np.array([0.1])}
+    with pytest.raises(ValueError, match="too close"):
+        ch10.epsilon_grid(run, 0)

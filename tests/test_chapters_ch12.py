@@ -118,3 +118,47 @@ def test_theorem_33_inputs_are_the_final_gaps_and_gibbs_offsets_over_eps(side):
     assert inputs.offset_over_eps["langevin"] > 1 > inputs.offset_over_eps["annealed (random)"]
     with pytest.raises(ValueError, match="without noise"):
         ch12.theorem_33_inputs(side, mean_gap, methods=("algorithm1",))
+
+
+def test_the_tables_of_the_side_by_side_run(side, sweep):
+    minima = ch12.certified_minima(side)
+    means = ch12.chain_means(side, minima.q_star)
+    reach_a, reach_b = ch12.iterations_to_targets(side["iteration"], means.mean_gap,
+                                                  means.mean_risk, minima.r_star)
+    methods = list(experiments.config(side)["methods"])
+    cap = int(side["iteration"][-1])
+    table = ch12.targets_table(methods, means, reach_a, reach_b, cap)
+    assert [row[0] for row in table.rows] == methods
+    assert all(row[4] == f">{cap}" for row in table.rows if not np.isfinite(
+        reach_b[methods.index(row[0])]))
+    times = ch12.iterations_to_target_gap(sweep)
+    ends = ch12.kappa_ends(sweep, times)
+    assert list(ends) == list(experiments.config(sweep)["methods"])
+    slide = ch12.slide_table(side, minima.q_star, means, reach_a, reach_b, ends)
+    langevin = slide.rows[methods.index("langevin")]
+    assert langevin[1] == f"{reach_a[methods.index('langevin')] * 4:.0f}"   # four chains
+    assert slide.rows[methods.index("algorithm1")][-1] == "-"                 # not in the sweep
+    kappa = ch12.kappa_table(sweep, times)
+    assert kappa.columns[1:] == tuple(f"kappa {k:.0f}" for k in sweep["kappas"])
+    assert any(cell.startswith("diverged (") for row in kappa.rows for cell in row)
+
+
+def test_the_floors_offsets_and_the_quadratic_model():
+    floors = experiments.load("bridge_floors")
+    offset, risk_offset = ch12.floor_offsets(floors)
+    shape = (len(floors["n_values"]), len(floors["temperatures"]), 2)
+    assert offset.shape == risk_offset.shape == shape and np.all(offset[..., 1] > 0)
+    fills = [ch12.laplace_fill(floors, i) for i in range(shape[0])]
+    assert all(0.9 * ch12.DIM < fill < 1.05 * ch12.DIM for fill in fills)   # about D
+    temps = floors["temperatures"]
+    d_eff = 4 * offset[..., 0] / temps                 # the Laplace count, within a few %
+    assert np.all(np.abs(d_eff / ch12.DIM - 1) < 0.05)
+    predicted = np.array([[s / 4 * fill for s in temps] for fill in fills])
+    table = ch12.floor_table(floors, offset, risk_offset, predicted)
+    assert len(table.rows) == shape[0] * shape[1]
+
+
+def test_the_well_moments_are_the_five_of_the_live_check():
+    z = np.array([[2.0, 3.0]])
+    assert {name: float(f(z)[0]) for name, f in ch12.WELL_MOMENTS.items()} == {
+        "x": 2.0, "y": 3.0, "x^2": 4.0, "xy": 6.0, "y^2": 9.0}

@@ -5,24 +5,30 @@ The chapter (``notebooks/ch12_bridge.ipynb``) computes with these functions, fro
 :mod:`attnbook.experiments.bridge_runs`), the lowest certified minimum of the objective, the
 chain-mean curves of the eight methods and their iterations to the two targets, and the
 iterations to the target gap across the condition-number sweep; its Reproduction report page
-(``notebooks/report_ch12_bridge.ipynb``) calls the same functions on the same runs.
+(``notebooks/report_ch12_bridge.ipynb``) calls the same functions on the same runs. The
+chapter's tables (:func:`targets_table`, :func:`kappa_table`, :func:`floor_table`,
+:func:`slide_table`) and the quadratic model of its floors section (:func:`laplace_fill`) are
+here too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, NamedTuple
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from attnbook import experiments
 from attnbook.experiments import bridge_runs
 from attnlib import langevin
+from attnbook.tables import result_table
 
 __all__ = ["P", "D_IN", "SIGMA", "DIM", "RISK_TARGET", "GAP_TARGET", "base_temperature",
            "CertifiedMinima", "certified_minima", "ChainMeans", "chain_means",
            "iterations_to_targets", "kappa_target_gap", "iterations_to_target_gap",
-           "THEOREM_33_METHODS", "EPS_FRACTION", "Theorem33Inputs", "theorem_33_inputs"]
+           "THEOREM_33_METHODS", "EPS_FRACTION", "Theorem33Inputs", "theorem_33_inputs",
+           "WELL_MOMENTS", "targets_table", "kappa_table", "kappa_ends", "laplace_fill",
+           "floor_offsets", "floor_table", "slide_table"]
 
 #: [choice] Part I's problem of the chapter, Chapter 5's default, with ``p = 20`` outputs, ``d = 10``
 #: input dimensions, label noise ``sigma = 0.1``; the sample size ``n`` is each run's setting.
@@ -34,11 +40,11 @@ RISK_TARGET = 1.1
 #: [choice] Target (b), a chain-mean gap ``Q_hat - Q* <= GAP_TARGET * (initial gap)``.
 GAP_TARGET = 1e-3
 
-#: [choice] The methods on which Theorem 3.3 is tested on Part I's problem: the annealed chains
+#: [choice] The methods on which Theorem 3.3 is tested on Part I's problem, the annealed chains
 #: from the random start (no structure but the preconditioner's metric) and plain Langevin at the
 #: fixed temperature s_0 (no structure at all).
 THEOREM_33_METHODS = ("annealed (random)", "langevin")
-#: [choice] Theorem 3.3's eps on Part I's problem: this fraction of a method's initial gap.
+#: [choice] Theorem 3.3's eps on Part I's problem, as this fraction of a method's initial gap.
 EPS_FRACTION = 1e-3
 
 Run = Mapping[str, np.ndarray]
@@ -189,3 +195,122 @@ def theorem_33_inputs(side: Run, mean_gap: np.ndarray,
         for field, value in values.items():
             out[field][name] = value
     return Theorem33Inputs(**out)
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's tables and its quadratic model, so that its open cells show the idea.
+# ---------------------------------------------------------------------------------------------
+
+#: The five moments of the live check of preconditioned Langevin on the double well.
+WELL_MOMENTS = {"x": lambda z: z[..., 0], "y": lambda z: z[..., 1],
+                "x^2": lambda z: z[..., 0] ** 2, "xy": lambda z: z[..., 0] * z[..., 1],
+                "y^2": lambda z: z[..., 1] ** 2}
+
+
+def _when(value: float, cap: int, never: str | None = None) -> str:
+    if np.isfinite(value):
+        return f"{value:.0f}"
+    return never if never is not None else f">{cap}"
+
+
+def targets_table(methods: Sequence[str], means: ChainMeans, reach_a: np.ndarray,
+                  reach_b: np.ndarray, cap: int):
+    """Per method of the side-by-side run: its chains, the gap at the start, the iterations to
+    targets (a) and (b) (``>cap`` when not reached) and the gap and excess risk at the end."""
+    chains, mean_gap, mean_risk = means
+    return result_table(["method", "chains", "gap start", "(a)", "(b)", "gap end", "R end"],
+                        [[name, int(chains[k]), f"{mean_gap[k, 0]:.2e}", _when(reach_a[k], cap),
+                          _when(reach_b[k], cap), f"{mean_gap[k, -1]:.2e}",
+                          f"{mean_risk[k, -1]:.4f}"] for k, name in enumerate(methods)])
+
+
+def _at_kappa(sweep: Run, times: np.ndarray, i: int, j: int, spaced: bool) -> str:
+    diverged = np.nansum(sweep["diverged"][i, j])
+    cap = int(sweep["iteration"][-1])
+    if diverged:
+        return f"diverged ({int(diverged)})" if spaced else "diverged"
+    if np.isfinite(times[i, j]):
+        return f"{times[i, j]:.0f}"
+    return f"> {cap}" if spaced else f">{cap}"
+
+
+def kappa_table(sweep: Run, times: np.ndarray):
+    """Iterations to the target gap (:func:`iterations_to_target_gap` ``times``), methods
+    against the condition numbers of the ``bridge_kappa`` run (``> cap`` not reached within the
+    run, ``diverged (chains)`` when chains diverged)."""
+    methods = list(experiments.config(sweep)["methods"])
+    return result_table(["method"] + [f"kappa {kappa:.0f}" for kappa in sweep["kappas"]],
+                        [[name, *(_at_kappa(sweep, times, i, j, True)
+                                  for i in range(len(sweep["kappas"])))]
+                         for j, name in enumerate(methods)])
+
+
+def kappa_ends(sweep: Run, times: np.ndarray) -> dict[str, str]:
+    """Per method of the ``bridge_kappa`` run: its iterations to the target at the smallest and
+    the largest condition number, ``"first / last"``."""
+    methods = list(experiments.config(sweep)["methods"])
+    last = len(sweep["kappas"]) - 1
+    return {name: f"{_at_kappa(sweep, times, 0, j, False)} / "
+                  f"{_at_kappa(sweep, times, last, j, False)}" for j, name in enumerate(methods)}
+
+
+def laplace_fill(floors: Run, i: int) -> float:
+    """The quadratic model eq-ch12-2 of the ``bridge_floors`` run at sample size index ``i``,
+    divided by ``s / 4``: ``sum_j (1 - (1 - h lambda_j)^(2k)) / (1 - h lambda_j / 2)`` over the
+    Hessian eigenvalues ``lambda_j`` at the basin minimizer, averaged over the iterations ``k``
+    of the second half of the run."""
+    iteration = floors["iteration"]
+    k = iteration[iteration >= iteration[-1] / 2][:, None]
+    eig, h = floors["hessian"][i], float(floors["step"][i])
+    return float(((1 - (1 - h * eig) ** (2 * k)) / (1 - h * eig / 2)).sum(axis=1).mean())
+
+
+def floor_offsets(floors: Run) -> tuple[np.ndarray, np.ndarray]:
+    """The Gibbs offsets of the ``bridge_floors`` run, per sample size and temperature, as
+    ``(mean, standard error over chains)``: of the objective, ``F_s - Q*`` over the second half
+    of each chain, and of the excess risk above the basin minimizer's."""
+    iteration = floors["iteration"]
+    half = iteration >= iteration[-1] / 2
+    shape = (len(floors["n_values"]), len(floors["temperatures"]), 2)
+    offset, risk_offset = np.empty(shape), np.empty(shape)
+    for i, j in np.ndindex(shape[:2]):
+        for out, key, base in ((offset, "objective", "basin_value"),
+                               (risk_offset, "excess_risk", "basin_excess_risk")):
+            per_chain = (floors[key][i, j][:, half] - floors[base][i]).mean(axis=1)
+            out[i, j] = per_chain.mean(), per_chain.std(ddof=1) / np.sqrt(per_chain.size)
+    return offset, risk_offset
+
+
+def floor_table(floors: Run, offset: np.ndarray, risk_offset: np.ndarray,
+                predicted: np.ndarray):
+    """Per sample size and temperature: the objective's Gibbs offset, its ``D_eff = 4 offset /
+    s`` against the quadratic model's (``predicted``, eq-ch12-2), the excess-risk offset, the
+    basin minimizer's excess risk ``R*(n)`` and the least-squares value ``OLS(n)``."""
+    from attnlib import population
+
+    rows = []
+    for i, n in enumerate(floors["n_values"]):
+        ols = population.ols_excess_risk(int(n), D_IN, P, SIGMA)
+        for j, s in enumerate(floors["temperatures"]):
+            rows.append([int(n), f"{s:.0e}", f"{offset[i, j, 0]:.2e} +- {offset[i, j, 1]:.0e}",
+                         4 * offset[i, j, 0] / s, 4 * predicted[i, j] / s,
+                         f"{risk_offset[i, j, 0]:+.2e} +- {risk_offset[i, j, 1]:.0e}",
+                         f"{floors['basin_excess_risk'][i]:.4f}", f"{ols:.4f}"])
+    return result_table(["n", "s", "F_s - Q*", "D_eff", "model", "excess-risk offset", "R*(n)",
+                         "OLS(n)"], rows, number_format=".1f")
+
+
+def slide_table(side: Run, q_star: float, means: ChainMeans, reach_a: np.ndarray,
+                reach_b: np.ndarray, at_ends: Mapping[str, str]):
+    """The slide's table, per method of the side-by-side run: gradient evaluations to target
+    (a), iterations to (b), the final excess risk, the median of the basin values above ``Q*``
+    over its chains, and the iterations to the target at the ends of the condition-number sweep
+    (``at_ends``, :func:`kappa_ends`; ``-`` for a method not in the sweep)."""
+    chains, _, mean_risk = means
+    rows = []
+    for k, name in enumerate(experiments.config(side)["methods"]):
+        basin = np.nanmedian(side["end_min_value"][k, :chains[k]] - q_star)
+        rows.append([name, _when(reach_a[k] * chains[k], 0, "never"), _when(reach_b[k], 0, "never"),
+                     f"{mean_risk[k, -1]:.4f}", f"{basin:.2e}", at_ends.get(name, "-")])
+    return result_table(["method", "(a)", "(b)", "final R", "basin Q - Q*", "kappa 1 / 1000"],
+                        rows)

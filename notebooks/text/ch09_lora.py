@@ -15,45 +15,37 @@
 # %% [markdown]
 # # Chapter 9: LoRA, scale redundancy and its cure
 #
+# :::{admonition} Overview
 # The second model of {cite}`frangi2026` is a depth-2 network fine-tuned through a low-rank
-# update, as in LoRA {cite}`hu2022lora`. This chapter repeats the steps of Chapter 8 for it: the
-# symmetry, the divergent partition function, the Villani quantity on the orbit through a
-# stationary point, and the crossover radii of the mild regularizers. It adds one object the
-# attention model does not have, the flat set $V = 0$.
+# update $UV$, as in LoRA {cite}`hu2022lora`. This chapter repeats Chapter 8's steps for it: the
+# symmetry $(U, V) \to (UG, G^{-1}V)$, the missing Gibbs measure, and the Villani quantity on the
+# orbit through a stationary point. It adds what attention lacks: the flat set $V = 0$, and weight
+# decay's exactly balanced minimizers, $U^\top U = VV^\top$.
 #
-# ## Overview
+# **The answer.** LoRA behaves like attention: mild regularization makes its loss Villani only far
+# out along the orbit, beyond a crossover radius no trained point reaches. On the flat set $V = 0$
+# the data loss itself, not the regularizer, sets the sign of the Villani quantity.
 #
-# **What you will learn.** Why the LoRA loss is invariant under $(U, V) \to (UG, G^{-1}V)$ and has
-# no Gibbs measure without a regularizer; how the flat set $V = 0$ differs from a symmetry orbit;
-# why a weight-decay minimizer is exactly balanced, $U^\top U = VV^\top$; and where, along the
-# orbit through a stationary point, the mild regularizers make the Villani quantity positive.
+# **You need** Chapters 7 and 8 and a $\tanh$ network. **Time:** about 2.5 hours, with the three
+# exercises. Optional on a first reading: "Villani is sufficient, not necessary".
+# :::
 #
-# **The answer in one sentence.** LoRA behaves like attention, with mild regularization making its
-# loss Villani only beyond a crossover radius, plus a flat set $V = 0$ on which the data loss
-# itself, not the regularizer, sets the sign of the Villani quantity.
+# :::{dropdown} What the papers claim
+# - **[summary]** LoRA writes $W' = W_{\mathrm{pre}} + \alpha BA$; the invariance $A \to cA$,
+#   $B \to B/c$ makes the landscape "flat".
+# - **[summary]** Theorem 3.2: the LoRA loss with a mild regularizer on each factor is a Villani
+#   function, for any data distribution and any network size.
+# - The source's Definitions 2.6 and 2.7 of the model are not available to this book.
+# :::
 #
-# **What you need.** Chapter 8 (the orbit through a stationary point, the closed form of the
-# Villani quantity, the crossover formulas and the Holley-Stroock argument) and the Villani
-# conditions of Chapter 7; a depth-2 network with a $\tanh$ activation.
-#
-# **Optional on a first reading.** "Villani is sufficient, not necessary", which carries Chapter 8's
-# arguments over, and "Other data and sizes".
-#
-# **For a researcher.** For the log form at $s = 1$ and $\lambda = 0.01$ the decisive crossover on
-# the orbit through the balanced stationary point is $10^{13.42}$, reached at the $\rho \to 0$ end,
-# where the larger block has norm $10^{13.86}$. That norm, unlike the radius, does not depend on
-# where along the $\rho$-curve one starts; over the whole $GL(2)$ orbit it runs from $10^{10.97}$ to
-# $10^{17.95}$, against $10^{16.31}$ to $10^{24.20}$ for attention ($10^{18.31}$ at Chapter 8's point).
-# LoRA's crossover is closer in at the chapters' points and at both ends of the ranges, but the
-# ranges overlap; either way it is far from any trained point.
-#
-# Labels as in Chapter 8: **[summary]**, **[abstract]**, **[derived]**, **[choice]**.
-
-# %% [markdown]
-# :::{admonition} Learning objectives
-# After this chapter you can identify LoRA's scale symmetry and flat set; say when weight decay picks a balanced point.
-#
-# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::{dropdown} This book's choices
+# - **[choice]** The model $\hat y = a^\top\tanh((W_{\mathrm{pre}} + UV)x)$ with frozen $a$ and
+#   $W_{\mathrm{pre}}$, on a synthetic problem with $D = 22$ parameters ("The model and its scale
+#   redundancy").
+# - **[choice]** The stationary point reported: the balanced point of the polished orbit ("The orbit
+#   through a stationary point").
+# - **[choice]** The models compared by the norm $N$ of the larger block at the decisive crossover,
+#   over 90 angles and steps of 0.25 in $\delta$ up to $B = 6$ ("Comparing with attention").
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
@@ -64,29 +56,28 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlib import villani
+from attnlib.regularizers import Regularizer
 from attnbook.chapters.ch08 import (LAM, TEMPERATURES, attention_problem,
                                     attention_stationary_point, closed_form_gaps, crossover_table,
                                     laplacian_law_fit, log10_holley_stroock_bound,
                                     log_partition_curves, orbit_crossover_radii, regularizers)
-from attnbook.chapters.ch09 import balanced_stationary_point, lora_problem, weight_decay_minimizer
+from attnbook.chapters.ch09 import (ORBIT_BOUNDS, balance_deviation, balanced_stationary_point,
+                                    comparison_text, flat_constants, flat_ray, flat_table,
+                                    log10_block_norm, lora_problem, orbit_grid, orbit_ranges,
+                                    reduction_gap, screen_orbit, symmetry_changes)
 from attnbook.experiments import format_deviation
 from attnbook.plotting import (OKABE_ITO, SERIES, figure, legend_below, orbit_schematic, plot_series,
                               use_book_style)
-from attnlib.regularizers import Regularizer
 from attnbook.tables import result_table
 
 use_book_style()
-SYMMETRY_SEED = 1     # random group elements
-FLAT_SEED = 4         # direction in the flat set
-GROUP_SEED = 6        # random group elements for the check of the orbit sampling
 
 # %% [markdown]
 # ## The model and its scale redundancy
 #
-# LoRA adapts a pretrained weight matrix by a low-rank product. The summary writes
-# $W' = W_{\mathrm{pre}} + \alpha BA$ and notes the invariance $A \to cA$, $B \to B/c$, which makes the
-# landscape "flat" [summary]. The book's model (the source's Definitions 2.6 and 2.7 are not
-# available to us) is
+# LoRA adapts a pretrained weight matrix by a low-rank product, $W' = W_{\mathrm{pre}} + \alpha BA$,
+# and rescaling $A \to cA$, $B \to B/c$ leaves the product unchanged, so the landscape is flat
+# along whole curves. The book's model is
 #
 # $$
 # \begin{aligned}
@@ -105,18 +96,16 @@ GROUP_SEED = 6        # random group elements for the check of the orbit samplin
 # ($D = r(m + d) = 22$ parameters). The targets come from a teacher rank-2 update plus noise.
 
 # %%
-problem = lora_problem()      # n = 20 samples in d = 3, width m = 8, rank r = 2, noise 0.1
-print(f"n = {problem.n}, d = {problem.x.shape[1]}, width m = {problem.a.size}, "
-      f"rank r = {problem.rank}, D = {problem.dim}")
-rng_sym = np.random.default_rng(SYMMETRY_SEED)
-theta = problem.theta_teacher
-decay = problem.with_regularizer(Regularizer("weight_decay", 0.01))
-for _ in range(4):
-    G = 3 * rng_sym.standard_normal((2, 2))
-    moved = problem.act(theta, G)
-    change = abs(problem.data_loss(moved) - problem.data_loss(theta)) / problem.data_loss(theta)
-    print(f"cond(G) = {np.linalg.cond(G):6.2f}: relative change of L {format_deviation(change)}, "
-          f"of L + weight decay {abs(decay.loss(moved) - decay.loss(theta)):.3g}")
+problem = lora_problem()       # n = 20 in d = 3, width m = 8, rank r = 2
+print(f"D = r (m + d) = {problem.dim} parameters")
+changes = symmetry_changes(problem, lam=0.01)      # 4 random G in GL(2)
+for cond, _, decay_change in changes:
+    print(f"cond(G) = {cond:5.2f}: L + weight decay moves by "
+          f"{decay_change:.3g}")
+
+# %% mystnb={"code_prompt_show": "Check: the data loss does not move: show {type}"} tags=["hide-cell"]
+for cond, relative, _ in changes:
+    print(f"cond(G) = {cond:5.2f}: relative change of L {format_deviation(relative)}")
 
 # %% [markdown]
 # ## The partition function diverges
@@ -128,14 +117,13 @@ for _ in range(4):
 # regularizer $\log Z_R$ keeps growing, with any of the three it levels off.
 
 # %%
-s_partition = 1.0
-radii = np.linspace(0.0, 12.0, 61)
-log_z = log_partition_curves(problem, s_partition, radii)   # Chapter 8's estimate: lambda = 0.1
+s_partition, radii = 1.0, np.linspace(0.0, 12.0, 61)
+log_z = log_partition_curves(problem, s_partition, radii)  # lambda = 0.1
 sup_L = 0.5 * np.mean((np.abs(problem.a).sum() + np.abs(problem.y)) ** 2)
 print(f"bound sup L <= {sup_L:.3f}")
-for name, values in log_z.items():
-    print(f"{SERIES[name]['label']:>12}: log Z_R at R = 3, 6, 12: "
-          + ", ".join(f"{values[i]:.2f}" for i in (15, 30, 60)))
+result_table(["regularizer", "log Z_R at R = 3", "R = 6", "R = 12"],
+             [[SERIES[name]["label"], *values[[15, 30, 60]]]
+              for name, values in log_z.items()], number_format=".2f")
 
 # %% mystnb={"figure": {"caption": "The log partition function $\\log Z_R$ over balls of growing radius $R$ at $s = 1$ (LoRA): without a regularizer it keeps growing, with any of the three regularizers it levels off.", "name": "fig-ch09-partition"}, "image": {"alt": "Log Z_R against the radius R for no regularizer, weight decay, log and power regularizers, each with its own colour, line style and marker."}} tags=["hide-input"]
 fig, ax = figure()
@@ -169,30 +157,21 @@ plt.show()
 # regularizers add a term that grows without bound.
 
 # %%
-rng_flat = np.random.default_rng(FLAT_SEED)
-U0 = rng_flat.standard_normal((problem.a.size, problem.rank))
-U0 /= np.linalg.norm(U0)
-base = problem.pack(U0, np.zeros((problem.rank, problem.x.shape[1])))
-g0 = problem.gradient(base)
-c1 = float(g0 @ g0)
-c2 = problem.data_laplacian_blocks(base)[1]
+base = flat_ray(problem)          # (U_0, 0) with ||U_0||_F = 1
+c1, c2 = flat_constants(problem, base)
 print(f"c1 = {c1:.4g}, c2 = {c2:.4g}, c1 / c2 = {c1 / c2:.4g}")
 
 # %%
-print("   rho   L          ||grad L||^2/rho^2   Delta_U L   Delta_V L/rho^2")
-for rho_flat in (1.0, 10.0, 1e3, 1e5):
-    x = rho_flat * base
-    g = problem.gradient(x)
-    lap_u, lap_v = problem.data_laplacian_blocks(x)
-    print(f"{rho_flat:6.0e} {problem.data_loss(x):.6f} {g @ g / rho_flat**2:18.6g} "
-          f"{lap_u:11.2e} {lap_v / rho_flat**2:15.6g}")
+flat_table(problem, base, rhos=(1.0, 10.0, 1e3, 1e5))  # along rho (U_0, 0)
 
 # %%
-flat_losses = [problem] + [problem.with_regularizer(Regularizer(name, 0.01))
-                          for name in ("weight_decay", "log")]
+mild = [Regularizer(form, 0.01) for form in ("weight_decay", "log")]
+flat_losses = [problem] + [problem.with_regularizer(r) for r in mild]
 for s in (0.5 * c1 / c2, 2 * c1 / c2):
-    values = [villani.villani_quantity(loss, 1e3 * base, s).value / 1e6 for loss in flat_losses]
-    print(f"s = {s:.4g}: V_s / rho^2 at rho = 1e3 (none, weight decay, log):")
+    values = [villani.villani_quantity(loss, 1e3 * base, s).value / 1e6
+              for loss in flat_losses]
+    print(f"s = {s:.4g}: V_s / rho^2 at rho = 1e3 "
+          "(none, weight decay, log):")
     print("  " + ", ".join(f"{v:.4g}" for v in values))
 
 # %% [markdown]
@@ -218,29 +197,28 @@ for s in (0.5 * c1 / c2, 2 * c1 / c2):
 # same closed form and the same crossover formulas apply.
 
 # %%
-warm, theta_star = balanced_stationary_point(problem)   # warm start, polish, balanced point
-grad_norm = np.linalg.norm(problem.gradient(theta_star))
+warm, theta_star = balanced_stationary_point(problem)  # warm start, polish
 consts = villani.orbit_constants(problem, theta_star)
-print(f"L(theta*) = {problem.data_loss(theta_star):.3e}, ||grad L(theta*)|| "
-      f"{format_deviation(grad_norm, resolution=1e-7)}")
-print(f"a = {consts.a:.4f}, b = {consts.b:.4f}, q = {consts.q:.4f}, k = {consts.k:.4f}")
-(U_warm, V_warm), (U_star, V_star) = problem.unpack(warm), problem.unpack(theta_star)
-print(f"the polish moves U V by {np.linalg.norm(U_star @ V_star - U_warm @ V_warm):.2f} (Frobenius)")
-print(f"||U||_F^2, ||V||_F^2: warm start {np.sum(U_warm**2):.2f}, {np.sum(V_warm**2):.2f}; "
-      f"theta* (balanced) {np.sum(U_star**2):.2f}, {np.sum(V_star**2):.2f}")
+print(f"L(theta*) = {problem.data_loss(theta_star):.3e}")
+print(f"a = {consts.a:.4f}, b = {consts.b:.4f}, "
+      f"q = {consts.q:.4f}, k = {consts.k:.4f}")
 
 # %%
-rho = np.logspace(-2, 2, 9)
-a_fit, b_fit, resid = laplacian_law_fit(problem, theta_star, rho)
+(U_w, V_w), (U_s, V_s) = problem.unpack(warm), problem.unpack(theta_star)
+moved = np.linalg.norm(U_s @ V_s - U_w @ V_w)
+print(f"the polish moves U V by {moved:.2f} (Frobenius)")
+print(f"||U||_F^2, ||V||_F^2: warm start {np.sum(U_w**2):.2f}, "
+      f"{np.sum(V_w**2):.2f}; theta* (balanced) {np.sum(U_s**2):.2f}, "
+      f"{np.sum(V_s**2):.2f}")
+
+# %% mystnb={"code_prompt_show": "Checks of the closed form: show {type}"} tags=["hide-cell"]
+grad_norm = np.linalg.norm(problem.gradient(theta_star))
+print(f"||grad L(theta*)|| {format_deviation(grad_norm, resolution=1e-7)}")
+a_fit, b_fit, resid = laplacian_law_fit(problem, theta_star, np.logspace(-2, 2, 9))
 print(f"fit over rho in [1e-2, 1e2]: a = {a_fit:.6f}, b = {b_fit:.6f}")
 print(f"  max relative residual {format_deviation(resid)}")
-
-# %%
-lam = LAM
-regs = regularizers(lam)
-log_rho_check = np.log(np.array([0.1, 1.0, 10.0, 100.0]))
-gaps = [gap for _, gap in closed_form_gaps(problem, theta_star, consts, regs,
-                                           log_rho_check).values()]
+gaps = [gap for _, gap in closed_form_gaps(problem, theta_star, consts, regularizers(LAM),
+                                           np.log([0.1, 1.0, 10.0, 100.0])).values()]
 print("closed form vs direct evaluation (s = 1, every regularizer):")
 print(f"  at rho = 0.1, 1, 10, 100, max relative gap {format_deviation(max(gaps), resolution=1e-9)}")
 
@@ -259,16 +237,11 @@ print(f"  at rho = 0.1, 1, 10, 100, max relative gap {format_deviation(max(gaps)
 
 # %%
 for lam_balance in (1e-3, 1e-1):
-    decayed = problem.with_regularizer(Regularizer("weight_decay", lam_balance))
-    minimizer = weight_decay_minimizer(problem, lam_balance)
-    U_min, V_min = problem.unpack(minimizer)
-    grad_U, grad_V = problem.unpack(decayed.gradient(minimizer))
-    deviation = np.abs(U_min.T @ U_min - V_min @ V_min.T).max()
-    bound = (np.linalg.norm(U_min) * np.linalg.norm(grad_U)
-             + np.linalg.norm(V_min) * np.linalg.norm(grad_V)) / (2 * lam_balance)
-    print(f"weight decay lambda = {lam_balance:g}: max |U^T U - V V^T| = {deviation:.1e}")
-    print(f"  (bound from the residual gradient {bound:.1e}; ||U^T U||_max = "
-          f"{np.abs(U_min.T @ U_min).max():.3f})")
+    deviation, bound, scale = balance_deviation(problem, lam_balance)
+    print(f"weight decay lambda = {lam_balance:g}: "
+          f"max |U^T U - V V^T| = {deviation:.1e}")
+    print(f"  (bound from the residual gradient {bound:.1e}; "
+          f"||U^T U||_max = {scale:.3f})")
 
 # %% [markdown]
 # ### The crossover radii at both ends
@@ -279,14 +252,16 @@ for lam_balance in (1e-3, 1e-1):
 # $\mathcal V_s/\max(\rho^2, \rho^{-2})$, which has the sign of $\mathcal V_s$ and a finite scale at both ends.
 
 # %%
-temperatures = TEMPERATURES
+lam, regs, temperatures = LAM, regularizers(LAM), TEMPERATURES
 print(f"weight decay, lambda = {lam}: threshold 4 lambda^2 q / a = "
       f"{villani.weight_decay_threshold(consts, lam):.3g} (rho -> oo),")
-print(f"  4 lambda^2 k / b = {villani.weight_decay_threshold(consts.swapped(), lam):.3g} (rho -> 0)")
+low_end = villani.weight_decay_threshold(consts.swapped(), lam)
+print(f"  4 lambda^2 k / b = {low_end:.3g} (rho -> 0)")
 
 # %%
-print("log10 rho* as rho -> oo and log10(1/rho*) as rho -> 0, with leading orders:")
-crossovers = orbit_crossover_radii(consts, regs, temperatures)   # (form, s) -> both ends
+print("log10 rho* as rho -> oo and log10(1/rho*) as rho -> 0, "
+      "with leading orders:")
+crossovers = orbit_crossover_radii(consts, regs, temperatures)  # (form, s)
 crossover_table(consts, regs, crossovers)
 
 # %% mystnb={"figure": {"caption": "The Villani quantity $\\mathcal V_s/\\max(\\rho^2, \\rho^{-2})$ along the symmetry orbit against $\\log_{10}\\rho$ at $s = 0.01, 1, 100$ (LoRA), on a symmetric log scale; dotted verticals mark the crossovers of the log and power regularizers at both ends of the orbit.", "name": "fig-ch09-villani-orbit"}, "image": {"alt": "Three panels, one per temperature, of V_s over rho squared against log10 rho for the four regularizers; weight decay stays negative, log and power turn positive after dotted crossover lines."}} tags=["hide-input"]
@@ -331,7 +306,6 @@ orbit_schematic(consts, crossovers["log", 1.0], regs["log"], ("U", "V"),
                 rf"LoRA, log form, $\lambda = {lam:g}$, $s = 1$")
 plt.show()
 
-
 # %% [markdown]
 # ### Comparing with attention: what the orbit does not change
 #
@@ -363,21 +337,12 @@ plt.show()
 # $V$ and $G^{-\top}$ in place of $G^{-1}$.
 
 # %%
-def log10_block_norm(problem, theta, reg, s=1.0, *, exact=True):
-    """log10 N of eq-ch09-block-norm on the rho-curve through theta."""
-    c = villani.orbit_constants(problem, theta)
-    if not exact:    # Chapter 8's leading order at each end (swapped: the rho -> 0 end)
-        return max(villani.asymptotic_crossover_log_radius(end, reg, s) + 0.5 * math.log(end.q)
-                   for end in (c, c.swapped())) / math.log(10)
-    c = villani.orbit_constants(problem, problem.act(theta, (c.k / c.q) ** 0.25 * np.eye(2)))
-    both = villani.orbit_crossovers(c, reg, s)      # exact roots from the balanced point, q = k
-    return (both.decisive + 0.5 * math.log(c.q)) / math.log(10)
-
-for c in (1e-3, 1.0, 1e3):     # log form, s = 1: starts on the rho-curve through theta*
+for c in (1e-3, 1.0, 1e3):     # log form, s = 1, starts (c U*, V*/c)
     start = problem.act(theta_star, c * np.eye(2))
-    decisive = villani.orbit_crossovers(villani.orbit_constants(problem, start), regs["log"], 1.0)
-    print(f"start (c U*, V*/c), c = {c:5g}: log10 decisive crossover "
-          f"{decisive.decisive / math.log(10):5.2f}, log10 N = "
+    ends = villani.orbit_constants(problem, start)
+    decisive = villani.orbit_crossovers(ends, regs["log"], 1.0).decisive
+    print(f"c = {c:5g}: log10 decisive crossover "
+          f"{decisive / math.log(10):5.2f}, log10 N = "
           f"{log10_block_norm(problem, start, regs['log']):.2f}")
 
 # %% [markdown]
@@ -388,72 +353,46 @@ for c in (1e-3, 1.0, 1e3):     # log form, s = 1: starts on the rho-curve throug
 # the start along the $\rho$-curve. It is therefore enough to take
 # $G = R(\varphi)\,\mathrm{diag}(e^{\delta/2}, e^{-\delta/2})$ with $0 \le \varphi < \pi$ and
 # $0 \le \delta \le 2B$, where $B$ bounds $\lvert a_1\rvert$ and $\lvert a_2\rvert$ (the check below
-# confirms the reduction on random $G$). **[choice]** 90 angles and steps of 0.25 in $\delta$, up to
-# $B = 6$; the leading order {eq}`eq-ch09-block-norm` screens this grid, and the exact roots are
+# confirms the reduction on random $G$). This book samples 90 angles and steps of 0.25 in $\delta$, up
+# to $B = 6$; the leading order {eq}`eq-ch09-block-norm` screens this grid, and the exact roots are
 # computed at its extreme points. Chapter 8's problem and stationary point are rebuilt with the same
 # calls as there.
 
 # %%
-attention = attention_problem()                            # Chapter 8's problem
-attention_star, _ = attention_stationary_point(attention)  # and its stationary point
-models = {"attention": (attention, attention_star), "LoRA": (problem, theta_star)}
-
-
-def group_element(phi, delta):
-    """G = R(phi) diag(e^(delta/2), e^(-delta/2))."""
-    rotation = np.array([[math.cos(phi), -math.sin(phi)], [math.sin(phi), math.cos(phi)]])
-    return rotation * np.exp([delta / 2, -delta / 2])
-
-
-grid = np.array([(phi, delta) for phi in np.linspace(0.0, math.pi, 90, endpoint=False)
-                 for delta in np.linspace(0.0, 12.0, 49)])
-screen = {name: np.array([log10_block_norm(p, p.act(th, group_element(*g)), regs["log"],
-                                           exact=False) for g in grid])
+attention = attention_problem()                       # Chapter 8's problem
+attention_star, _ = attention_stationary_point(attention)
+models = {"attention": (attention, attention_star),
+          "LoRA": (problem, theta_star)}
+grid = orbit_grid()                   # 90 angles phi x 49 values of delta
+screen = {name: screen_orbit(p, th, regs["log"], grid)
           for name, (p, th) in models.items()}
 
-# %%
-rng_group = np.random.default_rng(GROUP_SEED)
-worst = 0.0
-for _ in range(5):
-    phi1, phi2 = rng_group.uniform(0.0, math.pi, 2)
-    a1, a2 = rng_group.uniform(-3.0, 3.0, 2)
-    full = group_element(phi1, 0.0) @ np.diag(np.exp([a1, a2])) @ group_element(phi2, 0.0)
-    for p, th in models.values():
-        worst = max(worst, abs(log10_block_norm(p, p.act(th, full), regs["log"])
-                               - log10_block_norm(p, p.act(th, group_element(phi1, a1 - a2)),
-                                                  regs["log"])))
+# %% mystnb={"code_prompt_show": "Check: one angle and one log-ratio suffice: show {type}"} tags=["hide-cell"]
+worst = reduction_gap(models, regs["log"])
 print("G = R(phi1) diag(e^a1, e^a2) R(phi2) against R(phi1) diag(e^(d/2), e^(-d/2)),")
 print(f"d = a1 - a2: largest change of log10 N over 5 random G, both models "
       f"{format_deviation(worst, resolution=1e-9)}")
 
 # %%
-bounds = [0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0]
-ranges, gaps = {}, []
-for name, (p, th) in models.items():
-    for B in bounds:
-        inside = np.flatnonzero(grid[:, 1] <= 2 * B + 1e-9)
-        ends = inside[[np.argmin(screen[name][inside]), np.argmax(screen[name][inside])]]
-        ranges[name, B] = [log10_block_norm(p, p.act(th, group_element(*grid[i])), regs["log"])
-                           for i in ends]
-        gaps += [abs(exact - screen[name][i]) for exact, i in zip(ranges[name, B], ends)]
+bounds, ranges, gaps = ORBIT_BOUNDS, {}, []
+for name, (p, th) in models.items():   # exact roots at the screen's ends
+    found, gap = orbit_ranges(p, th, regs["log"], grid, screen[name])
+    ranges.update({(name, B): found[B] for B in bounds})
+    gaps.append(gap)
+result_table(["B", "attention: min", "max", "LoRA: min", "max"],
+             [[f"{B:g}", *ranges["attention", B], *ranges["LoRA", B]]
+              for B in bounds], number_format=".2f")
+
+# %% mystnb={"code_prompt_show": "Check: exact roots against the leading order: show {type}"} tags=["hide-cell"]
 print("log10 N over the sampled orbit (log form, s = 1): exact roots at the grid's")
 print(f"extreme points; largest gap to the leading order there "
       f"{format_deviation(max(gaps), resolution=1e-6)} decades")
-result_table(["B", "attention: min", "max", "LoRA: min", "max"],
-             [[f"{B:g}", *ranges["attention", B], *ranges["LoRA", B]] for B in bounds],
-             number_format=".2f")
 
 # %%
-at_point = {name: log10_block_norm(p, th, regs["log"]) for name, (p, th) in models.items()}
-(att_low, att_high), (lora_low, lora_high) = (ranges[name, bounds[-1]] for name in models)
-print(f"log10 N at the chapters' points: attention {at_point['attention']:.2f}, "
-      f"LoRA {at_point['LoRA']:.2f}")
-print(f"  LoRA closer in by {at_point['attention'] - at_point['LoRA']:.2f} decades")
-print(f"over the orbits: attention {att_low:.2f} to {att_high:.2f}, "
-      f"LoRA {lora_low:.2f} to {lora_high:.2f}")
-print(f"  LoRA lower by {att_low - lora_low:.2f} (smallest) and {att_high - lora_high:.2f} (largest);")
-print(f"  overlap {att_low:.2f} to {lora_high:.2f}" if lora_high >= att_low
-      else "  no overlap: LoRA's whole range lies below attention's")
+at_point = {name: log10_block_norm(p, th, regs["log"])
+            for name, (p, th) in models.items()}
+print(comparison_text(at_point, {name: ranges[name, bounds[-1]]
+                                 for name in models}))
 
 # %% [markdown]
 # {numref}`fig-ch09-orbit-ranges` draws the table: for each model, the band of $\log_{10} N$ over the
@@ -533,10 +472,12 @@ for s in (100.0, 1.0, 0.1):
 # %% [markdown]
 # ## The papers' claims
 #
-# The measurements of this chapter bear on these claims; {doc}`the Reproduction report's page for Chapter 9 <report_ch09_lora>` judges each from the numbers, with its threshold, the choices it varies and the replays of the stored runs:
+# {doc}`The Reproduction report's page for Chapter 9 <report_ch09_lora>` judges each claim below from this chapter's numbers, and the [claims ledger](../book/ledger.md) collects them.
 #
+# ::::{dropdown} The claims and their verdicts
 # - {bdg-success}`reproduced` **[summary]** Theorem 3.2: regularized LoRA is Villani
 # - {bdg-success}`reproduced` **[summary]** Theorem 3.2 for any data distribution and any network size
+# ::::
 
 # %% [markdown]
 # ## Summary

@@ -15,53 +15,37 @@
 # %% [markdown]
 # # Chapter 10: Langevin training of attention and LoRA
 #
-# Chapter 7 ran Langevin dynamics on potentials in one and two dimensions, where the Gibbs
-# measure and the spectral gap can be computed on a grid. This chapter runs the same dynamics,
+# :::{admonition} Overview
+# Chapter 7 ran Langevin dynamics on potentials small enough to compute on a grid. This chapter
+# runs it, with many chains at once, on the two losses of {cite}`frangi2026`: attention in
+# $(W_Q, W_K)$ (Chapter 8) and LoRA in $(U, V)$ (Chapter 9), with their mild regularizers. It asks
+# what the expected loss converges to, how the time to come within $\epsilon$ of it grows, and what
+# the parameters do without a regularizer.
 #
-# $$
-# d\theta_t = -\nabla f(\theta_t)\,dt + \sqrt{s}\,dB_t ,
-# $$ (eq-ch10-1)
+# **The answer.** With a mild regularizer the expected loss settles, fast at first and slowly at the
+# end, at the Gibbs mean, about $sD/4$ above the minimum. Without one the loss settles too, but the
+# parameters keep drifting along the symmetry orbit.
 #
-# on the two losses of the source {cite}`frangi2026`: the attention regression loss in
-# $(W_Q, W_K)$ of Chapter 8 and the LoRA loss in $(U, V)$ of Chapter 9, each with the mild
-# regularizers of those chapters.
+# **You need** Chapter 7 (Euler-Maruyama, the Gibbs measure) and Chapters 8 and 9. **Time:** about
+# 2.5 hours, with the three exercises. Optional on a first reading: the sections on the constants
+# and on MALA.
+# :::
 #
-# ## Overview
+# :::{dropdown} What the papers claim
+# - **[summary]** Theorem 3.3: the Langevin dynamics comes within $\epsilon$ of the global minimum,
+#   in expectation, in time $O(\log(1/\epsilon))$, with constants that depend on the temperature
+#   and are not given.
+# - **[summary]** Without a regularizer $\lVert W_Q\rVert_F$ and $\lVert W_K\rVert_F$ grow without
+#   bound, while both regularizers contain them (the Darcy-flow finding of Chapter 11; this chapter
+#   measures its Langevin counterpart).
+# :::
 #
-# **What you will learn.** Three questions, each answered with many chains at once:
-#
-# * does the expected loss converge, and to what (the Gibbs mean at temperature $s$, not the
-#   minimum)?
-# * how does the time to come within $\epsilon$ of the limit grow with $\epsilon$ (the source's
-#   Theorem 3.3 says $O(\log(1/\epsilon))$)?
-# * what happens to the parameters without a regularizer, when the Gibbs measure does not
-#   exist?
-#
-# **The answer in one sentence.** With a mild regularizer the expected loss settles, fast at first
-# and slowly at the end, at the Gibbs mean, about $sD/4$ above the minimum; without a regularizer
-# the loss settles too, but the parameters keep drifting along the symmetry orbit.
-#
-# **What you need.** Chapter 7 (Euler-Maruyama, the Gibbs measure, the offset $sD/4$) and
-# Chapters 8 and 9 (the two models, the regularizers, and why weight decay already gives a
-# Poincare inequality for these bounded losses).
-#
-# **Optional on a first reading.** "The constants: how slow are the slow directions?" and
-# "Removing the step-size bias: MALA"; the report page reads Theorem 3.3 three ways.
-#
-# **For a researcher.** For attention ($D = 12$) the Gibbs offset $F_s - f^*$ is 0.96, 0.94 and 0.98
-# times the equipartition value $sD/4$ at the three temperatures. Theorem 3.3's $O(\log(1/\epsilon))$,
-# with constants that depend on $s$ and are not given, cannot be tested on a finite range of
-# $\epsilon$; its consequence at fixed $s$, an exponential approach to the Gibbs mean, fits every run
-# with two rates, but only some runs also exclude a power-law approach (the report page says which
-# and why).
-#
-# Labels as in Chapter 7: **[summary]**, **[abstract]**, **[derived]**, **[choice]**.
-
-# %% [markdown]
-# :::{admonition} Learning objectives
-# After this chapter you can measure convergence of the mean loss to the Gibbs mean over many chains, the time to reach and stay within $\varepsilon$, and drift along a symmetry orbit.
-#
-# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::{dropdown} This book's choices
+# - **[choice]** Every setting of the runs: models, regularizer, step, temperatures, chains and
+#   starts ("The set-up"); the source's own Langevin experiments are not available.
+# - **[choice]** $\epsilon$ measured from the Gibbs mean at the same temperature, between half the
+#   initial gap and three times the noise ("Time to reach epsilon").
+# - **[choice]** The constants measured on LoRA only, to keep the chapter fast ("The constants").
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
@@ -71,11 +55,13 @@ import numpy as np
 
 from attnlib import langevin
 from attnbook import experiments
-from attnbook.chapters.ch10 import MODELS, run_names, shared_temperatures
+from attnbook.chapters.ch10 import (MODELS, epsilon_grid, gibbs_offset_table, hitting_table,
+                                    norm_table, run_name, run_names, shared_temperatures)
 from attnbook.claims import ch10
 from attnbook.experiments import part2
 from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, SERIES, figure, legend_below,
                               plot_series, use_book_style)
+from attnbook.schematics import gibbs_schematic
 from attnbook.tables import result_table
 
 use_book_style()
@@ -85,8 +71,14 @@ BLOCKS = {"attention": (r"$\|W_Q\|_F$", r"$\|W_K\|_F$"), "lora": (r"$\|U\|_F$", 
 # %% [markdown]
 # ## The set-up
 #
-# **[choice]** Everything here is the book's choice; the source's own Langevin experiments (if
-# any beyond the Darcy-flow training of Chapter 11) are not available to us.
+# The chapter runs the Langevin dynamics
+#
+# $$
+# d\theta_t = -\nabla f(\theta_t)\,dt + \sqrt{s}\,dB_t
+# $$ (eq-ch10-1)
+#
+# on the two losses, with settings this book chooses (the source's own Langevin experiments, if any
+# beyond the Darcy-flow training of Chapter 11, are not available):
 #
 # * Models: `qk_attention.make_problem` ($n = 6$ inputs of $N = 5$ tokens in $d = 3$
 #   dimensions, $d_k = 2$, so $D = 12$ trained parameters) and `lora.make_problem` (width 8,
@@ -129,6 +121,18 @@ print("temperatures:", temperatures, "| chains:", config["chains"], "| step:", c
 # where $D_{\mathrm{eff}}$ counts the directions the measured offset sees; it equals $D$ when the
 # quadratic picture holds.
 #
+# {numref}`fig-ch10-gibbs-schematic` draws what to expect before any chain runs. Across a minimum (a)
+# the Gibbs density is a bump of width about $\sqrt{s}$, and the loss averaged over it sits $s/4$
+# above $f^*$ in each quadratic direction: $sD/4$ in all $D$. Along the symmetry orbit the data
+# loss is constant. Without a regularizer (b) nothing pulls the chains back, so they spread along
+# the orbit without end, and $\mu_s$ does not exist; a mild regularizer (c) pulls them back from far
+# out, and the density is confined.
+
+# %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "Schematic: the Gibbs measure $\\mu_s \\propto e^{-2f/s}$ of Langevin training. (a) Across a minimum the density (shaded) puts the mean loss $s/4$ above $f^*$ per quadratic direction, $sD/4$ in all $D$. (b) Along an orbit of minimizers without a regularizer the loss is constant and the chains (ellipses at three times) spread without end. (c) A mild regularizer pulls them back from far out: the density is confined.", "name": "fig-ch10-gibbs-schematic"}, "image": {"alt": "Three panels: a parabola with a shaded bump and a dashed mean line s/4 above its minimum; a horizontal dashed orbit with nested ellipses widening along it and arrows pointing outward; the same orbit with confined shaded contours and inward arrows labelled minus grad R."}} tags=["hide-input"]
+gibbs_schematic()
+plt.show()
+
+# %% [markdown]
 # For each temperature the figure shows the mean loss over the chains with a band of two
 # standard errors, the long-time average over the second half of the run (dashed; the estimate
 # of the Gibbs mean $F_s = \mathbb{E}_{\mu_s} f$), and the lowest loss $f^*$ that BFGS found
@@ -154,17 +158,13 @@ legend_below(fig, ncol=4)
 plt.show()
 
 # %%
-dims = {model: experiments.config(stored[f"langevin_temperatures_{model}"])["dim"] for model in MODELS}
-for model in MODELS:
-    h = stored[f"langevin_temperatures_{model}"]
-    f_star = float(h["f_star"])
-    print(f"{model} (D = {dims[model]}), f* = {f_star:.4f}")
-    for j, s in enumerate(temperatures):
-        excess = h["tail_mean"][j] - f_star
-        print(f"  s = {s:4.2f}: F_s = {h['tail_mean'][j]:.4f} +- {h['tail_sem'][j]:.4f}, "
-              f"F_s - f* = {excess:.4f}, s D / 4 = {s * dims[model] / 4:.4f}")
-        print(f"            ratio {excess / (s * dims[model] / 4):.2f}, D_eff = 4 (F_s - f*) / s = "
-              f"{4 * excess / s:.1f}")
+for model in MODELS:       # F_s (long-time average) against f* + s D / 4
+    run = stored[run_name("temperatures", model)]
+    D = experiments.config(run)["dim"]
+    offset = run["tail_mean"] - float(run["f_star"])        # F_s - f*
+    ratio = offset / (np.array(temperatures) * D / 4)
+    print(f"{model}: (F_s - f*) / (s D / 4) =", np.round(ratio, 2))
+gibbs_offset_table(stored)
 
 # %% [markdown]
 # {numref}`fig-ch10-loss` shows the result. The limit is not the minimum. At every temperature the expected loss settles at a level
@@ -203,19 +203,13 @@ for model in MODELS:
 # %%
 hitting = {}
 for model in MODELS:
-    h = stored[f"langevin_temperatures_{model}"]
+    run = stored[run_name("temperatures", model)]
     for j, s in enumerate(temperatures):
-        gap = np.abs(h["loss_mean"][:, j] - h["tail_mean"][j])
-        noise = np.median(h["loss_sem"][:, j]) + h["tail_sem"][j]
-        assert gap[0] / 2 > 3 * noise, f"start too close to the Gibbs mean: {model}, s = {s}"
-        eps = np.geomspace(gap[0] / 2, 3 * noise, 8)
-        t_eps = langevin.hitting_times(h["times"], gap, eps)
+        gap = np.abs(run["loss_mean"][:, j] - run["tail_mean"][j])  # g(t)
+        eps = epsilon_grid(run, j)        # g(0) / 2 down to 3 x noise
+        t_eps = langevin.hitting_times(run["times"], gap, eps)
         hitting[model, s] = eps, t_eps
-        first = np.polyfit(np.log(1 / eps[:4]), t_eps[:4], 1)[0]
-        late = np.polyfit(np.log(1 / eps[-4:]), t_eps[-4:], 1)[0]
-        print(f"{model:9s} s = {s:4.2f}: eps from {eps[0]:.3f} to {eps[-1]:.4f} "
-              f"(noise {noise:.4f})\n  t_eps from {t_eps[0]:.1f} to {t_eps[-1]:.1f}; "
-              f"slope dt/dlog(1/eps): first four {first:.2f}, last four {late:.2f}")
+hitting_table(hitting)
 
 # %% mystnb={"figure": {"caption": "Hitting time $t_\\epsilon$ of the expected loss against $\\log(1/\\epsilon)$, one line per temperature; a straight line is convergence in time $O(\\log(1/\\epsilon))$. Attention (left) and LoRA (right).", "name": "fig-ch10-hitting"}, "image": {"alt": "Two panels of hitting time against log of one over epsilon, one marked line per temperature."}} tags=["hide-input"]
 fig, axes = figure(1, 2, height=3.0)
@@ -255,15 +249,7 @@ plt.show()
 # norms.
 
 # %%
-rows = []
-for model in MODELS:
-    h = stored[f"langevin_norms_{model}"]
-    for j, name in enumerate(experiments.config(h)["regularizers"]):
-        first, last = h["norm_mean"][[len(h["times"]) // 4, -1], j]
-        rows.append([model, SERIES[name]['label'], f"{first[0]:.2f}, {first[1]:.2f}",
-                     f"{last[0]:.2f}, {last[1]:.2f}", h['loss_mean'][len(h['times']) // 2:, j].mean()])
-result_table(["model", "regularizer", "norms, t = 100", "norms, t = 400",
-              "loss, t in [200, 400]"], rows, number_format=".4f")
+norm_table(stored)     # chain means of the two block norms, s = 0.05
 
 # %% mystnb={"figure": {"caption": "Mean block norms of the chains at $s = 0.05$ under each regularizer (solid: first block, dashed: second): they stay bounded, so the regularized chains do not drift along the symmetry orbit.", "name": "fig-ch10-norms"}, "image": {"alt": "Two panels of mean block norm against time for each regularizer, solid and dashed lines per regularizer, all levelling off."}} tags=["hide-input"]
 fig, axes = figure(1, 2, height=3.2)
@@ -285,8 +271,8 @@ plt.show()
 # while $\|V\|_F$ grows more slowly (1.38 to 1.85). With any of the three regularizers, weight
 # decay included, the norms level off within about $t = 50$ and stay flat to $t = 400$ (between
 # 1.7 and 2.6). This is the Langevin counterpart of the source's finding that unregularized
-# $\|W_Q\|_F, \|W_K\|_F$ grow without bound while both regularizers contain them **[summary]**
-# (Chapter 11 shows the Darcy-flow version). Note that the unregularized chains' mean loss
+# $\|W_Q\|_F, \|W_K\|_F$ grow without bound while both regularizers contain them (Chapter 11 shows
+# the Darcy-flow version). Note that the unregularized chains' mean loss
 # settles too (Exercise 2); their recorded loss is also lower (1.617 against 1.675 to 1.704 for
 # attention, 0.087 against 0.128 to 0.159 for LoRA) partly because the recorded loss of a
 # regularized run includes the regularizer. Weight decay contains the norms as well as the
@@ -426,11 +412,13 @@ plt.show()
 # %% [markdown]
 # ## The papers' claims
 #
-# The measurements of this chapter bear on these claims; {doc}`the Reproduction report's page for Chapter 10 <report_ch10_langevin>` judges each from the numbers, with its threshold, the choices it varies and the replays of the stored runs:
+# {doc}`The Reproduction report's page for Chapter 10 <report_ch10_langevin>` judges each claim below from this chapter's numbers, and the [claims ledger](../book/ledger.md) collects them.
 #
+# ::::{dropdown} The claims and their verdicts
 # - {bdg-dark}`not testable here` **[summary]** Theorem 3.3: Langevin within eps in time O(log 1/eps)
 # - {bdg-warning}`partly reproduced` **[summary]** at each fixed temperature the chain-mean loss approaches its long-time value exponentially (one or two rates), and a power-law approach is excluded
 # - {bdg-danger}`not reproduced` **[choice]** annealed reading (s = 2 eps / D): time grows like log(1/eps)
+# ::::
 
 # %% [markdown]
 # ## Summary

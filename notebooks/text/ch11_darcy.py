@@ -15,43 +15,29 @@
 # %% [markdown]
 # # Chapter 11: Darcy flow with a one-attention-layer ViT
 #
-# The experiment of Frangi et al. {cite}`frangi2026` puts the theory of chapters 7 to 10 on a
-# scientific machine-learning benchmark: two-dimensional Darcy flow {cite}`li2021fno`, learned by a
-# Vision-Transformer-like regressor {cite}`dosovitskiy2021` with **one** attention layer.
+# :::{admonition} Overview
+# The experiment of {cite}`frangi2026` puts the theory of Chapters 7 to 10 on a scientific
+# machine-learning benchmark: two-dimensional Darcy flow {cite}`li2021fno`, learned by a
+# Vision-Transformer-like regressor {cite}`dosovitskiy2021` with one attention layer. You build the
+# data set, cut its fields into patch tokens, train the model in two phases, and check the source's
+# four findings about the second phase with three optimisers.
 #
-# ## Overview
+# **The answer.** At a small strength the mild regularizers cost no accuracy, but whether the
+# unregularized norms grow is decided by the optimiser (only noisy SGD, the Langevin step, shows
+# it), and containment of the norms and a lower generalization gap appear only at a strength that
+# is no longer small.
 #
-# **What you will learn.** How to build the Darcy data set (an elliptic equation with a random
-# two-valued coefficient, solved by a five-point scheme in flux form), cut its fields into patch tokens, train a
-# one-attention-layer ViT in two phases, and check the source's four findings about the second
-# phase against measurements with three optimisers.
+# **You need** Chapters 8 and 10, finite differences, Adam and SGD. **Time:** about 2.75 hours,
+# with the four exercises. Optional on a first reading: the label accuracy, the search for the low
+# regime and the reruns.
+# :::
 #
-# **The answer in one sentence.** At small strength the mild regularizers cost no accuracy, but
-# whether the unregularized norms grow is decided by the optimiser (only noisy SGD, the Langevin
-# step, shows it), and containment of the norms and a lower generalization gap appear only at a
-# strength that is no longer small.
-#
-# **What you need.** Chapter 8 (the $GL(d_k)$ symmetry of attention in $W_Q, W_K$ and the
-# regularizers), Chapter 10 (Langevin dynamics and its Euler-Maruyama step), finite differences for
-# an elliptic equation, and the Adam and SGD optimisers.
-#
-# **Optional on a first reading.** "How accurate are the labels?", "Locating the low-regularization
-# regime" and "Rerunning the experiments".
-#
-# **For a researcher.** With noisy SGD the unregularized $\lVert W_Q\rVert_F$ grows from 5.56 to 7.56 over
-# Phase 2, but at $\lambda = 10^{-5}$ the regularized runs grow just as much (to 7.47 and 7.50): at this
-# strength and run length the regularizers do not contain the norms.
-#
-# ```{admonition} What the paper claims
-# **The experiment as the source describes it.** Training has two phases:
-#
-# * **Phase 1**: every parameter is trained (full pretraining);
-# * **Phase 2**: only the query and key matrices $W_Q, W_K$ are trained, under three losses:
-#   unregularized, log-regularized $\lambda\lVert W\rVert_F^2\log(1+\lVert W\rVert_F^2)$, and
-#   power-regularized $\lambda\lVert W\rVert_F^{2+\epsilon}$ (the summary gives no run length).
-#
-# The source reports four findings **[summary]**, which this chapter checks one by one against its own
-# measurements:
+# :::{dropdown} What the papers claim
+# The experiment as the source describes it **[summary]**: Phase 1 trains every parameter (full
+# pretraining); Phase 2 trains only the query and key matrices $W_Q, W_K$, under three losses:
+# unregularized, log-regularized $\lambda\lVert W\rVert_F^2\log(1+\lVert W\rVert_F^2)$ and
+# power-regularized $\lambda\lVert W\rVert_F^{2+\epsilon}$ (no run length given). Its four findings
+# **[summary]**, which this chapter measures one by one:
 #
 # 1. in the low-regularization regime the three conditions reach nearly the same test RMSE and
 #    relative $L^2$ error;
@@ -59,21 +45,18 @@
 # 3. both regularizers keep these norms bounded;
 # 4. the generalization gap of the unregularized model grows gradually, while the regularized ones
 #    stay stable and lower.
-# ```
+# :::
 #
-# The sources give no sizes, optimiser, epochs or strengths: every one of them below is a
-# **[choice]** of this book, collected in one place (`attnbook.experiments.darcy_runs.BOOK`) and shown
-# by the first code cell.
-
-# %% [markdown]
-# :::{admonition} Learning objectives
-# After this chapter you can build the PDE data set, cut fields into patch tokens, train the one-attention-layer ViT; compare unregularized, log- and power-regularized training of the query-key weights by test error, weight norms and generalization gap.
-#
-# Estimated student time: about 2.75 hours (reading and running the chapter, and its 4 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::{dropdown} This book's choices
+# - **[choice]** Every size, optimiser setting, epoch count and strength (the sources give none),
+#   in one place, `attnbook.experiments.darcy_runs.BOOK`, printed by the first code cell.
+# - **[choice]** The architecture, "ViT-like" in the summary ("The model").
+# - **[choice]** Three optimisers in Phase 2: Adam, SGD and noisy SGD ("Phase 2").
+# - **[choice]** The low regime: both regularized errors within 2% of the unregularized one
+#   ("Locating the low-regularization regime").
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
-import dataclasses
 import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # [choice] tiny matrices: one BLAS thread is fastest
 # %matplotlib inline
@@ -82,10 +65,13 @@ import matplotlib.pyplot as plt
 
 from attnlib import darcy, vit
 from attnbook import experiments
-from attnbook.chapters.ch11 import PHASE2_RUNS, phase2_summaries, strong_lambda
+from attnbook.chapters.ch11 import (PHASE2_RUNS, error_table, gap_table, gibbs_mode_radius,
+                                    norm_table, parameter_summary, phase2_summaries,
+                                    strong_lambda)
 from attnbook.claims import ch11
 from attnbook.experiments import darcy_runs
 from attnbook.plotting import SERIES, figure, legend_below, use_book_style
+from attnbook.schematics import vit_schematic
 from attnbook.tables import result_table
 
 use_book_style()
@@ -147,11 +133,14 @@ task = darcy_runs.make_task(setup)   # regenerates the data from data_seed (abou
 
 # %%
 a_all, u_all = task.data.a, task.data.u
-print(f"{len(task.data)} samples on a {task.data.size} x {task.data.size} grid "
-      f"({setup.n_train} train, {setup.n_test} test)")
-print(f"fraction of nodes at a = 12: {np.mean(a_all == 12):.3f}   mean of a: {a_all.mean():.3f}")
-residual = max(np.abs(darcy.flux_residual(a, u)).max() for a, u in zip(a_all, u_all))
+print(f"{len(task.data)} samples on a {task.data.size} x {task.data.size} "
+      f"grid ({setup.n_train} train, {setup.n_test} test)")
+print(f"fraction of nodes at a = 12: {np.mean(a_all == 12):.3f}   "
+      f"mean of a: {a_all.mean():.3f}")
 print(f"mean of max u: {u_all.max(axis=(1, 2)).mean():.4f}")
+
+# %% mystnb={"code_prompt_show": "Checks of the solver: show {type}"} tags=["hide-cell"]
+residual = max(np.abs(darcy.flux_residual(a, u)).max() for a, u in zip(a_all, u_all))
 print(f"largest |discrete residual| over all samples below 1e-10: {residual < 1e-10}")
 for n_grid in (33, 65):
     x = np.linspace(0, 1, n_grid)
@@ -177,8 +166,22 @@ plt.show()
 # %% [markdown]
 # ## The model
 #
+# {numref}`fig-ch11-vit-schematic` shows the regressor and the experiment around it. The field
+# is cut into square patches, one token each; one attention layer mixes the tokens, and a readout
+# turns each back into its patch of the solution. The attention scores depend on the query and key
+# matrices $W_Q, W_K$ only through $W_Q W_K^\top$, and these two are all that Phase 2 trains, with or
+# without a mild regularizer: the flat orbits of Chapter 8 inside a real model.
+
+# %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "Schematic: the one-layer ViT regressor of this chapter, drawn with its sizes and a training sample: the coefficient field cut into patch tokens, the patch embedding, one softmax attention layer with $W_Q$ and $W_K$ (vermillion: what Phase 2 trains), the per-token readout and the solution field; below, Phase 1 trains every weight and Phase 2 only $W_Q, W_K$.", "name": "fig-ch11-vit-schematic"}, "image": {"alt": "A vertical flow: a two-valued coefficient field with a white patch grid, an arrow to an embedding box, an orange-outlined attention box with its formulas, a readout box, a smooth solution field with the same grid; below, a Phase 1 box with an arrow to an orange Phase 2 box."}} tags=["hide-input"]
+config = darcy_runs.model_config(setup)
+vit_schematic(a_all[0], u_all[0], patch=config.patch, width=config.width,
+              key_dim=config.key_dim)
+plt.show()
+
+# %% [markdown]
 # The regressor (`attnlib.vit`) cuts the standardised coefficient field into $N$ patches of
-# $p \times p$ nodes and maps them through **[choice of architecture, "ViT-like" in the summary]**
+# $p \times p$ nodes and maps them through the architecture this book chooses (the sources say only
+# "ViT-like"):
 #
 # $$
 # \begin{aligned}
@@ -200,15 +203,12 @@ plt.show()
 # (tested): plain gradient flow conserves $\lVert W_Q\rVert_F^2 - \lVert W_K\rVert_F^2$.
 
 # %%
-config = darcy_runs.model_config(setup)
-shapes = {name: value.shape for name, value in vit.init_params(config, rng=np.random.default_rng(0)).items()}
-print(f"tokens N = {config.tokens}, patch {config.patch} x {config.patch}, width D = {config.width}, "
-      f"d_k = {config.key_dim}, decoder hidden width {config.hidden}")
-params = [f"{k} {v}" for k, v in shapes.items()]
-print("parameters:", ", ".join(params[:5]))
-print("           ", ", ".join(params[5:]))
-print(f"total {sum(int(np.prod(v)) for v in shapes.values())} parameters, of which W_Q and W_K "
-      f"{2 * config.width * config.key_dim}")
+params = vit.init_params(config, rng=np.random.default_rng(0))
+print(f"tokens N = {config.tokens}, "
+      f"patch {config.patch} x {config.patch}, "
+      f"width D = {config.width}, d_k = {config.key_dim}, "
+      f"decoder hidden width {config.hidden}")
+print(parameter_summary(params))
 
 # %% [markdown]
 # ## Phase 1: full pretraining
@@ -276,11 +276,15 @@ plt.show()
 # $32 \times 32$ solve of the same field subsampled every 8th node (`darcy.subsampled_solve_error`).
 
 # %%
-fine_a = darcy.threshold(darcy.sample_grf(249, 5, rng=np.random.default_rng(LABEL_SEED)))
-label_errors = np.array([darcy.subsampled_solve_error(a, 8) for a in fine_a])
-print("relative L2 error of the 32 x 32 labels against the 249 x 249 reference")
-print("(5 fields): " + ", ".join(f"{e:.2%}" for e in label_errors) + f"; mean {label_errors.mean():.2%}")
-print(f"for comparison, the ViT's test relative L2 error after Phase 1: {final['test_rel_l2']:.2%}")
+fine = darcy.sample_grf(249, 5, rng=np.random.default_rng(LABEL_SEED))
+label_errors = np.array([darcy.subsampled_solve_error(a, 8)
+                         for a in darcy.threshold(fine)])
+print("relative L2 error of the 32 x 32 labels against the 249 x 249 "
+      "reference")
+print("(5 fields): " + ", ".join(f"{e:.2%}" for e in label_errors)
+      + f"; mean {label_errors.mean():.2%}")
+print(f"for comparison, the ViT's test relative L2 error after Phase 1: "
+      f"{final['test_rel_l2']:.2%}")
 
 # %% [markdown]
 # The $32 \times 32$ labels are off by 1.15% to 6.03% (mean 2.53%) against the fine reference,
@@ -341,20 +345,10 @@ print(f"smallest balanced norm on the Phase-1 orbit, sqrt(||W_Q W_K^T||_*) = "
       f"{darcy_runs.orbit_min_norm(weights['W_Q'], weights['W_K']):.2f}")
 
 # %%
-summaries = phase2_summaries(stored2)      # per run and regime: seed means, last 20 epochs
-table_rows = [(label, regime, m) for label in PHASE2_RUNS
-              for regime, m in summaries[label].items()]
-display(result_table(["run", "regime", "rel. L2 (+- SE)", "test loss, last 20 (+- SE)"],
-                     [[label, regime, f"{m['rel_l2']:.2%} +- {m['rel_l2_sem']:.2%}",
-                       f"{m['test_loss']:.3e} +- {m['test_loss_sem']:.1e}"]
-                      for label, regime, m in table_rows]))
-display(result_table(["run", "regime", "|W_Q| start -> end", "|W_K| start -> end"],
-                     [[label, regime, f"{m['norm_WQ0']:.2f} -> {m['norm_WQ']:.2f} +- {m['norm_WQ_sem']:.2f}",
-                       f"{m['norm_WK0']:.2f} -> {m['norm_WK']:.2f} +- {m['norm_WK_sem']:.2f}"]
-                      for label, regime, m in table_rows]))
-result_table(["run", "regime", "gap: start -> last 20 (+- SE)"],
-             [[label, regime, f"{m['gap0']:.2e} -> {m['gap']:.2e} +- {m['gap_sem']:.1e}"]
-              for label, regime, m in table_rows])
+summaries = phase2_summaries(stored2)   # seed means, last 20 epochs
+display(error_table(summaries))
+display(norm_table(summaries))
+gap_table(summaries)
 
 # %% mystnb={"figure": {"caption": "Phase 2: Frobenius norms of $W_Q$ (solid) and $W_K$ (dashed) against epochs for each seed, under the three regularization regimes, in the four Phase-2 runs.", "name": "fig-ch11-norms"}, "image": {"alt": "Four panels in a two by two grid, one per Phase-2 run, of weight norms against epoch; one colour per regime, solid for W_Q and dashed for W_K."}} tags=["hide-input"]
 COLOURS = {regime: SERIES[regime]["color"] for regime in darcy_runs.REGIMES}
@@ -424,21 +418,21 @@ ax1.legend()
 plt.show()
 
 # %%
-s_noisy = setup.noise_std**2 / setup.sgd_lr
-entries = setup.width * setup.key_dim
-strong_lam = strong_lambda(stored2)
-for lam in (setup.lam, strong_lam):
+s_noisy = setup.noise_std**2 / setup.sgd_lr      # noisy SGD's temperature
+for lam in (setup.lam, strong_lambda(stored2)):
     for regime in ("log", "power"):
-        regularizer = darcy_runs.regularizer_for(regime, dataclasses.replace(setup, lam=lam))
-        radius = darcy_runs.gibbs_mode_norm(regularizer, temperature=s_noisy, entries=entries)
-        print(f"lambda = {lam:.0e}, {regime:>5s}: most likely ||W||_F of a block at s = {s_noisy:.1e}: {radius:.1f}")
-steps = setup.phase2_epochs * -(-setup.n_train // setup.phase2_batch)
-start_sq = float(np.sum(weights["W_Q"].astype(float) ** 2))
-print(f"pure diffusion over {steps} steps:")
-print(f"  ||W_Q||_F^2 grows by steps * sigma^2 * D d_k = {steps * setup.noise_std**2 * entries:.1f},")
-print(f"  i.e. ||W_Q||_F from {np.sqrt(start_sq):.2f} "
-      f"to {np.sqrt(start_sq + steps * setup.noise_std**2 * entries):.2f}")
+        radius = gibbs_mode_radius(setup, regime, lam)
+        print(f"lambda = {lam:.0e}, {regime:>5s}: most likely ||W||_F "
+              f"of a block at s = {s_noisy:.1e}: {radius:.1f}")
 
+# %%
+steps = setup.phase2_epochs * -(-setup.n_train // setup.phase2_batch)
+growth = steps * setup.noise_std**2 * setup.width * setup.key_dim
+start = float(np.sqrt(np.sum(weights["W_Q"].astype(float) ** 2)))
+print(f"pure diffusion over {steps} steps:")
+print(f"  ||W_Q||_F^2 grows by steps * sigma^2 * D d_k = {growth:.1f},")
+print(f"  i.e. ||W_Q||_F from {start:.2f} "
+      f"to {np.sqrt(start**2 + growth):.2f}")
 
 # %% [markdown]
 # ## Locating the low-regularization regime
@@ -480,12 +474,14 @@ print(f"low-regularization regime (both within {ch11.ACCURACY_TOL:.0%} of none):
 # %% [markdown]
 # ## The papers' claims
 #
-# The measurements of this chapter bear on these claims; {doc}`the Reproduction report's page for Chapter 11 <report_ch11_darcy>` judges each from the numbers, with its threshold, the choices it varies and the replays of the stored runs:
+# {doc}`The Reproduction report's page for Chapter 11 <report_ch11_darcy>` judges each claim below from this chapter's numbers, and the [claims ledger](../book/ledger.md) collects them.
 #
+# ::::{dropdown} The claims and their verdicts
 # - {bdg-success}`reproduced` **[summary]** 1. same test error
 # - {bdg-warning}`partly reproduced` **[summary]** Darcy flow: unregularized norms grow
 # - {bdg-danger}`not reproduced` **[summary]** 3. regularizers contain the norms
 # - {bdg-danger}`not reproduced` **[summary]** Darcy flow: regularizers keep the gap lower
+# ::::
 
 # %% [markdown]
 # ## Rerunning the experiments

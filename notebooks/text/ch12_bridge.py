@@ -15,47 +15,39 @@
 # %% [markdown]
 # # Chapter 12: Both papers on one problem
 #
-# Part I {cite}`goel2026` says that *structure* makes deterministic gradient descent on the
-# attention regression converge fast: a spectral start, a preconditioner and a balancing
-# regularizer. Part II {cite}`frangi2026` says that a *mild regularizer* makes the Gibbs measure
-# of a loss satisfy a Poincaré inequality, so that noisy gradient descent (Langevin dynamics)
-# converges in law without any structure. Neither paper runs both views on one task. This chapter
-# does: Part I's problem (Chapters 4 and 5), trained by Algorithm 1, by plain gradient descent and
-# by four Langevin variants (Part II's dynamics, Chapter 10), on the same data and random seeds. It
-# asks what each ingredient buys, at what cost, and which method a reader should use when.
+# :::{admonition} Overview
+# Part I {cite}`goel2026` says that *structure* (a spectral start, a preconditioner and a balancing
+# regularizer) makes gradient descent on the attention regression converge fast. Part II
+# {cite}`frangi2026` says that a *mild regularizer* makes noisy gradient descent, Langevin
+# dynamics, converge in law without any structure. This chapter runs both on Part I's problem:
+# Algorithm 1, plain gradient descent and four Langevin variants, on the same data and seeds: what
+# each ingredient buys, at what cost, and which method to use when.
 #
-# ## Overview
+# **The answer.** The preconditioner makes gradient descent and Langevin fast and free of the
+# condition number (if the whole potential is well conditioned where it whitens); noise helps only
+# annealed, and then the objective, not the risk; the sampling floor, not the optimizer, sets the
+# risk.
 #
-# **What you will learn.** Why preconditioned Langevin samples the same Gibbs measure as plain
-# Langevin; how Algorithm 1, gradient descent and four Langevin variants compare on one regression;
-# whether the preconditioner removes the condition number for Langevin as it does for gradient
-# descent; how the Gibbs offset of a fixed temperature compares with the statistical floor of a
-# finite sample; and which method to use when.
+# **You need** Chapters 4, 5, 7 and 10. **Time:** about 2.5 hours, with the three exercises.
+# Optional on a first reading: the sections on the orbit and on the cost.
+# :::
 #
-# **The answer in one sentence.** The preconditioner is what makes both gradient descent and
-# Langevin fast and independent of the condition number (provided the whole potential is well
-# conditioned in the coordinates it whitens), noise helps only when annealed, and then only the
-# objective, not the risk; and with one finite sample the sampling floor, not the optimizer, sets the risk.
+# :::{dropdown} What the papers claim
+# - **[summary]** Part I: Algorithm 1 (spectral start, preconditioner, balancing regularizer)
+#   converges geometrically on the attention regression.
+# - **[summary]** Part II: a mild regularizer makes the loss a Villani function; its Gibbs measure
+#   then satisfies a Poincaré inequality, and Langevin dynamics comes within $\epsilon$ of the
+#   minimum in time $O(\log(1/\epsilon))$ (Theorem 3.3).
+# - Neither paper runs both views on one task.
+# :::
 #
-# **What you need.** Chapters 4 and 5 (Algorithm 1: its spectral start, preconditioner and
-# balancing regularizer; the orbit of minima and how one sample set breaks it), Chapter 7
-# (Euler-Maruyama and MALA) and Chapter 10 (the Gibbs offset $sD/4$).
-#
-# **Optional on a first reading.** "Where each method ends on the orbit" and "Cost: gradient
-# evaluations and wall time".
-#
-# **For a researcher.** From a random start the preconditioned methods, with or without noise,
-# reach the risk target in 80 to 100 iterations, against 1630 for plain gradient descent and 1770
-# for plain Langevin on the same objective.
-#
-# Labels as in the rest of the book: **[summary]** and **[abstract]** for the sources' statements,
-# **[derived]** for consequences this book derives, **[choice]** for this book's decisions.
-
-# %% [markdown]
-# :::{admonition} Learning objectives
-# After this chapter you can run Algorithm 1, gradient descent and (preconditioned, annealed) Langevin on one regression; say which method to use when, from measured gaps.
-#
-# Estimated student time: about 2.5 hours (reading and running the chapter, and its 3 exercises at about 30 minutes each; the teaching guide's estimate).
+# :::{dropdown} This book's choices
+# - **[choice]** The data, the objective $\hat Q$, the mild term $R_m$, the temperature unit $s_0$,
+#   the steps and the starts ("The problem, the potential and the three stored runs").
+# - **[choice]** The two targets, (a) on the excess risk and (b) on the optimization gap ("Side by
+#   side on the same data").
+# - **[choice]** The condition-number sweep at $n = 100$ and the floors run ("Does the
+#   preconditioner remove the condition number for Langevin?", "The floors").
 # :::
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
@@ -65,9 +57,11 @@ import numpy as np
 
 from attnlib import langevin, population, potentials
 from attnbook import experiments
-from attnbook.chapters.ch12 import (D_IN, DIM, P, SIGMA, base_temperature, certified_minima,
-                                    chain_means, iterations_to_target_gap,
-                                    iterations_to_targets, kappa_target_gap)
+from attnbook.chapters.ch12 import (D_IN, DIM, P, SIGMA, WELL_MOMENTS, base_temperature,
+                                    certified_minima, chain_means, floor_offsets, floor_table,
+                                    iterations_to_target_gap, iterations_to_targets, kappa_ends,
+                                    kappa_table, kappa_target_gap, laplace_fill, slide_table,
+                                    targets_table)
 from attnbook.claims import ch12
 from attnbook.experiments import bridge_runs
 from attnbook.plotting import OKABE_ITO, figure, legend_below, plot_series, use_book_style
@@ -143,7 +137,7 @@ ax.text(5, 0.3, "eight methods: same data, seeds and $\\hat Q^\\star$", ha="cent
 plt.show()
 
 # %% [markdown]
-# **[choice]** Everything in this section is the book's choice; neither source specifies it.
+# Everything below is this book's choice; neither source specifies it.
 #
 # * Data: seed 0's default problem of Chapter 5 ($p = 20$, $d = 10$, $n = 500$, $\kappa(\Sigma) = 10$,
 #   $\sigma = 0.1$, leave-one-out mask): one sample set is both the regression data and the
@@ -216,26 +210,25 @@ for name in ("bridge_side_by_side", "bridge_kappa", "bridge_floors"):
 # %%
 well = lambda theta: potentials.double_well_2d(theta, tilt=0.2)
 axes = [np.linspace(-2.6, 2.6, 261), np.linspace(-2.5, 4.5, 351)]
-moments = {"x": lambda z: z[..., 0], "y": lambda z: z[..., 1], "x^2": lambda z: z[..., 0] ** 2,
-           "xy": lambda z: z[..., 0] * z[..., 1], "y^2": lambda z: z[..., 1] ** 2}
-P_WELL = np.array([[1.0, 0.5], [0.5, 0.6]])
-S_WELL = 0.7
+P_WELL, S_WELL = np.array([[1.0, 0.5], [0.5, 0.6]]), 0.7
 start = langevin.gibbs_sample(well, axes, S_WELL, size=1000, rng=rng)
-cases = {"P, right noise, h = 0.01": (S_WELL, P_WELL, 0.01, 4000),
-         "no P (plain), h = 0.01": (S_WELL, None, 0.01, 4000),
-         "P, noise of 1.25 s, h = 0.01": (1.25 * S_WELL, P_WELL, 0.01, 4000),
-         "P, right noise, h = 0.05": (S_WELL, P_WELL, 0.05, 800)}
+cases = {  # temperature of the noise, preconditioner, step, steps
+    "P, right noise, h = 0.01": (S_WELL, P_WELL, 0.01, 4000),
+    "no P (plain), h = 0.01": (S_WELL, None, 0.01, 4000),
+    "P, noise of 1.25 s, h = 0.01": (1.25 * S_WELL, P_WELL, 0.01, 4000),
+    "P, right noise, h = 0.05": (S_WELL, P_WELL, 0.05, 800)}
 
 # %%
-print(f"{'case':30s} " + " ".join(f"{name:>6s}" for name in moments) + "   max |z|")
+rows = []
 for label, (s_run, matrix, h, steps) in cases.items():
-    run = langevin.euler_maruyama(well, start, step=h, temperature=s_run, n_steps=steps,
-                                  rng=rng, record_every=20, record_states=True,
-                                  preconditioner=matrix)
-    z = langevin.gibbs_z_scores(run.states[run.states.shape[0] // 2:], moments, well, axes,
-                                S_WELL)
-    print(f"{label:30s} " + " ".join(f"{v:+6.1f}" for v in z.values())
-          + f"   {max(abs(v) for v in z.values()):6.1f}")
+    run = langevin.euler_maruyama(
+        well, start, step=h, temperature=s_run, n_steps=steps, rng=rng,
+        record_every=20, record_states=True, preconditioner=matrix)
+    late = run.states[run.states.shape[0] // 2:]           # second half
+    z = langevin.gibbs_z_scores(late, WELL_MOMENTS, well, axes, S_WELL)
+    rows.append([label, *z.values(), max(abs(v) for v in z.values())])
+result_table(["case", *WELL_MOMENTS, "max |z|"], rows,
+             number_format="+.1f")
 
 # %% [markdown]
 # With the right noise every moment lies within 1.1 standard errors of quadrature, with the
@@ -307,22 +300,18 @@ print(f"the spectral basin lies {side['ref_value'][0] - q_star:.2e} above it; th
 
 # %%
 iteration = side["iteration"]
-chains, mean_gap, mean_risk = chain_means(side, q_star)     # per method, over its chains
-reach_a, reach_b = iterations_to_targets(iteration, mean_gap, mean_risk, r_star)
+means = chain_means(side, q_star)      # per method, means over its chains
+chains, mean_gap, mean_risk = means
+reach_a, reach_b = iterations_to_targets(iteration, mean_gap, mean_risk,
+                                         r_star)
 cap = int(iteration[-1])
 
-
 # %%
-def when(value):
-    return f"{value:7.0f}" if np.isfinite(value) else f"  >{cap}"
-
-
-print(f"targets: (a) excess risk <= 1.1 R* = {1.1 * r_star:.4f}; (b) gap <= 1e-3 x initial gap")
-print("iterations to (a) and (b); gap and excess risk R at the start and the end")
-result_table(["method", "chains", "gap start", "(a)", "(b)", "gap end", "R end"],
-             [[name, int(chains[k]), f"{mean_gap[k, 0]:.2e}", when(reach_a[k]).strip(),
-               when(reach_b[k]).strip(), f"{mean_gap[k, -1]:.2e}", f"{mean_risk[k, -1]:.4f}"]
-              for k, name in enumerate(METHODS)])
+print(f"targets: (a) excess risk <= 1.1 R* = {1.1 * r_star:.4f}; "
+      "(b) gap at most 1e-3 x initial gap")
+print("iterations to (a) and (b); gap and excess risk R at the start and "
+      "the end")
+targets_table(METHODS, means, reach_a, reach_b, cap)
 
 # %% mystnb={"figure": {"caption": "Optimization gap to the best certified minimum (left) and excess risk (right) against the iteration, for the eight methods on the same data; Langevin curves are means over four chains.", "name": "fig-ch12-side-by-side"}, "image": {"alt": "Two log-scale panels against iteration: eight curves each, deterministic methods falling smoothly, Langevin methods levelling off at a noise floor, annealed ones stepping down."}} tags=["hide-input"]
 # colour, line style and a marker of its own for each method (readable without colour vision)
@@ -391,7 +380,7 @@ plt.show()
 # %% [markdown]
 # ## Does the preconditioner remove the condition number for Langevin?
 #
-# **[summary]** Algorithm 1 multiplies the gradient of $B$ by $\hat\Sigma^{-1}$. With the
+# The sources' Algorithm 1 multiplies the gradient of $B$ by $\hat\Sigma^{-1}$. With the
 # $A$ side completed (Chapter 4) the step is exactly gradient descent on $(U, V)$, whose conditioning
 # does not depend on $\kappa(\Sigma)$ when $X^\star = M\Sigma^{1/2}$ is held fixed (Chapter 5 measured
 # this). Preconditioned Langevin is plain Langevin in
@@ -415,24 +404,17 @@ plt.show()
 # $2 s_0 D/4$, twice the Laplace offset.
 
 # %%
-kappas = sweep["kappas"]
-kappa_config = experiments.config(sweep)
+kappas, kappa_config = sweep["kappas"], experiments.config(sweep)
 kappa_methods = list(kappa_config["methods"])
-s_small = base_temperature(kappa_config["n"])
-target = kappa_target_gap(kappa_config["n"])
-k_cap = int(sweep["iteration"][-1])
-times = iterations_to_target_gap(sweep)      # (kappas, methods): NaN not reached, inf diverged
-print(f"n = {kappa_config['n']}: s_0 = {s_small:.3g}, target gap 2 s_0 D / 4 = {target:.3g}")
+n_kappa, k_cap = kappa_config["n"], int(sweep["iteration"][-1])
+s_small, target = base_temperature(n_kappa), kappa_target_gap(n_kappa)
+times = iterations_to_target_gap(sweep)   # NaN: not reached, inf: diverged
+print(f"n = {n_kappa}: s_0 = {s_small:.3g}, "
+      f"target gap 2 s_0 D / 4 = {target:.3g}")
 
 # %%
-kappa_cells = np.empty((len(kappas), len(kappa_methods)), dtype=object)
-for i, j in np.ndindex(kappa_cells.shape):
-    diverged = np.nansum(sweep["diverged"][i, j])
-    kappa_cells[i, j] = (f"diverged ({int(diverged)})" if diverged else
-                         f"{times[i, j]:.0f}" if np.isfinite(times[i, j]) else f"> {k_cap}")
 print("iterations to the target gap, methods against kappa:")
-result_table(["method"] + [f"kappa {kappa:.0f}" for kappa in kappas],
-             [[name, *kappa_cells[:, j]] for j, name in enumerate(kappa_methods)])
+kappa_table(sweep, times)
 
 # %% mystnb={"figure": {"caption": "Iterations until the gap stays below twice the Laplace offset, against the condition number of $\\Sigma$ ($n = 100$, $X^\\star$ fixed); crosses above the line: not reached within the run or diverged.", "name": "fig-ch12-kappa"}, "image": {"alt": "Log-log plot of iterations to target against kappa from 1 to 1000 for five methods; preconditioned curves flat, plain curves rising or missing, one preconditioned Langevin marked diverged at kappa 1000."}} tags=["hide-input"]
 fig, ax = figure(1, 1, width="medium")
@@ -492,41 +474,22 @@ plt.show()
 # offset of the *excess risk* is below 10% of the floor.
 
 # %%
-n_values, temps, f_iter = floors["n_values"], floors["temperatures"], floors["iteration"]
-half = f_iter >= f_iter[-1] / 2
-offset = np.empty((len(n_values), len(temps), 2))
-risk_offset = np.empty_like(offset)
-predicted = np.empty((len(n_values), len(temps)))
-for i, n in enumerate(n_values):
-    eig, h = floors["hessian"][i], float(floors["step"][i])
-    k = f_iter[half][:, None]
-    fill = ((1 - (1 - h * eig) ** (2 * k)) / (1 - h * eig / 2)).sum(axis=1).mean()
-    for j, s in enumerate(temps):
-        per_chain = (floors["objective"][i, j][:, half] - floors["basin_value"][i]).mean(axis=1)
-        offset[i, j] = per_chain.mean(), per_chain.std(ddof=1) / np.sqrt(per_chain.size)
-        risk = (floors["excess_risk"][i, j][:, half] - floors["basin_excess_risk"][i]).mean(axis=1)
-        risk_offset[i, j] = risk.mean(), risk.std(ddof=1) / np.sqrt(risk.size)
-        predicted[i, j] = s / 4 * fill
+n_values, temps = floors["n_values"], floors["temperatures"]
+offset, risk_offset = floor_offsets(floors)   # over the second half
+predicted = np.array([[s / 4 * laplace_fill(floors, i) for s in temps]
+                      for i in range(len(n_values))])      # eq-ch12-2
 
 # %%
-floor_rows = []
-for i, n in enumerate(n_values):
-    ols = population.ols_excess_risk(int(n), D_IN, P, SIGMA)
-    for j, s in enumerate(temps):
-        floor_rows.append([int(n), f"{s:.0e}", f"{offset[i, j, 0]:.2e} +- {offset[i, j, 1]:.0e}",
-                           4 * offset[i, j, 0] / s, 4 * predicted[i, j] / s,
-                           f"{risk_offset[i, j, 0]:+.2e} +- {risk_offset[i, j, 1]:.0e}",
-                           f"{floors['basin_excess_risk'][i]:.4f}", f"{ols:.4f}"])
-display(result_table(["n", "s", "F_s - Q*", "D_eff", "model", "excess-risk offset", "R*(n)",
-                      "OLS(n)"], floor_rows, number_format=".1f"))
+floor_table(floors, offset, risk_offset, predicted)
 
 # %%
-slope = risk_offset[:, -1, 0] / temps[-1]        # excess-risk offset per unit s, at the largest s
+slope = risk_offset[:, -1, 0] / temps[-1]   # per unit s, at the largest s
 s_quiet = 0.1 * floors["basin_excess_risk"] / slope
 for i, n in enumerate(n_values):
-    print(f"n = {n}: excess-risk offset / s = {slope[i]:.0f} (at s = {temps[-1]:.0e})")
-    print(f"  offset = 10% of R*(n) at s = {s_quiet[i]:.1e} (linear in s); s_0(n) = "
-          f"{base_temperature(int(n)):.1e}")
+    print(f"n = {n}: excess-risk offset / s = {slope[i]:.0f} "
+          f"(at s = {temps[-1]:.0e})")
+    print(f"  offset = 10% of R*(n) at s = {s_quiet[i]:.1e} "
+          f"(linear in s); s_0(n) = {base_temperature(int(n)):.1e}")
 
 # %% mystnb={"figure": {"caption": "Left: Gibbs-mean offset of the objective against the temperature for three sample sizes (dots: measured, dotted: quadratic model at the same iterations, black: sD/4). Right: offset of the excess risk, with 10% of the statistical floor dashed.", "name": "fig-ch12-floors"}, "image": {"alt": "Two log-log panels against temperature: left, measured objective offsets close to the dotted model lines and below the sD/4 line; right, excess-risk offsets rising with s and crossing the dashed 10%-of-floor lines."}} tags=["hide-input"]
 fig, axes_ = figure(1, 2)
@@ -597,25 +560,13 @@ axes_[1].set_xlabel("final excess risk")
 axes_[1].set_title(r"dotted: $\mathcal{R}^\star$; dashed: OLS", fontsize=9)
 plt.show()
 
-
 # %%
-def at_kappa(i, j):          # iterations to the target at the i-th kappa, or why not
-    if np.nansum(sweep["diverged"][i, j]):
-        return "diverged"
-    return f"{times[i, j]:.0f}" if np.isfinite(times[i, j]) else f">{k_cap}"
-
-
-at_ends = {name: f"{at_kappa(0, j)} / {at_kappa(len(kappas) - 1, j)}"
-           for j, name in enumerate(kappa_methods)}
-print("(a): gradient evaluations to (a); (b): iterations to (b); basin Q - Q*: median;")
-print("kappa 1 / 1000: iterations to the target at kappa = 1 / 1000 (n = 100)")
-summary_rows = []
-for k, name in enumerate(METHODS):
-    basin = np.nanmedian(side["end_min_value"][k, :chains[k]] - q_star)
-    summary_rows.append([name, f"{reach_a[k] * chains[k]:.0f}" if np.isfinite(reach_a[k]) else "never",
-                         f"{reach_b[k]:.0f}" if np.isfinite(reach_b[k]) else "never",
-                         f"{mean_risk[k, -1]:.4f}", f"{basin:.2e}", at_ends.get(name, "-")])
-result_table(["method", "(a)", "(b)", "final R", "basin Q - Q*", "kappa 1 / 1000"], summary_rows)
+at_ends = kappa_ends(sweep, times)     # at kappa = 1 and kappa = 1000
+print("(a): gradient evaluations to (a); (b): iterations to (b); "
+      "basin Q - Q*: median;")
+print("kappa 1 / 1000: iterations to the target at kappa = 1 / 1000 "
+      "(n = 100)")
+slide_table(side, q_star, means, reach_a, reach_b, at_ends)
 
 # %% [markdown]
 # **Which method when** ({numref}`fig-ch12-slide` and the table above; derived from the numbers of this chapter, for this problem):
@@ -639,9 +590,11 @@ result_table(["method", "(a)", "(b)", "final R", "basin Q - Q*", "kappa 1 / 1000
 # %% [markdown]
 # ## The papers' claims
 #
-# The measurements of this chapter bear on these claims; {doc}`the Reproduction report's page for Chapter 12 <report_ch12_bridge>` judges each from the numbers, with its threshold, the choices it varies and the replays of the stored runs:
+# {doc}`The Reproduction report's page for Chapter 12 <report_ch12_bridge>` judges each claim below from this chapter's numbers, and the [claims ledger](../book/ledger.md) collects them.
 #
+# ::::{dropdown} The claims and their verdicts
 # - {bdg-warning}`partly reproduced` **[summary]** Theorem 3.3 on Part I's problem: Langevin with a mild regularizer comes within eps of the minimum
+# ::::
 
 # %% [markdown]
 # ## Summary

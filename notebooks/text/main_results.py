@@ -15,18 +15,27 @@
 # %% [markdown]
 # # Main results
 #
-# This page is a twenty-minute read. For each of the two papers it states the theorems as the
-# summaries give them, shows one figure and lists seven findings, each with one number and a link
-# to the chapter that measures it. A last section gives the book's own two results. Every number
-# on the page is printed by a cell below, from the stored runs the chapters use; the code is
-# folded (click a cell to open it). The chapters derive and discuss each finding, and the
-# {doc}`claims ledger <../book/ledger>` gives every claim of the papers a verdict with its
-# threshold.
+# **Paper 1** (Goel, Soltanolkotabi and Bartlett {cite}`goel2026`) proves that one softmax
+# attention layer, trained for in-context linear regression by its Algorithm 1 (spectral start,
+# preconditioner, balancing regularizer), converges geometrically, up to an error that shrinks
+# with the sample size. **The book finds** the geometric rate where it lives, on the
+# infinite-sample objective, and an error falling like $1/n$, the rate of least squares. On one
+# finite sample Algorithm 1 is slow, because the data pin its orbit of minimizers only weakly, but
+# its risk stops improving within a few tens of iterations.
 #
-# Neither paper's full text was available. What the page says about the papers comes from short
-# summaries of them and from their public abstracts, and is labelled as in the introduction:
-# **[summary]**, **[abstract]**, **[derived]** (derived and checked in this book) and **[choice]**
-# (a decision of this book where the sources are silent).
+# **Paper 2** (Frangi, Mukherjee, Kumar, Sun and Sun {cite}`frangi2026`) proves that a mild
+# regularizer makes the losses of attention and LoRA Villani functions, so that their Gibbs
+# measures satisfy a Poincaré inequality and Langevin training comes within $\epsilon$ of the
+# minimum in time $O(\log(1/\epsilon))$. **The book finds** the losses Villani where it can check,
+# but only far out along their symmetry orbits, where no training run goes. At a fixed temperature
+# Langevin settles at the Gibbs mean, about $sD/4$ above the minimum. On Darcy flow a small
+# regularizer costs no accuracy but does not hold the weights' norms down.
+#
+# Below, for each paper: its statements, a picture of how it works, and the findings, each with a
+# number (printed by a folded cell) and a link to its chapter; a last section adds the book's own
+# two results. The papers' full texts were not available: their statements come from summaries and
+# abstracts, labelled as in the introduction, and the {doc}`claims ledger <../book/ledger>` gives
+# every claim a verdict with its threshold.
 
 # %% mystnb={"code_prompt_show": "Imports and settings: show {type}"} tags=["hide-input"]
 # %matplotlib inline
@@ -35,14 +44,15 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnlib import algorithm, analysis, fitting, lora, population
+from attnlib import algorithm, analysis, data, fitting, geometry, lora, population
 from attnbook import claim, experiments, ledger
 from attnlib import qk_attention, villani
 from attnbook.chapters import ch06 as chapter6, ch06b as chapter6b, ch12 as chapter12
 from attnbook.claims import ch06b as claims6b, ch11, ch12 as claims12
 from attnbook.experiments import ablations, darcy_runs, part1, part2
-from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, figure, legend_below, plot_series,
-                              use_book_style)
+from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, figure, legend_below, orbit_schematic,
+                              plot_series, tilted_orbit_schematic, use_book_style)
+from attnbook.schematics import spectral_ball_schematic, villani_chain_schematic
 from attnlib.regularizers import Regularizer
 from attnbook.tables import result_table
 
@@ -111,45 +121,70 @@ print(f"chapter 5's defaults [choice]: d = {SETTINGS.d}, p = {SETTINGS.p}, n = {
 #   higher. Algorithm 1 converges within 2000 iterations and SGD does not. From a random start,
 #   the preconditioner and the regularizer still converge fast.
 #
+# ### How it works
+#
+# Two pictures carry the argument and the book's finding about it. Near the set $S$ of global
+# minima the regularized loss is one-point strongly convex only inside a ball, which ends at a
+# saddle; the spectral start lands inside it ({numref}`fig-main-ball`, drawn on a plane of chapter
+# 3's problem), and from there each step shrinks the distance to $S$ by a fixed factor. With
+# infinitely many samples the minimizers form an orbit along which the loss is exactly flat; a
+# finite sample tilts it by a small random amount, and the smaller the tilt, the longer the
+# iterates take to settle at its lowest point ({numref}`fig-main-tilted-orbit`, chapter 6b).
+
+# %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "Schematic, drawn exactly on one plane of chapter 3's problem: the orbit of minima of the population loss (dashed), the two points of $S$ that the regularizer keeps, the saddle between them, the balls of one-point strong convexity, and the spectral start's distance to $S$ (dash-dotted): inside the ball.", "name": "fig-main-ball"}, "image": {"alt": "Shaded contour map of the loss on a plane with a dashed hyperbola, two black points on the diagonal each inside a black circle, the circles touching at a cross at the origin, and an orange dash-dotted circle inside the upper ball."}} tags=["hide-input"]
+landscape = data.default_problem(rng=np.random.default_rng(3))      # chapter 3's problem
+manifold = geometry.minimizer_manifold(landscape.Sigma, landscape.M)
+x_spec, y_spec = landscape.sample(500, rng=np.random.default_rng(32))
+start = algorithm.spectral_init(*population.empirical_moments(x_spec, y_spec))
+spectral_ball_schematic(manifold.singular_values[-1], manifold.distance(*start))
+plt.show()
+
+# %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "Schematic: the orbit of minimizers is exactly flat at infinite n and tilted at finite n; top, the loss near the orbit with its one minimizer (star); bottom, the loss along the orbit at infinite n, at n and at 4n, whose minima curve as much as the tilt is large.", "name": "fig-main-tilted-orbit"}, "image": {"alt": "Top: shaded contour map of a ring-shaped valley, the ring dashed, a star at its lowest point, arrows marking steep across and soft along. Bottom: a flat grey line and two wavy curves of the same shape, the second four times smaller, each with a star at its minimum."}} tags=["hide-input"]
+tilted_orbit_schematic()
+plt.show()
+
+# %% [markdown]
 # ### What the book measured
 #
 # The book reruns the experiment with its defaults **[choice]** ($\kappa(\Sigma) = 10$,
 # $\sigma = 0.1$, three data sets) and measures both terms of {eq}`eq-main-theorem2`.
 
-# %% tags=["hide-input"]
+# %% mystnb={"code_prompt_show": "The measurements behind these findings: show {type}"} tags=["hide-cell"]
 rows = []
 relative = defaults["excess_risk"][:, 0, METHODS.index("algorithm1")] / L_STAR
-rows.append(("1", "spectral start: (L(theta_0) - L*) / L*, median",
+rows.append(("1", "spectral start: population loss above L*, relative, median",
              f"{np.median(relative):.1%}"))
 scale = experiments.config(defaults)["init_scale"]
 orders = ablations.start_claims_grid((scale, math.sqrt(SETTINGS.d)),
                                      (SETTINGS.noise_std,))["log10_ratio"][:, 0]
-rows.append(("2", f"log10 start loss random/spectral; N(0, c^2/d), c = {scale} / sqrt(d)",
-             f"{orders[0]:.2f} / {orders[1]:.2f}"))
+rows.append(("2", f"initial loss, random over spectral start, log10: entries of variance "
+             f"{scale}^2 / d, of variance 1", f"{orders[0]:.2f} / {orders[1]:.2f}"))
 problem, (x, y), _ = ablations.defaults_data(0, kappa=1000.0)     # chapter 4's ill-conditioned case
 closed_form = algorithm.closed_form_loss(*population.empirical_moments(x, y))
 risk = {pre: algorithm.train(closed_form, algorithm.Method(init="random", precondition=pre, lam=1.0),
                              iterations=100, problem=problem, rng=np.random.default_rng(100)
                              ).history["excess_risk"][-1] for pre in (True, False)}
-rows.append(("3", "kappa(Sigma) = 1000, k = 100: excess risk, precond. / plain",
+rows.append(("3", "condition number 1000, 100 iterations: excess risk, with the "
+             "preconditioner over without",
              f"{risk[True] / risk[False]:.2g}"))
 headline = ablations.headline_comparison(0)                        # population objective, live
 population_gap = headline["gap_population"] / headline["gap_population"][0]
 first = headline["iteration"][int(analysis.iterations_to_threshold(population_gap, 1e-3))]
-rows.append(("4", "population objective: iterations to 1e-3 of the gap", f"{first}"))
+rows.append(("4", "infinite-sample objective: iterations to shrink the gap 1000-fold",
+             f"{first}"))
 lowest = part1.lowest_known_minima()
 best = np.array([lowest[s]["value"] for s in SEEDS])
 finite_gap = defaults["objective"][:, :, METHODS.index("algorithm1")] - best[:, None]
 left = np.median(finite_gap[:, -1] / finite_gap[:, 0])
-rows.append(("5", f"n = {SETTINGS.n}, k = {defaults['iteration'][-1]}: share of the gap left, "
-             "median", f"{left:.0%}"))
+rows.append(("5", f"n = {SETTINGS.n}, after {defaults['iteration'][-1]} iterations: share of "
+             "the optimization gap left, median", f"{left:.0%}"))
 noise = list(scaling["noise_levels"])
 closed_n, closed = scaling["closed_n_values"], scaling["closed_spectral_excess_risk"]
 late = closed_n >= 1600
 slope = fitting.fit_power_law(closed_n[late], closed[noise.index(0.0)][late]).exponent
 bound_slope = -2 + 6 / np.log(closed_n[-1])
-rows.append(("6", f"sigma = 0, closed form, n = 1600..{closed_n[-1]}: slope "
-             f"(bound: {bound_slope:.2f})", f"{slope:.2f}"))
+rows.append(("6", f"no noise, closed-form minimizer, n = 1600 to {closed_n[-1]}: slope in "
+             f"log-log (the bound's: {bound_slope:.2f})", f"{slope:.2f}"))
 n_values, final = scaling["n_values"], scaling["finite_excess_risk"][..., -1]   # (noise, n, seed)
 noisy, rate_n = noise.index(SETTINGS.noise_std), scaling["n_values"] >= 200
 exponent = {name: fitting.fit_power_law(n_values[rate_n], values[noisy][rate_n]).exponent
@@ -157,8 +192,8 @@ exponent = {name: fitting.fit_power_law(n_values[rate_n], values[noisy][rate_n])
 formula = [population.ols_excess_risk(int(n), SETTINGS.d, SETTINGS.p, SETTINGS.noise_std)
            for n in n_values[rate_n]]
 level = np.median(np.median(final[noisy][rate_n], axis=1) / formula)
-rows.append(("7", f"sigma = {SETTINGS.noise_std}, n >= 200: |exponent - OLS exponent|; "
-             "level / OLS", f"{abs(exponent['alg1'] - exponent['ols']):.3f}; "
+rows.append(("7", f"noise {SETTINGS.noise_std}, n >= 200: exponent's distance to least "
+             "squares'; level over least squares", f"{abs(exponent['alg1'] - exponent['ols']):.3f}; "
              f"{level:.1f}"))
 result_table(["", "measured", "value"], rows)
 
@@ -297,24 +332,47 @@ plt.show()
 #   contain them; and the unregularized generalization gap grows while the regularized ones stay
 #   stable and lower.
 #
+# ### How it works
+#
+# The argument is a chain of three statements ({numref}`fig-main-villani-chain`, chapter 7): the
+# Villani condition on the regularized loss gives a Poincaré inequality for its Gibbs measure,
+# and the inequality makes the law of the Langevin chains converge to that measure exponentially.
+# Theorems 3.1 and 3.2 supply the first link for attention and LoRA. Where the regularizer earns
+# the condition shows on the orbit through a stationary point ({numref}`fig-main-orbit`, chapter
+# 8's attention instance, to scale): the data loss is the same all along it, and the Villani
+# quantity is negative between two crossover radii and positive only beyond them.
+
+# %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "Schematic: the chain from the Villani condition on the potential $f$ to a Poincar\u00e9 inequality for the Gibbs measure and to exponential convergence of the Langevin law in chi-square, each arrow labelled with the theorem it rests on.", "name": "fig-main-villani-chain"}, "image": {"alt": "Three stacked boxes joined by downward arrows: the Villani condition, the Poincare inequality and the Langevin law converging in chi-square; the arrows are labelled Villani's theorem and Theorem 3.3, and a grey arrow from Theorems 3.1 and 3.2 enters the top box."}} tags=["hide-input"]
+villani_chain_schematic()
+plt.show()
+
+# %% mystnb={"code_prompt_show": "Drawing code: show {type}", "figure": {"caption": "Schematic, drawn to scale on chapter 8's attention instance: the orbit through a stationary point in the plane of the block norms, on which the data loss is constant, with the log regularizer's crossovers beyond which its gradient dominates and the Villani quantity is positive ($\\lambda = 0.01$, $s = 1$).", "name": "fig-main-orbit"}, "image": {"alt": "A straight line of slope minus one in the plane of log10 of the norms of W_Q and W_K, dashed between two open circles at the crossover radii and solid beyond them, with arrows showing the direction of minus the regularizer's gradient."}} tags=["hide-input"]
+instance = qk_attention.make_problem(rng=np.random.default_rng(8), n=6, N=5, d=3, d_k=2,
+                                     noise_std=0.5)                    # chapter 8's instance
+theta_star, _ = villani.minimize_data_loss(instance, instance.theta_teacher)
+orbit = villani.orbit_constants(instance, theta_star)
+log_form = Regularizer("log", 0.01)
+orbit_schematic(orbit, villani.orbit_crossovers(orbit, log_form, 1.0), log_form, ("W_Q", "W_K"),
+                r"attention, log form, $\lambda = 0.01$, $s = 1$")
+plt.show()
+
+# %% [markdown]
 # ### What the book measured
 #
 # The book checks the theorems on small instances, where the Villani quantity can be computed
 # exactly along a symmetry orbit, runs Langevin chains on them, and reruns the Darcy experiment at
 # a small scale with three optimizers **[choice]**.
 
-# %% tags=["hide-input"]
+# %% mystnb={"code_prompt_show": "The measurements behind these findings: show {type}"} tags=["hide-cell"]
 rows = []
-instance = qk_attention.make_problem(rng=np.random.default_rng(8), n=6, N=5, d=3, d_k=2,
-                                     noise_std=0.5)                    # chapter 8's instance
 radii = np.linspace(0.0, 12.0, 61)                           # radii[30] = 6, radii[60] = 12
 log_z = villani.radial_log_partition(instance, 1.0, radii, n_directions=200,
                                            rng=np.random.default_rng(3))
-rows.append(("1", f"no regularizer, D = {instance.dim}: log Z_R growth R = 6 -> 12 / (D log 2)",
+rows.append(("1", f"no regularizer, D = {instance.dim}: growth of log Z_R from R = 6 to 12, "
+             "in units of D log 2",
              f"{(log_z[60] - log_z[30]) / (instance.dim * math.log(2)):.2f}"))
-theta_star, _ = villani.minimize_data_loss(instance, instance.theta_teacher)
-orbit = villani.orbit_constants(instance, theta_star)
-rows.append(("2", "weight decay, lambda = 0.01: fails on the orbit for s >",
+rows.append(("2", "weight decay 0.01: fails the Villani condition on the orbit above "
+             "the temperature",
              f"{villani.weight_decay_threshold(orbit, 0.01):.1e}"))
 mild = {"log": Regularizer("log", 0.01)}
 lora_instance = lora.make_problem(rng=np.random.default_rng(0), n=20, d=3, width=8, rank=2,
@@ -322,14 +380,14 @@ lora_instance = lora.make_problem(rng=np.random.default_rng(0), n=20, d=3, width
 lora_star, _ = part2.lora_stationary_point(lora_instance)
 crossover = (part2.villani_evidence(instance, theta_star, mild, 1.0)["log"][0],
              part2.villani_evidence(lora_instance, lora_star, mild, 1.0)["log"][0])
-rows.append(("3", "log form, lambda = 0.01, s = 1: log10 crossover, attn / LoRA",
+rows.append(("3", "log form 0.01, s = 1: crossover radius, log10, attention / LoRA",
              f"{crossover[0]:.1f} / {crossover[1]:.1f}"))
 offsets = []
 run = experiments.load("langevin_temperatures_attention")               # chapter 10's chains
 run_config, f_star = experiments.config(run), float(run["f_star"])
 for j, s in enumerate(run_config["temperatures"]):
     offsets.append((run["tail_mean"][j] - f_star) / (s * run_config["dim"] / 4))
-rows.append(("4", "attention: (F_s - f*) / (s D / 4), three temperatures",
+rows.append(("4", "attention: Gibbs offset over s D / 4, three temperatures",
              f"{min(offsets):.2f} to {max(offsets):.2f}"))
 theorem_33 = {claim_id: recorded(claim_id)               # chapter 10's three readings, its records
               for claim_id in ("p2-log-time", "p2-exponential-approach", "p2-log-time-annealed")}
@@ -346,9 +404,11 @@ summary = {name: darcy_runs.summarize_phase2(run, last=20) for name, run in darc
 strength = experiments.config(darcy["adam"])["lam"]
 same = max(ch11.accuracy_gap(summary[name], form, metric=metric) for name in summary
            for form in ("log", "power") for metric in ("rmse", "rel_l2"))
-rows.append(("6", f"Darcy, lambda = {strength:g}: largest error difference to none", f"{same:.1%}"))
+rows.append(("6", f"Darcy, lambda = {strength:g}: largest test-error difference to no "
+             "regularizer", f"{same:.1%}"))
 noisy_run = summary["noisy"]
-rows.append(("7", "Darcy, noisy SGD: (growth - 2 SE) / start; log / none",
+rows.append(("7", "Darcy, noisy SGD: norm growth beyond 2 SE, over the start; log "
+             "over none",
              f"{ch11.relative_growth(noisy_run['none']):.2f}; "
              f"{noisy_run['log']['growth_WQ'] / noisy_run['none']['growth_WQ']:.2f}"))
 display(result_table(["", "measured", "value"], rows))
@@ -442,7 +502,7 @@ plt.show()
 # itself is studied ({doc}`chapter 6b <../notebooks/ch06b_finite_sample>`,
 # {numref}`fig-ch06b-orbit`).
 
-# %% tags=["hide-input"]
+# %% mystnb={"code_prompt_show": "The measurements behind these findings: show {type}"} tags=["hide-cell"]
 methods_run = experiments.load("finite_sample_methods")            # chapter 6b's runs
 spectra = experiments.load("finite_sample_spectra")
 smallest, geometric = chapter6.slowest_curvatures(spectra["hessian"], chapter6b.N_SLOW)
@@ -507,7 +567,7 @@ print(f"the law [derived]: {claims6b.CLAIMS['book-orbit-curvature-corrected']}\n
 # ({doc}`chapter 12's report page <../notebooks/report_ch12_bridge>`,
 # {numref}`fig-ch12-side-by-side`).
 
-# %% tags=["hide-input"]
+# %% mystnb={"code_prompt_show": "The measurements behind these findings: show {type}"} tags=["hide-cell"]
 side = experiments.load("bridge_side_by_side")                     # chapter 12's runs
 minima = chapter12.certified_minima(side)
 chains, mean_gap, mean_risk = chapter12.chain_means(side, minima.q_star)
