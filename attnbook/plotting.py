@@ -34,7 +34,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from cycler import cycler
 
-from attnlib._validation import check_int, check_positive
+from attnlib._validation import check_in_range, check_int, check_positive
 
 if TYPE_CHECKING:
     from attnlib.regularizers import Regularizer
@@ -46,8 +46,9 @@ __all__ = ["DPI", "PIXEL_RATIO", "WIDTHS", "OKABE_ITO", "NEUTRAL_GREY", "CYCLE_C
            "SERIES", "SERIES_GROUPS", "METHOD_COLOURS", "CVD", "MIN_DELTA_E", "MAX_COLUMNS",
            "MAX_ROWS", "use_book_style", "figure",
            "series_style", "delta_e", "smallest_text_px", "confusable_series", "figure_png",
-           "png_records", "orbit_schematic", "NARROW_WIDTH", "SHRINK_WIDTH", "SHRUNK_WIDTH",
-           "NARROW_METADATA_KEY", "narrow_figure"]
+           "png_records", "orbit_schematic", "tilted_orbit_schematic", "TILTED_ORBIT_CURVES",
+           "LEGEND_LOCATIONS", "NARROW_WIDTH", "SHRINK_WIDTH", "SHRUNK_WIDTH", "NARROW_METADATA_KEY",
+           "narrow_figure"]
 
 #: Dots per inch of the figure layout (one CSS pixel per dot when shown at natural size).
 DPI = 100
@@ -615,6 +616,12 @@ TILTED_ORBIT_CURVES = ((0.0, NEUTRAL_GREY, "$n = \\infty$: flat"),
                        (0.25, OKABE_ITO["orange"], "$4n$: tilt $\\epsilon/4$"))
 
 
+#: The legend positions matplotlib accepts by name.
+LEGEND_LOCATIONS = frozenset({"best", "upper right", "upper left", "lower left", "lower right",
+                              "right", "center left", "center right", "lower center",
+                              "upper center", "center"})
+
+
 def _orbit_tilt(t):
     """A fixed smooth function of the position on the orbit, standing for the random tilt."""
     return 0.55 * np.cos(t - 0.7) + 0.3 * np.cos(2 * t + 1.9) + 0.15 * np.cos(3 * t - 0.4)
@@ -634,6 +641,10 @@ def tilted_orbit_schematic(curves=TILTED_ORBIT_CURVES, *, height: float = 5.6,
     curves = tuple(curves)
     if not curves or not all(len(curve) == 3 for curve in curves):
         raise ValueError(f"curves: expected (scale, colour, label) triples, got {curves!r}")
+    height = check_in_range("height", height, 0.0, 30.0, closed=(False, True))
+    if legend_loc not in LEGEND_LOCATIONS:
+        raise ValueError(f"legend_loc must be one of {sorted(LEGEND_LOCATIONS)}, got "
+                         f"{legend_loc!r}")
     theta = np.linspace(0, 2 * np.pi, 400)
     t_min = theta[np.argmin(_orbit_tilt(theta))]
     fig, axes = figure(2, 1, width="small", height=height,

@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlib._validation import check_positive
+from attnlib._validation import as_matrix, check_in_range, check_int, check_positive
 from attnbook.plotting import NEUTRAL_GREY, OKABE_ITO, figure
 
-__all__ = ["gibbs_schematic", "vit_schematic", "spectral_ball_schematic",
+__all__ = ["MAX_DRAWN_SIZE", "gibbs_schematic", "vit_schematic", "spectral_ball_schematic",
            "villani_chain_schematic"]
+
+#: Largest size a schematic labels or draws to scale (a width, a key dimension, a singular value):
+#: beyond it the picture says nothing more.
+MAX_DRAWN_SIZE = 10 ** 6
 
 
 def _box(ax, x, y, text, colour, *, fontsize=10):
@@ -111,12 +115,14 @@ def vit_schematic(a_field: np.ndarray, u_field: np.ndarray, *, patch: int, width
     weight) and Phase 2 (only ``W_Q, W_K``, three losses, three optimisers). Returns the figure
     (drawn at the "small" width).
     """
-    a_field, u_field = np.asarray(a_field, dtype=float), np.asarray(u_field, dtype=float)
-    if a_field.ndim != 2 or a_field.shape != u_field.shape or a_field.shape[0] != a_field.shape[1]:
-        raise ValueError(f"a_field, u_field: expected two square fields of one shape, got "
-                         f"{a_field.shape} and {u_field.shape}")
+    a_field = as_matrix("a_field", a_field)
     size = a_field.shape[0]
-    if not 0 < patch <= size or size % patch:
+    a_field = as_matrix("a_field", a_field, shape=(size, size))
+    u_field = as_matrix("u_field", u_field, shape=(size, size))
+    patch = check_int("patch", patch, minimum=1, maximum=size)
+    width = check_int("width", width, minimum=1, maximum=MAX_DRAWN_SIZE)
+    key_dim = check_int("key_dim", key_dim, minimum=1, maximum=MAX_DRAWN_SIZE)
+    if size % patch:
         raise ValueError(f"patch must divide the field's size {size}, got {patch!r}")
     tokens = (size // patch) ** 2
     phase2 = OKABE_ITO["vermillion"]
@@ -168,7 +174,8 @@ def spectral_ball_schematic(s_min: float, r_start: float, lam: float = 1.0):
     dash-dotted circle has the spectral start's distance ``r_start`` to ``S``; the legend gives
     both radii. Returns the figure (drawn at the "small" width).
     """
-    s_min, r_start = check_positive("s_min", s_min), check_positive("r_start", r_start)
+    s_min = check_in_range("s_min", s_min, 0.0, MAX_DRAWN_SIZE, closed=(False, True))
+    r_start = check_in_range("r_start", r_start, 0.0, MAX_DRAWN_SIZE, closed=(False, True))
     lam = check_positive("lam", lam)
     from matplotlib.patches import Circle
 

@@ -55,7 +55,7 @@ import attnlib
 from attnlib import (algorithm, analysis, attention, bridge, darcy, data, fitting, geometry,
                      landscape, langevin, lora, optim, orbit, population, potentials, qk_attention,
                      reference, regularizers, runs, symbolic, sweep, villani, vit)
-from attnbook import plotting, tables, verdicts
+from attnbook import plotting, schematics, tables, verdicts
 from attnbook import claims, experiments
 from attnlib._validation import _non_finite
 from attnbook.experiments._tasks import merge_tasks
@@ -431,6 +431,13 @@ def examples(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "plotting.figure_png": lambda: dict(fig=_line_figure()),
         "plotting.png_records": lambda: dict(png=plotting.figure_png(_line_figure())),
         "plotting.smallest_text_px": lambda: dict(fig=_line_figure()),
+        "plotting.tilted_orbit_schematic": lambda: dict(
+            curves=plotting.TILTED_ORBIT_CURVES[:2], height=4.0, legend_loc="lower right"),
+        "schematics.gibbs_schematic": lambda: dict(s=2.0, lam=0.15),
+        "schematics.vit_schematic": lambda: dict(
+            a_field=c["dataset"].a[0], u_field=c["dataset"].u[0], patch=4, width=4, key_dim=2),
+        "schematics.spectral_ball_schematic": lambda: dict(s_min=0.5, r_start=0.2, lam=1.0),
+        "schematics.villani_chain_schematic": lambda: dict(),
         "plotting.orbit_schematic": lambda: dict(
             constants=villani.OrbitConstants(a=1.0, b=1.0, q=2.0, k=0.5, dim1=2, dim2=2),
             crossing=villani.OrbitCrossovers(up=3.0, down=2.0),

@@ -63,7 +63,7 @@ def test_the_vit_schematic_counts_its_tokens_and_names_bad_fields() -> None:
     a, u = _fields()
     with pytest.raises(ValueError, match="patch"):
         schematics.vit_schematic(a, u, patch=5, width=32, key_dim=8)
-    with pytest.raises(ValueError, match="square"):
+    with pytest.raises(ValueError, match="u_field"):
         schematics.vit_schematic(a, u[:, :-1], patch=4, width=32, key_dim=8)
 
 

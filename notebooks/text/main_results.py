@@ -47,8 +47,13 @@ import numpy as np
 from attnlib import algorithm, analysis, data, fitting, geometry, lora, population
 from attnbook import claim, experiments, ledger
 from attnlib import qk_attention, villani
-from attnbook.chapters import ch06 as chapter6, ch06b as chapter6b, ch12 as chapter12
-from attnbook.claims import ch06b as claims6b, ch11, ch12 as claims12
+import attnbook.chapters.ch06
+import attnbook.chapters.ch06b
+import attnbook.chapters.ch12
+import attnbook.claims.ch06b
+import attnbook.claims.ch12
+from attnbook import chapters, claims
+from attnbook.claims import ch11
 from attnbook.experiments import ablations, darcy_runs, part1, part2
 from attnbook.plotting import (NEUTRAL_GREY, OKABE_ITO, figure, legend_below, orbit_schematic,
                               plot_series, tilted_orbit_schematic, use_book_style)
@@ -505,9 +510,9 @@ plt.show()
 # %% mystnb={"code_prompt_show": "The measurements behind these findings: show {type}"} tags=["hide-cell"]
 methods_run = experiments.load("finite_sample_methods")            # chapter 6b's runs
 spectra = experiments.load("finite_sample_spectra")
-smallest, geometric = chapter6.slowest_curvatures(spectra["hessian"], chapter6b.N_SLOW)
+smallest, geometric = chapters.ch06.slowest_curvatures(spectra["hessian"], chapters.ch06b.N_SLOW)
 spectra_noise, n_spec = list(spectra["noise_levels"]), spectra["n_values"]
-rows = [("orbit dimension d(d - 1) / 2", f"{chapter6b.N_SLOW}"),
+rows = [("orbit dimension d(d - 1) / 2", f"{chapters.ch06b.N_SLOW}"),
         ("sample sizes n", f"{n_spec[0]} to {n_spec[-1]}")]
 first_law, corrected_law = {}, {}       # as chapter 6b: (exponent, stderr, derived exponent)
 for k, sigma in enumerate(spectra_noise):
@@ -518,7 +523,7 @@ for k, sigma in enumerate(spectra_noise):
         corrected_law[f"sigma = {sigma:g}, {quantity}"] = (fit.exponent, fit.stderr, -1.0)
         rows.append((f"sigma = {sigma:g}, {quantity} of the 45 eigenvalues ~ n^b, b",
                      f"{fit.exponent:+.2f} +- {fit.stderr:.2f}"))
-needed = chapter6.iterations_to_shrink(
+needed = chapters.ch06.iterations_to_shrink(
     methods_run["step"], smallest[spectra_noise.index(SETTINGS.noise_std)], factor=1e6)
 rows.append(("Algorithm 1: iterations for 1e6 in the slowest mode ~ n^b, b",
              f"{fitting.fit_power_law(methods_run['n_values'], needed).exponent:.2f}"))
@@ -527,15 +532,15 @@ rows.append(("Algorithm 1: latest iteration of its lowest excess risk",
 display(result_table(["measured", "value"], rows))
 tilt = [shown.verdict for shown in ledger.printed_verdicts(     # the chapter's Monte Carlo record
     ledger.ROOT / "notebooks" / "ch06b_finite_sample.ipynb")
-    if shown.verdict.claim == claims6b.CLAIMS["book-shared-key-tilt"]][-1]
+    if shown.verdict.claim == claims.ch06b.CLAIMS["book-shared-key-tilt"]][-1]
 noise_free = {key: fit for key, fit in first_law.items() if key.startswith("sigma = 0,")}
 laws = [("book-orbit-curvature-law", "first law, the rule fixed before the runs",
-         claims6b.curvature_law(first_law)),
-        ("book-orbit-curvature-law", "its noise-free n^-3/2 alone", claims6b.curvature_law(noise_free)),
+         claims.ch06b.curvature_law(first_law)),
+        ("book-orbit-curvature-law", "its noise-free n^-3/2 alone", claims.ch06b.curvature_law(noise_free)),
         ("book-shared-key-tilt", "Monte Carlo, the chapter's record", tilt),
         ("book-orbit-curvature-corrected", "the corrected law",
-         claims6b.curvature_law(corrected_law, claim="book-orbit-curvature-corrected"))]
-print(f"the law [derived]: {claims6b.CLAIMS['book-orbit-curvature-corrected']}\n"
+         claims.ch06b.curvature_law(corrected_law, claim="book-orbit-curvature-corrected"))]
+print(f"the law [derived]: {claims.ch06b.CLAIMS['book-orbit-curvature-corrected']}\n"
       "chapter 6b's verdicts, by its rules:\n"
       + "\n".join(f"  {claim_id} ({what}): {verdict.status}" for claim_id, what, verdict in laws))
 
@@ -569,24 +574,24 @@ print(f"the law [derived]: {claims6b.CLAIMS['book-orbit-curvature-corrected']}\n
 
 # %% mystnb={"code_prompt_show": "The measurements behind these findings: show {type}"} tags=["hide-cell"]
 side = experiments.load("bridge_side_by_side")                     # chapter 12's runs
-minima = chapter12.certified_minima(side)
-chains, mean_gap, mean_risk = chapter12.chain_means(side, minima.q_star)
-reach_a, reach_b = chapter12.iterations_to_targets(side["iteration"], mean_gap, mean_risk,
+minima = chapters.ch12.certified_minima(side)
+chains, mean_gap, mean_risk = chapters.ch12.chain_means(side, minima.q_star)
+reach_a, reach_b = chapters.ch12.iterations_to_targets(side["iteration"], mean_gap, mean_risk,
                                                    minima.r_star)
 rows = []
 for k, name in enumerate(experiments.config(side)["methods"]):
     reached = np.isfinite(reach_a[k])
     rows.append((name, f"{reach_a[k]:.0f}" if reached else "never",
                  f"{reach_a[k] * chains[k]:.0f}" if reached else "never",
-                 f"{mean_gap[k, -1] / (chapter12.GAP_TARGET * mean_gap[k, 0]):.1f}"))
+                 f"{mean_gap[k, -1] / (chapters.ch12.GAP_TARGET * mean_gap[k, 0]):.1f}"))
 print(f"lowest certified minimum: from the {minima.origins[minima.lowest]},\n"
       f"  excess risk R* = {minima.r_star:.4f}; lowest excess risk of a certified minimum "
       f"{minima.excess_risks.min():.4f}")
 print(f"eps = 1e-3 x a method's initial gap; methods within eps by iteration "
       f"{side['iteration'][-1]}: {int(np.isfinite(reach_b).sum())}")
 display(result_table(["method", "iters to 1.1 R*", "gradient evals", "final gap / eps"], rows))
-inputs = chapter12.theorem_33_inputs(side, mean_gap)
-theorem, _ = claims12.theorem_33_on_part1(inputs.gap_over_eps, inputs.offset_over_eps)
+inputs = chapters.ch12.theorem_33_inputs(side, mean_gap)
+theorem, _ = claims.ch12.theorem_33_on_part1(inputs.gap_over_eps, inputs.offset_over_eps)
 print("Theorem 3.3 on this problem: final gap / eps; Gibbs offset s D / 4 at the final s / eps\n"
       + "\n".join(f"  {name}: {inputs.gap_over_eps[name]:.3g}; {inputs.offset_over_eps[name]:.3g}"
                    for name in inputs.eps)
