@@ -1,41 +1,61 @@
-"""Grade a folder of problem-set submissions, one CSV of scores.
+"""Grade a folder of problem-set submissions: one sheet of automatic and written scores.
 
 Usage (from the repository root, with the environment's Python)::
 
     .venv/bin/python scripts/grade.py AUTOGRADER SUBMISSIONS/ [--out scores.csv]
-        [--timeout 600] [--jobs 1] [--memory-mb 4096] [--engine sandbox|otter]
+        [--written MARKS.csv] [--answers FOLDER] [--pdf] [--timeout 600] [--jobs 1]
+        [--memory-mb 4096] [--engine sandbox|otter]
+    .venv/bin/python scripts/grade.py AUTOGRADER --merge [--out scores.csv] [--written MARKS.csv]
 
 ``AUTOGRADER`` is the instructor's autograder zip of a problem set, in its folder (the instructor
 edition's ``problem_sets/NAME/``, or ``otter assign``'s ``autograder/``), which also holds the
 reference solutions.
 
-The default engine, ``sandbox``, is the trusted path (book/teaching_guide.md, "Grading
-security"). The checks (public and hidden, read from the zip) never enter a submission's
+**The sheet** (``--out``, a CSV) has one row per submission: ``status`` (``graded``,
+``timeout``, ``error``), the ``automatic`` points and their maximum, the ``written`` points and
+theirs, ``total`` and ``max`` (both kinds), ``unmarked`` (written questions still without a
+mark), one column per automatically checked question and one per written question, the grading
+time, the user id it ran as, ``flags`` (what a human should read before trusting a score) and
+``message`` (why a question scored 0, or why the submission did). Rows are appended as the
+submissions are graded, so a batch that is stopped keeps the rows graded so far; at the end the
+whole sheet, sorted, is written beside it and moved over it in one step. Text that comes from a
+submission (its file name, its error messages) is cut to a bounded length, has its control
+characters replaced, and never starts a cell with a spreadsheet formula character.
+
+**Written questions** are marked by hand: grading also writes one HTML page per submission
+with its written answers beside each prompt and rubric (``--answers``, default
+``SHEET-written/``; ``--pdf`` prints each to PDF with Chromium) and a marks file to fill in
+(``--written``, default ``SHEET-written.csv``: a row per submission, a column per written
+question; rows for new submissions are appended, marks already there are kept). ``--merge``
+then copies the marks into the sheet without grading again (every run merges them too).
+
+The default engine, ``sandbox``, is the trusted path (book/teaching_guide.md, "Grading"). Before anything else it starts one trivial sandbox and stops, with one line and a
+nonzero exit, when that fails (``bwrap`` missing, or a host without unprivileged user
+namespaces). The checks (public and hidden, read from the zip) never enter a submission's
 sandbox: they are first run here, in the grader's process, with each answer function replaced by
 a recorder around the reference solution, which notes every call's arguments. Each submission's
 notebook then runs in a bubblewrap sandbox of its own (``bwrap``; Debian package
-``bubblewrap``): as an unprivileged user id of its own (when the grader runs as root) in new
-user, mount, PID, network, IPC and UTS namespaces; it sees the system's ``/usr``, the Python
-environment read-only, an ``attnlib`` whose functions that answer a question are withheld
-(``WITHHELD`` in grading_checks.py: their bodies raise), its notebook and a private scratch
-folder, and nothing else (no tests, no solutions, no other submission, no grader arguments, no
-network); it has limits on time, memory, processes and file size, and every process it started
-is killed when it ends (PID namespace, ``--die-with-parent``, and a sweep of its user id). In
-the sandbox each recorded call is made on the submission's own function (which must be defined
-in a notebook cell) and only the returned values come back, as JSON. Finally the checks run
-again here with the answers replaced by those values: a submission's code never runs in the
-process that judges it. A notebook that is missing, not JSON, or that breaks scores 0 with the
-reason in the CSV; it never stops the batch.
+``bubblewrap``) per group of questions (``GROUPS`` in grading_checks.py): as an unprivileged user
+id of its own (when the grader runs as root) in new user, mount, PID, network, IPC and UTS
+namespaces, under a seccomp filter refusing the system calls Docker's default profile refuses
+(``scripts/seccomp_filter.py``); it sees the system's ``/usr``, the Python environment
+read-only, an ``attnlib`` in which every function the group's checks do not allow is withheld
+(``scripts/library_wall.py``: the allowed ones, what the setup cells call and what those reach
+keep their code, the rest only raise), its notebook and a private scratch folder, and nothing
+else (no tests, no solutions, no other submission, no grader arguments, no network); it has
+limits on time, memory, processes and file size, and every process it started is killed when
+it ends (PID namespace, ``--die-with-parent``, and a sweep of its user id). In the sandbox each
+recorded call is made on the submission's own function (which must be defined in a notebook
+cell) and only the returned values come back, as JSON lines on a pipe. The notebook's code can
+write to that pipe too: every line is checked against the records' schema (types, sizes,
+nesting) and anything else is dropped and flagged. Finally the checks run again here with the
+answers replaced by those values: a submission's code never runs in the process that judges
+it. A notebook that is missing, not JSON, or that breaks scores 0 with the reason in the sheet,
+and so does any failure of the grader on one submission: it never stops the batch.
 
 ``--engine otter`` is the previous path, ``otter run`` in a temporary folder per submission
 (the checks run in the submission's own process): kept for comparison with Gradescope, it is not
 safe against a student who games the checks.
-
-The CSV has one row per submission: status (``graded``, ``timeout``, ``error``), total and
-maximum score, one column per question, the grading time, the user id it ran as, ``flags``
-(what a human should read: an answer that is not the notebook's own function or that called a
-withheld attnlib function, found in the sandbox; code that touches the grader, found by reading
-the source) and ``message`` (why a question scored 0, or why the submission did).
 """
 
 from __future__ import annotations
@@ -43,20 +63,33 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
-import csv
+import copy
+import io
 import json
 import os
+import pickle
 import pwd
-import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import zipfile
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+
+if str(Path(__file__).resolve().parent) not in sys.path:     # the helper modules beside it
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import library_wall  # noqa: E402
+import written_answers  # noqa: E402
+from grade_records import Records, parse_records  # noqa: E402
+from grade_sheet import FLAG_LIMIT, Result, Sheet, cell_text, sheet_key  # noqa: E402
+from grade_sheet import merged_rows, replace_rows  # noqa: E402
+from grade_sandbox import Sandbox, SandboxUnavailable, check_sandbox  # noqa: E402
+from grade_sandbox import make_sandbox, run_sandboxed  # noqa: E402
 
 # Names whose use in a submission is flagged for a human to read (see the module docstring).
 SUSPICIOUS_MODULES = {"builtins", "inspect", "importlib", "gc", "ctypes", "subprocess",
@@ -65,21 +98,6 @@ SUSPICIOUS_CALLS = {"exec", "eval", "compile", "open", "__import__", "setattr", 
                     "getattr", "vars"}
 SUSPICIOUS_TEXT = ("../source", "tests/", "grading_checks", "results.json", "setprofile", "otter.test_files", "otter.execute", "GradingResults",
                    "settrace", "__builtins__", "__code__", "__globals__")
-
-
-@dataclass
-class Result:
-    """One submission's row of the CSV."""
-
-    submission: str
-    status: str
-    seconds: float
-    user: str
-    scores: dict[str, float] = field(default_factory=dict)
-    max_scores: dict[str, float] = field(default_factory=dict)
-    flags: list[str] = field(default_factory=list)
-    message: str = ""
-
 
 def code_cells(notebook: Path) -> list[str]:
     """The source of every code cell of ``notebook`` (IPython magics blanked out)."""
@@ -122,6 +140,13 @@ def flags(notebook: Path) -> list[str]:
                             if isinstance(root, ast.Name) and root.id in imported:
                                 found.add(f"rebinds {ast.unparse(part)}")
     return sorted(found)
+
+
+# ---------------------------------------------------------------------------------------------
+# The previous engine: otter run per submission (not safe against gaming; see the docstring).
+# ---------------------------------------------------------------------------------------------
+
+_OTTER_RUNNING: set[subprocess.Popen] = set()       # stopped on Ctrl-C (grade_folder)
 
 
 def _descendants(pid: int) -> list[int]:
@@ -207,15 +232,18 @@ def grade_one(autograder: Path, submission: Path, *, otter: str, timeout: float,
             [otter, "run", "-a", "autograder.zip", "-o", "out", "--no-logo", submission.name],
             cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True, **ids)
+        _OTTER_RUNNING.add(process)
         try:
             output, _ = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _stop(process)
             result.status, result.message = "timeout", f"stopped after {timeout:g} s"
             return result
+        finally:
+            _OTTER_RUNNING.discard(process)
         results = work / "out" / "results.json"
         if process.returncode or not results.exists():
-            result.message = (output or "")[-500:].replace("\n", " ")
+            result.message = (output or "")[-500:]
             return result
         for test in json.loads(results.read_text())["tests"]:
             if "max_score" in test:
@@ -245,6 +273,11 @@ notebook_name = sys.argv[1]
 ns = {"__name__": "__main__", "__builtins__": __builtins__}
 def report(record):
     out.write(json.dumps(record) + "\n"); out.flush()
+try:                                                 # reports each call of a withheld function
+    import attnlib._withheld as withheld
+    withheld.REPORT_FD = out.fileno()
+except ImportError:
+    withheld = types.SimpleNamespace()
 try:
     cells = json.load(open("/grader/" + notebook_name))["cells"]
     sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
@@ -258,6 +291,7 @@ for index, source in enumerate(sources):
     text = "\n".join(lines)
     if "otter.Notebook(" in text or text.strip().startswith(("grader.check", "grader.export")):
         continue                                     # otter's own cells: no checks are here
+    withheld.DURING = f"cell {index}"
     try:
         exec(compile(text, f"<cell {index}>", "exec"), ns)
     except BaseException as error:                  # a cell that fails does not stop the rest
@@ -287,6 +321,7 @@ def encode(value, depth=0):
         return {"__dict__": [[str(k), encode(v, depth + 1)] for k, v in value.items()]}
     raise TypeError(f"answers of type {type(value).__name__} are not graded")
 for call_id, name, args, kwargs in calls:
+    withheld.DURING = call_id
     function = ns.get(name)
     own = isinstance(function, types.FunctionType)
     if not own or not function.__code__.co_filename.startswith("<cell "):
@@ -299,39 +334,9 @@ for call_id, name, args, kwargs in calls:
         value = function(*args, **kwargs)
         report({"id": call_id, "value": encode(value)})
     except BaseException as error:
-        report({"id": call_id, "error": f"{type(error).__name__}: {error}"[:300],
-                "withheld": "withheld while grading" in str(error)})
+        report({"id": call_id, "error": f"{type(error).__name__}: {error}"[:300]})
 report({"done": True})
 '''
-
-WITHHELD_MESSAGE = "withheld while grading: write it yourself"
-RESULT_LIMIT = 64 * 2 ** 20        # bytes of results read back from one sandbox
-
-
-def _decode(value):
-    """A value the sandbox sent (plain JSON data), as numpy arrays, tuples and dicts."""
-    import base64
-
-    import numpy as np
-
-    if isinstance(value, list):
-        return [_decode(item) for item in value]
-    if isinstance(value, dict):
-        if "__tuple__" in value:
-            return tuple(_decode(item) for item in value["__tuple__"])
-        if "__dict__" in value:
-            return {str(k): _decode(v) for k, v in value["__dict__"]}
-        if "__nd__" in value:
-            dtype = np.dtype(value["__nd__"])
-            if dtype.kind not in "biufc":
-                raise ValueError(f"dtype {dtype} is not graded")
-            shape = tuple(int(n) for n in value["shape"])
-            array = np.frombuffer(base64.b64decode(value["data"]), dtype=dtype).reshape(shape)
-            array = array.copy()
-            return array[()] if value.get("scalar") else array
-        raise ValueError("unknown encoded value")
-    return value
-
 
 def _doctest_source(code: str) -> str:
     """The Python source of an OK-format doctest case (``>>> `` and ``... `` lines)."""
@@ -357,7 +362,7 @@ class Question:
 @dataclass
 class Assignment:
     """Everything the trusted grader needs, read once per problem set (nothing of it is ever
-    placed in a sandbox except the checks' inputs and the stubbed attnlib)."""
+    placed in a sandbox except the checks' inputs and the walled attnlib)."""
 
     name: str
     questions: dict[str, Question]
@@ -365,31 +370,126 @@ class Assignment:
     answers: set[str]                   # names of the answer functions
     setup_functions: dict[int, str]     # id -> name of functions the setup cells define
     guard_source: str                   # grading_checks.py with call/untampered made plain
-    groups: list[tuple[tuple[str, ...], tuple[str, ...]]]
+    groups: list[tuple[tuple[str, ...], frozenset[str]]]   # questions, attnlib functions kept
+    written: dict[str, float]           # written questions (marked by hand) and their points
+    reference: Path                     # the notebook of reference solutions
     calls: dict[str, list[tuple[str, str, bytes, list]]] = field(default_factory=dict)
+    draws: dict[str, bytes] = field(default_factory=dict)   # call id -> inputs but generators
 
 
-def _read_zip_text(archive, name: str) -> str:
-    return archive.read(name).decode()
+def guard_settings(guard: str) -> dict:
+    """``GROUPS`` and ``WRITTEN`` of grading_checks.py (read with ``ast.literal_eval``)."""
+    settings = {}
+    for node in ast.parse(guard).body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if getattr(target, "id", "") in ("GROUPS", "WRITTEN"):
+                    settings[target.id] = ast.literal_eval(node.value)
+    missing = {"GROUPS", "WRITTEN"} - set(settings)
+    if missing:
+        raise ValueError(f"grading_checks.py must define {sorted(missing)} (the autograder zip "
+                         "is from an older edition: rebuild it with scripts/editions.py)")
+    return settings
 
 
-def load_assignment(autograder: Path) -> Assignment:
-    """Read the checks from the autograder zip, the reference solutions from the notebook beside
-    it, and run the checks against the references, recording each answer call's arguments."""
-    import zipfile
-
-    with zipfile.ZipFile(autograder) as archive:
-        names = archive.namelist()
-        config = json.loads(_read_zip_text(archive, "otter_config.json"))
-        tests = {Path(n).stem: _read_zip_text(archive, n) for n in names
-                 if n.startswith("tests/") and n.endswith(".py")}
-        guard = _read_zip_text(archive, "files/grading_checks.py")
+def read_autograder(autograder: Path) -> tuple[str, dict[str, str], str, Path]:
+    """(assignment name, test files by question, grading_checks.py, reference notebook)."""
+    try:
+        with zipfile.ZipFile(autograder) as archive:
+            names = archive.namelist()
+            config = json.loads(archive.read("otter_config.json").decode())
+            tests = {Path(n).stem: archive.read(n).decode() for n in names
+                     if n.startswith("tests/") and n.endswith(".py")}
+            guard = archive.read("files/grading_checks.py").decode()
+    except (zipfile.BadZipFile, KeyError) as error:
+        raise ValueError(f"{autograder} is not an autograder zip of this book "
+                         f"(otter_config.json, tests/ and files/grading_checks.py): {error}")
     name = config.get("assignment_name") or autograder.stem.split("-autograder")[0]
     reference = autograder.parent / f"{name}.ipynb"
     if not reference.is_file():
         raise ValueError(f"the reference solutions {reference} must sit beside {autograder.name} "
                          "(the instructor edition's problem set folder, or otter assign's "
                          "autograder/ folder)")
+    return name, tests, guard, reference
+
+
+def written_questions(guard: str, name: str) -> dict[str, float]:
+    """The problem set's written questions and their points (``WRITTEN``), checked."""
+    written = guard_settings(guard)["WRITTEN"].get(name, {})
+    if not (isinstance(written, dict) and all(
+            isinstance(q, str) and isinstance(p, (int, float)) and p > 0
+            for q, p in written.items())):
+        raise ValueError(f"WRITTEN[{name!r}] in grading_checks.py must map each written question "
+                         f"to its points (> 0), got {written!r}")
+    return {q: float(p) for q, p in written.items()}
+
+
+def declared_allowed(question: Question) -> set[str]:
+    """The attnlib functions a question's checks let its answers call: the union of the
+    ``allowed=`` lists of its ``_guard["call"](answer, ...)`` calls (none when a check calls
+    the answer without the guard)."""
+    allowed: set[str] = set()
+    for case in question.cases:
+        for node in ast.walk(ast.parse(case)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
+                    and getattr(node.func.value, "id", "") == "_guard"
+                    and getattr(node.func.slice, "value", "") == "call"):
+                continue
+            for keyword in node.keywords:
+                if keyword.arg == "forbidden":
+                    raise ValueError(f"{question.name}: the trusted grader withholds every "
+                                     "attnlib function a check does not allow; declare "
+                                     "allowed=(...) instead of forbidden=")
+                if keyword.arg == "allowed":
+                    names = ast.literal_eval(keyword.value)
+                    if not (isinstance(names, tuple) and all(isinstance(n, str) for n in names)):
+                        raise ValueError(f"{question.name}: allowed= must be a tuple of "
+                                         "qualified attnlib names")
+                    allowed |= set(names)
+    return allowed
+
+
+@contextlib.contextmanager
+def _entered_attnlib(found: set[str]):
+    """Note in ``found`` every attnlib function (qualified name) entered meanwhile from outside
+    attnlib (with no attnlib frame above it but its input checks' wrappers: not what attnlib's
+    own functions call, nor what its modules run while they are imported)."""
+    import attnlib
+
+    home = str(Path(attnlib.__path__[0]).resolve())
+    checks = os.path.join(home, "_validation.py")
+
+    def inside(frame) -> bool:
+        return frame.f_code.co_filename.startswith(home) and frame.f_code.co_filename != checks
+
+    def profiler(frame, event, _arg):
+        code = frame.f_code
+        if event != "call" or not inside(frame) or "<" in code.co_qualname:
+            return
+        caller = frame.f_back
+        while caller is not None:
+            if inside(caller):
+                return
+            caller = caller.f_back
+        module = code.co_filename[len(home):].lstrip("/").removesuffix(".py")
+        module = "attnlib" if module == "__init__" else "attnlib." + module.replace("/", ".")
+        found.add(f"{module}.{code.co_qualname}")
+
+    previous = sys.getprofile()
+    sys.setprofile(profiler)
+    try:
+        yield found
+    finally:
+        sys.setprofile(previous)
+
+
+def load_assignment(autograder: Path) -> Assignment:
+    """Read the checks from the autograder zip, the reference solutions from the notebook beside
+    it, and run the checks against the references, recording each answer call's arguments; then
+    decide, per group of questions, which attnlib functions its sandbox keeps."""
+    import attnlib
+
+    name, tests, guard, reference = read_autograder(autograder)
     questions = {}
     for stem, text in sorted(tests.items()):
         scope: dict = {}
@@ -399,20 +499,18 @@ def load_assignment(autograder: Path) -> Assignment:
                  for case in suite["cases"]]
         questions[test["name"]] = Question(test["name"], float(test.get("points") or 1),
                                            bool(test.get("all_or_nothing", True)), cases)
-    import ast as _ast
-    withheld = _ast.literal_eval(next(
-        node.value for node in _ast.parse(guard).body if isinstance(node, _ast.Assign)
-        and any(getattr(t, "id", "") == "WITHHELD" for t in node.targets)))
-    groups = [(tuple(q), tuple(w)) for q, w in withheld.get(name, [])]
-    listed = [q for group, _ in groups for q in group]
+    groups = [tuple(group) for group in guard_settings(guard)["GROUPS"].get(name, [])]
+    listed = [q for group in groups for q in group]
     if sorted(listed) != sorted(questions):
-        raise ValueError(f"WITHHELD[{name!r}] in grading_checks.py must list each question once: "
+        raise ValueError(f"GROUPS[{name!r}] in grading_checks.py must list each question once: "
                          f"it lists {sorted(listed)}, the tests are {sorted(questions)}")
+    written = written_questions(guard, name)
     # the reference notebook's cells, run here: setup and solutions (otter's cells left out)
     cells = json.loads(reference.read_text())["cells"]
     namespace: dict = {"__name__": "__reference__"}
     answers: set[str] = set()
     setup_functions: dict[int, str] = {}
+    setup_calls: set[str] = set()
     import matplotlib
     matplotlib.use("Agg")
     for cell in cells:
@@ -425,33 +523,38 @@ def load_assignment(autograder: Path) -> Assignment:
         source = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
                            for line in source.splitlines())
         before = set(namespace)
-        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        solution = "otter_assign_solution_cell" in cell.get("metadata", {}).get("tags", [])
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet), (
+                contextlib.nullcontext() if solution else _entered_attnlib(setup_calls)):
             exec(compile(source, f"<reference {name}>", "exec"), namespace)
-        defined = {n for n in set(namespace) - before if isinstance(namespace[n], type(_decode))}
-        if "otter_assign_solution_cell" in cell.get("metadata", {}).get("tags", []):
-            answers |= {node.name for node in _ast.parse(source).body
-                        if isinstance(node, _ast.FunctionDef)}
+        defined = {n for n in set(namespace) - before if isinstance(namespace[n], type(cell_text))}
+        if solution:
+            answers |= {node.name for node in ast.parse(source).body
+                        if isinstance(node, ast.FunctionDef)}
         else:
             setup_functions.update({id(namespace[n]): n for n in defined})
     guard_source = guard + ("\n\ndef untampered():\n    pass\n\n"
-                            "def call(function, *args, allowed=(), forbidden=None):\n"
+                            "def call(function, *args, allowed=()):\n"
                             "    return function(*args)\n")
+    library = library_wall.Library(Path(attnlib.__path__[0]).resolve())
+    kept = []
+    for group in groups:
+        allowed = set().union(*(declared_allowed(questions[q]) for q in group))
+        kept.append((group, frozenset(library.kept(allowed | setup_calls))))
     assignment = Assignment(name, questions, namespace, answers, setup_functions, guard_source,
-                            groups)
+                            kept, written, reference)
     for question in questions.values():
         calls: list = []
         failures = _run_checks(assignment, question, _Recorder(assignment, question.name, calls))
         if failures:
-            raise RuntimeError(f"{name} {question.name}: the reference solution fails its own "
-                               f"check: {failures[0]}")
+            raise ValueError(f"{name} {question.name}: the reference solution fails its own "
+                             f"check: {failures[0]}")
         assignment.calls[question.name] = calls
     return assignment
 
 
 def _pickle_args(assignment: Assignment, payload) -> bytes:
     """Pickle check inputs for the sandbox; the setup cells' functions go by name."""
-    import io
-    import pickle
 
     class Pickler(pickle.Pickler):
         def persistent_id(self, obj):
@@ -480,7 +583,12 @@ class _Recorder:
             # check's next inputs are the same (the submission gets each call's starting state)
             states = [getattr(getattr(a, "bit_generator", None), "state", None)
                       for a in (*args, *kwargs.values())]
-            self.calls.append((f"{self.question}/{name}/{k}", name, pickled, states))
+            call_id = f"{self.question}/{name}/{k}"
+            self.calls.append((call_id, name, pickled, states))
+            if any(state is not None for state in states):     # a Monte Carlo answer
+                self.assignment.draws[call_id] = _pickle_args(self.assignment, (name, *(
+                    None if state is not None else a for a, state in zip((*args, *kwargs.values()),
+                                                                          states))))
             return value
         answer.__name__ = name
         return answer
@@ -520,9 +628,27 @@ class _Replayer:
                 raise AssertionError(f"{name} returned nothing (the notebook did not finish)")
             if "error" in record:
                 raise AssertionError(f"{name} raised {record['error']}")
-            return _decode(record["value"])
+            return copy.deepcopy(record["value"])
         answer.__name__ = name
         return answer
+
+
+def ignores_its_generator(assignment: Assignment, returned: dict) -> set[str]:
+    """The answer functions that returned one value for calls differing only in the state of
+    their random generator (a formula where the question asks for draws)."""
+    groups: dict[bytes, list[str]] = {}
+    for call_id, key in assignment.draws.items():
+        groups.setdefault(key, []).append(call_id)
+    states = {call_id: pickle.dumps(states) for calls in assignment.calls.values()
+              for call_id, _, _, states in calls}
+    found = set()
+    for call_ids in groups.values():
+        values = [returned.get(call_id, {}) for call_id in call_ids]
+        if (len({states[c] for c in call_ids}) > 1 and all("value" in v for v in values)
+                and values[0]["value"] is not None        # an unanswered stub returns None
+                and len({pickle.dumps(v["value"]) for v in values}) == 1):
+            found.add(call_ids[0].split("/")[1])
+    return found
 
 
 def _run_checks(assignment: Assignment, question: Question, answers) -> list[str]:
@@ -559,276 +685,121 @@ def _score(question: Question, failures: list[str]) -> float:
     return question.points * (len(question.cases) - len(failures)) / len(question.cases)
 
 
-def stub_attnlib(withheld: tuple[str, ...], dest: Path) -> Path:
-    """A copy of the installed attnlib in ``dest/attnlib`` whose ``withheld`` functions (by
-    qualified name) keep their signature and decorators but only raise."""
-    import attnlib
-
-    source = Path(attnlib.__path__[0])
-    target = dest / "attnlib"
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    by_file: dict[Path, list[str]] = {}
-    for qualname in withheld:
-        parts = qualname.split(".")
-        for split in range(len(parts) - 1, 0, -1):
-            module = target.joinpath(*parts[1:split])
-            path = module.with_suffix(".py") if split > 1 else target / "__init__.py"
-            if path.is_file():
-                by_file.setdefault(path, []).append(".".join(parts[split:]))
-                break
-            if (module / "__init__.py").is_file():
-                by_file.setdefault(module / "__init__.py", []).append(".".join(parts[split:]))
-                break
-        else:
-            raise ValueError(f"withheld function {qualname} not found in attnlib")
-    for path, names in by_file.items():
-        tree = ast.parse(path.read_text())
-        found = set()
-
-        def visit(body, prefix=""):
-            for node in body:
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    qual = prefix + node.name
-                    if qual in names:
-                        message = f"attnlib {qual} is {WITHHELD_MESSAGE}"
-                        node.body = ast.parse(f"raise NotImplementedError({message!r})").body
-                        found.add(qual)
-                elif isinstance(node, ast.ClassDef):
-                    visit(node.body, prefix + node.name + ".")
-
-        visit(tree.body)
-        missing = set(names) - found
-        if missing:
-            raise ValueError(f"withheld functions {sorted(missing)} not found in {path.name}")
-        path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n")
-    return target
-
-
-@dataclass
-class Sandbox:
-    """How a notebook is run: bwrap, the bound folders, limits."""
-
-    bwrap: str
-    python: str
-    stage: Path                          # grader-private, never bound whole
-    binds: list[tuple[str, str]]         # (source, destination) read-only
-    attnlib_home: str                    # where attnlib is imported from in the environment
-    memory_mb: int
-    as_root: bool
-
-
-def make_sandbox(stage: Path, memory_mb: int) -> Sandbox:
-    """Find bwrap and the folders the environment's Python needs; raise with the fix if bwrap
-    is missing or cannot create namespaces here."""
-    import attnlib
-
-    bwrap = shutil.which("bwrap")
-    if not bwrap:
-        raise RuntimeError("the trusted grader needs bubblewrap: apt-get install bubblewrap "
-                           "(or pass --engine otter for the unsafe otter run path)")
-    binds = []
-    for path in {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), sys.prefix}:
-        if not path.startswith("/usr/") and path != "/usr":
-            binds.append((path, path))
-    return Sandbox(bwrap, sys.executable, stage, sorted(set(binds)),
-                   str(Path(attnlib.__path__[0]).resolve()), memory_mb, os.geteuid() == 0)
-
-
-def _sandbox_command(box: Sandbox, attnlib_copy: Path, inputs: Path, uid: int,
-                     timeout: float, args_fd: int) -> tuple[list[str], list[str]]:
-    """The command running the harness on ``inputs`` (notebook, harness, calls), and bwrap's
-    arguments, which it reads from ``args_fd`` (so the sandbox's /proc/1/cmdline shows none)."""
-    binds = [*box.binds, (str(attnlib_copy), box.attnlib_home), (str(inputs), "/grader")]
-    bwrap = ["--unshare-all", "--unshare-user", "--disable-userns",
-             "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-             "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
-             "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
-             "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
-             "--ro-bind-try", "/etc/fonts", "/etc/fonts",
-             "--proc", "/proc", "--dev", "/dev",
-             "--size", str(256 * 2 ** 20), "--tmpfs", "/tmp",
-             "--size", str(256 * 2 ** 20), "--tmpfs", "/submission",
-             "--chdir", "/submission", "--uid", "1000", "--gid", "1000", "--clearenv",
-             "--setenv", "HOME", "/submission", "--setenv", "TMPDIR", "/tmp",
-             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "MPLBACKEND", "Agg",
-             "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "OPENBLAS_NUM_THREADS", "1",
-             "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--setenv", "LANG", "C.UTF-8"]
-    mounts = []
-    if box.as_root:
-        # The sandbox runs as an unprivileged user id of its own. The environment may sit where
-        # that id cannot reach (a Python under /root): root binds each folder in a private mount
-        # namespace to a place it can, and bwrap, started as that id, binds it from there.
-        for index, (source, dest) in enumerate(binds):
-            staged = box.stage / "mnt" / str(index)
-            staged.mkdir(parents=True, exist_ok=True)
-            mounts.append(f"mount --bind {shlex.quote(source)} {shlex.quote(str(staged))} && "
-                          f"mount -o remount,bind,ro {shlex.quote(str(staged))}")
-            bwrap += ["--ro-bind", str(staged), dest]
-    else:
-        for source, dest in binds:
-            bwrap += ["--ro-bind", source, dest]
-    start = [box.bwrap, "--args", str(args_fd), box.python, "/grader/harness.py",
-             "submission.ipynb"]
-    limits = ["prlimit", f"--as={box.memory_mb * 2 ** 20}", f"--cpu={int(timeout) + 5}",
-              f"--fsize={256 * 2 ** 20}", "--nofile=256", "--core=0"]
-    if box.as_root:
-        limits.append("--nproc=64")        # counts this submission's own user id only
-        drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
-        script = " && ".join(mounts + ['exec "$@"'])
-        return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script,
-                "sh", *limits, "--", *drop, *start], bwrap
-    # without root the sandbox shares the caller's user id: allow what it already runs + 64
-    own = sum(1 for status in Path("/proc").glob("[0-9]*/status") if _real_uid(status) ==
-              os.getuid())
-    return [*limits, f"--nproc={own + 64}", "--", *start], bwrap
-
-
-def _real_uid(status: Path) -> int | None:
-    try:
-        return int(next(line for line in status.read_text().splitlines()
-                        if line.startswith("Uid:")).split()[1])
-    except (OSError, StopIteration, ValueError):
-        return None
-
-
-def _kill_user(uid: int) -> None:
-    """Kill every process whose real user id is ``uid`` (a sandbox's own id: all of them were
-    started by that sandbox)."""
-    for status in Path("/proc").glob("[0-9]*/status"):
-        if _real_uid(status) == uid:
-            try:
-                os.kill(int(status.parent.name), signal.SIGKILL)
-            except OSError:
-                continue
-
-
-_uids = iter(range(2_000_000_000 + (os.getpid() % 1000) * 100_000, 4_000_000_000))
-_uid_lock = __import__("threading").Lock()
-
-
-def _next_uid() -> int:
-    with _uid_lock:
-        return next(_uids)
-
-
-def _run_sandboxed(box: Sandbox, attnlib_copy: Path, notebook_text: str, calls: list,
-                   timeout: float) -> tuple[str, dict, str, int]:
-    """Run one notebook's recorded calls in a fresh sandbox: (status, records by id, message)."""
+def _run_notebook(box: Sandbox, attnlib_copy: Path, notebook_text: str, calls: bytes,
+                  call_ids: set[str], timeout: float) -> tuple[str, Records, str, int]:
+    """Run one notebook's recorded calls in a fresh sandbox: (status, its checked records, why it
+    failed, its user id)."""
     inputs = Path(tempfile.mkdtemp(prefix="in-", dir=box.stage))
-    uid = _next_uid()
     try:
         (inputs / "submission.ipynb").write_text(notebook_text)
         (inputs / "harness.py").write_text(HARNESS)
         (inputs / "calls.pkl").write_bytes(calls)
         for path in (inputs, *inputs.iterdir()):
             path.chmod(0o755 if path.is_dir() else 0o644)
-        args_read, args_write = os.pipe()
-        command, bwrap_args = _sandbox_command(box, attnlib_copy, inputs, uid, timeout,
-                                               args_read)
-        os.write(args_write, b"".join(arg.encode() + b"\0" for arg in bwrap_args))
-        os.close(args_write)
-        try:
-            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       stdin=subprocess.DEVNULL, start_new_session=True,
-                                       pass_fds=(args_read,))
-        finally:
-            os.close(args_read)
-        chunks: list[bytes] = []
-        size = 0
-
-        def read() -> None:
-            nonlocal size
-            while chunk := process.stdout.read1(65536):
-                if size < RESULT_LIMIT:
-                    chunks.append(chunk)
-                size += len(chunk)
-
-        reader = __import__("threading").Thread(target=read, daemon=True)
-        reader.start()
-        try:
-            process.wait(timeout=timeout)
-            status = "graded"
-        except subprocess.TimeoutExpired:
-            status = "timeout"
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if box.as_root:
-            _kill_user(uid)
-        process.wait()
-        reader.join(timeout=5)
-        stderr = process.stderr.read()[-2000:].decode(errors="replace")
-        records: dict = {"": {}}
-        for line in b"".join(chunks).decode(errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and isinstance(record.get("id"), str):
-                records[record["id"]] = record
-            elif isinstance(record, dict):
-                records[""].update(record)
-        if status == "graded" and not records[""].get("done") and "notebook" not in records[""]:
-            status = "error"
-            return status, records, (f"the sandbox stopped early (exit {process.returncode}): "
-                                     + stderr.strip().replace("\n", " ")[-300:]), uid
-        return status, records, "", uid
+        status, out, stderr, code, uid = run_sandboxed(
+            box, [(str(attnlib_copy), box.attnlib_home), (str(inputs), "/grader")],
+            [box.python, "/grader/harness.py", "submission.ipynb"], timeout)
     finally:
         shutil.rmtree(inputs, ignore_errors=True)
+    records = parse_records(out, call_ids)
+    if status == "timeout":
+        return "timeout", records, "", uid
+    if not records.done and not records.notebook:
+        return "error", records, (f"the sandbox stopped early (exit {code}): "
+                                  + stderr.strip()[-300:]), uid
+    return "graded", records, "", uid
+
+
+def _record_flags(records: Records) -> set[str]:
+    """What a human should read in one sandbox's records."""
+    found = set()
+    if records.problems:
+        found.add(f"wrote {len(records.problems)} malformed or unexpected record(s) to the "
+                  f"grader's channel (first: {records.problems[0]})")
+    where: dict[str, dict[str, None]] = {}        # function -> questions or cells, in order
+    for function, during in records.blocked:
+        where.setdefault(function, {})[during.split("/")[0] or "unknown place"] = None
+    found |= {f"called withheld {function} ({', '.join(list(places)[:5])})"
+              for function, places in where.items()}
+    found |= {answer["error"] for answer in records.answers.values() if answer.get("not_own")}
+    found |= {f"notebook {error}" for error in records.cell_errors[:3]}
+    return {cell_text(flag, FLAG_LIMIT) for flag in found}
 
 
 class Grader:
-    """The trusted engine for one problem set: load once, then :meth:`grade` each notebook."""
+    """The trusted engine for one problem set: check the sandbox, load once, then
+    :meth:`grade` each notebook; :meth:`close` (always) removes everything it made."""
 
     def __init__(self, autograder: Path, *, timeout: float = 600, memory_mb: int = 4096):
-        self.assignment = load_assignment(autograder)
         self.timeout = timeout
         self.stage = Path(tempfile.mkdtemp(prefix="grade-stage-"))
-        self.stage.chmod(0o755)
-        self.box = make_sandbox(self.stage, memory_mb)
-        self.groups = []
-        for index, (questions, withheld) in enumerate(self.assignment.groups):
-            copy = stub_attnlib(withheld, self.stage / f"attnlib-{index}")
-            for path in (copy.parent, copy, *copy.rglob("*")):
-                path.chmod(0o755 if path.is_dir() else 0o644)
-            calls = [(call_id, name, None, None) for q in questions
-                     for call_id, name, _, _ in self.assignment.calls[q]]
-            pickled = {call_id: p for q in questions
-                       for call_id, _, p, _ in self.assignment.calls[q]}
-            self.groups.append((questions, copy, self._calls_file(calls, pickled)))
+        self.box: Sandbox | None = None
+        try:
+            self.stage.chmod(0o755)
+            self.box = make_sandbox(self.stage, memory_mb)
+            check_sandbox(self.box)
+            self.assignment = load_assignment(autograder)
+            import attnlib
+            library = library_wall.Library(Path(attnlib.__path__[0]).resolve())
+            self.groups = []
+            for index, (questions, kept) in enumerate(self.assignment.groups):
+                copy_ = library.stub(set(kept), self.stage / f"attnlib-{index}")
+                for path in (copy_.parent, copy_, *copy_.rglob("*")):
+                    path.chmod(0o755 if path.is_dir() else 0o644)
+                calls = [(call_id, name) for q in questions
+                         for call_id, name, _, _ in self.assignment.calls[q]]
+                pickled = {call_id: p for q in questions
+                           for call_id, _, p, _ in self.assignment.calls[q]}
+                self.groups.append((questions, copy_, self._calls_file(calls, pickled),
+                                    {call_id for call_id, _ in calls}))
+        except BaseException:
+            self.close()
+            raise
 
     def _calls_file(self, calls, pickled) -> bytes:
         """The calls' inputs as one pickle of (id, function name, args, kwargs)."""
-        import pickle
 
         class Unpickler(pickle.Unpickler):
             def persistent_load(self, pid):
                 return _Setup(pid[1])
 
-        entries = []
-        for call_id, name, _, _ in calls:
-            import io
-            args, kwargs = Unpickler(io.BytesIO(pickled[call_id])).load()
-            entries.append((call_id, name, args, kwargs))
-
-        import io
-
         class Pickler(pickle.Pickler):
             def persistent_id(self, obj):
                 return ("setup", obj.name) if isinstance(obj, _Setup) else None
 
+        entries = [(call_id, name, *Unpickler(io.BytesIO(pickled[call_id])).load())
+                   for call_id, name in calls]
         buffer = io.BytesIO()
         Pickler(buffer, protocol=4).dump(entries)
         return buffer.getvalue()
 
+    def stop(self) -> None:
+        """Kill every running sandbox and start no new one (Ctrl-C, an error)."""
+        if self.box is None:
+            return
+        with self.box.lock:
+            self.box.stopping = True
+            running = list(self.box.running.values())
+        for process in running:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+
     def close(self) -> None:
+        self.stop()
         shutil.rmtree(self.stage, ignore_errors=True)
 
     def grade(self, submission: Path) -> Result:
-        """Grade one notebook; never raises for a bad one."""
+        """Grade one notebook; never raises for a bad one, nor for a failure of the grader on
+        it (that is the row's error, naming the notebook and the reason)."""
         start = time.monotonic()
+        try:
+            return self._grade(submission, start)
+        except Exception as error:
+            return Result(submission.name, "error", time.monotonic() - start, "sandbox",
+                          message=f"the grader failed on {submission.name}: "
+                                  f"{type(error).__name__}: {error}")
+
+    def _grade(self, submission: Path, start: float) -> Result:
         result = Result(submission.name, "error", 0.0, "sandbox")
         try:
             text = submission.read_text()
@@ -843,30 +814,23 @@ class Grader:
             result.flags = []
         statuses, reasons, flagged = [], [], set()
         returned: dict = {}
-        for questions, copy, calls in self.groups:
-            status, records, message, uid = _run_sandboxed(self.box, copy, text, calls,
-                                                           self.timeout)
+        for questions, copy_, calls, call_ids in self.groups:
+            status, records, message, uid = _run_notebook(self.box, copy_, text, calls, call_ids,
+                                                          self.timeout)
             statuses.append(status)
             result.user = (f"uid {uid}" if self.box.as_root else
                            f"uid {os.geteuid()} (user namespace)")
             if message:
                 reasons.append(message)
-            meta = records.pop("")
-            if meta.get("notebook"):
-                reasons.append(meta["notebook"])
-            for error in meta.get("cell_errors", [])[:3]:
-                flagged.add(f"notebook {error}"[:160])
-            for record in records.values():
-                if record.get("withheld"):
-                    flagged.add(f"calls a withheld attnlib function ({record['error'][:120]})")
-                if record.get("not_own"):
-                    flagged.add(record["error"][:160])
-            returned.update(records)
+            if records.notebook:
+                reasons.append(records.notebook)
+            flagged |= _record_flags(records)
+            returned.update(records.answers)
         if "timeout" in statuses:
             result.status = "timeout"
             result.message = f"stopped after {self.timeout:g} s"
         elif "error" in statuses:
-            result.message = "; ".join(reasons)[:500]
+            result.message = "; ".join(reasons)
         else:
             for name, question in self.assignment.questions.items():
                 failures = _run_checks(self.assignment, question,
@@ -875,8 +839,11 @@ class Grader:
                 result.max_scores[name] = question.points
                 if failures:
                     reasons.append(f"{name}: {failures[0][:160]}")
+            flagged |= {f"{name} returned the same value for different random generators "
+                        "(a formula instead of draws?)"
+                        for name in ignores_its_generator(self.assignment, returned)}
             result.status = "graded"
-            result.message = "; ".join(reasons)[:1000]
+            result.message = "; ".join(reasons)
         result.flags = sorted(set(result.flags) | flagged)
         result.seconds = time.monotonic() - start
         return result
@@ -887,26 +854,57 @@ class _Setup:
     name: str
 
 
-def write_csv(results: list[Result], path: Path) -> Path:
-    """One row per submission; a column per question seen in any graded submission."""
-    questions = sorted({name for result in results for name in result.max_scores})
-    maximum = {name: max(r.max_scores.get(name, 0.0) for r in results) for name in questions}
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["submission", "status", "total", "max", *questions, "seconds", "user",
-                         "flags", "message"])
-        for r in results:
-            writer.writerow([r.submission, r.status, f"{sum(r.scores.values()):g}",
-                             f"{sum(maximum.values()):g}",
-                             *(f"{r.scores.get(name, 0.0):g}" for name in questions),
-                             f"{r.seconds:.1f}", r.user, "; ".join(r.flags), r.message])
-    return path
+# ---------------------------------------------------------------------------------------------
+# A folder of submissions.
+# ---------------------------------------------------------------------------------------------
+
+def _question_points(tests: dict[str, str]) -> dict[str, float]:
+    """The automatically checked questions and their points, from the zip's test files."""
+    points = {}
+    for text in tests.values():
+        scope: dict = {}
+        exec(text, scope)                            # the instructor's own test file
+        points[scope["test"]["name"]] = float(scope["test"].get("points") or 1)
+    return dict(sorted(points.items()))
+
+
+def merge_marks(autograder: Path, sheet: Path, marks_path: Path) -> int:
+    """Copy the written marks of ``marks_path`` into ``sheet`` (written by :func:`grade_folder`
+    for ``autograder``) and recompute its written points and totals, without grading again;
+    returns the number of rows."""
+    name, tests, guard, _ = read_autograder(autograder)
+    written = written_questions(guard, name)
+    rows = merged_rows(sheet, _question_points(tests), written,
+                       written_answers.read_marks(marks_path, written))
+    replace_rows(sheet, rows)
+    return len(rows) - 1
+
+
+def _grade_all(submissions: list[Path], grade, jobs: int, sheet: Sheet, stop) -> list[Result]:
+    """``grade`` each submission on ``jobs`` threads, appending each row to ``sheet`` as it is
+    done; on any exit before the end (Ctrl-C, an error) ``stop`` the running ones first."""
+    pool = ThreadPoolExecutor(jobs)
+    results = []
+    try:
+        futures = [pool.submit(grade, path) for path in submissions]
+        for future in as_completed(futures):
+            results.append(future.result())
+            sheet.append(results[-1])
+    except BaseException:
+        stop()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return results
 
 
 def grade_folder(autograder: Path, folder: Path, out: Path, *, timeout: float = 600,
                  jobs: int = 1, user: str = "auto", otter: str | None = None,
-                 engine: str = "sandbox", memory_mb: int = 4096) -> list[Result]:
-    """Grade every ``*.ipynb`` of ``folder``; write ``out`` (CSV) and return the rows.
+                 engine: str = "sandbox", memory_mb: int = 4096, written: Path | None = None,
+                 answers: Path | None = None, pdf: bool = False) -> list[Result]:
+    """Grade every ``*.ipynb`` of ``folder``; write the sheet ``out``, the marks file
+    ``written`` and the written answers' pages in ``answers`` (defaults beside ``out``, see the
+    module docstring); return the automatic results, sorted by submission.
 
     ``engine="sandbox"`` (the trusted path, see the module docstring) or ``"otter"`` (``otter
     run`` per submission, as ``user``: the checks run in the submission's process).
@@ -920,38 +918,74 @@ def grade_folder(autograder: Path, folder: Path, out: Path, *, timeout: float = 
         raise ValueError(f"folder {folder} holds no .ipynb submission")
     if timeout <= 0 or jobs < 1:
         raise ValueError(f"timeout must be > 0 and jobs >= 1, got {timeout} and {jobs}")
+    if engine not in ("sandbox", "otter"):
+        raise ValueError(f"engine must be 'sandbox' or 'otter', got {engine!r}")
+    marks_path = written or written_answers.default_marks(out)
+    answers_dir = answers or written_answers.default_answers(out)
+    name, tests, guard, reference = read_autograder(autograder.resolve())
+    written_points = written_questions(guard, name)
+    written_answers.questions(reference, written_points)      # what fails after grading, first
+    if marks_path.exists():
+        written_answers.read_marks(marks_path, written_points)
+    if pdf:
+        written_answers.chromium()
     if engine == "sandbox":
         grader = Grader(autograder.resolve(), timeout=timeout, memory_mb=memory_mb)
-        try:
-            with ThreadPoolExecutor(jobs) as pool:
-                results = list(pool.map(grader.grade, submissions))
-        finally:
-            grader.close()
-    elif engine == "otter":
+        questions = {q: v.points for q, v in grader.assignment.questions.items()}
+        grade, stop, close = grader.grade, grader.stop, grader.close
+    else:
         otter = otter or str(Path(sys.executable).with_name("otter"))
         account = grading_user(user, otter)
+        questions = _question_points(tests)
 
-        def one(path: Path) -> Result:
+        def grade(path: Path) -> Result:
             try:
                 return grade_one(autograder.resolve(), path, otter=otter, timeout=timeout,
                                  user=account)
             except Exception as error:   # a bad notebook is a row, never a stopped batch
-                return Result(path.name, "error", 0.0, "", message=f"{type(error).__name__}: "
-                              f"{error}"[:300])
+                return Result(path.name, "error", 0.0, "", message=f"the grader failed on "
+                              f"{path.name}: {type(error).__name__}: {error}")
 
-        with ThreadPoolExecutor(jobs) as pool:
-            results = list(pool.map(one, submissions))
-    else:
-        raise ValueError(f"engine must be 'sandbox' or 'otter', got {engine!r}")
-    write_csv(results, out)
+        def stop() -> None:
+            for process in list(_OTTER_RUNNING):
+                with contextlib.suppress(OSError):
+                    _stop(process)
+
+        close = stop
+    try:
+        sheet = Sheet(out, questions, written_points)
+        results = sorted(_grade_all(submissions, grade, jobs, sheet, stop),
+                         key=lambda r: r.submission)
+        marks = written_answers.update_marks(marks_path, [sheet_key(r.submission)
+                                                          for r in results], written_points)
+        written_answers.export(reference, written_points, submissions, answers_dir, pdf=pdf)
+        sheet.finish(results, marks)
+    finally:
+        close()
     return results
 
 
-def main() -> None:
+def _interrupted(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (see the module docstring); exits with the usage on a bad one."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("autograder", type=Path, help="the problem set's autograder zip")
-    parser.add_argument("submissions", type=Path, help="folder of submitted .ipynb files")
-    parser.add_argument("--out", type=Path, default=Path("scores.csv"))
+    parser.add_argument("submissions", type=Path, nargs="?",
+                        help="folder of submitted .ipynb files (not with --merge)")
+    parser.add_argument("--out", type=Path, default=Path("scores.csv"), help="the sheet (CSV)")
+    parser.add_argument("--written", type=Path, default=None,
+                        help="the written questions' marks to fill in (CSV; default: the "
+                             "sheet's name with -written.csv)")
+    parser.add_argument("--answers", type=Path, default=None,
+                        help="folder of the written answers' pages, one per submission "
+                             "(default: the sheet's name with -written/)")
+    parser.add_argument("--pdf", action="store_true",
+                        help="also print each written answers' page to PDF (needs Chromium)")
+    parser.add_argument("--merge", action="store_true",
+                        help="do not grade: copy the marks of --written into the sheet --out")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per submission")
     parser.add_argument("--jobs", type=int, default=1, help="submissions graded at once")
     parser.add_argument("--engine", choices=("sandbox", "otter"), default="sandbox",
@@ -962,16 +996,45 @@ def main() -> None:
     parser.add_argument("--user", default="auto",
                         help="--engine otter only: account to grade as when run as root: auto "
                              "(nobody if it can run the environment), a name, or '' for root")
-    args = parser.parse_args()
-    results = grade_folder(args.autograder, args.submissions, args.out, timeout=args.timeout,
-                           jobs=args.jobs, user=args.user, engine=args.engine,
-                           memory_mb=args.memory_mb)
+    args = parser.parse_args(argv)
+    if args.merge == (args.submissions is not None):
+        parser.error("give a folder of submissions to grade, or --merge without one")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Grade (or merge the written marks) as the command line says; 0 on success, 1 with one
+    line on standard error for bad input or a machine where the sandbox cannot run, 130 when
+    stopped (Ctrl-C, SIGTERM) with the rows graded so far in the sheet."""
+    args = parse_arguments(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupted)
+    marks = args.written or written_answers.default_marks(args.out)
+    try:
+        if args.merge:
+            count = merge_marks(args.autograder, args.out, marks)
+            print(f"marks of {marks} merged into {args.out} ({count} rows)")
+            return 0
+        results = grade_folder(args.autograder, args.submissions, args.out,
+                               timeout=args.timeout, jobs=args.jobs, user=args.user,
+                               engine=args.engine, memory_mb=args.memory_mb, written=marks,
+                               answers=args.answers, pdf=args.pdf)
+    except (ValueError, OSError, SandboxUnavailable) as error:
+        print(f"grade.py: error: {cell_text(error, 500)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("grade.py: stopped; " + (f"the rows graded so far are in {args.out}" if
+              args.out.exists() and not args.merge else "nothing was written"), file=sys.stderr)
+        return 130
     for r in results:
-        print(f"{r.submission}: {r.status}, {sum(r.scores.values()):g} of "
-              f"{sum(r.max_scores.values()):g} ({r.seconds:.0f} s)"
-              + (f"; flags: {'; '.join(r.flags)}" if r.flags else ""))
-    print(f"scores -> {args.out}")
+        print(cell_text(f"{r.submission}: {r.status}, {sum(r.scores.values()):g} of "
+                        f"{sum(r.max_scores.values()):g} automatic ({r.seconds:.0f} s)"
+                        + (f"; flags: {'; '.join(r.flags)}" if r.flags else ""), 400))
+    answers = args.answers or written_answers.default_answers(args.out)
+    print(f"sheet -> {args.out}; written answers to read -> {answers}/; "
+          f"their marks -> {marks}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -7,9 +7,12 @@ solutions with all checks, public and hidden, and they must score full marks; th
 version, with some stubs replaced by plausible wrong answers and the rest left unanswered, must
 fail every question, and each wrong answer must get the feedback that names its mistake; the
 student version must contain no solution code and no hidden check. The same holds with the
-trusted grader (scripts/grade.py: the notebook in a sandbox whose attnlib withholds the functions
-the questions ask for, the checks in the grader's process), which also shows that no reference
-solution needs a function its group withholds.
+trusted grader (scripts/grade.py: the notebook in a sandbox whose attnlib withholds every
+function the checks do not allow, the checks in the grader's process), which also shows that no
+reference solution needs a function its group withholds. What the grader reads from the master
+notebooks holds: grading_checks.py's GROUPS lists every automatically checked question once and
+WRITTEN every written one with its points, and every hidden check calls the answers through
+``_guard["call"]`` with the attnlib functions it allows.
 """
 
 from __future__ import annotations
@@ -292,3 +295,54 @@ def test_trusted_grader_scores_references_and_wrong_answers(assigned, tmp_path) 
     for question, (_, _, feedback) in WRONG[master.stem].items():
         assert f"{question}: " in wrong.message and feedback in wrong.message.split(
             f"{question}: ", 1)[1].split("; q", 1)[0], (question, wrong.message)
+
+
+GRADING_CHECKS = ROOT / "notebooks" / "problem_sets" / "grading_checks.py"
+
+
+@pytest.mark.parametrize("master", PROBLEM_SETS, ids=lambda path: path.stem)
+def test_the_grader_knows_every_question(master: Path) -> None:
+    """GROUPS lists each automatically checked question once; WRITTEN lists the written
+    questions, in notebook order, with their points (the sheet's columns)."""
+    settings = grade.guard_settings(GRADING_CHECKS.read_text())
+    blocks = _questions(master)
+    coded = [config["name"] for config, _ in blocks if not config.get("manual")]
+    written = [(config["name"], config["points"]) for config, _ in blocks if config.get("manual")]
+    listed = [q for group in settings["GROUPS"][master.stem] for q in group]
+    assert sorted(listed) == sorted(coded), (listed, coded)
+    assert list(settings["WRITTEN"][master.stem].items()) == written
+
+
+@pytest.mark.parametrize("master", PROBLEM_SETS, ids=lambda path: path.stem)
+def test_hidden_checks_call_every_answer_through_the_guard(master: Path) -> None:
+    """A hidden check calls an answer function only as ``_guard["call"](answer, ...,
+    allowed=(...))``: the profiler under otter, and the list of attnlib functions the trusted
+    grader's sandbox keeps (scripts/library_wall.py withholds every other one)."""
+    import ast
+
+    for config, cells in _questions(master):
+        if config.get("manual"):
+            continue
+        answers = {node.name for cell in cells if cell["cell_type"] == "code"
+                   and "# BEGIN SOLUTION" in "".join(cell["source"])
+                   for node in ast.parse("".join(cell["source"])).body
+                   if isinstance(node, ast.FunctionDef)}
+        hidden = [ast.parse("".join(c["source"])) for c in cells if c["cell_type"] == "code"
+                  and "hidden: true" in "".join(c["source"])]
+        assert answers and hidden, config["name"]
+        for tree in hidden:
+            guarded = set()
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
+                        and getattr(node.func.slice, "value", "") == "call"):
+                    guarded.add(id(node.args[0]))
+                    keywords = {k.arg for k in node.keywords}
+                    assert "forbidden" not in keywords, f"{config['name']}: use allowed="
+            direct = [node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call)
+                      and isinstance(node.func, ast.Name) and node.func.id in answers]
+            assert not direct, f"{config['name']}: a hidden check calls {direct} directly"
+            passed = [node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
+                      and node.id in answers]
+            assert passed, f"{config['name']}: no hidden check calls an answer"
+            assert all(any(id(n) in guarded for n in ast.walk(tree) if isinstance(n, ast.Name)
+                           and n.id == name) for name in passed), config["name"]

@@ -9,10 +9,11 @@ submission ran, and then:
   numpy or attnlib module must be defined inside numpy's or attnlib's installed files (or be one
   of numpy's compiled functions), not in a notebook cell;
 * ``_guard["call"](function, *args, allowed=(...))`` calls the student's function under a
-  profiler and fails when it entered an attnlib function that the exercise asks the student to
-  write (any attnlib function not in ``allowed``, by qualified name such as
-  ``"attnlib.population.spd_sqrt"``), however it was reached: an alias, ``getattr`` on a name
-  read from the test files, a copy of the function object;
+  profiler and fails when it entered an attnlib function other than those in ``allowed`` (by
+  qualified name such as ``"attnlib.population.spd_sqrt"``), however it was reached: an alias,
+  ``getattr`` on a name read from the test files, a copy of the function object. Every hidden
+  check calls the answers through it, and ``allowed`` lists everything the exercise lets them
+  use: the trusted grader withholds the rest in its sandbox (``GROUPS`` below);
 * ``_guard["close"](actual, expected)`` compares with array operators and methods only
   (``ndarray`` methods cannot be rebound from Python), never through numpy module functions.
 
@@ -20,40 +21,44 @@ These in-process guards serve ``otter run`` / Gradescope, where the checks run i
 submission's own process, and a submission can defeat them (rewrite this file or the tests on
 disk, switch the profiler off). ``scripts/grade.py`` is the trusted path: it runs the notebook in
 a sandbox, fetches only the values its answer functions return on the checks' inputs, and runs
-these checks in its own process with the answers replaced by those values (``WITHHELD`` below).
+these checks in its own process with the answers replaced by those values (``GROUPS`` below).
+
+A check never takes an answer's own report as evidence (its error bar, or a value the prompt
+states): a Monte Carlo answer gets a seeded generator and is compared with the same draws made
+by the check itself.
 """
 
 import os
 import sys
 
-# The trusted grader (scripts/grade.py) runs each submission in a sandbox whose attnlib has these
-# functions' bodies removed (they raise), so an answer cannot be computed by calling them, however
-# they are reached: problem set -> list of (questions, attnlib functions withheld while their
-# answers run). Questions in one group share a run of the notebook; a question whose answer may
-# use a function another question withholds gets a group of its own. Read with ast.literal_eval.
-WITHHELD = {
+# The trusted grader (scripts/grade.py) runs a submission once per group of questions, in a
+# sandbox whose attnlib withholds every function the group's checks do not allow (their
+# ``allowed=`` lists; scripts/library_wall.py keeps those, what the setup cells call and what all
+# of them reach, and replaces every other body with a raise): problem set -> groups of questions.
+# A question whose allowed functions compute another question's answer needs a group of its own:
+# problem set 3's Gibbs mean may run ``langevin.euler_maruyama``, which takes question 1's
+# Euler-Maruyama step. Read with ast.literal_eval.
+GROUPS = {
     "ps1_part1_theory": [
-        (("q1_softmax", "q2_loo_weights", "q3_population_loss", "q4_factor", "q5_balance_gradient"),
-         ("attnlib.attention.row_softmax", "attnlib.attention.attention_weights",
-          "attnlib.population.population_loss", "attnlib.population.population_loss_and_grad",
-          "attnlib.population.to_factor", "attnlib.population.factor_regularizer_and_grad")),
+        ("q1_softmax", "q2_loo_weights", "q3_population_loss", "q4_factor", "q5_balance_gradient"),
     ],
-    "ps2_part1_experiments": [
-        (("q1_ols", "q2_ols_risk", "q3_gradient_descent", "q4_tilting"),
-         ("attnlib.population.empirical_moments", "attnlib.population.ols_excess_risk")),
-    ],
+    "ps2_part1_experiments": [("q1_ols", "q2_ols_risk", "q3_gradient_descent", "q4_tilting")],
     "ps3_part2_langevin_villani": [
-        (("q1_euler_maruyama",), ("attnlib.langevin.euler_maruyama", "attnlib.langevin.mala")),
-        (("q2_gibbs_density", "q3_villani", "q4_gibbs_mean", "q5_lora_symmetry"),
-         ("attnlib.langevin.gibbs_density", "attnlib.langevin.gibbs_expectation",
-          "attnlib.langevin.gibbs_sample", "attnlib.langevin.gibbs_bin_probabilities",
-          "attnlib.villani.FactorizedLoss.act", "attnlib.lora.LoRAProblem.act")),
+        ("q1_euler_maruyama",),
+        ("q2_gibbs_density", "q3_villani", "q4_gibbs_mean", "q5_lora_symmetry"),
     ],
     "ps4_part2_langevin_darcy_bridge": [
-        (("q1_hitting_time", "q2_patchify", "q3_darcy_residual", "q4_preconditioner"),
-         ("attnlib.langevin.hitting_times", "attnlib.vit.patchify", "attnlib.darcy.flux_residual",
-          "attnlib.bridge.preconditioner_matrix")),
+        ("q1_hitting_time", "q2_patchify", "q3_darcy_residual", "q4_preconditioner"),
     ],
+}
+
+# The written questions (``manual: true``, marked by hand with the rubric), in notebook order, and
+# their points: columns of the grader's sheet. Read with ast.literal_eval.
+WRITTEN = {
+    "ps1_part1_theory": {"q6_written_tilting": 3},
+    "ps2_part1_experiments": {"q5_written_ingredients": 3, "q6_written_finite_n": 3},
+    "ps3_part2_langevin_villani": {"q6_written_villani": 3},
+    "ps4_part2_langevin_darcy_bridge": {"q5_written_gibbs_offset": 3},
 }
 
 import attnlib  # noqa: F401  (its directory is where its functions must be defined)
@@ -98,12 +103,9 @@ def _attnlib_name(code, home):
     return f"{module}.{code.co_qualname}"
 
 
-def call(function, *args, allowed=(), forbidden=None):
-    """``function(*args)``, asserting which attnlib functions it entered (directly or not).
-
-    With ``forbidden=None`` every attnlib function outside ``allowed`` fails the check; with a
-    list of names only those do (for exercises that build on attnlib's other functions).
-    """
+def call(function, *args, allowed=()):
+    """``function(*args)``, asserting that the only attnlib functions it entered itself (not
+    from inside attnlib) are those of ``allowed``."""
     home = _home("attnlib")
     entered = set()
 
@@ -132,10 +134,7 @@ def call(function, *args, allowed=(), forbidden=None):
         intact = sys.getprofile() is profiler
         sys.setprofile(previous)
     assert intact, "the answer switched off the grader's profiler"
-    if forbidden is None:
-        bad = sorted(name for name in entered if name not in allowed)
-    else:
-        bad = sorted(name for name in entered if name in forbidden)
+    bad = sorted(name for name in entered if name not in allowed)
     assert not bad, (f"{getattr(function, '__name__', 'the answer')} calls {', '.join(bad)}: "
                      "the exercise asks you to write it yourself")
     return result
