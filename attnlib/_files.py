@@ -26,7 +26,7 @@ from typing import BinaryIO, Callable
 __all__: list[str] = []
 
 #: The first line of a Git LFS pointer file (what a checkout without ``git lfs`` holds).
-LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
 
 def _umask() -> int:
@@ -113,7 +113,7 @@ def not_an_archive(path: Path) -> str | None:
         return f"unreadable ({exc.strerror or exc})"
     if size == 0:
         return "an empty file (0 bytes)"
-    if head.startswith(LFS_POINTER):
+    if head.startswith(_LFS_POINTER):
         return ("a Git LFS pointer, not the data (the repository was cloned without Git LFS, "
                 "or `git lfs pull` was not run)")
     if not head.strip(b"\x00"):
@@ -138,7 +138,7 @@ def restore_hint(path: Path) -> str:
     file), as the first half of a loader's advice."""
     try:
         with open(path, "rb") as stream:
-            pointer = stream.read(len(LFS_POINTER)) == LFS_POINTER
+            pointer = stream.read(len(_LFS_POINTER)) == _LFS_POINTER
     except OSError:
         pointer = False
     if pointer:
