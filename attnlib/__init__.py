@@ -21,14 +21,14 @@ Part II (Frangi, Mukherjee, Kumar, Sun, Sun 2026)
 Part III
     ``bridge`` (Part I's regression trained by Part II's Langevin dynamics).
 Research tools
-    ``sweep`` (a function over a grid of settings, serially or on Dask workers, as a table).
-For every part
+    ``sweep`` (a function over a grid of settings, serially or on Dask workers, as a table),
     ``runs`` (save a training run or a chain to a file of the user's and load it back).
 
 attnlib needs numpy and scipy only; ``symbolic`` needs sympy (the ``symbolic`` extra), progress
 bars tqdm (``progress``), one BLAS thread per attention block threadpoolctl (``threads``),
-sweeps on worker processes and as tables Dask and pandas (``sweep``). It
-never imports the book's own package, ``attnbook`` (stored runs, verdicts, figures), which
+sweeps on worker processes and as tables Dask and pandas (``sweep``), the fused kernel of
+``attention.loss_and_grad`` numba (``fast``: chosen automatically when installed;
+``ATTNLIB_KERNEL=0`` turns it off). It never imports the book's own package, ``attnbook`` (stored runs, verdicts, figures), which
 stands on it.
 """
 

@@ -49,6 +49,18 @@ ones, for instance) move them by about 1e-16 relative, because the BLAS kernels 
 leftover rows separately; the automatic blocks are tested against the direct computation to
 1e-14. :func:`limit_blas_threads` sets the count for the rest of a process (each Dask worker
 process of :mod:`attnbook.experiments` uses one).
+
+The fused kernel (optional): with numba installed (``pip install 'attnlib[fast]'``),
+:func:`loss_and_grad` runs its blocks through ``attnlib._kernel``, which makes the logits, their
+exponential, the row sums and the gradient's contractions in two passes over each query row
+instead of the seven numpy passes over each block (the numpy path stays the reference, and
+the one used for every other function here). It is chosen automatically (:data:`ENGINE`) when
+numba imports, d <= ``attnlib._kernel.MAX_D`` and the problem has at least
+:data:`KERNEL_MIN_ENTRIES` query-key pairs; ``ENGINE = "numpy"``, or the environment variable
+``ATTNLIB_KERNEL=0`` at import, forces numpy. Both paths compute the same formulas with the
+same softmax shift rule and agree to round-off (float64: about 1e-15 relative), not bit for
+bit: the kernel has its own exponential and sums in its own order. Its rows do not depend on
+the blocks or the threads, bit for bit.
 """
 
 from __future__ import annotations
@@ -58,6 +70,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import DTypeLike
+from . import _kernel
 from ._constants import documented
 from ._threads import MAX_WORKERS, limit_blas_threads, one_blas_thread, run_blocks
 from ._validation import as_matrix, check_int, finite_result
@@ -79,6 +92,8 @@ __all__ = [
     "EscapeCurves",
     "memorising_escape",
     "MAX_WORKERS",
+    "ENGINE",
+    "KERNEL_MIN_ENTRIES",
 ]
 
 Mask = Literal["loo", "all"]
@@ -104,6 +119,32 @@ against 2.6 s for 26).""")
 MAX_BLOCK_ELEMENTS = documented(2 ** 21, """\
 Largest entries of one work array that ``MIN_BLOCK_ROWS`` may raise a block to (2**21
 float64 entries = 16 MB); beyond it blocks have fewer rows.""")
+#: Which engine computes :func:`loss_and_grad`'s blocks: "auto" (the fused kernel of
+#: ``attnlib._kernel`` when numba is installed, the environment variable ``ATTNLIB_KERNEL`` did
+#: not turn it off at import, ``d <= attnlib._kernel.MAX_D`` and the problem has at least
+#: ``KERNEL_MIN_ENTRIES`` query-key pairs; numpy otherwise), "numpy" (the reference) or
+#: "kernel" (the kernel whenever ``d <= attnlib._kernel.MAX_D``, whatever the size and the
+#: environment; ``ImportError`` without numba). A module setting, read at every call:
+#: ``attention.ENGINE = "numpy"``.
+ENGINE = documented("auto", """\
+Which engine computes loss_and_grad's blocks: "auto" (the fused kernel of attnlib._kernel
+when numba is installed, the environment variable ATTNLIB_KERNEL did not turn it off at
+import, d <= attnlib._kernel.MAX_D and the problem has at least KERNEL_MIN_ENTRIES query-key
+pairs; numpy otherwise), "numpy" (the reference) or "kernel" (the kernel whenever
+d <= attnlib._kernel.MAX_D, whatever the size and the environment; ImportError without
+numba). A module setting, read at every call: attention.ENGINE = "numpy".""")
+#: Fewest query-key pairs (``len(rows) * n``) for which the automatic choice takes the kernel:
+#: below, a call costs little whichever engine runs it, and the kernel's first call for a
+#: given d compiles for about two seconds (cached on disk afterwards).
+KERNEL_MIN_ENTRIES = documented(2 ** 14, """\
+Fewest query-key pairs (``len(rows) * n``) for which the automatic choice takes the kernel:
+below, a call costs little whichever engine runs it, and the kernel's first call for a
+given d compiles for about two seconds (cached on disk afterwards).""")
+#: Fewest query-key pairs for which the kernel runs its blocks on more than one thread (below,
+#: handing a block to a second thread costs about what it saves).
+KERNEL_PARALLEL_ENTRIES = documented(2 ** 17, """\
+Fewest query-key pairs for which the kernel runs its blocks on more than one thread (below,
+handing a block to a second thread costs about what it saves).""")
 #: From this many entries (n = 256 for n x n) on, a problem that fits in one block is split
 #: into two halves so that both cores work (one block would run on one thread).
 SPLIT_ELEMENTS = documented(2 ** 16, """\
@@ -266,8 +307,7 @@ def _softmax_rows(queries_b: np.ndarray, keys_t: np.ndarray, out: np.ndarray,
             logits[..., rows, self_columns] = -np.inf
         row_max = logits.max(axis=-1, keepdims=True)
         if not np.all(np.isfinite(row_max)):
-            raise ValueError("attention logits x_j^T B x_i overflow (not finite); B or X is "
-                             "too large in magnitude")
+            raise ValueError(_OVERFLOW_MESSAGE)
         with np.errstate(over="ignore"):  # s - max below -1.8e308: -inf, exp gives 0, its limit
             np.subtract(logits, row_max, out=logits)
         np.exp(logits, out=logits)
@@ -314,6 +354,22 @@ def _row_sums(residual: np.ndarray, hidden: np.ndarray, queries: np.ndarray,
     return (float(np.einsum("ij,ij->", residual, residual, dtype=np.float64)),
             residual.T.astype(np.float64) @ hidden.astype(np.float64),
             queries.reshape(-1, d).T @ ds_x.reshape(-1, d).astype(np.float64))
+
+
+def _use_kernel(d: int, entries: int) -> bool:
+    """Whether :func:`loss_and_grad` takes the fused kernel (see :data:`ENGINE`)."""
+    if ENGINE not in ("auto", "numpy", "kernel"):
+        raise ValueError(f"attention.ENGINE must be 'auto', 'numpy' or 'kernel', got {ENGINE!r}")
+    if ENGINE == "numpy" or d > _kernel.MAX_D:
+        return False
+    if ENGINE == "auto":
+        return (entries >= KERNEL_MIN_ENTRIES and not _kernel.disabled_by_environment()
+                and _kernel.available())
+    return True
+
+
+_OVERFLOW_MESSAGE = ("attention logits x_j^T B x_i overflow (not finite); B or X is too large "
+                     "in magnitude")
 
 
 def _self_columns(rows: np.ndarray | None, start: int, stop: int,
@@ -528,6 +584,12 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
 
         residual, hidden, ds_x = (np.empty((m, p), kind), np.empty((m, d), kind),
                                   np.empty((m, d), kind))              # per query row
+        if _use_kernel(d, m * n):
+            _kernel_blocks(a_t, keys, xb, y_t, index, loo, key_norm, block, workers,
+                           (residual, hidden, ds_x))
+            queries = x if index is None else x[index]
+            total, grad_a, grad_b = _row_sums(residual, hidden, queries, ds_x)
+            return total / (2 * m), grad_a / m, grad_b / m
 
         def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
             self_columns = _self_columns(index, start, stop, loo)
@@ -542,6 +604,38 @@ def loss_and_grad(A: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
         queries = x if index is None else x[index]
         total, grad_a, grad_b = _row_sums(residual, hidden, queries, ds_x)
     return total / (2 * m), grad_a / m, grad_b / m
+
+
+def _kernel_blocks(a: np.ndarray, keys: np.ndarray, xb: np.ndarray, y: np.ndarray,
+                   index: np.ndarray | None, loo: bool, key_norm: float, block: int,
+                   workers: int | None, out: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """:func:`loss_and_grad`'s blocks through the fused kernel (``attnlib._kernel``): writes the
+    per-row ``(residual, hidden, ds_x)`` of ``out``, as the numpy path's blocks do. The inputs
+    are in the block precision; ``index`` the query rows (None: all)."""
+    m, n, d = out[0].shape[0], keys.shape[0], keys.shape[1]
+    kind = keys.dtype
+    kernel = _kernel.rows_kernel(d)
+    keys_t = _kernel.padded_keys(keys)
+    a_t, xb, y = np.ascontiguousarray(a.T), np.ascontiguousarray(xb), np.ascontiguousarray(y)
+    zero, safe = kind.type(0), float(_SAFE_LOGIT[kind])
+    residual, hidden, ds_x = out
+
+    def work(start: int, stop: int, scratch: list[np.ndarray]) -> None:
+        rows = slice(start, stop) if index is None else index[start:stop]
+        if not loo:
+            columns = np.full(stop - start, -1, np.intp)
+        else:
+            columns = np.arange(start, stop) if index is None else index[start:stop]
+        status = kernel(xb[rows], keys_t, n, columns, key_norm, safe, y[rows], a_t,
+                        residual[start:stop], hidden[start:stop], ds_x[start:stop],
+                        scratch[0][0], zero)
+        if status:
+            raise ValueError(_OVERFLOW_MESSAGE)
+
+    if workers is not None:
+        check_int("workers", workers, minimum=1, maximum=MAX_WORKERS)
+    threads = workers if m * n >= KERNEL_PARALLEL_ENTRIES else 1
+    run_blocks(work, m, block, threads, buffers=1, width=keys_t.shape[1], dtype=kind)
 
 
 def _check_prompts(X: object, Y: object, p: int) -> tuple[np.ndarray, np.ndarray]:

@@ -12,10 +12,15 @@ the rise of the peak RSS (VmHWM) over that baseline; it then times further calls
 minimum of wall-clock seconds). Configurations, for d = 10, p = 20, leave-one-out mask:
 
 * ``attnlib``: ``attention.loss_and_grad`` as a user calls it (automatic block size, float64,
-  default threads); ``attnlib-1thread``: the same with ``workers=1``; ``attnlib-float32``:
-  ``dtype=np.float32`` (its relative error against float64 is recorded);
-* ``direct``: one block of n rows (``block_size=n``), i.e. the unblocked computation with its
-  n x n arrays;
+  default threads; through the fused kernel when numba is installed, ``engine`` says which);
+  ``attnlib-1thread``: the same with ``workers=1``; ``attnlib-float32``: ``dtype=np.float32``
+  (its relative error against float64 is recorded); ``attnlib-numpy`` and
+  ``attnlib-numpy-float32``: the numpy path (``attention.ENGINE = "numpy"``), when the kernel is
+  installed. The kernel is compiled (or loaded from numba's cache) on a small problem before
+  the baseline is taken, so that neither numba's import nor its compiler counts as the call's
+  memory;
+* ``direct``: one block of n rows (``block_size=n``) on the numpy path, i.e. the unblocked
+  computation with its n x n arrays;
 * ``torch``: the same loss written in PyTorch and differentiated by autograd on the CPU, run
   with ``--torch-python`` (a Python that has torch and attnlib); it checks its gradient against
   attnlib's and records the relative difference; ``torch-1thread`` the same with
@@ -72,11 +77,17 @@ def _measure(call, repeats: int) -> dict:
 def worker_attnlib(config: dict) -> dict:
     from attnlib import attention
 
+    if config.get("engine") == "numpy":
+        attention.ENGINE = "numpy"
     a, b, x, y = _problem(config["n"])
     options = {k: config[k] for k in ("block_size", "workers") if config.get(k) is not None}
     if config.get("dtype") == "float32":
         options["dtype"] = np.float32
+    engine = "kernel" if attention._use_kernel(x.shape[1], len(x) ** 2) else "numpy"
+    if engine == "kernel":           # compiled or loaded from the cache before the baseline
+        attention.loss_and_grad(a, b, x[:200], y[:200], **{**options, "block_size": None})
     result = _measure(lambda: attention.loss_and_grad(a, b, x, y, **options), config["repeats"])
+    result["engine"] = engine
     result["block_size"] = options.get("block_size", attention.auto_block_size(len(x), len(x)))
     if config.get("dtype") == "float32":
         exact = attention.loss_and_grad(a, b, x, y)
@@ -200,6 +211,10 @@ def main() -> None:
             "attnlib": attnlib.__version__, "cpu_count": os.cpu_count(),
             "machine": platform.machine(), "d": D, "p": P, "mask": "loo",
             "load_average_before": os.getloadavg()}
+    from attnlib import _kernel
+
+    kernel = _kernel.available() and not _kernel.disabled_by_environment()
+    meta["engine"] = "kernel" if kernel else "numpy"
     rows, notes = [], []
     plan = []
     for n in args.ns:
@@ -209,13 +224,19 @@ def main() -> None:
         plan.append(("attnlib-1thread", sys.executable, {**base, "kind": "attnlib", "workers": 1}))
         plan.append(("attnlib-float32", sys.executable,
                      {**base, "kind": "attnlib", "dtype": "float32"}))
+        if kernel:
+            plan.append(("attnlib-numpy", sys.executable,
+                         {**base, "kind": "attnlib", "engine": "numpy"}))
+            plan.append(("attnlib-numpy-float32", sys.executable,
+                         {**base, "kind": "attnlib", "engine": "numpy", "dtype": "float32"}))
         huge = n >= HUGE_N and not args.include_huge
         if huge:
             notes.append(f"n = {n}: direct and torch skipped (about 13-14 GB each); "
                          "rerun with --include-huge on an otherwise idle machine")
         else:
-            plan.append(("direct", sys.executable,
-                         {**base, "kind": "attnlib", "block_size": n, "workers": 1}))
+            plan.append(("direct", sys.executable,            # the numpy path's n x n arrays
+                         {**base, "kind": "attnlib", "block_size": n, "workers": 1,
+                          "engine": "numpy"}))
             if args.torch_python:
                 plan.append(("torch", args.torch_python, {**base, "kind": "torch"}))
                 plan.append(("torch-1thread", args.torch_python,

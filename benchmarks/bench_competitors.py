@@ -135,7 +135,8 @@ def serve(impl: str) -> None:
             if command["cmd"] == "setup":
                 make = _attnlib_call if impl == "attnlib" else (
                     lambda n, dtype: _torch_call(impl, n, dtype))
-                for other in [k for k in calls if k[0] != command["n"]]:
+                for other in [k for k in calls if k[0] != command["n"]
+                              and not command.get("keep")]:   # bench_floor.py keeps every n
                     del calls[other]            # keep the other dtype of this n only
                 start = time.perf_counter()
                 calls[key] = make(*key)
@@ -159,6 +160,10 @@ def serve(impl: str) -> None:
                               "grad_A": _relative(first[1], exact[1]),
                               "grad_B": _relative(first[2], exact[2])}}
             elif command["cmd"] == "time":
+                if command.get("threads") and impl != "attnlib":   # bench_floor.py's threads
+                    import torch
+
+                    torch.set_num_threads(command["threads"])
                 times = []
                 for _ in range(command["calls"]):
                     start = time.perf_counter()

@@ -5,7 +5,8 @@ Usage (from the repository root, on an otherwise idle machine; torch from the ``
     python benchmarks/run_all.py [--torch-python PYTHON] [--skip NAME ...]
 
 In order, each in its own process, with the 1-minute load average printed before and after:
-``bench_floor.py`` (attnlib / floor), ``bench_algorithm.py`` (Algorithm 1 per iteration),
+``bench_floor.py`` (attnlib / floor: the numpy path, the fused kernel when numba is installed
+and, with torch, the PyTorch competitors, interleaved), ``bench_algorithm.py`` (Algorithm 1 per iteration),
 ``bench_attention.py`` (memory, block sizes, float32, Langevin), ``bench_competitors.py`` (the
 PyTorch a user would write; default threads, then PyTorch on one thread) and ``bench_rerun.py``
 (serial against 2 Dask workers). The PyTorch benchmarks need a Python with torch
@@ -34,7 +35,11 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THRE
 def plan(torch_python: str | None) -> list[tuple[str, list[str], dict[str, str]]]:
     """(name, command, extra environment) of every benchmark, in the order they run."""
     python = sys.executable
-    steps = [("floor", [python, "bench_floor.py"], {}),
+    # the floor run times attnlib's two engines and, with torch, the PyTorch competitors in the
+    # same interleaved rounds (PYTHON then needs attnlib and numba too)
+    floor = [torch_python, "bench_floor.py", "--competitors"] if torch_python else [
+        python, "bench_floor.py"]
+    steps = [("floor", floor, {}),
              # one BLAS thread, as chapter 5 runs (scripts/setup.sh, execute_notebooks.py)
              ("algorithm", [python, "bench_algorithm.py", "--rounds", "15"], ONE_THREAD)]
     attention = [python, "bench_attention.py"]

@@ -30,7 +30,7 @@ missing="$("$VENV"/bin/python -I - <<'PY' 2>&1
 import importlib.util
 modules = ("attnlib", "attnbook", "numpy", "scipy", "sympy", "matplotlib", "jupyter_book", "pytest",
            "xdist", "nbval", "hypothesis", "playwright", "ipywidgets", "mpmath", "dask",
-           "distributed", "threadpoolctl", "pypdf")
+           "distributed", "threadpoolctl", "pypdf", "numba")
 print(" ".join(m for m in modules if importlib.util.find_spec(m) is None))
 PY
 )"
@@ -41,7 +41,7 @@ fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "== installing attnlib, attnbook and the pinned book/test stack into $VENV (a few minutes the first time)"
   "$VENV"/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt \
-    -e "./attnlib[all]" -e ".[book,test,distributed]"
+    -e "./attnlib[all,fast]" -e ".[book,test,distributed]"
   echo "$want" > "$stamp"
 fi
 VENV_PY="$ROOT/$VENV/bin/python"

@@ -2,8 +2,9 @@
 # The test command's checks on machines unlike this one (CI runs this after scripts/test.sh):
 #   A. step 1 of scripts/test.sh (unit tests and nbval on every notebook) with numpy held to its
 #      baseline SIMD paths, OpenBLAS to its Nehalem kernels and two BLAS threads
-#      (scripts/cpu_env.py), as on an older CPU: the stored outputs and every replay of a stored
-#      run must hold there too;
+#      (scripts/cpu_env.py), as on an older CPU, and attnlib's fused kernel off (ATTNLIB_KERNEL=0:
+#      the numpy path, the reference): the stored outputs and every replay of a stored run must
+#      hold there too (scripts/test.sh itself runs everything with the kernel);
 #   B. the unit tests in a fresh environment (.venv-system) built with the system's own python3
 #      (ATTNBOOK_SYSTEM_PYTHON, default /usr/bin/python3: Debian 12's is 3.11.2), installing the
 #      same pinned stack; on Debian/Ubuntu python3-venv is installed with apt-get when missing
@@ -14,11 +15,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 failed=()
 system_python="${ATTNBOOK_SYSTEM_PYTHON:-/usr/bin/python3}"
 
-echo "== A. step 1 with baseline SIMD, OpenBLAS Nehalem kernels, two BLAS threads"
+echo "== A. step 1 with baseline SIMD, OpenBLAS Nehalem kernels, two BLAS threads, no fused kernel"
 bash scripts/setup.sh > /dev/null || { echo "error: setting up .venv failed" >&2; exit 1; }
 settings="$(.venv/bin/python scripts/cpu_env.py baseline --threads 2)" || exit 1
 echo "$settings"
-( eval "$settings"; ATTNBOOK_STEPS=1 bash scripts/test.sh ) \
+( eval "$settings"; ATTNLIB_KERNEL=0 ATTNBOOK_STEPS=1 bash scripts/test.sh ) \
   || failed+=("A (older CPU settings)")
 
 echo "== B. unit tests on the system python3 ($system_python)"

@@ -15,9 +15,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "attnlib"
 BOOK = ROOT / "attnbook"
-#: Modules attnlib may import besides the standard library, and where.
+#: Modules attnlib may import besides the standard library, and where (numba lazily, on the
+#: kernel's first use: test_numba_is_imported_lazily).
 OPTIONAL = {"sympy": {"symbolic"}, "mpmath": {"villani", "regularizers"}, "tqdm": {"_progress"},
-            "threadpoolctl": {"_threads"}}
+            "threadpoolctl": {"_threads"}, "numba": {"_kernel"}}
 FORBIDDEN = ("attnbook", "matplotlib", "dask", "distributed", "IPython", "ipywidgets")
 #: Files of the library that are not Python modules (packaging only, no data).
 PACKAGING = {"pyproject.toml", "py.typed", "README.md"}
@@ -46,6 +47,20 @@ def test_library_module_imports_only_numpy_scipy_and_the_standard_library(path: 
                                     if path.stem in users}
     assert not roots & set(FORBIDDEN), f"{path.name} imports {sorted(roots & set(FORBIDDEN))}"
     assert foreign <= allowed, f"{path.name} imports {sorted(foreign - allowed)}"
+
+
+def test_numba_is_imported_lazily() -> None:
+    # only inside functions of attnlib._kernel, so that importing attnlib never imports it
+    tree = ast.parse((LIBRARY / "_kernel.py").read_text())
+    top_level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    assert "numba" not in {root for node in top_level
+                           for root in imported_roots_of(node)}
+
+
+def imported_roots_of(node: ast.Import | ast.ImportFrom) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {alias.name.split(".")[0] for alias in node.names}
+    return {node.module.split(".")[0]} if node.level == 0 and node.module else set()
 
 
 def test_the_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
