@@ -262,7 +262,7 @@ class Custom:
         return transform
 
 
-#: A preconditioner a method can use instead of Algorithm 1's: ``Sigma_hat -> Transform``.
+#: A preconditioner a method can use instead of Algorithm 1's, ``Sigma_hat -> Transform``.
 Preconditioner = Callable[[np.ndarray], Transform]
 
 
@@ -333,8 +333,8 @@ class Method:
                     regularizer=self.regularizer)
 
 
-#: The five methods of chapter 5, by name: Algorithm 1, Algorithm 1 from a random start, plain
-#: gradient descent, SGD and Adam (the last three from a random start, unregularized and
+#: The five methods of chapter 5 by name, Algorithm 1, Algorithm 1 from a random start, and
+#: plain gradient descent, SGD and Adam (the last three from a random start, unregularized and
 #: unpreconditioned).
 METHODS: dict[str, Method] = documented({
     "algorithm1": Method(init="spectral", lam=1.0, precondition=True, update=GD()),

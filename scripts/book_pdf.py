@@ -24,6 +24,12 @@ added from the second print's destinations: the contents list, the introduction 
 parts at the top, chapters (and the introduction's sections) under them, each chapter's
 sections (h3) under it, folded. Smaller headings are left out.
 
+Beside the PDF it writes ``OUT.layout.json`` (read by ``tests/test_book_pdf.py``), measured
+in the print layout just before printing: ``wide``, every table, output, code block, figure or
+display equation wider than the text block or cut inside its own box (paper cannot scroll),
+and ``headings``, the text of every heading, to find a page that ends with one (a heading
+printed apart from what follows it).
+
 The browser is ``ATTNBOOK_CHROMIUM``, else the first of chromium, chromium-browser and
 google-chrome (GitHub's Ubuntu runners have Chrome) on the PATH.
 """
@@ -33,6 +39,7 @@ from __future__ import annotations
 import functools
 import http.server
 import io
+import json
 import logging
 import os
 import shutil
@@ -115,6 +122,43 @@ SHAPE_AS_BOOK = """() => {
   });
   document.body.append(links);
   return [bookmarks, contents];
+}"""
+# The print layout's problems (see the module docstring): what is wider than the text block or
+# cut in its box, and the headings' texts.
+LAYOUT_CHECK = """() => {
+  const article = document.querySelector("article.bd-article");
+  const room = article.getBoundingClientRect();
+  const style = getComputedStyle(article);
+  const right = room.right - parseFloat(style.paddingRight) + 1;
+  const shown = (element) => element.getClientRects().length > 0
+    && !element.closest("details:not([open]), .d-print-none");
+  const wide = [];
+  article.querySelectorAll("table, pre, div.cell_output > *, img, figure, "
+                           + "mjx-container[display='true'], .attn-slider").forEach((element) => {
+    if (!shown(element)) return;
+    const box = element.getBoundingClientRect();
+    const overflow = getComputedStyle(element).overflowX;
+    const cut = ["auto", "scroll", "hidden", "clip"].includes(overflow)
+      && element.scrollWidth > element.clientWidth + 1;
+    if (box.right > right || cut) {
+      const heading = element.closest("section")
+        && element.closest("section").querySelector("h1, h2, h3, h4");
+      wide.push({what: element.tagName.toLowerCase() + (element.className
+                   ? "." + String(element.className).split(" ").filter(Boolean).join(".") : ""),
+                 text: element.textContent.replace(/\\s+/g, " ").trim().slice(0, 70),
+                 section: heading ? heading.textContent.replace("#", "").trim() : "",
+                 width: Math.round(Math.max(box.width, element.scrollWidth)),
+                 room: Math.round(right - box.left)});
+    }
+  });
+  const headings = Array.from(article.querySelectorAll("h1, h2, h3, h4, h5, h6"))
+    .filter(shown).map((h) => {
+      const copy = h.cloneNode(true);
+      copy.querySelectorAll(".headerlink, mjx-container > :not(mjx-assistive-mml)")
+        .forEach((node) => node.remove());
+      return copy.textContent.trim();
+    });
+  return {wide, headings};
 }"""
 FILL_CONTENTS = """(numbers) => {
   document.querySelectorAll("#jb-print-toc .attn-print-page").forEach(
@@ -222,6 +266,7 @@ def print_pdf(site: Path, pdf: Path) -> None:
                 raise SystemExit(f"book_pdf: no destination in the PDF for {missing}")
             page.evaluate(FILL_CONTENTS, [draft_places[target].page for target in contents])
             printed, places = print_book()
+            layout = page.evaluate(LAYOUT_CHECK)
             browser.close()
     finally:
         server.shutdown()
@@ -232,6 +277,15 @@ def print_pdf(site: Path, pdf: Path) -> None:
                          f"({len(moved)} parts, chapters or sections changed page: {moved[:3]})")
     with pdf.open("wb") as out:
         with_bookmarks(printed, marks, places).write(out)
+    layout_file(pdf).write_text(json.dumps(layout, indent=1, ensure_ascii=False) + "\n")
+    for item in layout["wide"]:
+        print(f"book_pdf: wider than the text block ({item['width']} px in {item['room']}): "
+              f"{item['what']} in {item['section']!r}: {item['text']!r}", file=sys.stderr)
+
+
+def layout_file(pdf: Path) -> Path:
+    """Where the print layout's measurements go: beside the PDF, ``OUT.layout.json``."""
+    return pdf.with_suffix(".layout.json")
 
 
 def main(argv: list[str]) -> int:

@@ -16,7 +16,12 @@ after a hyphen) and NFKC-normalized (ligatures). Fails when
   its own, or a run of plain words from a solution's text in the sources), or the
   enlarged-figure view's Close button;
 * the book has fewer pages than two per chapter or more than ``MAX_PAGES``, or is larger than
-  ``MAX_MEGABYTES``.
+  ``MAX_MEGABYTES``;
+* a table, output, code block, figure or display equation is wider than the text block or cut
+  in its own box (``OUT.layout.json``, which ``scripts/book_pdf.py`` measures in the print
+  layout);
+* a page ends with a heading (printed apart from the text it heads), or holds nothing but one;
+* a page shows screen-only wording ("click", "tap"): mark it with the ``screen-only`` class.
 """
 
 from __future__ import annotations
@@ -43,6 +48,12 @@ SOLUTION = re.compile(r"```\{admonition\} Solution\n:class: dropdown\n(.*?)\n```
 PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z,.;:()-]*")
 MIN_PHRASE_WORDS = 8
 
+# Wording that only makes sense on a screen: an instruction to click or tap something.
+SCREEN_WORDING = re.compile(r"\b(?:click|tap|hover)(?: or (?:click|tap))? (?:on |over )?"
+                            r"(?:a|an|the|any|it|here|this|one)\b", re.IGNORECASE)
+# A heading shorter than this (compact) is not looked for at a page's end ("Summary" is).
+MIN_HEADING_CHARS = 5
+
 pytestmark = pytest.mark.skipif(not PDF, reason="set ATTNBOOK_BOOK_PDF to a printed book "
                                 "(scripts/test.sh step 3 prints one) to check it")
 
@@ -63,8 +74,11 @@ class Book(NamedTuple):
 
 
 def compact(text: str) -> str:
-    """``text`` NFKC-normalized with all whitespace removed."""
-    return "".join(unicodedata.normalize("NFKC", text).split())
+    """``text`` NFKC-normalized with all whitespace removed, typographic quotes as straight
+    ones (the HTML prints "The book's code" with a curly apostrophe)."""
+    text = unicodedata.normalize("NFKC", text).translate(
+        {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'})
+    return "".join(text.split())
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +126,21 @@ def source_text(name: str) -> str:
     return path.with_suffix(".md").read_text()
 
 
-def chapter_title(name: str) -> str:
-    return next(line[2:] for line in source_text(name).splitlines() if line.startswith("# "))
+def chapter_title(name: str, *, raw: bool = False) -> str:
+    """A page's title as printed: its first heading without Markdown's and TeX's marks ($, `,
+    _, ^, braces: "Attention in $W_Q, W_K$" prints as "Attention in WQ, WK"); ``raw``: as
+    written."""
+    title = next(line[2:] for line in source_text(name).splitlines() if line.startswith("# "))
+    return title if raw else re.sub(r"[$`_^{}]", "", title)
+
+
+def title_pattern(raw: str) -> str:
+    """A regex for a title in the text extracted from the PDF (compact): its maths ($...$)
+    may be missing there (MathJax draws its glyphs, the bookmarks spell them)."""
+    pieces = re.split(r"\$([^$]*)\$", raw)
+    return "".join(f"(?:{re.escape(compact(re.sub(r'[`_^{}]', '', piece)))})?" if i % 2
+                   else re.escape(compact(re.sub(r"[`_^{}]", "", piece)))
+                   for i, piece in enumerate(pieces))
 
 
 def toc() -> list[tuple[str, list[str]]]:
@@ -166,9 +193,11 @@ def test_contents_page_numbers_match_the_bookmarks(book: Book) -> None:
     assert start, "no bookmark for the contents list"
     end = next(mark.page for mark in book.bookmarks if mark.depth == 0 and mark.page > start)
     contents = compact(" ".join(book.pages[start - 1:end - 1]))
+    titles = [title for caption, chapters in toc()
+              for title in (caption, *(chapter_title(name, raw=True) for name in chapters))]
     position = 0
-    for mark in entries:           # in order: "Chapter 4: Algorithm 1" is in "Checks for ..."
-        found = re.compile(re.escape(mark.title) + r"(\d+)").search(contents, position)
+    for mark, title in zip(entries, titles):   # in order: "Chapter 4: ..." is in "Checks for ..."
+        found = re.compile(title_pattern(title) + r"(\d+)").search(contents, position)
         assert found, f"the contents list has no page number after {mark.title!r}"
         assert int(found[1]) == mark.page, (f"the contents list gives {mark.title!r} page "
                                             f"{found[1]}, its bookmark page {mark.page}")
@@ -219,3 +248,43 @@ def test_page_count_and_size(book: Book) -> None:
     chapters = sum(len(chapters) for _, chapters in toc_parts())
     assert 2 * chapters <= len(book.pages) <= MAX_PAGES, f"{len(book.pages)} pages"
     assert book.megabytes <= MAX_MEGABYTES, f"{book.megabytes:.1f} MB"
+
+
+def layout() -> dict:
+    """What scripts/book_pdf.py measured in the print layout (``OUT.layout.json``)."""
+    path = Path(PDF).with_suffix(".layout.json")
+    assert path.is_file(), f"{path.name} is missing: print the book with scripts/book_pdf.py"
+    return json.loads(path.read_text())
+
+
+def test_nothing_is_wider_than_the_text_block() -> None:
+    wide = layout()["wide"]
+    assert not wide, (f"{len(wide)} element(s) wider than the text block or cut in their box, "
+                      "e.g. " + "; ".join(f"{w['what']} in {w['section']!r} ({w['width']} px in "
+                                          f"{w['room']}): {w['text'][:40]!r}" for w in wide[:4]))
+
+
+def test_no_page_ends_with_a_heading(book: Book) -> None:
+    """A heading is printed with the text it heads: no page's last lines are a heading, and
+    no page holds only one (a part's title page is a title, not a heading)."""
+    headings = {compact(text) for text in layout()["headings"]
+                if len(compact(text)) >= MIN_HEADING_CHARS}
+    parts = {compact(caption) for caption, _ in toc()}
+    alone = []
+    for number, text in enumerate(book.pages, 1):
+        lines = [line for line in text.splitlines() if line.strip()]
+        if compact(text) in parts:
+            continue                      # a part's title page: its title alone, on purpose
+        for k in (1, 2, 3):
+            if len(lines) >= k and compact(" ".join(lines[-k:])) in headings:
+                alone.append(f"page {number}: {' '.join(lines[-k:])!r}"
+                             + (" (the only text)" if len(lines) == k else ""))
+                break
+    assert not alone, f"{len(alone)} page(s) end with a heading, e.g. {alone[:5]}"
+
+
+def test_no_screen_only_wording(book: Book) -> None:
+    found = [f"page {number}: {text[max(0, m.start() - 40):m.end() + 30]!r}"
+             for number, text in enumerate(book.pages, 1)
+             for m in SCREEN_WORDING.finditer(text)]
+    assert not found, f"{len(found)} screen-only phrase(s) printed, e.g. {found[:4]}"

@@ -9,9 +9,10 @@
   naming the claim and the value;
 * every [seed]/[abstract] bullet of the design notes is in the claims file, at the line the
   file names (only where the notes are available, ../shared/design; a clean clone skips it);
-* the page's "Headline claims" table lists exactly the claims marked ``headline: true``, the
-  full tables mark exactly those rows, and the opening summary's counts are the counts of the
-  verdicts in the tables;
+* the page's "Headline claims" tables list exactly the claims marked ``headline: true`` (a
+  claim's stricter readings in its row), the full entries (one box per claim, one reading per
+  row of the claims file) mark exactly those rows, and the opening summary's and the counts
+  table's numbers are the counts of the verdicts in the entries;
 * a chapter whose checks are on a Reproduction report page lists, in its section "The papers'
   claims", exactly the claims tested there or in the chapter, each with the ledger's verdict.
 """
@@ -52,21 +53,26 @@ def test_every_claim_has_a_row_whose_verdict_a_chapter_cell_printed():
     page = ledger.render(rows, CLAIMS["design_notes"])
     assert all(ledger.escape(n["not_checkable"]) in page
                for n in CLAIMS["design_notes"] if n.get("not_checkable"))
-    for row in rows:
-        assert f"`{row.claim['id']}`" in page
+    full = [entry for part in ("Part I:", "Part II:") for entry in _entries(_section(page, part))]
+    assert len(full) == len(rows)
+    for row, entry in zip(rows, full):
+        assert f'id="claim-{row.claim["id"]}"' in entry and f"`{row.claim['id']}`" in entry
         if row.printed is None:
             assert row.claim.get("not_yet_tested"), row.claim["id"]
             continue
         printed = _stored_lines(ROOT / row.claim["notebook"])[row.printed.cell]
         assert str(row.printed.verdict) in printed, row.claim["id"]
         assert row.printed.section == row.claim["section"]
+        # every measured value is in the claim's entry, as the ledger writes it
+        for item in ledger.value_items(row.printed.verdict):
+            assert item in entry, (row.claim["id"], item)
         for m in row.printed.verdict.measurements:
-            assert ledger.escape(f"{m.name} {m.shown}") in page, (row.claim["id"], m)
+            assert ledger.maths(m.shown) in entry, (row.claim["id"], m)
     tested = [row for row in rows if row.printed is not None]
     statuses = [row.printed.verdict.status for row in tested]
-    full = [row for part in ("Part I:", "Part II:") for row in _table_rows(_section(page, part))]
-    assert len(full) == len(rows) and all(f"`{s}`" in page for s in statuses)
-    assert [len(VERDICT_BADGE.findall(row)) for row in full] == [1] * len(rows)
+    assert all(f"`{s}`" in page for s in statuses)
+    # one verdict badge per reading, on its first line (its sub-claims' statuses are words)
+    assert [len(VERDICT_BADGE.findall(entry.split("\n")[1])) for entry in full] == [1] * len(rows)
 
 
 VERDICT_BADGE = re.compile(r"\{bdg-(?:success|warning|danger|dark|light)\}`([^`]+)`")
@@ -87,6 +93,13 @@ def _table_rows(section: str) -> list[str]:
     for table in re.findall(r"```\{list-table\}\n(.*?)\n```", section, flags=re.S):
         rows += ["* - " + r for r in re.split(r"^\* - ", table, flags=re.M)[1:]][1:]
     return rows
+
+
+def _entries(section: str) -> list[str]:
+    """The readings of the section's claim boxes, in order: one per row of the claims file,
+    each from its container's first line to its end."""
+    return [":::: " + block.split("\n::::\n")[0]
+            for block in re.split(r"^::::\{container\} ", section, flags=re.M)[1:]]
 
 
 def _counts(text: str) -> dict[str, int]:
@@ -136,13 +149,15 @@ def test_headline_section_lists_exactly_the_headline_claims_and_marks_their_rows
     assert 10 <= len(sources) <= 14 and {1, 2} <= {c["paper"] for c in CLAIMS["claims"]
                                                    if c.get("headline")}
     listed = _table_rows(_section(page, "Headline claims"))
-    assert [re.search(r'href="#claim-([^"]+)"', r)[1] for r in listed] == marked
+    # one row per claim: its source's reading and its stricter readings, each linked
+    assert len(listed) == len(sources)
+    assert [i for r in listed for i in re.findall(r'href="#claim-([^"]+)"', r)] == marked
     status = {row.claim["id"]: ledger.status_of(row) for row in rows}
-    assert [VERDICT_BADGE.findall(r) for r in listed] == [[status[i]] for i in marked]
-    full = [row for part in ("Part I:", "Part II:") for row in _table_rows(_section(page, part))]
-    badged = [re.search(r'id="claim-([^"]+)"', r)[1] for r in full if HEADLINE in r]
+    assert [b for r in listed for b in VERDICT_BADGE.findall(r)] == [status[i] for i in marked]
+    full = [e for part in ("Part I:", "Part II:") for e in _entries(_section(page, part))]
+    badged = [re.search(r'id="claim-([^"]+)"', e)[1] for e in full if HEADLINE in e]
     assert badged == marked
-    # the badge is on the headline rows of the full tables, and named once in the summary
+    # the badge is on the headline entries, and named once in the summary
     assert page.count(HEADLINE) == len(marked) + 1
 
 
@@ -150,8 +165,8 @@ def test_summary_counts_are_the_counts_of_the_verdicts_in_the_tables():
     rows, page = _page()
     summary = page.split("\n\n")[1]
     assert summary == ledger.summary(rows) and 3 <= summary.count(". ") + 1 <= 6
-    full = {part: _table_rows(_section(page, part)) for part in ("Part I:", "Part II:")}
-    in_tables = [VERDICT_BADGE.search(r)[1] for part in full.values() for r in part]
+    full = {part: _entries(_section(page, part)) for part in ("Part I:", "Part II:")}
+    in_tables = [VERDICT_BADGE.search(e)[1] for part in full.values() for e in part]
     overall = summary.split("Of all ")[1].split(". ")[0]
     assert _counts(overall) == {s: in_tables.count(s) for s in set(in_tables)}
     assert f"This page checks {len(in_tables)} claims" in summary
@@ -159,14 +174,25 @@ def test_summary_counts_are_the_counts_of_the_verdicts_in_the_tables():
         assert f"{len(full[part + ':'])} of {{cite}}`{key}` ({part})" in summary
     listed = _table_rows(_section(page, "Headline claims"))
     headline = summary.split("Of these, ")[1].split(". ")[0]
-    badges = [VERDICT_BADGE.search(r)[1] for r in listed]
+    badges = [b for r in listed for b in VERDICT_BADGE.findall(r)]
     assert _counts(headline) == {s: badges.count(s) for s in set(badges)}
-    assert f"The {len(listed)} headline claims" in summary
-    for row, badge in zip(listed, badges):    # each headline claim named under its verdict
-        name = re.search(r'">(.*?)</a>', row)[1]
-        group = re.search(rf"\d+ (?:are |is )?{re.escape(badge)} \(((?:[^()]|\([^()]*\))*)\)",
-                          headline)
-        assert group and f"*{name}*" in group[1].split("; "), (name, badge)
+    assert f"The {len(badges)} headline claims" in summary
+    # the counts table under the summary: per part, the headline claims and all
+    table = re.search(r"```\{list-table\}\n:header-rows: 1\n:class: ledger-counts\n\n(.*?)\n```",
+                      page, flags=re.S)[1]
+    header, *lines = re.split(r"^\* - ", table, flags=re.M)[1:]
+    columns = VERDICT_BADGE.findall(header)
+    counted = {line.split("\n")[0]: [int(n) for n in re.findall(r"^  - (\d+)$", line, flags=re.M)]
+               for line in lines}
+    by_part = {"Part I": full["Part I:"], "Part II": full["Part II:"]}
+    for name, numbers in counted.items():
+        entries = next((v for k, v in by_part.items() if name.startswith(k + ",")), None)
+        if name == "all":
+            entries = full["Part I:"] + full["Part II:"]
+        elif name == "headline claims":
+            entries = [e for part in full.values() for e in part if HEADLINE in e]
+        found = [VERDICT_BADGE.search(e)[1] for e in entries]
+        assert numbers == [found.count(s) for s in columns] + [len(found)], name
 
 
 def test_headline_marks_are_checked(tmp_path):
@@ -407,13 +433,15 @@ def test_a_choice_row_and_a_shared_cause_are_rendered_with_a_link(tmp_path):
     assert any("its cause links to no heading 'Nowhere'" in p for p in problems)
 
 
-_EVIDENCE = re.compile(r'; evidence: (?:\{numref\}`(?P<figure>[^`]+)`'
-                       r'|<a href="[^"]+">(?P<title>[^<]*)</a>)')
+_EVIDENCE = re.compile(r'evidence: (?:\{numref\}`Fig\. %s in [^`<]+ <(?P<figure>[^>`]+)>`'
+                       r'|<a href="[^"]+">(?:chapter|report on chapter) [^:<]+: '
+                       r'(?P<title>[^<]*)</a>)')
 
 
 def test_evidence_links_say_which_figure_or_section():
-    """Each row's evidence is a figure reference (rendered "Fig. 5.3") to a figure of the
-    evidence chapter, or a link titled by the evidence section's heading; never a bare word."""
+    """Each row's evidence is a figure reference (rendered "Fig. 5.3 in chapter 5") to a figure
+    of the evidence chapter, or a link titled by its page ("chapter 4", "report on chapter 5")
+    and the evidence section's heading; never a bare word."""
     rows, page = _page()
     found = [m.groupdict() for m in _EVIDENCE.finditer(page)]
     assert len(found) == len(rows), "a row without a recognisable evidence link"

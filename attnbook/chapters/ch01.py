@@ -16,7 +16,7 @@ from attnbook.tables import ResultTable, result_table
 
 __all__ = ["MASKS", "loss_and_gradient_line", "excess", "escape_table", "optima_table"]
 
-#: The two masks of the chapter: leave-one-out and all tokens.
+#: The two masks of the chapter, leave-one-out and all tokens.
 MASKS = ("loo", "all")
 #: The scales of the escape table's last three columns: c = 0.01, 1 and 1000 on the chapter's
 #: grid ``geomspace(1e-2, 1e3, 21)`` (index 8 is c = 1).

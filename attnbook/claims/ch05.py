@@ -60,8 +60,8 @@ ORDERS, ORDERS_PARTLY = 2.5, 1.5
 #: chapter 4's rule for "the preconditioner speeds up training" is an excess risk at k = 100,
 #: preconditioned over plain, at kappa = 1000, of at most this
 LITERAL_SPEEDUP = 0.5
-#: [choice] the literal preconditioner "speeds up" at all (partly reproduced): every reading's
-#: ratio below this
+#: [choice] the literal preconditioner "speeds up" at all (partly reproduced) when every
+#: reading's ratio is below this
 LITERAL_AT_ALL = 1.0
 
 _LOSS = ("summary's reading: population loss within 10% of L* at every recorded k from "

@@ -24,17 +24,17 @@ long-time value exponentially; :func:`exponential_approach` fits::
     one rate:  E(t) = F + c e^{-r t},      two rates:  E(t) = F + c_1 e^{-r_1 t} + c_2 e^{-r_2 t},
 
 and, as the alternative, a power-law approach ``F + c (1 + t / t_0)^{-a}`` with ``a`` at most
-:data:`POWER_MAX` [choice] (the family's limit ``a, t_0 -> infinity`` at fixed ``a / t_0`` is the
+``POWER_MAX`` [choice] (the family's limit ``a, t_0 -> infinity`` at fixed ``a / t_0`` is the
 one-rate exponential; the bound keeps the alternative algebraic over the records), each by
 weighted least squares with the chains' standard errors. A record whose standard error is at
-most :data:`SE_ROUNDOFF` times the curve's largest value is deterministic (the common start of
+most ``SE_ROUNDOFF`` times the curve's largest value is deterministic (the common start of
 all chains: identical values whose standard deviation is float64 round-off, or exactly 0) and is
 left out of every fit; weighting it by its round-off standard error would pin the fit to it.
 
 :func:`exponential_verdict` judges each curve (model, ``s``) by two measurements:
 
 * **the old rule** [choice]: the better exponential fit has ``chi^2`` per record at most
-  :data:`CHI2_MAX` (a correct model has mean 1; records of the same chains are correlated, so
+  ``CHI2_MAX`` (a correct model has mean 1; records of the same chains are correlated, so
   its spread is wide). It accepts every exponential curve but also power-law curves that two
   rates mimic within the errors, so it shows consistency, not that the approach is exponential;
 * **a power law excluded** [choice]: the chi^2 difference of the best power law and the better
@@ -42,7 +42,7 @@ left out of every fit; weighting it by its round-off standard error would pin th
   ``tau`` (:func:`correlation_records`) is how many records of the chain mean carry the
   information of one independent record: the variance of the tail average over the variance of
   one record, both measured from the independent chains. A power law is excluded when the
-  separation is at least :data:`SEPARATION_MIN` (9, "three standard errors" for one parameter);
+  separation is at least ``SEPARATION_MIN`` (9, "three standard errors" for one parameter);
   the exponential is excluded when it is at most ``-SEPARATION_MIN``; in between the curve is
   consistent with both.
 
@@ -241,7 +241,7 @@ def _best_chi2(model, t: np.ndarray, y: np.ndarray, se: np.ndarray, starts: list
 
 
 def _deterministic(mean: np.ndarray, se: np.ndarray) -> np.ndarray:
-    """Records whose standard error is at most :data:`SE_ROUNDOFF` of the curve's scale."""
+    """Records whose standard error is at most ``SE_ROUNDOFF`` of the curve's scale."""
     return se <= SE_ROUNDOFF * float(np.max(np.abs(mean)))
 
 
@@ -265,10 +265,10 @@ def exponential_approach(times: object, mean: object, sem: object, *, correlatio
                          power_max: float | None = None) -> ApproachFit:
     """Fit ``mean`` (the chain-mean loss at ``times``, standard errors ``sem``, ``correlation``
     records per independent record) by one and two exponential rates and by a power-law
-    approach with power at most ``power_max`` (default :data:`POWER_MAX`; module docstring), each
+    approach with power at most ``power_max`` (default ``POWER_MAX``; module docstring), each
     from a grid of starts (rates ``{1, 3, 10, 30, 100} / T`` with ``T`` the time span; ``t_0`` and
     the power on a grid), keeping the best; deterministic records (standard error at most
-    :data:`SE_ROUNDOFF` of the curve's scale: the common start) are left out. Rates, ``t_0``
+    ``SE_ROUNDOFF`` of the curve's scale: the common start) are left out. Rates, ``t_0``
     and the power are kept positive."""
     t = as_matrix("times", times, ndim=1)
     y = as_matrix("mean", mean, shape=t.shape, ndim=1)

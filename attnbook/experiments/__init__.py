@@ -253,8 +253,8 @@ def run(name: str, *, full: bool = True, progress: bool = False, workers: int | 
     security : object, optional
         A ``distributed.Security`` for a ``tls://`` scheduler.
     resume : bool
-        Keep every finished task (and every finished phase, :func:`_tasks.checkpoint`) in the
-        experiment's task cache (:func:`task_cache`) and reuse what an interrupted run of the
+        Keep every finished task (and every finished phase, ``_tasks.checkpoint``) in the
+        experiment's task cache (``task_cache``) and reuse what an interrupted run of the
         same code and settings left there (the command line does; a replay never does).
 
     Returns
@@ -281,7 +281,7 @@ def run(name: str, *, full: bool = True, progress: bool = False, workers: int | 
 
 
 def task_cache(name: str, *, full: bool = True) -> TaskCache:
-    """The task cache of the registered experiment ``name`` (:class:`_tasks.TaskCache`, in
+    """The task cache of the registered experiment ``name`` (``_tasks.TaskCache``, in
     ``$ATTNBOOK_CACHE/tasks/NAME``): what :func:`run` with ``resume=True`` keeps and reuses,
     keyed by the run's settings, ``full`` and the code's version."""
     _known(name)

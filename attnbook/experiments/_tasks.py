@@ -24,7 +24,7 @@ the main guard of scripts). See :mod:`attnlib.sweep` for the details, the limits
 unauthenticated and Dask exchanges pickles over it: use ``tls://`` with ``security=`` off a
 trusted network). ``assemble`` receives exactly the list the serial loop would build.
 
-Resuming (:class:`TaskCache`). The command line runs every experiment with a task cache:
+Resuming (``TaskCache``). The command line runs every experiment with a task cache:
 each task's result is kept, as it finishes, in ``$ATTNBOOK_CACHE/tasks/NAME/`` (default
 ``~/.cache/attnbook/tasks/NAME/``, outside the repository), under a key made of the task's
 arguments, the experiment's settings, and the code's version (a hash of the sources of
@@ -32,7 +32,7 @@ arguments, the experiment's settings, and the code's version (a hash of the sour
 versions). A rerun after Ctrl-C, a crash or a failed save takes the finished tasks from there
 (saying how many) and runs only the rest; the results are read back bit for bit, so the run is
 the uninterrupted one. A run of several phases keeps each finished phase the same way
-(:func:`checkpoint`). The cache of an experiment is deleted once its run is saved. Only results
+(``checkpoint``). The cache of an experiment is deleted once its run is saved. Only results
 that are dicts of arrays, numbers and strings are kept (others are simply recomputed).
 """
 
@@ -172,10 +172,10 @@ def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | Non
     (its exception, or ``KilledWorker`` once its worker was lost too often) cancels the others
     and is re-raised at once, with a note naming the task.
 
-    ``cache`` (a :class:`TaskCache`): tasks it holds are not run again (a line on stderr says
+    ``cache`` (a ``TaskCache``): tasks it holds are not run again (a line on stderr says
     how many were reused), and each task that finishes is added to it at once, so an
     interrupted run resumes where it stopped; serial runs also make it the cache of
-    :func:`checkpoint` inside the tasks.
+    ``checkpoint`` inside the tasks.
     """
     if not isinstance(grid, TaskGrid):
         raise TypeError(f"grid must be a TaskGrid, got {type(grid).__name__}")
@@ -206,7 +206,7 @@ def run_grid(grid: TaskGrid, *, workers: int | None = None, scheduler: str | Non
 #: The environment variable naming the folder of the task caches (default
 #: ``$XDG_CACHE_HOME/attnbook``, that is ``~/.cache/attnbook``).
 CACHE_VARIABLE = "ATTNBOOK_CACHE"
-#: Where :func:`checkpoint` finds the cache of the run in progress.
+#: Where ``checkpoint`` finds the cache of the run in progress.
 _ACTIVE: contextvars.ContextVar[TaskCache | None] = contextvars.ContextVar("task_cache",
                                                                            default=None)
 #: How a kept value comes back: as an array, a numpy scalar or a Python number or string.

@@ -342,7 +342,7 @@ def _phase1_experiment(setup: DarcySetup, epochs: int, full: bool, progress: boo
 def _phase2_experiment(setup: DarcySetup, start: dict[str, np.ndarray], optimizer: str,
                        seeds: tuple[int, ...], full: bool, progress: bool) -> dict[str, np.ndarray]:
     """Phase 2 of every regime and seed (:func:`phase2_history`), each task kept as a finished
-    step of the run (:func:`_tasks.checkpoint`): a rerun after an interruption runs only the
+    step of the run (``_tasks.checkpoint``): a rerun after an interruption runs only the
     tasks that had not finished (the data are generated only if one is left)."""
     data = lru_cache(maxsize=1)(lambda: make_task(setup))
     seeds = seeds if full else seeds[:1]
@@ -419,7 +419,7 @@ def large(full: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
 
     Keys: the Phase-2 keys (module docstring), the Phase-1 curves as ``phase1_<quantity>`` and
     the Phase-1 weights. Run from the command line, Phase 1 and each Phase-2 task are kept as
-    they finish (:func:`_tasks.checkpoint`), so an interrupted run resumes after them.
+    they finish (``_tasks.checkpoint``), so an interrupted run resumes after them.
     """
     setup = LARGE if full else replace(LARGE, n_train=40, n_test=10)
     phase1_run = checkpoint(("phase 1", setup, full), lambda: _phase1_experiment(
