@@ -72,7 +72,7 @@ def gibbs_schematic(s: float = 2.0, lam: float = 0.15):
     ax.text(2.9, -0.12, r"$f^\star$", fontsize=10, va="top", ha="right", color="k")
     ax.set(xlim=(-3.0, 3.0), ylim=(-0.6, 4.4), xticks=[], yticks=[],
            xlabel="one direction across the minimum", title="(a) around a minimum")
-    ax.legend(loc="upper center", fontsize=8, frameon=False)
+    ax.legend(loc="upper center", fontsize=9, frameon=False)
 
     xx, yy = np.meshgrid(np.linspace(-4.0, 4.0, 300), np.linspace(-1.6, 1.6, 200))
     for ax in axes[1:]:
@@ -86,11 +86,11 @@ def gibbs_schematic(s: float = 2.0, lam: float = 0.15):
         width = 0.32 * np.sqrt(t)
         ax.plot(width * np.cos(theta), 0.45 * np.sin(theta), color=OKABE_ITO["blue"],
                 alpha=shade, lw=2)
-    ax.text(0.0, 0.6, "chains at $t = 1, 10, 100$", fontsize=8, ha="center", va="bottom")
+    ax.text(0.0, 0.6, "chains at $t = 1, 10, 100$", fontsize=9, ha="center", va="bottom")
     for sign in (1, -1):
         _arrow(ax, (sign * 2.4, -1.05), (sign * 3.8, -1.05), OKABE_ITO["blue"])
     ax.text(0.0, -1.05, "drift", ha="center", va="center", fontsize=9)
-    ax.text(-3.9, 1.45, "$L$ constant on the orbit", fontsize=8, va="top")
+    ax.text(-3.9, 1.45, "$L$ constant on the orbit", fontsize=9, va="top")
     ax.set_title("(b) no regularizer: no $\\mu_s$")
     ax = axes[2]
     density = np.exp(-2 * (0.5 * yy ** 2 + lam * xx ** 2 * np.log1p(xx ** 2)) / s)
