@@ -266,9 +266,11 @@ def exp_array(values, out):
 """
 
 
-def _compiled(key: int | str, text: str, name: str, fastmath: set[str]) -> Callable[..., Any]:
-    """``name`` from the generated source ``text``, compiled with numba on first use (numba
-    must be installed: :func:`available`) and kept under ``key``."""
+def _compiled(key: int | str, make_text: Callable[[], str], name: str,
+              fastmath: set[str]) -> Callable[..., Any]:
+    """``name`` from the generated source ``make_text()``, compiled with numba on first use
+    (numba must be installed: :func:`available`) and kept under ``key`` (a call that finds it
+    there generates nothing)."""
     kernel = _KERNELS.get(key)
     if kernel is not None:
         return kernel
@@ -283,7 +285,7 @@ def _compiled(key: int | str, text: str, name: str, fastmath: set[str]) -> Calla
                          "__name__": __name__}
             # compiled under this file's name, so that numba's cache can locate it (and is
             # invalidated when this file, which holds the template, changes)
-            exec(compile(text, __file__, "exec"), namespace)
+            exec(compile(make_text(), __file__, "exec"), namespace)
             _KERNELS[key] = numba.njit(fastmath=fastmath, nogil=True,
                                        cache=True)(namespace[name])
     return _KERNELS[key]
@@ -292,7 +294,7 @@ def _compiled(key: int | str, text: str, name: str, fastmath: set[str]) -> Calla
 def rows_kernel(d: int) -> Callable[..., int]:
     """The compiled kernel for d coordinates (:func:`source`; generated and compiled on first
     use; numba must be installed: :func:`available`)."""
-    return _compiled(d, source(d), f"rows_d{d}", {"contract", "reassoc", "nsz"})
+    return _compiled(d, lambda: source(d), f"rows_d{d}", {"contract", "reassoc", "nsz"})
 
 
 def kernel_exp(values: np.ndarray) -> np.ndarray:
@@ -301,5 +303,6 @@ def kernel_exp(values: np.ndarray) -> np.ndarray:
     if values.dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
         raise ValueError(f"values must be float64 or float32, got {values.dtype}")
     out = np.empty_like(values)
-    _compiled("exp", _EXP_ARRAY_SOURCE, "exp_array", {"contract"})(values.ravel(), out.ravel())
+    exp_array = _compiled("exp", lambda: _EXP_ARRAY_SOURCE, "exp_array", {"contract"})
+    exp_array(values.ravel(), out.ravel())
     return out

@@ -140,11 +140,13 @@ KERNEL_MIN_ENTRIES = documented(2 ** 14, """\
 Fewest query-key pairs (``len(rows) * n``) for which the automatic choice takes the kernel:
 below, a call costs little whichever engine runs it, and the kernel's first call for a
 given d compiles for about two seconds (cached on disk afterwards).""")
-#: Fewest query-key pairs for which the kernel runs its blocks on more than one thread (below,
-#: handing a block to a second thread costs about what it saves).
-KERNEL_PARALLEL_ENTRIES = documented(2 ** 17, """\
-Fewest query-key pairs for which the kernel runs its blocks on more than one thread (below,
-handing a block to a second thread costs about what it saves).""")
+#: Smallest work, in bytes of query-key pairs (``len(rows) * n * itemsize``), for which the
+#: kernel runs its blocks on more than one thread: below it (float32 at n = 500), handing a
+#: block to a second thread costs about what it saves.
+KERNEL_PARALLEL_BYTES = documented(2 ** 20, """\
+Smallest work, in bytes of query-key pairs (len(rows) * n * itemsize), for which the kernel
+runs its blocks on more than one thread: below it (float32 at n = 500), handing a block to a
+second thread costs about what it saves.""")
 #: From this many entries (n = 256 for n x n) on, a problem that fits in one block is split
 #: into two halves so that both cores work (one block would run on one thread).
 SPLIT_ELEMENTS = documented(2 ** 16, """\
@@ -634,7 +636,7 @@ def _kernel_blocks(a: np.ndarray, keys: np.ndarray, xb: np.ndarray, y: np.ndarra
 
     if workers is not None:
         check_int("workers", workers, minimum=1, maximum=MAX_WORKERS)
-    threads = workers if m * n >= KERNEL_PARALLEL_ENTRIES else 1
+    threads = workers if m * n * kind.itemsize >= KERNEL_PARALLEL_BYTES else 1
     run_blocks(work, m, block, threads, buffers=1, width=keys_t.shape[1], dtype=kind)
 
 

@@ -9,10 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from attnlib import attention, data
+from attnlib import _kernel, attention, data
 from conftest import central_difference
 
 MASKS = ("loo", "all")
+#: loss_and_grad's engines (attention.ENGINE): numpy, the reference, and the fused kernel
+#: (attnlib._kernel, skipped without numba)
+ENGINES = ("numpy", pytest.param("kernel", marks=pytest.mark.skipif(
+    not _kernel.available(), reason="numba is not installed")))
 
 
 def _layer(n: int, d: int, p: int, seed: int, scale: float = 0.5):
@@ -45,8 +49,10 @@ def _relative_error(approx: np.ndarray, exact: np.ndarray) -> float:
 @pytest.mark.parametrize("mask", MASKS)
 @pytest.mark.parametrize("n,d,p", [(2, 1, 1), (3, 2, 3), (9, 4, 2), (25, 10, 20)])
 @pytest.mark.parametrize("use_rows", [False, True])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_gradient_matches_central_differences(mask: str, n: int, d: int, p: int,
-                                              use_rows: bool) -> None:
+                                              use_rows: bool, engine: str, monkeypatch) -> None:
+    monkeypatch.setattr(attention, "ENGINE", engine)
     a, b, x, y = _layer(n, d, p, seed=n * 100 + d)
     rows = np.array([n - 1, 0, n - 1]) if use_rows else None
 

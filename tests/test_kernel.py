@@ -1,8 +1,8 @@
 """The fused kernel of attnlib.attention.loss_and_grad (attnlib._kernel, optional: numba)
 against the numpy path, the reference: random shapes, both dtypes, both masks, query rows,
-blocks and threads, finite differences, huge and overflowing logits, and the switch that turns
-it off. The tests that need numba are skipped without it; the rest check that the library
-then falls back to numpy."""
+blocks and threads, huge and overflowing logits, and the switch that turns it off (the
+finite-difference check runs on both engines in test_attention.py). The tests that need numba
+are skipped without it; the rest check that the library then falls back to numpy."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnlib import _kernel, attention
-from conftest import central_difference
 
 MASKS = ("loo", "all")
 DTYPES = (np.float64, np.float32)
@@ -111,28 +110,7 @@ def test_the_automatic_choice_takes_the_kernel_from_its_size_on(monkeypatch) -> 
         attention._use_kernel(10, 4)
 
 
-# ----------------------------------------------------------- finite differences
-@needs_numba
-@pytest.mark.parametrize("mask", MASKS)
-@pytest.mark.parametrize("n,d,p", [(2, 1, 1), (3, 2, 3), (9, 4, 2), (25, 10, 20)])
-@pytest.mark.parametrize("use_rows", [False, True])
-def test_kernel_gradient_matches_central_differences(engine, mask, n, d, p, use_rows) -> None:
-    # the finite-difference check of test_attention.py, through the kernel
-    engine("kernel")
-    a, b, x, y = _layer(n, d, p, seed=n * 100 + d)
-    rows = np.array([n - 1, 0, n - 1]) if use_rows else None
-
-    def loss_at(a_, b_):
-        return attention.loss_and_grad(a_, b_, x, y, mask=mask, rows=rows)[0]
-
-    _, grad_a, grad_b = attention.loss_and_grad(a, b, x, y, mask=mask, rows=rows)
-    fd_a = central_difference(lambda t: loss_at(t, b), a)
-    fd_b = central_difference(lambda t: loss_at(a, t), b)
-    scale = max(np.abs(grad_a).max(), np.abs(grad_b).max())
-    assert np.abs(fd_a - grad_a).max() < 1e-6 * np.abs(grad_a).max()
-    assert np.abs(fd_b - grad_b).max() < 1e-6 * (np.abs(grad_b).max() if n > 2 else scale)
-
-
+# ------------------------------------------------ round-off (finite differences: test_attention)
 @needs_numba
 @pytest.mark.parametrize("mask", MASKS)
 @pytest.mark.parametrize("workers", [1, 2])
