@@ -10,10 +10,11 @@ browsers assume.
 
 In a notebook, :func:`use_book_style` makes every displayed figure a :func:`figure_png`: pixels
 at :data:`PIXEL_RATIO` times that size (sharp on 2x screens and projectors), a 256-colour
-palette (about the bytes of a plain 1x image) and two text records the book's browser check
+palette (about the bytes of a plain 1x image) and three text records the book's browser check
 reads: the smallest text on the figure in CSS pixels at its natural size
-(:func:`smallest_text_px`) and the pairs of series a colour-blind reader cannot tell apart
-(:func:`confusable_series`).
+(:func:`smallest_text_px`), the pairs of series a colour-blind reader cannot tell apart
+(:func:`confusable_series`) and the faults of its layout (unlabelled ticks, overlapping
+texts). A figure too wide for a phone also carries its :func:`narrow_figure` rendering.
 
 Colours come from the Okabe-Ito palette (Okabe & Ito 2008, "Color Universal Design"), chosen
 to stay apart under the common colour-vision deficiencies; every named series of the book
@@ -26,6 +27,7 @@ from __future__ import annotations
 import io
 import itertools
 import math
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import matplotlib as mpl
@@ -47,8 +49,8 @@ __all__ = ["DPI", "PIXEL_RATIO", "WIDTHS", "OKABE_ITO", "NEUTRAL_GREY", "CYCLE_C
            "MAX_ROWS", "use_book_style", "figure",
            "series_style", "delta_e", "smallest_text_px", "confusable_series", "figure_png",
            "png_records", "orbit_schematic", "tilted_orbit_schematic", "TILTED_ORBIT_CURVES",
-           "LEGEND_LOCATIONS", "NARROW_WIDTH", "SHRINK_WIDTH", "SHRUNK_WIDTH", "NARROW_METADATA_KEY",
-           "narrow_figure"]
+           "LEGEND_LOCATIONS", "NARROW_WIDTH", "SHRINK_WIDTH", "SHRUNK_WIDTH",
+           "NARROW_METADATA_KEY", "PHONE_COLUMN_PX", "MIN_PHONE_TEXT_PX", "narrow_figure"]
 
 #: Dots per inch of the figure layout (one CSS pixel per dot when shown at natural size).
 DPI = 100
@@ -63,15 +65,23 @@ MAX_COLUMNS = 3
 #: figure is unreadable, and matplotlib's layout cost grows with every axes).
 MAX_ROWS = 50
 
-#: Width in inches of a figure's narrow rendering for phones (360 CSS px), shown whole at its
-#: natural size on a 390 px screen, so its 9 pt text stays 12.5 CSS px (see narrow_figure).
+#: Width in CSS pixels of the book's text column on a 390 px phone (the page's margins take
+#: the rest): a wider figure is shown shrunk to it.
+PHONE_COLUMN_PX = 342
+
+#: Smallest text in CSS px that a figure may show on that phone. A figure whose text would
+#: be smaller there gets a narrow rendering (see narrow_figure).
+MIN_PHONE_TEXT_PX = 11.0
+
+#: Width in inches of a figure's narrow rendering for phones (360 CSS px, about 375 with its
+#: margins), which a 390 px phone shows at 0.91 of its size: its 9 pt text is 11.4 CSS px.
 NARROW_WIDTH = 3.6
 
 #: Widest figure (inches) whose panels, in one column, narrow_figure redraws smaller as they
 #: are ("medium" and a little more); wider ones are laid out again at NARROW_WIDTH.
 SHRINK_WIDTH = 5.6
-#: Width (inches) of such a smaller drawing (400 CSS px, at most about 430 with its margins,
-#: which a 390 px phone shows at 0.89 of its size or more).
+#: Width in inches of the widest such smaller drawing (400 CSS px). A drawing whose smallest
+#: text is large enough is shrunk to it, others to as little as NARROW_WIDTH.
 SHRUNK_WIDTH = 4.0
 
 #: Figure widths in inches; "full" fills the ~690 px text column, "medium" and "small" are
@@ -232,9 +242,13 @@ def _png_size(png: bytes) -> tuple[int, int]:
 def figure_png(fig, *, pixel_ratio: int = PIXEL_RATIO) -> bytes:
     """The figure as a palette PNG at ``pixel_ratio`` image pixels per CSS pixel.
 
-    Carries two text chunks for the book's checks: ``attn:min-text-px`` (the
-    :func:`smallest_text_px` of the figure) and ``attn:confusable`` (the
-    :func:`confusable_series` pairs, ``;``-separated, empty when there are none).
+    Carries three text chunks for the book's checks: ``attn:min-text-px`` (the
+    :func:`smallest_text_px` of the figure), ``attn:confusable`` (the
+    :func:`confusable_series` pairs, ``;``-separated, empty when there are none) and
+    ``attn:layout-faults`` (what a reader would see broken, ``;``-separated, empty when
+    nothing is: a panel with ticks but no tick labels and no panel beside or below it that
+    shows them for the same scale, and texts, such as axis labels, tick labels, titles,
+    legends and annotations, that overlap).
     """
     from PIL import Image, PngImagePlugin
 
@@ -249,6 +263,7 @@ def figure_png(fig, *, pixel_ratio: int = PIXEL_RATIO) -> bytes:
     info.add_text("attn:min-text-px", f"{smallest_text_px(fig):.2f}")
     info.add_text("attn:confusable", ";".join(
         f"{a} / {b} ({vision})" for a, b, vision in confusable_series(fig)))
+    info.add_text("attn:layout-faults", ";".join(_layout_faults(fig)))
     out = io.BytesIO()
     palette.save(out, format="PNG", optimize=True, pnginfo=info)
     return out.getvalue()
@@ -257,60 +272,110 @@ def figure_png(fig, *, pixel_ratio: int = PIXEL_RATIO) -> bytes:
 def narrow_figure(fig) -> "matplotlib.figure.Figure | None":
     """A copy of ``fig`` laid out for a phone, or None when it needs none or cannot have one.
 
-    The copy keeps the fonts, so text keeps its size where a screen of 390 px would have to
-    shrink the full-width figure to about half. A figure whose panels (axes placed on a grid,
-    with their twins, insets and colour bars) already form one column and that is at most
-    :data:`SHRINK_WIDTH` wide is drawn as it is at :data:`SHRUNK_WIDTH` (400 CSS px, scaled
-    height). Any other is :data:`NARROW_WIDTH` wide (360 CSS px), its panels stacked in one
-    column in reading order, left to right then top to bottom; a panel keeps its height,
-    within 0.45 and 0.8 of the new width (a single wide panel whose annotations would then
-    overlap is tried smaller as it is, at :data:`SHRUNK_WIDTH`). Titles wrap, and a legend that is wider than the
-    figure loses columns; minor tick labels that would overlap are left out.
+    A 390 px phone shows a figure in a column of :data:`PHONE_COLUMN_PX` CSS pixels; a figure
+    whose smallest text would be under :data:`MIN_PHONE_TEXT_PX` there gets a copy that keeps
+    the fonts and is narrower. A grid of images (two rows or more of two columns or more,
+    every panel an image, as truth, prediction and error side by side) keeps its columns at
+    :data:`NARROW_WIDTH`, with tick labels and axis labels only on its outer panels when the
+    panels show the same extent. A figure whose panels (axes placed on a grid, with their
+    twins, insets and colour bars) already form one column and that is at most
+    :data:`SHRINK_WIDTH` wide is drawn as it is, smaller: as wide as keeps its text at
+    :data:`MIN_PHONE_TEXT_PX`, between :data:`NARROW_WIDTH` and :data:`SHRUNK_WIDTH`. Any
+    other is :data:`NARROW_WIDTH` wide, its panels stacked in one column in reading order,
+    left to right then top to bottom; a panel keeps its height, within 0.45 and 0.8 of the new
+    width (a single wide panel whose texts would then overlap is tried shrunk). A stacked
+    panel whose axis was shared with a neighbour that showed its tick labels gets them (and
+    the neighbour's axis label) back. Titles and axis labels wrap, a legend wider than the
+    figure loses columns, a legend taller than its panel moves below the figure, and minor
+    tick labels that would overlap are left out; the figure grows until every panel has its
+    height.
 
-    None when ``fig`` is no wider than the "small" width (a 390 px phone shows it at 0.89 of
-    its size or more, so its text stays above 11 px), has no gridded panel, would have
-    annotations or legends overlapping that were apart, or cannot be copied (pickled).
+    None when ``fig`` shows its text at :data:`MIN_PHONE_TEXT_PX` or more on the phone as it
+    is, has no gridded panel, would have more overlapping texts (titles, axis and tick
+    labels, legends, annotations) than it has, or cannot be copied (pickled).
     """
-    if fig.get_figwidth() <= WIDTHS["small"] * 1.01:
-        return None   # shown whole on a 390 px phone at 0.89 of its size or more: text >= 11 px
+    if _phone_text_px(fig) >= MIN_PHONE_TEXT_PX:
+        return None
     panels = _panel_groups(fig)
     if not panels:
         return None
-    one_column = len({column for (_, column), _ in panels}) == 1
-    layouts = (["shrink"] if fig.get_figwidth() <= SHRINK_WIDTH
-               else ["stack", "shrink"]) if one_column else ["stack"]
+    rows = {row for (row, _), _ in panels}
+    columns = {column for (_, column), _ in panels}
+    if len(rows) > 1 and len(columns) > 1 and all(
+            any(ax.images for ax in axes) for _, axes in panels):
+        layouts = ["grid"]
+    elif _draws_smaller(fig):
+        layouts = ["shrink"]
+    else:
+        layouts = ["stack", "shrink"] if len(columns) == 1 else ["stack"]
     collisions = _colliding_texts(fig)
     for layout in layouts:
         copy = _copy_figure(fig)
         if copy is None:
             return None
-        _lay_out_narrow(copy, layout)
-        if _colliding_texts(copy) <= collisions:
-            return copy
-        plt.close(copy)   # annotations that were apart now overlap
+        with warnings.catch_warnings():   # a layout on its way may not fit yet
+            warnings.filterwarnings("ignore", "constrained_layout not applied")
+            _lay_out_narrow(copy, layout)
+            if _colliding_texts(copy) <= collisions:
+                return copy
+        plt.close(copy)   # texts that were apart now overlap
     return None
 
 
+def _draws_smaller(fig) -> bool:
+    """Whether ``narrow_figure`` draws ``fig`` as it is, only smaller: its panels form one
+    column and it is at most :data:`SHRINK_WIDTH` wide."""
+    return (len({column for (_, column), _ in _panel_groups(fig)}) == 1
+            and fig.get_figwidth() <= SHRINK_WIDTH)
+
+
+def _phone_text_px(fig) -> float:
+    """The smallest text of ``fig`` in CSS px as a 390 px phone shows it: whole, shrunk to
+    its :data:`PHONE_COLUMN_PX` column when it is wider."""
+    return smallest_text_px(fig) * min(1.0, PHONE_COLUMN_PX / _css_width(fig))
+
+
+def _css_width(fig) -> float:
+    """The width in CSS px of ``figure_png(fig)``: the tight bounding box and its margins."""
+    fig.canvas.draw()
+    return (fig.get_tightbbox().width + 2 * mpl.rcParams["savefig.pad_inches"]) * DPI
+
+
 def _copy_figure(fig) -> "matplotlib.figure.Figure | None":
-    """A deep copy of ``fig`` (through pickle), or None when it cannot be pickled."""
+    """A deep copy of ``fig`` (through pickle), or None when it cannot be pickled; it has its
+    own Agg canvas, so that drawing it lays it out and measures its texts."""
     import pickle
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     try:
         copy = pickle.loads(pickle.dumps(fig))
     except (pickle.PicklingError, TypeError, AttributeError):
         return None
     plt.close(copy)   # unpickling may register it with pyplot; it is only rendered
+    FigureCanvasAgg(copy)   # an unpickled figure's canvas does not draw
     return copy
 
 
 def _lay_out_narrow(fig, layout: str) -> None:
-    """Resize ``fig`` for a phone: ``"shrink"`` keeps the drawing at :data:`SHRUNK_WIDTH`,
-    ``"stack"`` puts its panels in one column at
-    :data:`NARROW_WIDTH`; then titles wrap, overlapping minor tick labels go and legends
-    lose columns until they fit."""
+    """Resize ``fig`` for a phone: ``"shrink"`` keeps the drawing, narrower; ``"grid"`` keeps
+    the grid at :data:`NARROW_WIDTH`; ``"stack"`` puts its panels in one column at
+    :data:`NARROW_WIDTH`. Then the texts are fitted (see ``_fit_texts``)."""
     width, height = fig.get_size_inches()
     if layout == "shrink":
-        fig.set_size_inches(SHRUNK_WIDTH, height * SHRUNK_WIDTH / width)
+        margin = _css_width(fig) / DPI - width     # the tight box's margin, about fixed
+        # 3% to spare: the tight box moves a little when the drawing is laid out again
+        fitting = (PHONE_COLUMN_PX * smallest_text_px(fig) / (1.03 * MIN_PHONE_TEXT_PX * DPI)
+                   - margin)
+        narrow = min(max(fitting, NARROW_WIDTH), SHRUNK_WIDTH)
+        fig.set_size_inches(narrow, height * narrow / width)
+        _fit_texts(fig)
+    elif layout == "grid":
+        fig.set_size_inches(NARROW_WIDTH, height * NARROW_WIDTH / width)
+        _label_outer_panels(fig)
+        _one_colour_bar_per_scale(fig)
+        _fit_texts(fig, titles_over_panels=True)
+        _trim_image_rows(fig)
     else:
         fig.canvas.draw()   # the laid-out panel heights
         heights = [min(max(max(ax.get_position().height for ax in axes) * height,
@@ -321,29 +386,240 @@ def _lay_out_narrow(fig, layout: str) -> None:
             for ax in axes:
                 ax.set_subplotspec(grid[row, 0])
         decorations = 0.75   # inches per panel for its title, tick labels and axis labels
-        extra = 0.45 * len(fig.legends) + (0.4 if fig.get_suptitle() else 0.0)
-        fig.set_size_inches(NARROW_WIDTH, sum(heights) + decorations * len(heights) + extra)
+        fig.set_size_inches(NARROW_WIDTH, sum(heights) + decorations * len(heights)
+                            + (0.4 if fig.get_suptitle() else 0.0))
+        fig.canvas.draw()
+        for ax, letter in _unlabelled_ticks(fig):   # hidden because a neighbour showed them
+            if len(getattr(ax, f"get_shared_{letter}_axes")().get_siblings(ax)) > 1:
+                _show_shared_tick_labels(ax, letter)
+        _fit_texts(fig)
+        for _ in range(3):   # grow the figure until every panel has its height again
+            fig.canvas.draw()
+            drawn = [max(ax.get_position().height for ax in axes) * fig.get_figheight()
+                     for _, axes in _panel_groups(fig)]
+            missing = sum(max(want - got, 0.0) for want, got in zip(heights, drawn))
+            if missing < 0.05:
+                break
+            fig.set_size_inches(NARROW_WIDTH, fig.get_figheight() + missing)
+
+
+def _fit_texts(fig, *, titles_over_panels: bool = False) -> None:
+    """Fit the texts of a resized figure: titles wrap to the figure's width (to their panel's
+    with ``titles_over_panels``, for panels side by side), axis labels to their panel, minor
+    tick labels that overlap go, legends lose columns until they fit and an axes' legend
+    taller than its panel moves below the figure."""
     fig.canvas.draw()   # the sizes of the titles and tick labels in the new layout
-    titles = [ax.title for ax in fig.axes] + ([fig._suptitle] if fig.get_suptitle() else [])
-    for title in titles:
-        _wrap_to_width(title, fig.bbox.width)
     for ax in fig.axes:
+        _wrap_to_length(ax.title, ax.bbox.width if titles_over_panels else fig.bbox.width)
+    if fig.get_suptitle():
+        _wrap_to_length(fig._suptitle, fig.bbox.width)
+    for ax in fig.axes:
+        if not hasattr(ax, "_colorbar"):
+            _wrap_to_length(ax.xaxis.label, ax.bbox.width)
+            _wrap_to_length(ax.yaxis.label, ax.bbox.height)
         for axis in (ax.xaxis, ax.yaxis):
             if _labels_overlap(axis.get_minorticklabels(), axis.get_majorticklabels()):
                 axis.set_minor_formatter(mpl.ticker.NullFormatter())
     for legend in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]:
         _fewer_legend_columns(fig, legend)
+    fig.canvas.draw()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if (legend is not None and fig.get_layout_engine() is not None
+                and legend.get_window_extent().height > 0.9 * ax.bbox.height):
+            _fewer_legend_columns(fig, _legend_below(fig, legend))
+
+
+def _legend_below(fig, legend):
+    """Move an axes' ``legend`` under the figure (a figure legend, "outside lower center")."""
+    handles, labels = _legend_items(fig, legend)
+    title = legend.get_title()
+    moved = fig.legend(handles, labels, loc="outside lower center", ncols=legend._ncols,
+                       title=title.get_text() or None,
+                       title_fontproperties=title.get_fontproperties())
+    legend.remove()
+    return moved
+
+
+def _show_shared_tick_labels(ax, letter: str) -> None:
+    """Show the tick labels (and offset text) of ``ax``'s ``letter`` axis on its first side,
+    and its axis label when it has none, from the axes it shares that axis with."""
+    axis = getattr(ax, f"{letter}axis")
+    side = "labelleft" if letter == "y" else "labelbottom"
+    axis.set_tick_params(which="both", **{side: True})
+    axis.offsetText.set_visible(True)
+    if not axis.label.get_text():
+        shared = getattr(ax, f"get_shared_{letter}_axes")().get_siblings(ax)
+        named = [other for other in shared if getattr(other, f"{letter}axis").label.get_text()]
+        if named:
+            axis.label.set_text(getattr(named[0], f"{letter}axis").label.get_text())
+
+
+def _label_outer_panels(fig) -> None:
+    """In a grid whose panels show one extent, keep tick and axis labels on the outer panels
+    only (the bottom row's x axes, the first column's y axes)."""
+    panels = [axes[0] for _, axes in _panel_groups(fig)]
+    if len({(ax.get_xlim(), ax.get_ylim()) for ax in panels}) == 1:
+        for ax in panels:
+            ax.label_outer()
+
+
+def _one_colour_bar_per_scale(fig) -> None:
+    """In each row of a grid, drop a panel's colour bar when the panel to its right has one
+    with the same colours and limits (one bar then reads for both)."""
+    rows: dict[int, list[Any]] = {}
+    for (row, _), axes in _panel_groups(fig):
+        rows.setdefault(row, []).append(axes[0])
+    for panels in rows.values():
+        bars = [ax._colorbars[-1]._colorbar if ax._colorbars else None for ax in panels]
+        for bar, right in zip(bars, bars[1:]):
+            if bar is not None and right is not None and bar is not right and (
+                    bar.cmap.name, bar.mappable.get_clim()) == (right.cmap.name,
+                                                                right.mappable.get_clim()):
+                bar.remove()
+
+
+def _trim_image_rows(fig) -> None:
+    """Take out the height that the rows of a grid of images leave empty (an image keeps its
+    aspect, so a row taller than its images is margin), down to rows 1.3 times as high as
+    their images and at least an inch (room for a colour bar's tick labels)."""
+    for _ in range(4):
+        fig.canvas.draw()
+        height = fig.get_figheight()
+        rows: dict[int, float] = {}
+        for (row, _), axes in _panel_groups(fig):
+            allotted = axes[0].get_position(original=True).height * height
+            spare = allotted - max(1.3 * axes[0].get_position().height * height, 1.0)
+            rows[row] = min(rows.get(row, spare), spare)
+        spare = sum(max(row, 0.0) for row in rows.values())
+        if spare < 0.05:
+            return
+        fig.set_size_inches(fig.get_figwidth(), height - spare)
 
 
 def _colliding_texts(fig) -> int:
-    """Pairs of annotations (texts placed in an axes) and legends that overlap, per axes."""
+    """How many pairs of texts (titles, axis and tick labels, legends, annotations) overlap,
+    in one axes or across axes."""
+    return len(_overlapping_texts(fig))
+
+
+def _layout_faults(fig) -> list[str]:
+    """Faults of ``fig`` a reader sees, described: each axis with ticks but without tick labels
+    that no aligned panel of the same scale labels (``_unlabelled_ticks``), and each pair of
+    overlapping texts (``_overlapping_texts``)."""
     fig.canvas.draw()
-    pairs = 0
-    for ax in fig.axes:
-        boxes = [artist.get_window_extent() for artist in [*ax.texts, ax.get_legend()]
-                 if artist is not None and artist.get_visible()]
-        pairs += sum(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
+    faults = [f"{_axes_name(ax)}: {letter} ticks without tick labels"
+              for ax, letter in _unlabelled_ticks(fig)]
+    return faults + [f"{a} overlaps {b}" for a, b in _overlapping_texts(fig)]
+
+
+def _axes_name(ax) -> str:
+    title = ax.get_title().replace("\n", " ")
+    return f"panel {title[:30]!r}" if title else f"panel {ax.figure.axes.index(ax) + 1}"
+
+
+def _shown_tick_labels(axis) -> list[Any]:
+    """The visible, non-empty tick labels of ``axis`` (as last drawn) at ticks in its view."""
+    low, high = sorted(axis.get_view_interval())
+    slack = 1e-9 * (high - low)
+    labels = []
+    for locations, ticks in ((axis.get_majorticklocs(), axis.get_major_ticks),
+                             (axis.get_minorticklocs(), axis.get_minor_ticks)):
+        for location, tick in zip(locations, ticks(len(locations))):
+            if low - slack <= location <= high + slack:
+                labels += [label for label in (tick.label1, tick.label2)
+                           if label.get_visible() and label.get_text().strip()]
+    return labels
+
+
+def _has_ticks(axis) -> bool:
+    """Whether ``axis`` draws tick marks in its view."""
+    low, high = sorted(axis.get_view_interval())
+    locations = [x for x in axis.get_majorticklocs() if low <= x <= high]
+    ticks = axis.get_major_ticks(len(locations))
+    return any(tick.tick1line.get_visible() or tick.tick2line.get_visible() for tick in ticks)
+
+
+def _shown_axes(fig) -> list[Any]:
+    return [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+
+
+def _unlabelled_ticks(fig) -> list[tuple[Any, str]]:
+    """Each (axes, "x" or "y") whose axis has ticks but no tick labels, and where no other
+    panel labels the same scale for it: an axes sharing that axis (or showing the same view)
+    in the same row, for y, or below it in the same column, for x (as last drawn)."""
+    shown = _shown_axes(fig)
+    found = []
+    for ax in shown:
+        for letter in "xy":
+            axis = getattr(ax, f"{letter}axis")
+            if not axis.get_visible() or not _has_ticks(axis) or _shown_tick_labels(axis):
+                continue
+            if not any(_labels_for(other, ax, letter) for other in shown if other is not ax):
+                found.append((ax, letter))
+    return found
+
+
+def _labels_for(other, ax, letter: str) -> bool:
+    """Whether ``other`` shows tick labels that read for ``ax``'s ``letter`` axis: the same
+    scale (a shared axis or the same view) and beside it (y) or below it (x)."""
+    axis, mine = getattr(other, f"{letter}axis"), getattr(ax, f"{letter}axis")
+    same = (getattr(ax, f"get_shared_{letter}_axes")().joined(ax, other)
+            or (np.allclose(axis.get_view_interval(), mine.get_view_interval())
+                and axis.get_scale() == mine.get_scale()))
+    if not same or not _shown_tick_labels(axis):
+        return False
+    a, b = ax.bbox, other.bbox
+    if letter == "y":
+        return b.y0 < a.y1 and b.y1 > a.y0
+    return b.x0 < a.x1 and b.x1 > a.x0 and b.y1 <= a.y0 + 1
+
+
+def _overlapping_texts(fig) -> list[tuple[str, str]]:
+    """Pairs of texts of ``fig`` (titles, axis labels, tick labels, legends, annotations, the
+    figure's own texts and legends) whose boxes overlap by more than 2 pixels each way, as
+    last drawn; a text turned by other than a right angle is not boxed. Each pair is named."""
+    fig.canvas.draw()
+    boxes = [(name, box) for name, box in _text_boxes(fig) if box.width > 0 and box.height > 0]
+    pairs = []
+    for (name_a, a), (name_b, b) in itertools.combinations(boxes, 2):
+        if min(a.x1, b.x1) - max(a.x0, b.x0) > 2 and min(a.y1, b.y1) - max(a.y0, b.y0) > 2:
+            pairs.append((name_a, name_b))
     return pairs
+
+
+def _text_boxes(fig) -> list[tuple[str, Any]]:
+    """Every shown text of ``fig`` with its window extent, named for a fault report."""
+    def text(artist, kind: str) -> list[tuple[str, Any]]:
+        words = artist.get_text().strip()
+        if not artist.get_visible() or not words or artist.get_rotation() % 90:
+            return []
+        short = words.replace("\n", " ")
+        return [(f"{kind} {short[:30]!r}", mpl.text.Text.get_window_extent(artist))]
+
+    boxes = []
+    for ax in [ax for ax in fig.axes if ax.get_visible()]:
+        for title in (ax.title, ax._left_title, ax._right_title):
+            boxes += text(title, "title")
+        if ax.axison:
+            for letter in "xy":
+                axis = getattr(ax, f"{letter}axis")
+                if axis.get_visible():
+                    boxes += text(axis.label, f"{letter} label")
+                    for label in _shown_tick_labels(axis):
+                        boxes += text(label, f"{letter} tick label")
+        for annotation in ax.texts:
+            boxes += text(annotation, "text")
+        legend = ax.get_legend()
+        if legend is not None and legend.get_visible():
+            boxes.append((f"legend of {_axes_name(ax)}", legend.get_window_extent()))
+    for legend in fig.legends:
+        if legend.get_visible():
+            boxes.append(("figure legend", legend.get_window_extent()))
+    for artist in fig.texts + [fig._suptitle, fig._supxlabel, fig._supylabel]:
+        if artist is not None:
+            boxes += text(artist, "figure text")
+    return boxes
 
 
 def _labels_overlap(minor: list[Any], major: list[Any]) -> bool:
@@ -356,14 +632,15 @@ def _labels_overlap(minor: list[Any], major: list[Any]) -> bool:
         a.overlaps(b) for a in minor_boxes for b in major_boxes)
 
 
-def _wrap_to_width(text, width: float) -> None:
-    """Break a text wider than ``width`` display pixels (as last drawn) into lines that fit,
-    at spaces."""
+def _wrap_to_length(text, length: float) -> None:
+    """Break a text longer than ``length`` display pixels along its direction (as last drawn)
+    into lines that fit, at spaces."""
     import textwrap
 
-    drawn = text.get_window_extent().width
-    if drawn > 0.95 * width and " " in text.get_text():
-        characters = int(len(text.get_text()) * 0.9 * width / drawn)
+    extent = text.get_window_extent()
+    drawn = extent.height if text.get_rotation() % 180 == 90 else extent.width
+    if drawn > 0.95 * length and " " in text.get_text():
+        characters = int(len(text.get_text()) * 0.9 * length / drawn)
         text.set_text(textwrap.fill(text.get_text(), max(characters, 10)))
 
 
@@ -381,18 +658,22 @@ def _panel_groups(fig) -> list[tuple[tuple[int, int], list[Any]]]:
     return [((key[0], key[1]), axes) for key, axes in sorted(groups.items())]
 
 
+def _legend_items(fig, legend) -> tuple[list[Any], list[str]]:
+    """The handles and labels of ``legend``: the plotted artists where the legend shows them,
+    else the legend's own (for handles made for the legend only)."""
+    labels = [label.get_text() for label in legend.texts]
+    originals = {label: handle for ax in fig.axes
+                 for handle, label in zip(*ax.get_legend_handles_labels())}
+    return [originals.get(label, own) for label, own in zip(labels, legend.legend_handles)], labels
+
+
 def _fewer_legend_columns(fig, legend) -> None:
     """Drop a legend's columns one at a time until it is no wider than what holds it (its
     axes or the figure). Matplotlib fixes the columns when it makes a legend, so its items
     are packed again from the original handles, and its title and place restored."""
     title = legend.get_title()
     text, properties = title.get_text(), title.get_fontproperties()
-    labels = [label.get_text() for label in legend.texts]
-    originals = {label: handle for ax in fig.axes
-                 for handle, label in zip(*ax.get_legend_handles_labels())}
-    # the plotted artists where the legend shows them, else the legend's own (for handles
-    # made for the legend only)
-    handles = [originals.get(label, own) for label, own in zip(labels, legend.legend_handles)]
+    handles, labels = _legend_items(fig, legend)
     place, outside = legend._loc_real, legend._outside_loc
     while legend._ncols > 1 and _wider_than(fig, legend, legend.parent.bbox.width):
         legend.set_ncols(legend._ncols - 1)
@@ -420,18 +701,21 @@ def smallest_text_px(fig) -> float:
 
     A font of ``s`` points is ``s * DPI / 72`` pixels. Every visible, non-empty text artist
     counts (titles, labels, legends, annotations, colour bars), and of the tick labels those
-    of ticks inside the axes' view. ``inf`` when the figure has no text.
+    of ticks inside the axes' view; the tick and axis labels of an axes drawn without its axes
+    (``ax.axis("off")``) or of a hidden axis do not. ``inf`` when the figure has no text.
     """
     fig.canvas.draw()   # places the ticks
-    axes_lists = [(axis.majorTicks + axis.minorTicks, axis)
-                  for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)]
-    every_tick_label = {id(label) for ticks, _ in axes_lists
-                        for tick in ticks for label in (tick.label1, tick.label2)}
-    shown_tick_labels = [label for _, axis in axes_lists
-                         for label in axis.get_majorticklabels() + axis.get_minorticklabels()]
-    texts = [text for text in fig.findobj(mpl.text.Text) if id(text) not in every_tick_label]
-    sizes = [text.get_fontsize() for text in texts + shown_tick_labels
+    axes = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)]
+    drawn = [axis for ax in _shown_axes(fig) for axis in (ax.xaxis, ax.yaxis)
+             if axis.get_visible()]
+    not_drawn = {id(label) for axis in axes for tick in axis.majorTicks + axis.minorTicks
+                 for label in (tick.label1, tick.label2)}
+    not_drawn |= {id(text) for axis in axes if axis not in drawn
+                  for text in (axis.label, axis.offsetText)}
+    texts = [text for text in fig.findobj(mpl.text.Text) if id(text) not in not_drawn]
+    sizes = [text.get_fontsize() for text in texts
              if text.get_visible() and text.get_text().strip()]
+    sizes += [label.get_fontsize() for axis in drawn for label in _shown_tick_labels(axis)]
     return min(sizes, default=float("inf")) * DPI / 72
 
 
@@ -571,7 +855,8 @@ def orbit_schematic(constants: "OrbitConstants", crossing: "OrbitCrossovers",
     ``regularizer`` (``R = g(||W_1||^2) + g(||W_2||^2)``, gradient components proportional to
     ``g'``) at the solid ends. ``blocks`` names the two blocks (TeX). Returns the figure.
     """
-    if not (isinstance(blocks, tuple) and len(blocks) == 2 and all(isinstance(b, str) for b in blocks)):
+    if not (isinstance(blocks, tuple) and len(blocks) == 2
+            and all(isinstance(b, str) for b in blocks)):
         raise TypeError(f"blocks: expected a pair of block names, got {blocks!r}")
     x0, y0 = 0.5 * math.log10(constants.q), 0.5 * math.log10(constants.k)
     u_up, u_down = crossing.up / math.log(10), -crossing.down / math.log(10)
@@ -584,8 +869,13 @@ def orbit_schematic(constants: "OrbitConstants", crossing: "OrbitCrossovers",
     ax.plot(x0, y0, "ko", ms=8)
     ax.annotate(r"$\theta^\star$", (x0, y0), xytext=(10, 6), textcoords="offset points",
                 fontsize=12)
-    ax.text(x0 - 0.4 * span - 2, y0 + 0.4 * span - 2, r"$L = L(\theta^\star)$ all along",
-            rotation=-45, fontsize=11, ha="center", va="center", rotation_mode="anchor")
+    # along the orbit on its lower left (no other label's side), centred on theta* or, when
+    # one dashed half is less than half the other, on the longer half
+    half = 0.0 if min(-u_down, u_up) >= 0.5 * max(-u_down, u_up) else 0.5 * (
+        u_down if -u_down > u_up else u_up)
+    ax.annotate(r"$L = L(\theta^\star)$ all along", (x0 + half, y0 - half), xytext=(-11, -11),
+                textcoords="offset points", rotation=-45, fontsize=11, ha="center",
+                va="center", rotation_mode="anchor")
     for u, name in [(u_up, r"\rho^\star"), (u_down, r"\rho_\star")]:
         ax.plot(x0 + u, y0 - u, "o", mfc="white", mec="k", ms=9, mew=2)
         ax.annotate(rf"${name}=10^{{{u:.1f}}}$", (x0 + u, y0 - u), xytext=(10, 6),
@@ -593,11 +883,13 @@ def orbit_schematic(constants: "OrbitConstants", crossing: "OrbitCrossovers",
     for u in (u_up + 0.6 * span, u_down - 0.6 * span):        # -grad R, its exact direction
         x, y = x0 + u, y0 - u
         pull = -np.array([regularizer.dg(10.0 ** (2 * x)), regularizer.dg(10.0 ** (2 * y))])
-        tip = np.array([x, y]) + 0.5 * span * pull / np.linalg.norm(pull)
+        pull /= np.linalg.norm(pull)
+        tip = np.array([x, y]) + 0.5 * span * pull
         ax.annotate("", xy=tip, xytext=(x, y), arrowprops=dict(arrowstyle="-|>", lw=2, color="k"))
-        vertical = abs(pull[1]) > abs(pull[0])
-        ax.text(*tip, r"$-\nabla R$ ", fontsize=11, ha="right" if vertical else "center",
-                va="center" if vertical else "bottom")
+        vertical = abs(pull[1]) > abs(pull[0])      # the label beyond the tip, off the orbit
+        ax.annotate(r"$-\nabla R$", tip, xytext=4 * pull, textcoords="offset points",
+                    fontsize=11, ha="center" if vertical else ("right" if pull[0] < 0 else "left"),
+                    va=("top" if pull[1] < 0 else "bottom") if vertical else "center")
     mid = 0.5 * (u_up + u_down)
     ax.text(x0 + mid, y0 - mid, r"  $\mathcal{V}_s<0$", color=OKABE_ITO["vermillion"], fontsize=12)
     for u in (u_up + 0.9 * span, u_down - 0.9 * span):
@@ -675,5 +967,8 @@ def tilted_orbit_schematic(curves=TILTED_ORBIT_CURVES, *, height: float = 5.6,
                          ms=14)
     axes[1].set(xlabel="position along the orbit (one loop)", ylabel="loss minus its mean",
                 xticks=[], yticks=[0])
+    low, high = axes[1].get_ylim()      # room for the legend beside the curves, not over them
+    room = 0.25 * len(curves) * (high - low)
+    axes[1].set_ylim(low - room * ("lower" in legend_loc), high + room * ("upper" in legend_loc))
     axes[1].legend(loc=legend_loc)
     return fig

@@ -194,7 +194,8 @@ def spectral_ball_schematic(s_min: float, r_start: float, lam: float = 1.0):
         ax.add_patch(Circle((sign * root, sign * root), ball, fill=False, lw=1.5, color="k",
                             label=f"ball, radius {ball:.3g}" if sign == 1 else None))
     ax.add_patch(Circle((root, root), r_start, fill=False, lw=2.2, ls="-.",
-                        color=OKABE_ITO["orange"], label=f"spectral start, {r_start:.3g} from $S$"))
+                        color=OKABE_ITO["orange"],
+                        label=f"spectral start, {r_start:.3g} from $S$"))
     ax.plot([root, -root], [root, -root], "o", color="k", ms=8, label="$S$ (minima kept)")
     ax.plot(0, 0, "X", color=OKABE_ITO["vermillion"], ms=10, label="saddle")
     ax.set(xlim=(-edge, edge), ylim=(-edge, edge), aspect="equal", xticks=[], yticks=[],

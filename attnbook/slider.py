@@ -5,7 +5,11 @@ Used by the widget demos of chapters 1, 2 and 5. ``frame_slider(draw, controls=.
 figure as a PNG frame together with whatever ``draw`` printed, and displays as
 
 * ``text/html``: the frames behind ``<input type="range">`` sliders and a few lines of
-  inline JavaScript that swap the image, so the static online book stays interactive;
+  inline JavaScript that swap the image, so the static online book stays interactive; a frame
+  too wide for a phone also has its narrow rendering (``attnbook.plotting.narrow_figure``),
+  which the script shows on screens narrower than 600 CSS px, as the book does for figures
+  (a frame that the narrow rendering only draws smaller is stored once, at that size, which
+  reads on every screen and keeps the page light);
 * ``application/vnd.jupyter.widget-view+json``: a live ipywidgets ``interactive`` control
   over the same values, which Jupyter prefers when a kernel is running.
 
@@ -27,18 +31,25 @@ from typing import Any, Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 
-from attnbook.plotting import PIXEL_RATIO, _png_size, figure_png
+from attnbook.plotting import (PIXEL_RATIO, _draws_smaller, _png_size, figure_png,
+                               narrow_figure)
 
 __all__ = ["Frame", "FrameSlider", "frame_slider"]
 
 
+#: Screens that show a frame's narrow rendering (book/_ext/book_html.py's NARROW_BREAKPOINT).
+_NARROW_SCREEN = "(max-width: 599.98px)"
+
+
 @dataclass(frozen=True)
 class Frame:
-    """One precomputed view: the PNG bytes, its alt text and the text ``draw`` printed."""
+    """One precomputed view: the PNG bytes, its alt text, the text ``draw`` printed and, for a
+    frame too wide for a phone, the PNG of its narrow rendering (else None)."""
 
     png: bytes
     alt: str
     text: str
+    narrow: bytes | None = None
 
 
 @dataclass
@@ -70,14 +81,15 @@ class FrameSlider:
         return self.frames[tuple(key)]
 
     def to_html(self) -> str:
-        """Self-contained HTML: sliders, the initial frame and the script that swaps frames."""
+        """Self-contained HTML: sliders, the initial frame and the script that swaps frames
+        (on a screen narrower than 600 CSS px, to their narrow renderings where they have
+        one)."""
         start = tuple(self.controls[name].index(self.initial[name]) for name in self.controls)
         first = self.frames[start]
         data = {
             "values": [[self.value_format.format(v) for v in values]
                        for values in self.controls.values()],
-            "frames": {",".join(map(str, key)): {"src": _data_uri(frame.png), "alt": frame.alt,
-                                                 "text": frame.text}
+            "frames": {",".join(map(str, key)): _frame_data(frame)
                        for key, frame in self.frames.items()},
         }
         payload = json.dumps(data, sort_keys=True)
@@ -93,12 +105,11 @@ class FrameSlider:
                 f'<output>{shown}</output></label>')
         text = f'<pre class="attn-slider-text">{html.escape(first.text)}</pre>' \
             if any(frame.text for frame in self.frames.values()) else ""
-        width = _png_size(first.png)[0] // PIXEL_RATIO     # the frames are PIXEL_RATIO x
-        script = _SCRIPT.replace("__ID__", uid).replace("__DATA__",
-                                                        payload.replace("</", "<\\/"))
+        script = (_SCRIPT.replace("__ID__", uid).replace("__NARROW__", _NARROW_SCREEN)
+                  .replace("__DATA__", payload.replace("</", "<\\/")))
         return (f'<div class="attn-slider" id="{uid}">'
                 f'<div class="attn-slider-controls">{"".join(rows)}</div>'
-                f'<img src="{_data_uri(first.png)}" width="{width}" '
+                f'<img src="{_data_uri(first.png)}" width="{_css_width(first.png)}" '
                 f'alt="{html.escape(first.alt)}">{text}</div>'
                 f"<script>{script}</script>")
 
@@ -140,8 +151,9 @@ def frame_slider(draw: Callable[..., Any], *, controls: Mapping[str, Sequence[An
 
     ``draw`` draws one matplotlib figure for keyword arguments named like the keys of
     ``controls`` and returns it or leaves it current; it may end with ``plt.show()``, which
-    does nothing while the frames are rendered. Anything it prints is kept with the frame. ``alt`` is a ``str.format`` template filled
-    with the parameters, e.g. ``"weights for c = {scale:g}"``. ``labels`` name the sliders
+    does nothing while the frames are rendered. Anything it prints is kept with the frame.
+    ``alt`` is a ``str.format`` template filled with the parameters, e.g.
+    ``"weights for c = {scale:g}"``. ``labels`` name the sliders
     (default: the keys), ``initial`` picks the first frame shown (default: each control's
     middle value), ``value_format`` formats the values next to the sliders.
     """
@@ -189,22 +201,42 @@ def _render(draw: Callable[..., Any], params: dict[str, Any], alt: str) -> Frame
         fig = fig if fig is not None else plt.gcf()
     finally:
         plt.show = show
-    png = figure_png(fig)
+    png, narrow = figure_png(fig), narrow_figure(fig)
+    narrow_png = None if narrow is None else figure_png(narrow)
+    if narrow is not None and _draws_smaller(fig):   # the same drawing, smaller, suits
+        png, narrow_png = narrow_png, None            # every screen: one PNG, half the bytes
     for number in set(plt.get_fignums()) - before:
         plt.close(number)
-    return Frame(png=png, alt=alt.format(**params), text=printed.getvalue())
+    return Frame(png=png, alt=alt.format(**params), text=printed.getvalue(), narrow=narrow_png)
 
 
 def _data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-# Swaps the image (and alt text and printed text) when a slider moves; no libraries.
+def _css_width(png: bytes) -> int:
+    """The CSS width of a frame's PNG (drawn at PIXEL_RATIO image pixels per CSS pixel)."""
+    return _png_size(png)[0] // PIXEL_RATIO
+
+
+def _frame_data(frame: Frame) -> dict[str, Any]:
+    """What the slider's script needs of a frame: its image and CSS width (and those of its
+    narrow rendering), alt text and printed text."""
+    data = {"src": _data_uri(frame.png), "width": _css_width(frame.png), "alt": frame.alt,
+            "text": frame.text}
+    if frame.narrow is not None:
+        data["narrow"] = {"src": _data_uri(frame.narrow), "width": _css_width(frame.narrow)}
+    return data
+
+
+# Swaps the image (its narrow rendering on a narrow screen, and the alt text and printed
+# text) when a slider moves or the screen crosses the narrow width; no libraries.
 _SCRIPT = """(function () {
   var root = document.getElementById("__ID__"), data = __DATA__;
   if (!root) { return; }
   var inputs = root.querySelectorAll("input[type=range]");
   var image = root.querySelector("img"), text = root.querySelector(".attn-slider-text");
+  var narrow = window.matchMedia ? window.matchMedia("__NARROW__") : null;
   function update() {
     var key = [];
     for (var i = 0; i < inputs.length; i++) {
@@ -212,9 +244,13 @@ _SCRIPT = """(function () {
       inputs[i].nextElementSibling.textContent = data.values[i][inputs[i].value];
     }
     var frame = data.frames[key.join(",")];
-    image.src = frame.src;
+    var shown = narrow && narrow.matches && frame.narrow ? frame.narrow : frame;
+    image.src = shown.src;
+    image.setAttribute("width", shown.width);
     image.alt = frame.alt;
     if (text) { text.textContent = frame.text; }
   }
   for (var i = 0; i < inputs.length; i++) { inputs[i].addEventListener("input", update); }
+  if (narrow && narrow.addEventListener) { narrow.addEventListener("change", update); }
+  if (narrow && narrow.matches) { update(); }
 })();"""

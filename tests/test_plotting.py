@@ -164,6 +164,7 @@ def test_notebooks_display_figures_as_figure_png() -> None:
         plotting.use_book_style()
         fig, ax = plotting.figure(width="small")
         ax.plot([0, 1], [0, 1])
+        ax.tick_params(labelsize=12)   # 16.7 px, 13 px on a phone: no narrow rendering
         data, metadata = shell.display_formatter.format(fig)
         plt.close(fig)
     finally:
@@ -171,7 +172,8 @@ def test_notebooks_display_figures_as_figure_png() -> None:
     png = __import__("base64").b64decode(data["image/png"])
     width, height = plotting._png_size(png)
     assert metadata["image/png"] == {"width": round(width / 2), "height": round(height / 2)}
-    assert "attn:min-text-px" in plotting.png_records(png)
+    assert set(plotting.png_records(png)) == {"attn:min-text-px", "attn:confusable",
+                                              "attn:layout-faults"}
 
 
 def test_series_are_keyed_by_the_library_names() -> None:
@@ -207,10 +209,22 @@ def test_narrow_figure_stacks_the_panels_at_phone_width_with_the_same_text() -> 
     plt.close(narrow)
 
 
+def _phone_px(png: bytes) -> float:
+    """The smallest text of a figure_png as a 390 px phone shows it (in its 342 px column)."""
+    width = plotting._png_size(png)[0] / plotting.PIXEL_RATIO
+    return float(plotting.png_records(png)["attn:min-text-px"]) * min(
+        1.0, plotting.PHONE_COLUMN_PX / width)
+
+
 def test_narrow_figure_shrinks_a_column_and_refuses_colliding_annotations() -> None:
     small, ax = plotting.figure(width="small")
     ax.plot([0, 1], [0, 1])
-    assert plotting.narrow_figure(small) is None   # a phone shows it with text >= 11 px
+    assert _phone_px(plotting.figure_png(small)) < plotting.MIN_PHONE_TEXT_PX   # 9 pt: 9.9 px
+    shrunk_small = plotting.narrow_figure(small)
+    assert plotting.NARROW_WIDTH <= shrunk_small.get_figwidth() < plotting.SHRUNK_WIDTH
+    assert _phone_px(plotting.figure_png(shrunk_small)) >= plotting.MIN_PHONE_TEXT_PX
+    ax.tick_params(labelsize=12)                       # 16.7 px, 13 px on a phone
+    assert plotting.narrow_figure(small) is None
     schematic, ax = plotting.figure(width="medium", height=4.0)
     ax.set_axis_off()
     ax.text(0.5, 0.5, "a box")
@@ -225,8 +239,116 @@ def test_narrow_figure_shrinks_a_column_and_refuses_colliding_annotations() -> N
     assert plotting.narrow_figure(annotated) is None
     ax.texts[1].set_position((0.5, 0.1))   # apart at both widths
     assert plotting.narrow_figure(annotated) is not None
-    for fig in (small, schematic, shrunk, annotated):
+    for fig in (small, shrunk_small, schematic, shrunk, annotated):
         plt.close(fig)
+
+
+def test_stacked_panels_of_a_shared_axis_get_their_tick_labels_back() -> None:
+    fig, axes = plotting.figure(1, 3, sharey=True)
+    for i, ax in enumerate(axes):
+        ax.plot([0, 1], [1, 2 + i])
+        ax.set_title(f"panel {i}")
+    axes[0].set_ylabel("norm")
+    assert plotting.png_records(plotting.figure_png(fig))["attn:layout-faults"] == ""
+    narrow = plotting.narrow_figure(fig)
+    narrow.canvas.draw()
+    assert all(plotting._shown_tick_labels(ax.yaxis) for ax in narrow.axes)
+    assert [ax.get_ylabel() for ax in narrow.axes] == ["norm"] * 3
+    assert plotting.png_records(plotting.figure_png(narrow))["attn:layout-faults"] == ""
+    # stacked as before (each panel alone in its row, the labels hidden): a recorded fault
+    unlabelled, axes = plotting.figure(3, 1)
+    for ax in axes[1:]:
+        ax.tick_params(labelleft=False)
+    faults = plotting.png_records(plotting.figure_png(unlabelled))["attn:layout-faults"]
+    assert faults.count("y ticks without tick labels") == 2, faults
+    for f in (fig, narrow, unlabelled):
+        plt.close(f)
+
+
+def test_overlapping_twin_labels_are_recorded_as_a_layout_fault() -> None:
+    fig, ax = plotting.figure(width="small")
+    twin = ax.twinx()
+    ax.set_ylabel("loss of the first series")
+    twin.set_ylabel("norm of the second series")
+    assert plotting.png_records(plotting.figure_png(fig))["attn:layout-faults"] == ""
+    twin.yaxis.set_label_position("left")
+    for axis in (ax.yaxis, twin.yaxis):
+        axis.set_label_coords(-0.25, 0.5)        # one over the other, left of the ticks
+    faults = plotting.png_records(plotting.figure_png(fig))["attn:layout-faults"]
+    assert faults == ("y label 'loss of the first series' overlaps "
+                      "y label 'norm of the second series'"), faults
+    plt.close(fig)
+
+
+def test_a_legend_taller_than_its_stacked_panel_moves_below_the_figure() -> None:
+    fig, axes = plotting.figure(1, 2)
+    for k in range(12):
+        axes[0].plot([0, 1], [k, k + 1], label=f"series number {k}")
+    axes[0].legend(ncols=3, loc="upper left")
+    axes[1].plot([0, 1], [0, 1])
+    narrow = plotting.narrow_figure(fig)
+    assert narrow.axes[0].get_legend() is None and len(narrow.legends) == 1
+    narrow.canvas.draw()
+    legend = narrow.legends[0].get_window_extent()
+    assert all(legend.y1 <= ax.get_window_extent().y0 for ax in narrow.axes)   # below both
+    assert narrow.legends[0].get_window_extent().width <= narrow.bbox.width
+    assert plotting.png_records(plotting.figure_png(narrow))["attn:layout-faults"] == ""
+    plt.close(fig)
+    plt.close(narrow)
+
+
+def test_a_grid_of_images_keeps_its_columns_at_phone_width() -> None:
+    fig, axes = plotting.figure(3, 3, height=6.6)
+    field = np.outer(np.sin(np.linspace(0, 3, 16)), np.cos(np.linspace(0, 3, 16)))
+    for row in range(3):
+        for col, title in enumerate(["true u", "predicted u", "error"]):
+            image = axes[row, col].imshow(field * (1 + 0.1 * col), extent=(0, 1, 0, 1),
+                                          vmin=-1, vmax=1)
+            axes[row, col].set(xlabel="$x_1$", ylabel="$x_2$", title=title if row == 0 else "")
+            fig.colorbar(image, ax=axes[row, col], shrink=0.8)
+    narrow = plotting.narrow_figure(fig)
+    assert narrow.get_figwidth() == plotting.NARROW_WIDTH
+    narrow.canvas.draw()
+    panels = [ax for ax in narrow.axes if ax.images]
+    columns = {round(ax.get_position().x0, 2) for ax in panels}
+    rows = {round(ax.get_position().y0, 2) for ax in panels}
+    assert len(columns) == 3 and len(rows) == 3               # three by three, not stacked
+    assert [" ".join(ax.get_title().split()) for ax in panels[:3]] == [
+        "true u", "predicted u", "error"]                      # kept (wrapped to the panel)
+    png = plotting.figure_png(narrow)
+    assert plotting.png_records(png)["attn:layout-faults"] == ""
+    assert _phone_px(png) >= plotting.MIN_PHONE_TEXT_PX
+    # one colour bar per row where the three panels share colours and limits
+    assert len(narrow.axes) - len(panels) == 3
+    plt.close(fig)
+    plt.close(narrow)
+
+
+def test_a_slider_frame_has_a_narrow_rendering_readable_on_a_phone() -> None:
+    from attnbook.slider import frame_slider
+
+    def draw(top: float):
+        fig, axes = plotting.figure(1, 2)
+        for ax in axes:
+            ax.plot([0, 1], [0, top])
+        return fig
+
+    def draw_small(top: float):
+        fig, ax = plotting.figure(width="small")
+        ax.plot([0, 1], [0, top])
+        return fig
+
+    slider = frame_slider(draw, controls={"top": [1.0, 2.0]}, alt="up to {top:g}")
+    for frame in slider.frames.values():
+        assert _phone_px(frame.png) < 10.0 <= _phone_px(frame.narrow)
+    page = slider.to_html()
+    assert "(max-width: 599.98px)" in page
+    assert all(__import__("base64").b64encode(frame.narrow).decode("ascii") in page
+               for frame in slider.frames.values())
+    # a single small panel is only drawn smaller: one frame, at the narrow size
+    small = frame_slider(draw_small, controls={"top": [1.0, 2.0]}, alt="up to {top:g}")
+    for frame in small.frames.values():
+        assert frame.narrow is None and _phone_px(frame.png) >= plotting.MIN_PHONE_TEXT_PX
 
 
 def test_notebooks_carry_the_narrow_rendering_of_wide_figures() -> None:

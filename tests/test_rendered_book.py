@@ -30,15 +30,18 @@ wide (desktop, tablet, phone), and fails when
 * a figure cannot be enlarged, its enlarged view is wider than the window, its smallest
   text (the ``attn:min-text-px`` record that ``attnbook.plotting.figure_png`` writes into the
   image shown: on a phone, the figure's narrow rendering) is under 11 CSS px in the enlarged
-  view or, at 900 px and up, on the page, it carries no such record, or it has series that
-  only colour tells apart and a colour-blind reader cannot (``attn:confusable``);
+  view or, at 900 px and up, on the page, it carries no such record, it has series that
+  only colour tells apart and a colour-blind reader cannot (``attn:confusable``), or its
+  layout has a fault (``attn:layout-faults``: a panel with ticks but no tick labels where no
+  aligned panel labels them, overlapping titles, axis or tick labels, legends, annotations);
 * a table header breaks a word, or (below 600 px) a stacked table's value has no label;
 * the phone's "on this page" drawer stays open after a tap on a section, or the section
   lands more than 100 px below the top of the screen;
 * the visible navigation button does nothing: below 992 px it must open the navigation
   drawer, above it must hide the sidebar;
-* an interactive figure does not change its image when its slider moves, or a widget view
-  is embedded that needs a kernel;
+* an interactive figure does not change its image when its slider moves, a frame it shows
+  has a layout fault or (390 px) smaller text than 10 CSS px on the page (a phone must get
+  the frame's narrow rendering), or a widget view is embedded that needs a kernel;
 * it shows a Python traceback or an nbval marker.
 
 At 390 px a chapter page fails when everything it downloaded (figures included, after all the
@@ -76,6 +79,7 @@ SKIP_PAGES = {"genindex.html", "search.html"}
 WIDTHS = (1280, 900, 390)
 MIN_FIGURE_SCALE = 0.7
 MIN_FIGURE_TEXT_PX = 11.0
+MIN_SLIDER_TEXT_PX = 10.0   # a slider frame on a phone's page (it has no enlarged view check)
 PAGE_BUDGET_BYTES = 1_500_000
 MAX_HEADING_TOP_PX = 100   # a section picked in the phone's drawer opens at the top
 # The claims ledger at 1280 x 800: its last claim within this many screens from the top (it
@@ -194,7 +198,7 @@ def test_page(page_path: str, width: int, server: str, browser) -> None:
                     + _check_outputs(page) + _check_code(page) + _check_result_tables(page)
                     + _check_fold_buttons(page) + _check_display_math(page, width)
                     + _check_text(page) + _check_raw_tex(page) + _check_tables(page, width)
-                    + _check_figure_text(page, width) + _check_sliders(page)
+                    + _check_figure_text(page, width) + _check_sliders(page, width)
                     + _check_footer(page) + _check_contents_drawer(page, width)
                     + _check_navigation(page, width))
         if width == 390 and page_path.startswith("notebooks/"):   # a chapter
@@ -302,7 +306,10 @@ def _check_text(page) -> list[str]:
     return problems
 
 
-def _check_sliders(page) -> list[str]:
+def _check_sliders(page, width: int) -> list[str]:
+    """Every slider has a caption, each control changes the frame, and each frame shown (the
+    first, and the one after each move) has no layout fault and, at 390 px, text of at least
+    MIN_SLIDER_TEXT_PX CSS px on the page (from the frame's ``attn:min-text-px`` record)."""
     problems = []
     sliders = page.locator(".attn-slider")
     for i in range(sliders.count()):
@@ -311,6 +318,7 @@ def _check_sliders(page) -> list[str]:
                                   ".querySelector('figcaption'))")
         if not caption:
             problems.append(f"interactive figure {i + 1} has no caption")
+        problems += _check_slider_frame(slider.locator("img"), f"slider {i + 1}", width)
         inputs = slider.locator("input[type=range]")
         for j in range(inputs.count()):
             control = inputs.nth(j)
@@ -322,9 +330,32 @@ def _check_sliders(page) -> list[str]:
                              target)
             if slider.locator("img").get_attribute("src") == before:
                 problems.append(f"slider {i + 1}, control {j + 1}: moving it changed nothing")
+            problems += _check_slider_frame(slider.locator("img"),
+                                            f"slider {i + 1}, control {j + 1} moved", width)
             control.evaluate("(input, value) => { input.value = String(value); "
                              "input.dispatchEvent(new Event('input', {bubbles: true})); }",
                              current)
+    return list(dict.fromkeys(problems))   # a fault of every frame is named once
+
+
+def _check_slider_frame(image, name: str, width: int) -> list[str]:
+    """The frame a slider shows: no layout fault, and at 390 px its smallest text on the page
+    (its record, scaled from the frame's CSS width to its shown width) is readable."""
+    src = image.get_attribute("src") or ""
+    data = _image_bytes(src, "") if src.startswith("data:image/png;base64,") else None
+    records = png_records(data) if data else {}
+    if "attn:min-text-px" not in records:
+        return [f"{name}: frame without a text-size record (draw it after "
+                f"attnbook.plotting.use_book_style)"]
+    problems = []
+    if records.get("attn:layout-faults"):
+        problems.append(f"{name}: frame layout faults: {records['attn:layout-faults'][:200]}")
+    sizes = image.evaluate("""img => ({shown: img.getBoundingClientRect().width,
+        css: parseFloat(img.getAttribute('width')) || img.naturalWidth / 2})""")
+    on_page = float(records["attn:min-text-px"]) * sizes["shown"] / sizes["css"]
+    if width == 390 and on_page < MIN_SLIDER_TEXT_PX:
+        problems.append(f"{name}: smallest frame text {on_page:.1f} px on the page at {width} px "
+                        f"(under {MIN_SLIDER_TEXT_PX:g}: no narrow rendering shown?)")
     return problems
 
 
@@ -549,7 +580,7 @@ def _check_figure_text(page, width: int) -> list[str]:
     for i in range(images.count()):
         image = images.nth(i)
         if image.evaluate("img => !!img.closest('.attn-slider')"):
-            continue   # slider frames are drawn by attnbook.slider, without the records
+            continue   # slider frames: _check_sliders reads their records
         src = image.evaluate("img => img.currentSrc || img.src") or ""
         data = _image_bytes(src, page.url)
         if data is None:
@@ -559,6 +590,9 @@ def _check_figure_text(page, width: int) -> list[str]:
         if records.get("attn:confusable"):
             problems.append(f"series only colour tells apart, not under colour-blindness: "
                             f"{records['attn:confusable']} ({name})")
+        if records.get("attn:layout-faults"):
+            problems.append(f"figure layout faults: {records['attn:layout-faults'][:200]} "
+                            f"({name})")
         if "attn:min-text-px" not in records:
             problems.append(f"figure without a text-size record (draw it after "
                             f"attnbook.plotting.use_book_style): {name}")
@@ -714,6 +748,52 @@ def _synthetic_figure_png() -> str:
     return base64.b64encode(png).decode("ascii")
 
 
+def _faulty_figure_png() -> str:
+    """A figure whose y label and its twin's are drawn one over the other (a layout fault)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnbook import plotting
+
+    fig, ax = plotting.figure(width="small")
+    twin = ax.twinx()
+    ax.set_ylabel("loss of the first series")
+    twin.set_ylabel("norm of the second series")
+    twin.yaxis.set_label_position("left")
+    for axis in (ax.yaxis, twin.yaxis):
+        axis.set_label_coords(-0.25, 0.5)   # both left of the tick labels, one on the other
+    png = plotting.figure_png(fig)
+    plt.close(fig)
+    return base64.b64encode(png).decode("ascii")
+
+
+def _slider_html(*, narrow: bool) -> str:
+    """A slider over two full-width panels; without ``narrow`` its frames lose their narrow
+    renderings, as a slider drawn before they had them."""
+    import dataclasses
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnbook import plotting
+    from attnbook.slider import frame_slider
+
+    def draw(top: float):
+        fig, axes = plotting.figure(1, 2)
+        for ax in axes:
+            ax.plot([0, 1], [0, top])
+        return fig
+
+    slider = frame_slider(draw, controls={"top": [1.0, 2.0]}, alt="two lines up to {top:g}")
+    if not narrow:
+        slider.frames = {key: dataclasses.replace(frame, narrow=None)
+                         for key, frame in slider.frames.items()}
+    return (f'<html><body><article><figure style="margin: 0">{slider.to_html()}'
+            f"<figcaption>A slider</figcaption></figure></article></body></html>")
+
+
 def test_the_checks_catch_each_regression(browser) -> None:
     """Each check fails on a page made to break it (so none of them can pass vacuously)."""
     session = _Page(browser, "http://127.0.0.1:9", 1280)
@@ -742,6 +822,8 @@ def test_the_checks_catch_each_regression(browser) -> None:
             </tr></thead><tbody><tr><td>1</td></tr></tbody></table>
           <div class="cell_output"><img alt="a figure" width="300"
             src="data:image/png;base64,{_synthetic_figure_png()}"></div>
+          <div class="cell_output"><img alt="a figure with a fault" width="432"
+            src="data:image/png;base64,{_faulty_figure_png()}"></div>
         </article></body></html>""")
         static = Path(__file__).resolve().parents[1] / "book" / "_static"
         page.add_style_tag(path=str(static / "book.css"))
@@ -764,6 +846,18 @@ def test_the_checks_catch_each_regression(browser) -> None:
                  "fold name": page.locator("summary").get_attribute("aria-label")}
     finally:
         session.close()
+    phone = _Page(browser, "http://127.0.0.1:9", 390)
+    try:   # a slider on a phone: its wide frames only, then with their narrow renderings
+        for kind in ("wide", "narrow"):
+            phone.page.set_content(_slider_html(narrow=kind == "narrow"))
+            phone.page.add_style_tag(path=str(static / "book.css"))
+            found[f"{kind} slider"] = _check_sliders(phone.page, 390)
+    finally:
+        phone.close()
+    assert any("smallest frame text" in p for p in found["wide slider"]), found
+    assert found["narrow slider"] == [], found
+    assert any(p.startswith("figure layout faults: y label 'loss of the first series' overlaps "
+                            "y label 'norm of the second series'") for p in found["figure"]), found
     assert any("printed output scrolls sideways" in p for p in found["scrolling output"]), found
     assert any("a code line wraps" in p for p in found["wrapped code"]), found
     assert any("result table scrolls sideways" in p for p in found["wide result table"]), found
