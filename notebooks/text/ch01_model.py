@@ -424,6 +424,13 @@ ch01.optima_table(optima, samples, X_test, Y_test, problem.L_star)
 #
 # 4. Repeat the escape measurement with $B = c I$ instead of $c\hat\Sigma^{-1}$ at $n = 20$. Does
 #    every token still attend to itself at large $c$? What does that do to the all-tokens loss?
+#    `attention.memorising_escape` fixes the direction $\hat\Sigma^{-1}$, so write its loop
+#    yourself (`attention.memorising_escape??` in a cell shows its source; or follow this idea): fit
+#    $\hat A$ by least squares of `Y_small` on `X_small`, then for each $c$ in `scales` evaluate
+#    `attention.loss(A_hat, c * np.eye(problem.d), X_small, Y_small, mask="all")` and
+#    `attention.deployed_risk(A_hat, c * np.eye(problem.d), X_small, X_test, Y_test)`, both minus
+#    $L^\star$. With the chapter's samples you should find an all-tokens excess loss of about
+#    $+0.005$ at $c = 1000$ (to within $0.0005$).
 #
 # ````{admonition} Solution
 # :class: dropdown

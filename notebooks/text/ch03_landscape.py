@@ -624,7 +624,7 @@ plt.show()
 # 3. **Why random directions hide the failure.** A unit random direction in the
 #    $(p+d)d - d(d-1)/2 = 255$-dimensional normal space of $S$ has what expected squared component
 #    along the $d(d+1)/2 = 55$-dimensional family $\{(U^\star K, -V^\star K)\}$? What does that
-#    imply for the sampled $\alpha$ of the unregularized loss?
+#    imply for the sampled $\alpha$ of the unregularized loss? (You should find about 0.22.)
 #
 # ```{admonition} Solution
 # :class: dropdown

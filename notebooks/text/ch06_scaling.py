@@ -549,7 +549,8 @@ plt.show()
 #
 # 1. Show that the local log-log slope of $f(n) = n^{-2}\log^6 n$ is $-2 + 6/\ln n$. At which $n$
 #    is it $-1$, and from which $n$ on is it steeper than $-1.5$? What does this say about
-#    distinguishing $n^{-2}\log^6 n$ from $1/n$ with $n \le 1600$?
+#    distinguishing $n^{-2}\log^6 n$ from $1/n$ with $n \le 1600$? (Check: your formula should
+#    give about $-1.19$ at $n = 1600$, the value printed in the section on the bound.)
 #
 # ```{admonition} Solution
 # :class: dropdown

@@ -589,6 +589,7 @@ plt.show()
 #    keys its off-diagonal part {eq}`eq-ch06b-shared-keys` has standard deviation of order $n^{-1}$.
 #    Using the ratio $r$ of the shared-key spread to the noise spread printed above (at
 #    $\sigma = 0.1$), at which $\sigma$ would the noise part be as large as the shared-key part?
+#    (You should find about 0.3.)
 #
 # ```{admonition} Solution
 # :class: dropdown

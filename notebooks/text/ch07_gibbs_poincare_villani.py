@@ -640,7 +640,9 @@ plt.show()
 #    with `langevin.spectral_gap` and plot $\log\lambda_1$ against $1/s$. Compare the slope
 #    with $-2\Delta f$, where $\Delta f$ is the barrier height seen from the shallower well
 #    (Kramers' law predicts $\lambda_1\approx$ sum of the two escape rates
-#    $\tfrac{\sqrt{f''(x_i)|f''(0)|}}{2\pi}e^{-2(f(0)-f(x_i))/s}$).
+#    $\tfrac{\sqrt{f''(x_i)|f''(0)|}}{2\pi}e^{-2(f(0)-f(x_i))/s}$). On the grid
+#    `np.linspace(-3, 3, 1201)` a straight-line fit over the five temperatures should give a slope
+#    of about $-1.75$ (to within 0.01).
 #
 # ```{admonition} Solution
 # :class: dropdown
@@ -653,7 +655,9 @@ plt.show()
 #
 # 4. Measure the bias of the scheme's stationary law: run the 2-D example from $(-1, 0.5)$ to
 #    $t = 60$ with $h\in\{0.02, 0.01, 0.005\}$ and 40000 chains, and compare the final total
-#    variation distance with the exact-sample noise floor for 40000 samples.
+#    variation distance with the exact-sample noise floor for 40000 samples. On the chapter's
+#    16 x 16 bins (`edges_2d`) you should find a distance of about 0.03 at $h = 0.02$ (within
+#    0.005, from seed to seed), against a noise floor of about 0.018.
 #
 # ```{admonition} Solution
 # :class: dropdown

@@ -728,6 +728,7 @@ print(describe_weight_decay_estimate(consts, lam, lam_strong,
 # 3. Compute the critical temperature of weight decay for the other end of the orbit ($\rho \to 0$) at $\lambda = 0.01$
 #    with `villani.weight_decay_threshold(consts.swapped(), 0.01)`, and the log form's crossover with
 #    `villani.crossover_log_radius(consts.swapped(), Regularizer("log", 0.01), 1.0)`. Which end decides?
+#    (You should find a critical temperature of about $3.35\times10^{-4}$.)
 #
 # ```{admonition} Solution
 # :class: dropdown

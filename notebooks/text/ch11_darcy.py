@@ -579,7 +579,8 @@ print(f"low-regularization regime (both within {ch11.ACCURACY_TOL:.0%} of none):
 # 4. **Where the regularized chain settles.** At temperature $s$ the Gibbs measure
 #    $\propto e^{-2(L+R)/s}$ is, along the flat orbit, dominated by $e^{-2R/s}$. Estimate the
 #    squared norm $t$ at which the log regularizer balances the entropy of a block with $D d_k$
-#    entries, and compare with the end of the noisy-SGD run.
+#    entries, and compare with the end of the noisy-SGD run. (You should find $t$ of about 620,
+#    a norm of about 25.)
 #
 # ```{admonition} Solution
 # :class: dropdown
