@@ -289,7 +289,8 @@ errors = []
 for index, source in enumerate(sources):
     lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
     text = "\n".join(lines)
-    if "otter.Notebook(" in text or text.strip().startswith(("grader.check", "grader.export")):
+    if ("import otter" in text or "otter.Notebook(" in text
+            or text.strip().startswith(("grader.check", "grader.export"))):
         continue                                     # otter's own cells: no checks are here
     withheld.DURING = f"cell {index}"
     try:
@@ -517,8 +518,8 @@ def load_assignment(autograder: Path) -> Assignment:
         if cell["cell_type"] != "code":
             continue
         source = "".join(cell["source"])
-        if "otter.Notebook(" in source or source.strip().startswith(("grader.check",
-                                                                     "grader.export")):
+        if ("import otter" in source or "otter.Notebook(" in source      # otter's own cells
+                or source.strip().startswith(("grader.check", "grader.export"))):
             continue
         source = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
                            for line in source.splitlines())

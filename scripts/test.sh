@@ -126,9 +126,11 @@ if [ ! -f _build/html/index.html ]; then
   echo "skipped: the book was not built (step 2 failed)"; failed+=("3 (browser check: no book)")
 elif [ "$chromium_ok" = 1 ]; then
   # test_subpath.py (issue 19): the site served under /attnbook/; test_numbering.py: figure
-  # and equation numbers within their chapter, references showing their target's number
+  # and equation numbers within their chapter, references showing their target's number;
+  # test_student_bundle.py: the bundle's numbers and links are the built book's
   ATTNBOOK_HTML="$ROOT/_build/html" "$VENV"/bin/python -m pytest tests/test_rendered_book.py \
-    tests/test_subpath.py tests/test_numbering.py -q -n "${ATTNBOOK_WORKERS:-2}" \
+    tests/test_subpath.py tests/test_numbering.py tests/test_student_bundle.py -q \
+    -n "${ATTNBOOK_WORKERS:-2}" \
     || failed+=("3 (browser check)")
   # the whole-book PDF (issue 47): printed from the single-page build, then read back
   "$VENV"/bin/python scripts/book_pdf.py _build/pdf/attnbook.pdf \

@@ -137,11 +137,9 @@ def bundle(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def student_html(bundle, tmp_path_factory) -> Path:
-    """The student edition built as HTML (warnings are errors), from the bundle's notebooks."""
-    out = tmp_path_factory.mktemp("student_html")
-    shutil.copytree(bundle / "notebooks", out / "notebooks")
-    return editions.build_html(out)
+def student_html(bundle) -> Path:
+    """The student edition built as HTML (warnings are errors), as the bundle carries it."""
+    return bundle / "html"
 
 
 def test_sources_mark_solutions() -> None:
@@ -157,15 +155,28 @@ def test_bundle_holds_only_what_students_get(bundle) -> None:
               if re.fullmatch(r"(attnlib|attnbook)-[\w.]+-py3-none-any\.whl", name)]
     public_checks = [name for name in files
                      if re.fullmatch(r"problem_sets/ps\w+/tests/q\w+\.py", name)]
+    # the HTML edition and the slides, each in its own folder (checked below and in
+    # tests/test_student_bundle.py)
+    pages = [name for name in files if name.startswith(("html/", "slides/"))]
     assert len(wheels) == 2 and public_checks
-    assert set(files) == expected | set(wheels) | set(public_checks), (
-        sorted(set(files) ^ (expected | set(wheels) | set(public_checks))))
+    assert {"html/index.html", "slides/session01.html"} <= set(pages)
+    assert set(files) == expected | set(wheels) | set(public_checks) | set(pages), (
+        sorted(set(files) ^ (expected | set(wheels) | set(public_checks) | set(pages))))
+
+
+#: Files of the bundle that are neither the book's text nor its code: the HTML edition's and
+#: the slides' third-party assets (theme, MathJax, reveal.js) and images.
+THIRD_PARTY = ("html/_static/", "html/_images/", "slides/vendor/")
+#: The suffixes of the text files among the rest (the HTML pages, notebooks, checks, README).
+TEXT_SUFFIXES = {".md", ".txt", ".ipynb", ".py", ".html", ".js", ".json"}
 
 
 def _bundle_texts(bundle: Path) -> dict[str, str]:
-    """Every text in the bundle: its files and the members of the wheel."""
+    """Every text in the bundle: its files (not the third-party assets) and the members of
+    the wheel."""
     texts = {str(p.relative_to(bundle)): p.read_text() for p in bundle.rglob("*")
-             if p.is_file() and p.suffix != ".whl"}
+             if p.is_file() and p.suffix in TEXT_SUFFIXES
+             and not str(p.relative_to(bundle)).startswith(THIRD_PARTY)}
     for path in sorted(bundle.glob("*.whl")):
         with zipfile.ZipFile(path) as wheel:
             for name in wheel.namelist():
@@ -199,7 +210,11 @@ def test_bundle_has_no_solution_hidden_check_or_master(bundle) -> None:
         assert text not in masters, f"{name} is a master notebook"
         # otter keeps "<!-- BEGIN QUESTION -->" comments around a written question in the
         # student notebook (they delimit the answer for its PDF export); the master's question
-        # configuration is a raw "# BEGIN QUESTION" cell
+        # configuration is a raw "# BEGIN QUESTION" cell. The prose pages' sources, which the
+        # HTML edition keeps for its download button, name the markers (the teaching guide
+        # explains them) and are checked for solution lines below.
+        if name.startswith("html/_sources/book/"):
+            continue
         for marker in ("BEGIN SOLUTION", "BEGIN TESTS", "hidden: true", "{admonition} Solution",
                        "# BEGIN QUESTION", '_guard["untampered"]'):
             assert marker not in text, f"{name} contains {marker!r}"

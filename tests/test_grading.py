@@ -8,11 +8,11 @@ one 0, none of them flagged); and every way of gaming it we know scores 0 or is 
 reason, all in one sheet:
 
 * a library twin: an attnlib function, public or private, that computes a question's answer
-  (``TWINS``: each is shown to pass its question's checks with the full library, to be withheld
-  in its question's sandbox, and, as a submission, to score 0 and be flagged, on all four
-  problem sets); an answer-trusting shortcut (``SHORTCUTS``: a standard error of one's own, the
-  prompt's formula, ``1/sqrt(n)``): scores 0, flagged; no other function the sandbox leaves
-  callable computes an answer from the answer's own inputs;
+  (``TWINS``: each is shown to pass its question's hidden checks with the full library, to be
+  withheld in its question's sandbox, and, as a submission, to score 0 and be flagged, on all
+  four problem sets); an answer-trusting shortcut (``SHORTCUTS``: a standard error of one's
+  own, the prompt's formula, ``1/sqrt(n)``): scores 0, flagged; no other function the sandbox
+  leaves callable computes an answer from the answer's own inputs;
 * writing on the harness's pipe: malformed, oversized, deeply nested and formula-bearing
   records, and file names that are spreadsheet formulas: every row is in the sheet, flagged,
   and no cell starts with a formula character or exceeds its length (with one and two jobs);
@@ -48,6 +48,7 @@ correct and a wrong submission with ``otter run`` in a fresh virtual environment
 from __future__ import annotations
 
 import csv
+import dataclasses
 import importlib.util
 import json
 import os
@@ -1203,13 +1204,18 @@ class _Answers:
 
 @pytest.mark.parametrize("stem", sorted(TWINS))
 def test_twins_compute_the_answers(assignments, stem) -> None:
-    """With the whole library (outside the sandbox) each twin passes its question's checks:
-    it is a real way of scoring without writing the answer."""
+    """With the whole library (outside the sandbox) each twin passes its question's hidden
+    checks: it is a real way of computing the answer without writing it. (The public checks
+    flag some twins, those that name the library's version of the exercise; a renamed alias
+    would get past that courtesy, not past the sandbox.)"""
     assignment = assignments[stem]
     for question, function, twin, code in TWINS[stem]:
         namespace = dict(assignment.namespace)
         exec(code, namespace)
-        failures = grade._run_checks(assignment, assignment.questions[question],
+        checks = assignment.questions[question]
+        hidden = dataclasses.replace(checks, cases=[c for c in checks.cases if "_guard[" in c])
+        assert hidden.cases, question
+        failures = grade._run_checks(assignment, hidden,
                                      _Answers(assignment, {function: namespace[function]}))
         assert not failures, (twin, failures)
 

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 _spec = importlib.util.spec_from_file_location("editions", ROOT / "scripts" / "editions.py")
 editions = importlib.util.module_from_spec(_spec)
+sys.modules["editions"] = editions  # dataclasses look their module up there
 _spec.loader.exec_module(editions)
 _spec = importlib.util.spec_from_file_location("grade", ROOT / "scripts" / "grade.py")
 grade = importlib.util.module_from_spec(_spec)
@@ -56,7 +57,7 @@ WRONG = {
                                 "def balance_grad(U, V, lam):\n"
                                 "    D = U.T @ U - V.T @ V\n"
                                 "    return lam / 2 * U @ D, lam / 2 * V @ D\n",
-                                "check its sign"),
+                                "dR/dV has the wrong sign"),
     },
     "ps2_part1_experiments": {
         "q1_ols": ("ols_fit",
@@ -91,7 +92,7 @@ WRONG = {
                             "def first_time_below(times, gap, eps):\n"
                             "    below = np.nonzero(np.abs(gap) <= eps)[0]\n"
                             "    return float(times[below[0]]) if below.size else np.nan\n",
-                            "must stay within eps"),
+                            "stays within eps"),
         "q2_patchify": ("patchify",
                         "def patchify(fields, patch):\n"
                         "    return fields.reshape(fields.shape[0], -1, patch * patch)\n",
@@ -176,8 +177,9 @@ WRITTEN_CHAPTERS = {"ps1_part1_theory": {"chapter 2"},
 @pytest.mark.parametrize("master", PROBLEM_SETS, ids=lambda path: path.stem)
 def test_written_questions_have_a_rubric(master: Path) -> None:
     """One or two manually graded questions (otter's ``manual: true``), each a derivation or
-    explanation whose solution block holds a model answer and a rubric adding up to its points;
-    problem set 2 asks what Algorithm 1's ingredients buy."""
+    explanation whose solution block holds a model answer and a rubric adding up to its points,
+    and whose prompt says what a full answer addresses (issue 67: the rubric's points, not its
+    answers); problem set 2 asks what Algorithm 1's ingredients buy."""
     written = [(config, cells) for config, cells in _questions(master) if config.get("manual")]
     assert 1 <= len(written) <= 2, f"{master.name}: {len(written)} written questions"
     prompts = ""
@@ -193,6 +195,7 @@ def test_written_questions_have_a_rubric(master: Path) -> None:
         items = re.findall(r"^- (\d+) points?", rubric[1], re.M)
         assert sum(map(int, items)) == config["points"], (
             f"{config['name']}: the rubric's points {items} do not add up to {config['points']}")
+        assert "*A full answer" in sources[0], f"{config['name']}: no rubric points for students"
         prompts += sources[0]
     for chapter in WRITTEN_CHAPTERS[master.stem]:
         assert re.search(rf"\b{chapter}\b|\bchapters? [^.]*\b{chapter.split()[1]}\b", prompts, re.I), (
@@ -200,6 +203,54 @@ def test_written_questions_have_a_rubric(master: Path) -> None:
     if master.stem == "ps2_part1_experiments":
         for ingredient in ("spectral start", "preconditioner", "regularizer", "measured"):
             assert ingredient in prompts, f"problem set 2 does not ask about the {ingredient}"
+
+
+def _optional_sections() -> list[str]:
+    """The section titles the teaching guide's table marks optional on a first reading."""
+    guide = (ROOT / "book" / "teaching_guide.md").read_text()
+    table = guide.split("## Core path and optional sections", 1)[1].split("\n\n**", 1)[0]
+    rows = [line for line in table.splitlines() if re.match(r"\| \d+b?\. ", line)]
+    return [title for row in rows for title in re.findall(r"\*([^*]+)\*", row.split("|")[2])]
+
+
+@pytest.mark.parametrize("master", PROBLEM_SETS, ids=lambda path: path.stem)
+def test_written_questions_cite_no_optional_section(master: Path) -> None:
+    """Issue 67: a written question is answerable from the core path, so its prompt sends the
+    student to no section the teaching guide marks optional (by its title, or the title's part
+    before a colon, such as chapter 2's "Monte Carlo")."""
+    titles = _optional_sections()
+    assert len(titles) >= 15, titles
+    for config, cells in _questions(master):
+        if not config.get("manual"):
+            continue
+        prompt = "".join(cells[0]["source"])
+        cited = [key for title in titles for key in {title, title.split(":")[0]} if key in prompt]
+        assert not cited, f"{config['name']} cites the optional {cited}"
+
+
+# A public check's message when an answer calls the library's version of the exercise.
+LIBRARY_VERSION = re.compile(r"calls (\w+\.\w+), which the grader withholds")
+
+
+@pytest.mark.parametrize("master", PROBLEM_SETS, ids=lambda path: path.stem)
+def test_opening_cell_names_what_answers_may_call(master: Path) -> None:
+    """Issue 67: the opening cell names the attnlib functions answers may call (the hidden
+    checks' ``allowed=`` lists: the trusted grader withholds every other one) and the library's
+    versions of the exercises that the public checks flag, and says what calling a withheld
+    function costs."""
+    opening = "".join(_cells(master)[1]["source"])
+    allowed: set[str] = set()
+    flagged: set[str] = set()
+    for config, cells in _questions(master):
+        sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+        hidden = [source for source in sources if "hidden: true" in source]
+        allowed |= grade.declared_allowed(grade.Question(config["name"], 1.0, True, hidden))
+        flagged.update(name for source in sources if source not in hidden
+                       for name in LIBRARY_VERSION.findall(source))
+    assert "withholds every" in opening and "scores 0 for its question" in opening
+    assert flagged, f"{master.name}: no public check flags a call of the library's version"
+    for name in sorted(allowed | flagged):
+        assert f"`{name.removeprefix('attnlib.')}`" in opening, f"{master.name}: {name}"
 
 
 def test_written_answers_reach_the_instructor_only(assigned) -> None:
