@@ -519,17 +519,29 @@ def _axes_name(ax) -> str:
 
 
 def _shown_tick_labels(axis) -> list[Any]:
-    """The visible, non-empty tick labels of ``axis`` (as last drawn) at ticks in its view."""
+    """The visible, non-empty tick labels of ``axis`` (as last drawn) at ticks in its view,
+    centred within the axes' span along the axis (a label matplotlib did not draw, at a tick
+    outside the view, may keep an old position)."""
     low, high = sorted(axis.get_view_interval())
     slack = 1e-9 * (high - low)
+    box = axis.axes.bbox
+    span = (box.x0, box.x1) if axis.axis_name == "x" else (box.y0, box.y1)
     labels = []
     for locations, ticks in ((axis.get_majorticklocs(), axis.get_major_ticks),
                              (axis.get_minorticklocs(), axis.get_minor_ticks)):
         for location, tick in zip(locations, ticks(len(locations))):
             if low - slack <= location <= high + slack:
                 labels += [label for label in (tick.label1, tick.label2)
-                           if label.get_visible() and label.get_text().strip()]
+                           if label.get_visible() and label.get_text().strip()
+                           and _centred_within(label, axis.axis_name, span)]
     return labels
+
+
+def _centred_within(label, letter: str, span: tuple[float, float]) -> bool:
+    """Whether ``label``'s centre along the ``letter`` axis lies within ``span`` (pixels)."""
+    extent = mpl.text.Text.get_window_extent(label)
+    centre = (extent.x0 + extent.x1) / 2 if letter == "x" else (extent.y0 + extent.y1) / 2
+    return span[0] - 1 <= centre <= span[1] + 1
 
 
 def _has_ticks(axis) -> bool:
@@ -616,7 +628,8 @@ def _text_boxes(fig) -> list[tuple[str, Any]]:
     for legend in fig.legends:
         if legend.get_visible():
             boxes.append(("figure legend", legend.get_window_extent()))
-    for artist in fig.texts + [fig._suptitle, fig._supxlabel, fig._supylabel]:
+    # the suptitle and the sup-labels are also in fig.texts: each text once
+    for artist in dict.fromkeys(fig.texts + [fig._suptitle, fig._supxlabel, fig._supylabel]):
         if artist is not None:
             boxes += text(artist, "figure text")
     return boxes

@@ -41,7 +41,8 @@ def plan(torch_python: str | None) -> list[tuple[str, list[str], dict[str, str]]
         python, "bench_floor.py"]
     steps = [("floor", floor, {}),
              # one BLAS thread, as chapter 5 runs (scripts/setup.sh, execute_notebooks.py)
-             ("algorithm", [python, "bench_algorithm.py", "--rounds", "15"], ONE_THREAD)]
+             ("algorithm", [python, "bench_algorithm.py", "--rounds", "15"], ONE_THREAD),
+             ("two_threads", [python, "bench_two_threads.py"], {})]
     attention = [python, "bench_attention.py"]
     if torch_python:
         attention += ["--torch-python", torch_python]
