@@ -491,13 +491,13 @@ norm = LogNorm(vmin=min(heat.min(), stored["finite_excess_risk"].min()), vmax=he
 mesh = axes[0].pcolormesh(heat_m[shown], closed_n, heat[:, shown], norm=norm, shading="nearest")
 axes[0].plot(settle, closed_n, "w--", lw=1.2)          # first m within 10% of stat(n)
 axes[0].set(yscale="log", xlabel="iteration $m$", ylabel="sample size $n$",
-            title="closed form, random init (median of 2 seeds)")
+            title="closed form, random init\n(median of 2 seeds)")
 for ax in axes:
     ax.grid(False)
 finite_median = np.median(stored["finite_excess_risk"][0], axis=1)           # (n, grid)
 axes[1].pcolormesh(its, n_values, finite_median, norm=norm, shading="nearest")
 axes[1].set(yscale="log", xlabel="iteration $m$", ylabel="sample size $n$",
-            title=f"Algorithm 1, finite n (median of {config['seeds']} seeds)")
+            title=f"Algorithm 1, finite n\n(median of {config['seeds']} seeds)")
 fig.colorbar(mesh, ax=axes, label=r"excess risk $L(\theta_m) - L^\star$ ($\sigma = 0.1$)")
 plt.show()
 

@@ -260,7 +260,7 @@ for ax, model in zip(axes, MODELS):
                         + BLOCKS[model][0])
         ax.plot(h["times"], h["norm_mean"][:, j, 1], color=line.get_color(), ls="--")
     ax.set_xlabel("time $t$")
-    ax.set_ylabel("mean block norm (solid: first, dashed: second)")
+    ax.set_ylabel("mean block norm\n(solid: first, dashed: second)")
     ax.set_title(TITLES[model] + ", s = 0.05")
 legend_below(fig, ncol=2)
 plt.show()
