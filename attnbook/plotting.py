@@ -283,12 +283,13 @@ def narrow_figure(fig) -> "matplotlib.figure.Figure | None":
     :data:`MIN_PHONE_TEXT_PX`, between :data:`NARROW_WIDTH` and :data:`SHRUNK_WIDTH`. Any
     other is :data:`NARROW_WIDTH` wide, its panels stacked in one column in reading order,
     left to right then top to bottom; a panel keeps its height, within 0.45 and 0.8 of the new
-    width (a single wide panel whose texts would then overlap is tried shrunk). A stacked
-    panel whose axis was shared with a neighbour that showed its tick labels gets them (and
-    the neighbour's axis label) back. Titles and axis labels wrap, a legend wider than the
-    figure loses columns, a legend taller than its panel moves below the figure, and minor
-    tick labels that would overlap are left out; the figure grows until every panel has its
-    height.
+    width (a single wide panel whose texts would then overlap is tried shrunk, and a grid or
+    a shrunk figure whose texts would overlap is tried stacked). A stacked panel whose axis
+    was shared with a neighbour that showed its tick labels gets them (and the neighbour's
+    axis label) back. Titles and axis labels wrap, a legend wider than the
+    figure loses columns, a legend taller or wider than its panel moves below the figure
+    (every axes' legend does where texts would otherwise overlap), and minor tick labels that
+    would overlap are left out; the figure grows until every panel has its height.
 
     None when ``fig`` shows its text at :data:`MIN_PHONE_TEXT_PX` or more on the phone as it
     is, has no gridded panel, would have more overlapping texts (titles, axis and tick
@@ -303,9 +304,9 @@ def narrow_figure(fig) -> "matplotlib.figure.Figure | None":
     columns = {column for (_, column), _ in panels}
     if len(rows) > 1 and len(columns) > 1 and all(
             any(ax.images for ax in axes) for _, axes in panels):
-        layouts = ["grid"]
+        layouts = ["grid", "stack"]
     elif _draws_smaller(fig):
-        layouts = ["shrink"]
+        layouts = ["shrink", "stack"]
     else:
         layouts = ["stack", "shrink"] if len(columns) == 1 else ["stack"]
     collisions = _colliding_texts(fig)
@@ -316,10 +317,23 @@ def narrow_figure(fig) -> "matplotlib.figure.Figure | None":
         with warnings.catch_warnings():   # a layout on its way may not fit yet
             warnings.filterwarnings("ignore", "constrained_layout not applied")
             _lay_out_narrow(copy, layout)
+            if _colliding_texts(copy) > collisions:
+                _move_legends_below(copy)
             if _colliding_texts(copy) <= collisions:
                 return copy
         plt.close(copy)   # texts that were apart now overlap
     return None
+
+
+def _move_legends_below(fig) -> None:
+    """Move every axes' legend under the figure (where a layout engine makes room for it
+    there): the panels get their width back and no legend covers their texts."""
+    if fig.get_layout_engine() is None:
+        return
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is not None:
+            _fewer_legend_columns(fig, _legend_below(fig, legend))
 
 
 def _draws_smaller(fig) -> bool:
@@ -407,7 +421,7 @@ def _fit_texts(fig, *, titles_over_panels: bool = False) -> None:
     """Fit the texts of a resized figure: titles wrap to the figure's width (to their panel's
     with ``titles_over_panels``, for panels side by side), axis labels to their panel, minor
     tick labels that overlap go, legends lose columns until they fit and an axes' legend
-    taller than its panel moves below the figure."""
+    taller or wider than its panel moves below the figure."""
     fig.canvas.draw()   # the sizes of the titles and tick labels in the new layout
     for ax in fig.axes:
         _wrap_to_length(ax.title, ax.bbox.width if titles_over_panels else fig.bbox.width)
@@ -425,8 +439,10 @@ def _fit_texts(fig, *, titles_over_panels: bool = False) -> None:
     fig.canvas.draw()
     for ax in fig.axes:
         legend = ax.get_legend()
-        if (legend is not None and fig.get_layout_engine() is not None
-                and legend.get_window_extent().height > 0.9 * ax.bbox.height):
+        if legend is None or fig.get_layout_engine() is None:
+            continue
+        extent = legend.get_window_extent()
+        if extent.height > 0.9 * ax.bbox.height or extent.width > 0.9 * ax.bbox.width:
             _fewer_legend_columns(fig, _legend_below(fig, legend))
 
 
@@ -647,14 +663,33 @@ def _labels_overlap(minor: list[Any], major: list[Any]) -> bool:
 
 def _wrap_to_length(text, length: float) -> None:
     """Break a text longer than ``length`` display pixels along its direction (as last drawn)
-    into lines that fit, at spaces."""
-    import textwrap
-
+    into lines that fit, at spaces outside its maths (``$...$`` stays on one line)."""
     extent = text.get_window_extent()
     drawn = extent.height if text.get_rotation() % 180 == 90 else extent.width
-    if drawn > 0.95 * length and " " in text.get_text():
-        characters = int(len(text.get_text()) * 0.9 * length / drawn)
-        text.set_text(textwrap.fill(text.get_text(), max(characters, 10)))
+    words = _words_outside_maths(text.get_text())
+    if drawn > 0.95 * length and len(words) > 1:
+        characters = max(int(len(text.get_text()) * 0.9 * length / drawn), 10)
+        lines = [words[0]]
+        for word in words[1:]:
+            if len(lines[-1]) + 1 + len(word) > characters:
+                lines.append(word)
+            else:
+                lines[-1] += " " + word
+        text.set_text("\n".join(lines))
+
+
+def _words_outside_maths(text: str) -> list[str]:
+    """``text`` split at the spaces that lie outside its ``$...$`` maths."""
+    words, current, in_maths = [], "", False
+    for character in text:
+        if character == "$":
+            in_maths = not in_maths
+        if character == " " and not in_maths:
+            words.append(current)
+            current = ""
+        else:
+            current += character
+    return [word for word in words + [current] if word]
 
 
 def _panel_groups(fig) -> list[tuple[tuple[int, int], list[Any]]]:

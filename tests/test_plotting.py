@@ -297,6 +297,38 @@ def test_a_legend_taller_than_its_stacked_panel_moves_below_the_figure() -> None
     plt.close(narrow)
 
 
+def test_a_wide_legend_that_would_cover_the_narrow_panel_moves_below_it() -> None:
+    # a one-panel figure whose legend, at phone width, crowds the panel so that its tick labels
+    # overlap: the narrow copy moves the legend under the figure instead of giving up
+    fig, ax = plotting.figure(width=6.4, height=4.2)
+    scales = [0.3, 1, 2, np.sqrt(10), 5]
+    for k in range(4):
+        ax.plot(scales, np.arange(1, 6) * (k + 1), "o-",
+                label=f"a long series label, method number {k}, re-evaluated step")
+    ax.set(xscale="log", yscale="log", xlabel="scale $c$ of the random start")
+    ax.set_xticks(scales, ["0.3", "1", "2", "$\\sqrt{d}$", "5"])
+    ax.minorticks_off()
+    ax.legend(fontsize=9, loc="upper left")
+    narrow = plotting.narrow_figure(fig)
+    assert narrow is not None and narrow.axes[0].get_legend() is None
+    assert len(narrow.legends) == 1
+    assert plotting.png_records(plotting.figure_png(narrow))["attn:layout-faults"] == ""
+    plt.close(fig)
+    plt.close(narrow)
+
+
+def test_labels_wrap_outside_their_maths() -> None:
+    assert plotting._words_outside_maths(r"max $\max_{1000 \leq k}\,(L - L^\star)$ of it") == [
+        "max", r"$\max_{1000 \leq k}\,(L - L^\star)$", "of", "it"]
+    fig, ax = plotting.figure(width=2.0, height=2.0)
+    ax.set_ylabel(r"the largest $\max_{1000 \leq k \leq 2000}$ relative excess over the run")
+    fig.canvas.draw()
+    plotting._wrap_to_length(ax.yaxis.label, 0.5 * ax.bbox.height)
+    lines = ax.yaxis.label.get_text().split("\n")
+    assert len(lines) > 1 and all(line.count("$") % 2 == 0 for line in lines)
+    plt.close(fig)
+
+
 def test_a_grid_of_images_keeps_its_columns_at_phone_width() -> None:
     fig, axes = plotting.figure(3, 3, height=6.6)
     field = np.outer(np.sin(np.linspace(0, 3, 16)), np.cos(np.linspace(0, 3, 16)))
