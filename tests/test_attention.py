@@ -288,7 +288,10 @@ def test_automatic_blocks_and_threads_match_the_direct_computation(n: int) -> No
 
 @pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize("bad_row", [0, 7])
-def test_an_error_in_any_block_reaches_the_caller(bad_row: int) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_error_in_any_block_reaches_the_caller(bad_row: int, engine: str,
+                                                  monkeypatch) -> None:
+    monkeypatch.setattr(attention, "ENGINE", engine)
     # Four blocks on two threads (the caller and a pool thread): only the block holding
     # bad_row has overflowing logits (s_ji = 1e10 x_j[0] x_i[1]); its error is raised whichever
     # thread ran it, and the threads still work afterwards.
