@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -555,6 +556,16 @@ def test_a_failure_between_the_steps_of_a_save_says_what_is_on_disk(
     assert _same(experiments.load("paper1_defaults"), {"old": OLD, "new": NEW}[loads])
 
 
+@pytest.fixture
+def python_sigint_handler() -> Iterator[None]:
+    """SIGINT handled by Python's own handler (KeyboardInterrupt) during the test, as in a
+    terminal: a test run earlier in the same worker process may have left it ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("python_sigint_handler")
 def test_ctrl_c_during_the_steps_of_a_save_is_delivered_after_them(
         store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     experiments.save("paper1_defaults", OLD)
