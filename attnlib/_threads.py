@@ -151,36 +151,56 @@ def run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int, 
     the caller starts at once instead of sleeping until the pool is done (on the book's
     machine a pool thread started 0.06 to 0.1 ms after the hand-over and a waiting caller
     resumed up to 0.3 ms after the pool finished, a tenth of an evaluation at n = 500).
-    ``scratch`` holds ``buffers`` work arrays with ``stop - start`` rows and ``width`` columns
-    (from :func:`_scratch`); the blocks run with a single BLAS thread (module docstring). The
-    results are returned in block order whichever thread computed them; an error is raised
-    once every thread has stopped.
+    The caller then waits only for the blocks a pool thread is still computing, not for a
+    pool thread that has not started: one that wakes late, because its core was idle or busy
+    with another library's threads, finds no block left and takes none (n = 1000, float64,
+    right after a two-thread BLAS product, in rounds that also time back-to-back calls: two
+    threads 1.05 times one thread's time when the caller waited for every pool thread, 0.77
+    since; in rounds of such calls only, 1.06 and 1.04). ``scratch`` holds ``buffers`` work
+    arrays with ``stop - start`` rows and ``width`` columns (from :func:`_scratch`); the
+    blocks run with a single BLAS thread (module docstring). The results are returned in
+    block order whichever thread computed them. A block's error stops the handing out of
+    blocks and is raised once the blocks already started have finished.
     """
     spans = list(blocks(n_queries, block))
     threads = resolve_workers(workers, len(spans), n_queries * width * dtype.itemsize)
     results: list[T] = [None] * len(spans)          # type: ignore[list-item]
     taken = iter(range(len(spans)))
+    errors: list[BaseException] = []
     lock = threading.Lock()
+    helpers_idle = threading.Condition(lock)
+    busy_helpers = 0
 
-    def drain() -> None:
-        scratch = _scratch(buffers, block, width, dtype)
+    def drain(helper: bool) -> None:
+        nonlocal busy_helpers
+        scratch = None
         while True:
             with lock:
-                index = next(taken, None)
-            if index is None:
+                index = None if errors else next(taken, None)
+                if index is None:
+                    return
+                busy_helpers += helper
+            try:
+                if scratch is None:
+                    scratch = _scratch(buffers, block, width, dtype)
+                start, stop = spans[index]
+                results[index] = work(start, stop, [array[:stop - start] for array in scratch])
+            except BaseException as error:          # re-raised by the caller, Ctrl-C too
+                with lock:
+                    errors.append(error)
                 return
-            start, stop = spans[index]
-            results[index] = work(start, stop, [array[:stop - start] for array in scratch])
+            finally:
+                if helper:
+                    with lock:
+                        busy_helpers -= 1
+                        helpers_idle.notify_all()
 
     with one_blas_thread():
-        helpers = [_pool(threads - 1).submit(drain) for _ in range(threads - 1)]
-        try:
-            drain()
-        finally:
-            for helper in helpers:
-                helper.exception()                  # wait for every thread ...
-        for helper in helpers:
-            helper.result()                         # ... then raise the first error
+        for _ in range(threads - 1):
+            _pool(threads - 1).submit(drain, True)
+        drain(False)
+        with lock:                                  # a helper still on a block: wait for it
+            helpers_idle.wait_for(lambda: busy_helpers == 0)
+    if errors:
+        raise errors[0]
     return results
-
-

@@ -142,11 +142,21 @@ below, a call costs little whichever engine runs it, and the kernel's first call
 given d compiles for about two seconds (cached on disk afterwards).""")
 #: Smallest work, in bytes of query-key pairs (``len(rows) * n * itemsize``), for which the
 #: kernel runs its blocks on more than one thread: below it (float32 at n = 500), handing a
-#: block to a second thread costs about what it saves.
+#: block to a second thread costs about what it saves. Above it, measured on the book's
+#: machine (``benchmarks/bench_two_threads.py``), two threads take 0.55 to 0.72 of one
+#: thread's time when the calls follow each other, as in a training loop; in the tens of
+#: milliseconds after the process sat idle, or after a BLAS product on two threads (whose
+#: workers keep the other core busy), the second core joins late and two threads take 0.90
+#: to 1.08 of one thread's time, at every size up to n = 2000.
 KERNEL_PARALLEL_BYTES = documented(2 ** 20, """\
-Smallest work, in bytes of query-key pairs (len(rows) * n * itemsize), for which the kernel
-runs its blocks on more than one thread: below it (float32 at n = 500), handing a block to a
-second thread costs about what it saves.""")
+Smallest work, in bytes of query-key pairs (len(rows) * n * itemsize), for which the
+kernel runs its blocks on more than one thread: below it (float32 at n = 500), handing a
+block to a second thread costs about what it saves. Above it, measured on the book's
+machine (benchmarks/bench_two_threads.py), two threads take 0.55 to 0.72 of one
+thread's time when the calls follow each other, as in a training loop; in the tens of
+milliseconds after the process sat idle, or after a BLAS product on two threads (whose
+workers keep the other core busy), the second core joins late and two threads take 0.90
+to 1.08 of one thread's time, at every size up to n = 2000.""")
 #: From this many entries (n = 256 for n x n) on, a problem that fits in one block is split
 #: into two halves so that both cores work (one block would run on one thread).
 SPLIT_ELEMENTS = documented(2 ** 16, """\

@@ -311,6 +311,47 @@ def test_an_error_in_any_block_reaches_the_caller(bad_row: int, engine: str,
     np.testing.assert_array_equal(two[1], one[1])
 
 
+def _run_blocks_with_a_busy_pool(work) -> tuple[list, float]:
+    """``_threads.run_blocks`` over 8 blocks on two threads while the pool's one thread is held
+    by another task for up to 5 s (a pool thread that starts late); returns the results and
+    the seconds the call took, then frees the pool thread."""
+    import threading
+    import time
+
+    from attnlib import _threads
+
+    release = threading.Event()
+    _threads._pool(1).submit(release.wait, 5.0)
+    start = time.perf_counter()
+    try:
+        results = _threads.run_blocks(work, 8, 1, 2, buffers=1, width=2 ** 18,
+                                      dtype=np.dtype(np.float64))
+    finally:
+        elapsed = time.perf_counter() - start
+        release.set()
+    return results, elapsed
+
+
+def test_the_caller_does_not_wait_for_a_pool_thread_that_starts_late() -> None:
+    # Work of 16 MB, so two threads are used; the pool thread is busy elsewhere: the caller
+    # computes every block itself and returns at once, not after the 5 s the pool is held.
+    results, elapsed = _run_blocks_with_a_busy_pool(lambda start, stop, scratch: (start, stop))
+    assert results == [(k, k + 1) for k in range(8)]
+    assert elapsed < 2.0
+
+
+def test_an_error_in_a_block_is_raised_once_the_started_blocks_finish() -> None:
+    import threading
+
+    def work(start: int, stop: int, scratch: list) -> int:
+        if start == 3:
+            raise ValueError(f"block {start} failed on {threading.current_thread().name}")
+        return start
+
+    with pytest.raises(ValueError, match="block 3 failed"):
+        _run_blocks_with_a_busy_pool(work)
+
+
 def test_results_do_not_depend_on_workers() -> None:
     a, b, x, y = _layer(700, 10, 20, seed=21)
     one = attention.loss_and_grad(a, b, x, y, block_size=64, workers=1)

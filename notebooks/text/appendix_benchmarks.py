@@ -39,6 +39,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnbook import experiments
+from attnlib import attention
 from attnbook.plotting import OKABE_ITO, figure, legend_below, use_book_style
 from attnbook.tables import result_table
 
@@ -352,8 +353,10 @@ by_threads = {(row["n"], row["dtype"], row["threads"]): row for row in floor["ro
 for (n, dtype, threads), row in by_threads.items():
     if threads == 2 and (n, dtype, 1) in by_threads:
         ratio = row["seconds_median"] / by_threads[(n, dtype, 1)]["seconds_median"]
+        one_thread_both = n * n * np.dtype(dtype).itemsize < attention.KERNEL_PARALLEL_BYTES
         print(f"n = {n:5d} {dtype}: two threads / one thread {ratio:.2f} (target <= 1: "
-              f"{'met' if ratio <= 1 else 'NOT met'})")
+              f"{'met' if ratio <= 1 else 'NOT met'})"
+              + ("; the kernel runs one thread on both sides here" if one_thread_both else ""))
 
 # %% [markdown]
 # ### Every implementation in the same rounds
@@ -388,11 +391,16 @@ result_table(["n", "dtype", "threads", "floor ms", "skinny GF/s",
 # ### Two threads against one
 #
 # In the rounds above every configuration is timed right after its floor, whose large product
-# runs on two BLAS threads; OpenBLAS's workers keep spinning for a while after a product ("BLAS threads: the
-# spinning-thread check" below), so a two-thread call timed just then shares the two cores with
-# them. `python benchmarks/bench_two_threads.py` times one and two threads (float64, the engine
-# as installed) first alone, back to back as in a training loop, and then with each timing right
-# after a two-thread $2000 \times 2000$ product (target: two threads never slower than one):
+# runs on the configuration's number of BLAS threads; OpenBLAS's workers keep spinning for about
+# 0.1 s after a product ("BLAS threads: the spinning-thread check" below), so every two-thread
+# configuration is timed while they hold the second core. `python benchmarks/bench_two_threads.py`
+# times one and two threads (both dtypes, the engine as installed) in three settings, one after
+# the other: back to back, as in a training loop; each timing after 0.15 s of sleep; and each
+# timing right after a two-thread $2000 \times 2000$ product. A timing is the mean of about 20 ms
+# of calls. Below 1 MB of query-key pairs (float32 at $n = 500$) the kernel stays on one thread,
+# so those lines time the same call on both sides: a null that meets the target, showing what the
+# instrument reads for it. Target: two threads never slower than one (median two / one at most 1),
+# judged also with the null's largest deviation from 1 allowed, as a second reading:
 
 # %%
 pairs = experiments.load_benchmark("two_threads")
@@ -400,14 +408,26 @@ pmeta = pairs["meta"]
 print(f"run {pmeta['date_utc']} UTC, {pmeta['rounds']} rounds; load average "
       f"{pmeta['load_average_before'][0]:.1f} before, "
       f"{pmeta['load_average_after'][0]:.1f} after")
-for row in pairs["rows"]:
-    for setting in ("alone", "after_matmul"):
-        r = row[setting]
-        verdict = "met" if r["ratio_median"] <= 1 else "NOT met"
-        print(f"n = {row['n']:5d}, {row['engine']}, {setting}:")
-        print(f"  one thread {r['one_ms']:.3f} ms, two {r['two_ms']:.3f} ms")
-        print(f"  two / one {r['ratio_median']:.2f} [{r['ratio_min']:.2f}, "
-              f"{r['ratio_max']:.2f}] (target <= 1: {verdict})")
+settings = {"alone": "back to back",
+            "after_idle": f"after {pmeta['idle_seconds']:g} s idle",
+            "after_matmul": "after a 2-thread product"}
+result_table(["n", "dtype", "threads used", *settings.values()],
+             [[row["n"], row["dtype"], row["threads"],
+               *(f"{row[s]['ratio_median']:.2f} [{row[s]['ratio_min']:.2f}, "
+                 f"{row[s]['ratio_max']:.2f}]" for s in settings)]
+              for row in pairs["rows"]])
+tested = [row for row in pairs["rows"] if row["threads"] == 2]
+nulls = [row for row in pairs["rows"] if row["threads"] == 1]
+for setting, label in settings.items():
+    ratios = [row[setting]["ratio_median"] for row in tested]
+    allowance = max(abs(row[setting]["ratio_median"] - 1) for row in nulls)
+    within = [r <= 1 for r in ratios]
+    with_null = [r <= 1 + allowance for r in ratios]
+    print(f"{label}: two / one {min(ratios):.2f} to {max(ratios):.2f}; "
+          f"at most 1 at {sum(within)} of {len(ratios)} sizes "
+          f"({'met' if all(within) else 'NOT met'}); at most {1 + allowance:.2f} "
+          f"(the null's deviation) at {sum(with_null)} of {len(ratios)} "
+          f"({'met' if all(with_null) else 'NOT met'})")
 
 # %% [markdown]
 # ## Algorithm 1 per iteration
@@ -456,9 +476,10 @@ for row in algo["rows"]:
 # per second. The machine of this run has AVX-512, where numpy's exponential is vectorised in
 # both precisions (an AVX2 machine runs float64 `exp` on scalar code, about 0.19 G/s, and there
 # the exponentials are the larger part of the float64 floor). On one thread the kernel is
-# within 1.5 times the floor at $n = 500$ and within 1.25 from $n = 2000$ on, where the numpy
-# path, the reference, takes 1.65 to 2.2 times it; every PyTorch version takes 3.2 to 18 times
-# the floor, at least twice the kernel's time. The numpy path makes 7 passes over each block of
+# within 1.6 times the floor at $n = 500$ (1.46 in float64, 1.57 in float32) and within 1.25
+# from $n = 2000$ on, where the numpy
+# path, the reference, takes 1.65 to 2.2 times it; every PyTorch version takes 3.3 to 15 times
+# the floor, and on one thread at least twice the kernel's time. The numpy path makes 7 passes over each block of
 # the $n^2$ entries: the logits, the exponential, the row sums, $EX$, $T = (G/z)X^\top$,
 # $T \circ E$ and $TX$; its four products with inner dimension $d = 10$ run at the skinny rate
 # (about 35 GF/s in float64 and 75 in float32, against 59 and 122 for a large product), limited
@@ -470,13 +491,18 @@ for row in algo["rows"]:
 # numpy). That is also why the kernel can come out *below* this floor (float32 at $n = 8000$,
 # and two threads at $n = 8000$): the floor prices the exponentials at numpy's rate and the
 # products at the large-product rate, neither of which the kernel uses, so for the kernel it is
-# a yardstick, not a bound. Two threads take 0.50 to 0.59 of one thread's time from
-# $n = 2000$ on; at $n = 500$ these rounds measure 1.01 to 1.03, and the section "Two threads
-# against one" shows why: timed alone, the same two-thread call takes two thirds of one
-# thread's time. Float32 problems under 1 MB of query-key pairs ($n = 500$) stay on one thread,
-# so that line compares one-thread calls with each other: its 1.01 is the timing noise of
-# these rounds, and the rule "at most 1" with no allowance for noise fails such a null about
-# half the time.
+# a yardstick, not a bound. Two threads take 0.50 to 0.66 of one thread's time from
+# $n = 2000$ on in these rounds, and 0.80 at $n = 500$ in float64. Float32 problems under 1 MB
+# of query-key pairs ($n = 500$) stay on one thread, so that line compares one-thread calls with
+# each other: its 1.03 is these rounds' bias, the two-thread configuration being timed after a
+# two-thread product, and the rule "at most 1" with no allowance fails such a null. The section
+# "Two threads against one" separates the settings. Back to back, as in a training loop, two
+# threads take 0.55 to 0.72 of one thread's time at every size: the target is met. In the tens
+# of milliseconds after the process sat idle, or after a BLAS product on two threads, the second
+# core joins late (it wakes slowly, or OpenBLAS's spinning workers hold it) and two threads take
+# 0.90 to 1.08 of one thread's time, at every size measured up to $n = 2000$, where the null
+# lines read 1.00 to 1.01: there the target is not met, by up to 8 %. Sending only larger problems to two threads would not avoid it: the lines from $n = 1000$
+# on read up to 1.08 there too.
 #
 # Earlier changes to the numpy path remain: the exponential is taken unshifted where a
 # Cauchy-Schwarz bound on the logits rules out overflow (the kernel uses the same rule), and
