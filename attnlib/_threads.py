@@ -6,10 +6,13 @@ block from a shared counter, and every block runs with one BLAS thread
 (:func:`one_blas_thread`), through ``threadpoolctl`` when it is installed (the ``threads``
 extra). Without it the BLAS libraries keep their own thread count: the results are the same,
 up to round-off, and a threaded BLAS may then compete with the block threads for the cores.
+A pool thread that wakes on the caller's core moves to the process's other cores
+(:func:`_leave_cpu`, Linux only): two threads on one core are no faster than one.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -106,6 +109,46 @@ def _scratch(count: int, block: int, width: int, dtype: np.dtype) -> list[np.nda
     return [array[:size].reshape(block, width) for array in cached[:count]]
 
 
+def _load_sched_getcpu() -> Callable[[], int] | None:
+    """The C library's ``sched_getcpu`` (Linux: the core the calling thread runs on), or None
+    where there is none."""
+    try:
+        function = ctypes.CDLL(None).sched_getcpu
+    except (OSError, AttributeError, TypeError):
+        return None
+    function.restype, function.argtypes = ctypes.c_int, []
+    return function
+
+
+_SCHED_GETCPU = _load_sched_getcpu() if hasattr(os, "sched_setaffinity") else None
+
+
+def _current_cpu() -> int | None:
+    """The core the calling thread runs on now (None where that cannot be read)."""
+    cpu = _SCHED_GETCPU() if _SCHED_GETCPU is not None else -1
+    return cpu if cpu >= 0 else None
+
+
+def _leave_cpu(cpu: int) -> None:
+    """Let the calling thread run on every core the process may use (its main thread's
+    affinity) except ``cpu``; nothing if no other core is allowed.
+
+    Called by a pool thread that wakes on the caller's core. The scheduler otherwise leaves
+    it there while the other core is busy, for example with OpenBLAS's worker, which waits
+    busily for about 0.1 s after a product on several threads, and the two threads then
+    share one core (measured on the book's machine, ``benchmarks/bench_two_threads.py``,
+    float64, two threads against one right after a two-thread product: 1.07, 1.05 and 1.00 of
+    one thread's time at n = 500, 1000 and 2000; with this move 0.81, 0.74 and 0.76). The
+    affinity stays with the pool thread until its next move.
+    """
+    try:
+        others = os.sched_getaffinity(os.getpid()) - {cpu}
+        if others:
+            os.sched_setaffinity(0, others)
+    except OSError:                         # the process's affinity changed meanwhile
+        pass
+
+
 def _pool(threads: int) -> ThreadPoolExecutor:
     """A persistent pool per thread count (its threads keep their scratch arrays)."""
     if threads not in _POOLS:
@@ -156,7 +199,8 @@ def run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int, 
     with another library's threads, finds no block left and takes none (n = 1000, float64,
     right after a two-thread BLAS product, in rounds that also time back-to-back calls: two
     threads 1.05 times one thread's time when the caller waited for every pool thread, 0.77
-    since; in rounds of such calls only, 1.06 and 1.04). ``scratch`` holds ``buffers`` work
+    since; in rounds of such calls only, 1.06 and 1.04). A pool thread that starts on the
+    caller's core first moves off it (:func:`_leave_cpu`). ``scratch`` holds ``buffers`` work
     arrays with ``stop - start`` rows and ``width`` columns (from :func:`_scratch`); the
     blocks run with a single BLAS thread (module docstring). The results are returned in
     block order whichever thread computed them. A block's error stops the handing out of
@@ -170,9 +214,12 @@ def run_blocks(work: Callable[[int, int, list[np.ndarray]], T], n_queries: int, 
     lock = threading.Lock()
     helpers_idle = threading.Condition(lock)
     busy_helpers = 0
+    caller_cpu = _current_cpu() if threads > 1 else None
 
     def drain(helper: bool) -> None:
         nonlocal busy_helpers
+        if helper and caller_cpu is not None and _current_cpu() == caller_cpu:
+            _leave_cpu(caller_cpu)
         scratch = None
         while True:
             with lock:

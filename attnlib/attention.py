@@ -94,6 +94,7 @@ __all__ = [
     "MAX_WORKERS",
     "ENGINE",
     "KERNEL_MIN_ENTRIES",
+    "KERNEL_PARALLEL_BYTES",
 ]
 
 Mask = Literal["loo", "all"]
@@ -141,22 +142,26 @@ Fewest query-key pairs (``len(rows) * n``) for which the automatic choice takes 
 below, a call costs little whichever engine runs it, and the kernel's first call for a
 given d compiles for about two seconds (cached on disk afterwards).""")
 #: Smallest work, in bytes of query-key pairs (``len(rows) * n * itemsize``), for which the
-#: kernel runs its blocks on more than one thread: below it (float32 at n = 500), handing a
-#: block to a second thread costs about what it saves. Above it, measured on the book's
-#: machine (``benchmarks/bench_two_threads.py``), two threads take 0.55 to 0.72 of one
-#: thread's time when the calls follow each other, as in a training loop; in the tens of
-#: milliseconds after the process sat idle, or after a BLAS product on two threads (whose
-#: workers keep the other core busy), the second core joins late and two threads take 0.90
-#: to 1.08 of one thread's time, at every size up to n = 2000.
-KERNEL_PARALLEL_BYTES = documented(2 ** 20, """\
+#: kernel runs its blocks on more than one thread: 4 MiB, float64 from n = 725 and float32 from
+#: n = 1024. Chosen from ``benchmarks/bench_two_threads.py`` on the book's machine, which times
+#: two threads against one back to back, after 0.15 s idle and right after a two-thread BLAS
+#: product. Above 4 MB of pairs two threads were faster in all three settings, in the stored
+#: run (0.54 to 0.82 of one thread's time) and in an earlier one; from 2 to 4 MB the
+#: after-idle median crossed 1 between the runs (float32, n = 710: 0.98 and 1.04; n = 1000:
+#: 0.79 and 1.02), and at 2 MB (float64, n = 500) it was above 1 in both (1.08, 1.09): the
+#: second core joins late after idle. Back to back, two threads are faster there too (0.58
+#: to 0.74): the threshold gives that up for "never slower than one thread".
+KERNEL_PARALLEL_BYTES = documented(2 ** 22, """\
 Smallest work, in bytes of query-key pairs (len(rows) * n * itemsize), for which the
-kernel runs its blocks on more than one thread: below it (float32 at n = 500), handing a
-block to a second thread costs about what it saves. Above it, measured on the book's
-machine (benchmarks/bench_two_threads.py), two threads take 0.55 to 0.72 of one
-thread's time when the calls follow each other, as in a training loop; in the tens of
-milliseconds after the process sat idle, or after a BLAS product on two threads (whose
-workers keep the other core busy), the second core joins late and two threads take 0.90
-to 1.08 of one thread's time, at every size up to n = 2000.""")
+kernel runs its blocks on more than one thread: 4 MiB, float64 from n = 725 and float32 from
+n = 1024. Chosen from benchmarks/bench_two_threads.py on the book's machine, which times
+two threads against one back to back, after 0.15 s idle and right after a two-thread BLAS
+product. Above 4 MB of pairs two threads were faster in all three settings, in the stored
+run (0.54 to 0.82 of one thread's time) and in an earlier one; from 2 to 4 MB the
+after-idle median crossed 1 between the runs (float32, n = 710: 0.98 and 1.04; n = 1000:
+0.79 and 1.02), and at 2 MB (float64, n = 500) it was above 1 in both (1.08, 1.09): the
+second core joins late after idle. Back to back, two threads are faster there too (0.58
+to 0.74): the threshold gives that up for "never slower than one thread".""")
 #: From this many entries (n = 256 for n x n) on, a problem that fits in one block is split
 #: into two halves so that both cores work (one block would run on one thread).
 SPLIT_ELEMENTS = documented(2 ** 16, """\

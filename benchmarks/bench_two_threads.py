@@ -18,12 +18,16 @@ after the other, with one and two workers interleaved in every round (alternatin
   machine a second thread sped small calls up only some tens of milliseconds later);
 * ``after_matmul``: each timing right after a 2000 x 2000 float64 product on two BLAS threads.
 
-``threads`` in each row is what ``workers=2`` really uses: below
-``attention.KERNEL_PARALLEL_BYTES`` of query-key pairs the kernel stays on one thread.
+``workers=2`` runs two threads at every size here: ``attention.KERNEL_PARALLEL_BYTES`` is set
+to 0 for the run, so the table shows what a second thread gives at each size and the
+appendix derives from it where the library should use one (its threshold is stored in the
+results). A null row times ``workers=1`` against ``workers=1`` (float64, the smallest n): a
+comparison that meets "never slower" by construction, which shows what the instrument reads
+for it.
 
-Each time is the mean of ``calls`` calls; the ratio two threads / one thread is taken per
-round and reported as the median over rounds with its range and the load average.
-Results: ``benchmarks/results/benchmark_two_threads.json``.
+Each time is the mean of ``calls`` calls (about 20 ms of work); the ratio two threads / one
+thread is taken per round and reported as the median over rounds with its range and the load
+average. Results: ``benchmarks/results/benchmark_two_threads.json``.
 """
 
 from __future__ import annotations
@@ -51,8 +55,9 @@ def _time_calls(call, calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def measure(n: int, dtype: str, rounds: int, matmul: np.ndarray) -> dict:
-    """Per setting: the median seconds of one and two workers and the per-round ratios."""
+def measure(n: int, dtype: str, rounds: int, matmul: np.ndarray, second: int = 2) -> dict:
+    """Per setting: the median seconds of one and ``second`` workers and the per-round
+    ratios (``second = 1``: the null row)."""
     from attnlib import attention
 
     a, b, x, y = problem(n)
@@ -61,30 +66,39 @@ def measure(n: int, dtype: str, rounds: int, matmul: np.ndarray) -> dict:
     def run(workers: int) -> None:
         attention.loss_and_grad(a, b, x, y, workers=workers, dtype=dtype)
 
-    seconds = {(setting, w): [] for setting in SETTINGS for w in (1, 2)}
-    for workers in (1, 2):                              # warm-up (and the kernel's compile)
+    seconds = {(setting, side): [] for setting in SETTINGS for side in ("one", "two")}
+    for workers in (1, second):                         # warm-up (and the kernel's compile)
         run(workers)
     for setting in SETTINGS:        # all "alone" rounds first: no product has run before them
         for index in range(rounds):
-            for workers in ((1, 2) if index % 2 else (2, 1)):
+            for side in (("one", "two") if index % 2 else ("two", "one")):
                 if setting == "after_matmul":
                     matmul @ matmul
                 elif setting == "after_idle":
                     time.sleep(IDLE_SECONDS)
-                seconds[(setting, workers)].append(_time_calls(lambda: run(workers), calls))
-    kernel = attention._use_kernel(x.shape[1], n * n)
-    pair_bytes = n * n * np.dtype(dtype).itemsize
-    threads = 2 if not kernel or pair_bytes >= attention.KERNEL_PARALLEL_BYTES else 1
-    row = {"n": n, "dtype": dtype, "calls": calls, "engine": "kernel" if kernel else "numpy",
-           "threads": threads}
+                workers = 1 if side == "one" else second
+                seconds[(setting, side)].append(_time_calls(lambda: run(workers), calls))
+    row = {"n": n, "dtype": dtype, "calls": calls, "null": second == 1,
+           "engine": "kernel" if attention._use_kernel(x.shape[1], n * n) else "numpy",
+           "pair_bytes": n * n * np.dtype(dtype).itemsize}
     for setting in SETTINGS:
-        one, two = (np.asarray(seconds[(setting, w)]) for w in (1, 2))
+        one, two = (np.asarray(seconds[(setting, side)]) for side in ("one", "two"))
         ratios = two / one
         row[setting] = {"one_ms": float(np.median(one) * 1e3),
                         "two_ms": float(np.median(two) * 1e3),
                         "ratio_median": float(np.median(ratios)),
                         "ratio_min": float(ratios.min()), "ratio_max": float(ratios.max())}
     return row
+
+
+def _report(row: dict) -> None:
+    label = "null (one thread on both sides)" if row["null"] else "two threads"
+    for setting in SETTINGS:
+        r = row[setting]
+        print(f"n = {row['n']:5d} {row['dtype']} {label:>31} {setting:>12}: one thread "
+              f"{r['one_ms']:.3f} ms, other {r['two_ms']:.3f} ms, ratio "
+              f"{r['ratio_median']:.2f} [{r['ratio_min']:.2f}, {r['ratio_max']:.2f}]",
+              flush=True)
 
 
 def main() -> None:
@@ -108,17 +122,19 @@ def main() -> None:
             "rounds": args.rounds, "idle_seconds": IDLE_SECONDS,
             "kernel_parallel_bytes": attention.KERNEL_PARALLEL_BYTES,
             "load_average_before": os.getloadavg()}
+    library_threshold = attention.KERNEL_PARALLEL_BYTES
+    attention.KERNEL_PARALLEL_BYTES = 0                 # two threads at every size
     rows = []
-    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
-        for dtype in args.dtypes:
-            for n in args.ns:
-                rows.append(measure(n, dtype, args.rounds, matmul))
-                for setting in SETTINGS:
-                    r = rows[-1][setting]
-                    print(f"n = {n:5d} {dtype} ({rows[-1]['threads']} thread(s) used) "
-                          f"{setting:>12}: one thread {r['one_ms']:.3f} ms, two "
-                          f"{r['two_ms']:.3f} ms, two / one {r['ratio_median']:.2f} "
-                          f"[{r['ratio_min']:.2f}, {r['ratio_max']:.2f}]", flush=True)
+    try:
+        with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+            rows.append(measure(min(args.ns), args.dtypes[0], args.rounds, matmul, second=1))
+            _report(rows[-1])
+            for dtype in args.dtypes:
+                for n in args.ns:
+                    rows.append(measure(n, dtype, args.rounds, matmul))
+                    _report(rows[-1])
+    finally:
+        attention.KERNEL_PARALLEL_BYTES = library_threshold
     meta["load_average_after"] = os.getloadavg()
     output = Path(args.output) if args.output else (
         Path(__file__).resolve().parent / "results" / "benchmark_two_threads.json")

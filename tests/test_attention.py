@@ -352,6 +352,26 @@ def test_an_error_in_a_block_is_raised_once_the_started_blocks_finish() -> None:
         _run_blocks_with_a_busy_pool(work)
 
 
+def test_a_pool_thread_that_leaves_the_callers_core_keeps_the_other_cores() -> None:
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from attnlib import _threads
+
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs sched_setaffinity and two cores")
+    allowed = os.sched_getaffinity(0)
+    cpu = min(allowed)
+
+    def leave() -> set[int]:
+        _threads._leave_cpu(cpu)
+        return os.sched_getaffinity(0)
+
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(leave).result() == allowed - {cpu}
+    assert os.sched_getaffinity(0) == allowed          # the calling thread's own is untouched
+
+
 def test_results_do_not_depend_on_workers() -> None:
     a, b, x, y = _layer(700, 10, 20, seed=21)
     one = attention.loss_and_grad(a, b, x, y, block_size=64, workers=1)
