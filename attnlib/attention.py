@@ -34,8 +34,9 @@ returned in float64).
 
 Threads: when there are several blocks, ``workers`` threads (the calling thread and
 ``workers - 1`` pool threads; default: up to 2, the number of cores; at most
-``MAX_WORKERS`` = 256; one below ``attnlib._threads.PARALLEL_BYTES`` of work) process them
-concurrently, numpy releasing the GIL in ``exp`` and in BLAS. The products
+``MAX_WORKERS`` = 256; one below ``attnlib._threads.PARALLEL_BYTES`` of work, and the kernel
+one below ``KERNEL_PARALLEL_BYTES``) process them concurrently, numpy releasing the GIL in
+``exp`` and in BLAS, the kernel throughout. The products
 here have an inner dimension of only d, too skinny for a multithreaded BLAS to pay, and a
 threaded BLAS inside threaded blocks oversubscribes the cores; so every block runs with a
 single BLAS thread: ``attnlib._threads.run_blocks`` limits the BLAS libraries loaded with numpy

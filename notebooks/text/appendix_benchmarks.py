@@ -529,9 +529,10 @@ for row in algo["rows"]:
 # per-row arrays, without per-block temporaries.
 #
 # For Algorithm 1, the printed target lines say which iterations came within 1.15
-# `loss_and_grad` calls in this run: none in wall-clock time (the default history's iteration
-# costs about 1.15 calls in CPU time). The kernel made the call itself faster (about 0.44 ms at $n = 500$), so the same
-# fixed cost of an iteration weighs more: the update, the renormalization and the history. The
+# `loss_and_grad` calls in this run: none (the default history's iteration costs about 1.2
+# calls, in CPU time too). The kernel made the call itself faster (about 0.63 ms at $n = 500$, on
+# one thread under the kernel's 4 MiB threshold), so the same fixed cost of an iteration weighs
+# more: the update, the renormalization and the history. The
 # history is what an iteration adds: at a recorded
 # iteration the excess risk, two distances and the gap, and every 10 iterations one deployed
 # prediction over 500 test points. Chapter 5's stored run, and the other Part I runs that keep
