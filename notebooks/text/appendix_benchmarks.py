@@ -400,12 +400,14 @@ result_table(["n", "dtype", "threads", "floor ms", "skinny GF/s",
 # is the mean of about 20 ms of calls. A null row times one thread against one thread: it meets
 # the target by construction and shows what the instrument reads for it. From this run the
 # kernel's threshold is chosen, `attention.KERNEL_PARALLEL_BYTES`: two threads from the work
-# above which every measured size met the target in all three settings (the first row that
-# fails sets it; below it the kernel runs one thread, as the null). Target: two threads never
+# above which every measured size met the target in all three settings (below it the kernel
+# runs one thread, as in the null row). Target: two threads never
 # slower than one (median two / one at most 1). The verdict is printed for the library's
 # threshold and for the previous one, 1 MiB:
 
 # %%
+from IPython.display import display
+
 pairs = experiments.load_benchmark("two_threads")
 pmeta = pairs["meta"]
 print(f"run {pmeta['date_utc']} UTC, {pmeta['rounds']} rounds; load average "
@@ -414,12 +416,12 @@ print(f"run {pmeta['date_utc']} UTC, {pmeta['rounds']} rounds; load average "
 settings = {"alone": "back to back",
             "after_idle": f"after {pmeta['idle_seconds']:g} s idle",
             "after_matmul": "after a 2-thread product"}
-result_table(["n", "dtype", "MB of pairs", *settings.values()],
+display(result_table(["n", "dtype", "MB of pairs", *settings.values()],
              [[row["n"], row["dtype"] + (" (null)" if row["null"] else ""),
                f"{row['pair_bytes'] / 1e6:.2f}",
                *(f"{row[s]['ratio_median']:.2f} [{row[s]['ratio_min']:.2f}, "
                  f"{row[s]['ratio_max']:.2f}]" for s in settings)]
-              for row in pairs["rows"]])
+              for row in pairs["rows"]]))
 measured = [row for row in pairs["rows"] if not row["null"]]
 deviation = max(abs(row[s]["ratio_median"] - 1)
                 for row in pairs["rows"] if row["null"] for s in settings)
