@@ -913,7 +913,9 @@ def test_ctrl_c_stops_the_batch_and_keeps_its_rows(ps1, tmp_path, scratch) -> No
         [sys.executable, str(ROOT / "scripts" / "grade.py"), str(autograder), str(folder),
          "--out", str(sheet), "--timeout", "900"], stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(scratch)},
-        start_new_session=True)
+        start_new_session=True,
+        # SIGINT back to its default: a test run started in the background ignores it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and process.poll() is None and (
