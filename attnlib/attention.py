@@ -147,7 +147,8 @@ given d compiles for about two seconds (cached on disk afterwards).""")
 #: n = 1024. Chosen from ``benchmarks/bench_two_threads.py`` on the book's machine, which times
 #: two threads against one back to back, after 0.15 s idle and right after a two-thread BLAS
 #: product. Above 4 MB of pairs two threads were faster in all three settings, in the stored
-#: run (0.54 to 0.82 of one thread's time) and in an earlier one; from 2 to 4 MB the
+#: run (0.54 to 0.82 of one thread's time) and in an earlier one (a third read 1.04 after
+#: idle, float32 at n = 1414, where the null row reads up to 1.02); from 2 to 4 MB the
 #: after-idle median crossed 1 between the runs (float32, n = 710: 0.98 and 1.04; n = 1000:
 #: 0.79 and 1.02), and at 2 MB (float64, n = 500) it was above 1 in both (1.08, 1.09): the
 #: second core joins late after idle. Back to back, two threads are faster there too (0.58
@@ -158,7 +159,8 @@ kernel runs its blocks on more than one thread: 4 MiB, float64 from n = 725 and 
 n = 1024. Chosen from benchmarks/bench_two_threads.py on the book's machine, which times
 two threads against one back to back, after 0.15 s idle and right after a two-thread BLAS
 product. Above 4 MB of pairs two threads were faster in all three settings, in the stored
-run (0.54 to 0.82 of one thread's time) and in an earlier one; from 2 to 4 MB the
+run (0.54 to 0.82 of one thread's time) and in an earlier one (a third read 1.04 after
+idle, float32 at n = 1414, where the null row reads up to 1.02); from 2 to 4 MB the
 after-idle median crossed 1 between the runs (float32, n = 710: 0.98 and 1.04; n = 1000:
 0.79 and 1.02), and at 2 MB (float64, n = 500) it was above 1 in both (1.08, 1.09): the
 second core joins late after idle. Back to back, two threads are faster there too (0.58
